@@ -5,7 +5,11 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
-#[command(name = "sanctum-guard", version, about = "A hardened sidecar guard for OpenClaw agents")]
+#[command(
+    name = "sanctum-guard",
+    version,
+    about = "A hardened sidecar guard for OpenClaw agents"
+)]
 struct Cli {
     /// Log format on stderr.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
