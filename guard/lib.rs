@@ -7,3 +7,4 @@
 pub mod openclaw;
 pub mod policy;
 pub mod sandbox;
+pub mod socket;
