@@ -1,0 +1,370 @@
+//! The socket's request pipeline: checks (peer, rate, token/HMAC/TTL/replay), then
+//! Request → policy verdict → (inbox for `ask`) → decision → reply, and for `exec` the
+//! sandboxed run. Every step and every rejection goes to the audit log. Fail closed: any
+//! internal error answers deny with a reason.
+
+use super::auth::{self, Peer, PeerPolicy, RateLimiter, ReplayCache};
+use super::oracle::Oracle;
+use super::wire::{
+    self, ApprovalRequest, ExecError, ExecFrame, ExecPayload, ExecRequest, Frame, FrameKind,
+    RejectReason, Reply, RequestFrame,
+};
+use crate::audit::AuditLog;
+use crate::config::{Deadlines, SocketSettings};
+use crate::inbox::{Cancel, Inbox};
+use crate::policy::request::{
+    Action, DecidedBy, Decision, DecisionKind, ExecAction, OpenClawAsk, Request, Source, Who,
+};
+use crate::policy::verdict::{Verdict, VerdictKind};
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
+
+/// The OpenClaw combined output cap (openclaw-protocol.md §3.4).
+pub const OUTPUT_CAP: usize = 200_000;
+
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Everything the pipeline needs, built once by `serve`.
+pub struct Engine {
+    token: String,
+    ttl_ms: u64,
+    replay: ReplayCache,
+    peers: PeerPolicy,
+    rate: RateLimiter,
+    deadlines: Deadlines,
+    oracle: Oracle,
+    inbox: Inbox,
+    audit: AuditLog,
+}
+
+impl Engine {
+    pub fn new(
+        token: String,
+        socket: &SocketSettings,
+        deadlines: Deadlines,
+        oracle: Oracle,
+        inbox: Inbox,
+        audit: AuditLog,
+    ) -> Self {
+        Engine {
+            token,
+            ttl_ms: socket.ttl_ms,
+            replay: ReplayCache::new(262_144),
+            peers: PeerPolicy::new(socket.allowed_uids.iter().copied()),
+            rate: RateLimiter::new(socket.rate_per_sec, socket.rate_burst),
+            deadlines,
+            oracle,
+            inbox,
+            audit,
+        }
+    }
+
+    pub fn inbox(&self) -> &Inbox {
+        &self.inbox
+    }
+
+    /// Appends to the audit log (fsynced, off the async threads) before the reply is sent,
+    /// so no answer leaves without its record. Returns false when the log failed.
+    async fn record(&self, kind: &str, fields: serde_json::Value) -> bool {
+        match self.audit.record(kind, fields).await {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(error = %e, kind, "audit append failed");
+                false
+            }
+        }
+    }
+
+    /// Audits a rejection that happened before a frame was decoded (read errors).
+    pub async fn audit_rejection(&self, peer: &Peer, id: Option<&str>, reason: RejectReason, message: &str) {
+        self.record(
+            "rejection",
+            json!({"source":"socket","peer":{"uid":peer.uid,"pid":peer.pid},"id":id,
+                   "reason":reason.as_str(),"message":message}),
+        )
+        .await;
+    }
+
+    async fn reject(&self, peer: &Peer, id: Option<String>, kind: FrameKind, reason: RejectReason, message: &str) -> Reply {
+        self.audit_rejection(peer, id.as_deref(), reason, message).await;
+        Reply::reject(id, kind, reason, message)
+    }
+
+    /// The one reply to one line.
+    pub async fn respond(&self, peer: &Peer, line: &[u8], shutdown: watch::Receiver<bool>) -> Reply {
+        let frame = match wire::parse_frame(line) {
+            Ok(f) => f,
+            Err(bad) => {
+                let msg = match bad.reason {
+                    RejectReason::UnknownType => "unknown frame type",
+                    _ => "malformed frame",
+                };
+                return self.reject(peer, bad.id, bad.kind, bad.reason, msg).await;
+            }
+        };
+        let (id, kind) = match &frame {
+            Frame::Request(r) => (r.id.clone(), FrameKind::Request),
+            Frame::Exec(e) => (e.id.clone(), FrameKind::Exec),
+        };
+        if let Err(r) = self.peers.check(peer) {
+            return self.reject(peer, Some(id), kind, r, "peer uid not allowed").await;
+        }
+        if let Err(r) = self.rate.check(peer) {
+            return self.reject(peer, Some(id), kind, r, "too many requests from this peer").await;
+        }
+        match frame {
+            Frame::Request(f) => self.on_request(peer, *f, shutdown).await,
+            Frame::Exec(f) => self.on_exec(peer, f, shutdown).await,
+        }
+    }
+
+    async fn on_request(&self, peer: &Peer, f: RequestFrame, shutdown: watch::Receiver<bool>) -> Reply {
+        if !auth::token_matches(&self.token, &f.token) {
+            return self.reject(peer, Some(f.id), FrameKind::Request, RejectReason::Token, "token mismatch").await;
+        }
+        let received = now_ms();
+        let req = request_from_prompt(&f.id, &f.request, received, self.deadlines.request_deadline(received));
+        let decision = self.decide_and_wait(peer, &req, shutdown).await;
+        if decision.kind == DecisionKind::AllowAlways {
+            self.persist_allow_always(&req).await;
+        }
+        Reply::Decision {
+            id: Some(f.id),
+            decision: decision.kind,
+            reject: None,
+        }
+    }
+
+    async fn on_exec(&self, peer: &Peer, f: ExecFrame, shutdown: watch::Receiver<bool>) -> Reply {
+        let now = now_ms();
+        if let Err(r) = auth::verify_exec(&self.token, &f, now as i64, self.ttl_ms, &self.replay) {
+            let msg = match r {
+                RejectReason::Ttl => "timestamp outside the 10 s window",
+                RejectReason::Hmac => "hmac does not verify",
+                RejectReason::Replay => "nonce already used",
+                _ => "replay cache full",
+            };
+            return self.reject(peer, Some(f.id), FrameKind::Exec, r, msg).await;
+        }
+        let er = match ExecRequest::parse(&f.request_json) {
+            Ok(r) => r,
+            Err(r) => return self.reject(peer, Some(f.id), FrameKind::Exec, r, "requestJson is not a valid exec request").await,
+        };
+        let deadline = self.deadlines.exec_deadline(now, er.timeout_ms);
+        let req = request_from_exec(&f.id, &er, now, deadline);
+        let decision = self.decide_and_wait(peer, &req, shutdown.clone()).await;
+        if decision.kind == DecisionKind::Deny {
+            let reason = decision.reason.clone().unwrap_or_else(|| "approval-required".into());
+            return Reply::ExecErr {
+                id: Some(f.id),
+                error: ExecError::denied(&reason, &deny_message(&reason)),
+            };
+        }
+        if decision.kind == DecisionKind::AllowAlways {
+            self.persist_allow_always(&req).await;
+        }
+        // The run must end before the client gives up waiting.
+        let left = deadline.saturating_sub(now_ms()).max(1);
+        let budget = match er.timeout_ms {
+            Some(t) if t > 0 => t.min(left),
+            _ => left,
+        };
+        let outcome = self.oracle.run(&req, &er, Duration::from_millis(budget), shutdown).await;
+        match outcome {
+            Ok(payload) => {
+                self.record(
+                    "exec",
+                    json!({"id":req.id,"argv":er.command,"cwd":er.cwd,"exitCode":payload.exit_code,
+                           "timedOut":payload.timed_out,"success":payload.success,
+                           "stdoutBytes":payload.stdout.len(),"stderrBytes":payload.stderr.len(),
+                           "error":payload.error}),
+                )
+                .await;
+                Reply::ExecOk {
+                    id: Some(f.id),
+                    payload,
+                }
+            }
+            Err(e) => {
+                let reason = "sandbox-unavailable";
+                self.record("exec", json!({"id":req.id,"argv":er.command,"error":e.to_string(),"reason":reason})).await;
+                Reply::ExecErr {
+                    id: Some(f.id),
+                    error: ExecError::denied(reason, &format!("sandbox could not run the command: {e}")),
+                }
+            }
+        }
+    }
+
+    /// Verdict, then the decision: at once for allow/deny, via the inbox for ask. Audited.
+    async fn decide_and_wait(&self, peer: &Peer, req: &Request, mut shutdown: watch::Receiver<bool>) -> Decision {
+        let verdict = self.oracle.decide(req);
+        let req_json = serde_json::to_value(req).unwrap_or(serde_json::Value::Null);
+        let verdict_json = serde_json::to_value(&verdict).unwrap_or(serde_json::Value::Null);
+        let decision = match verdict.kind {
+            VerdictKind::Allow => policy_decision(DecisionKind::AllowOnce, None),
+            VerdictKind::Deny => policy_decision(DecisionKind::Deny, Some(deny_reason(&verdict))),
+            VerdictKind::Ask => {
+                let deadline = req.deadline_ms.unwrap_or_else(|| self.deadlines.request_deadline(now_ms()));
+                let ticket = match self.inbox.submit(req, &verdict, deadline).await {
+                    Ok(t) => t,
+                    Err(e) => {
+                        tracing::error!(error = %e, "inbox submit failed; denying");
+                        let d = fallback(&format!("inbox-unavailable: {e}"));
+                        self.record("decision", json!({"peer":peer_json(peer),"request":req_json,"verdict":verdict_json,"decision":d})).await;
+                        return d;
+                    }
+                };
+                self.record(
+                    "request",
+                    json!({"peer":peer_json(peer),"inboxId":ticket.id,"requestHash":ticket.request_hash,
+                           "deadlineMs":deadline,"request":req_json,"verdict":verdict_json}),
+                )
+                .await;
+                let id = ticket.id.clone();
+                let d = if *shutdown.borrow() {
+                    None
+                } else {
+                    tokio::select! {
+                        d = ticket.wait() => Some(d),
+                        _ = shutdown.changed() => None,
+                    }
+                };
+                let d = match d {
+                    Some(d) => d,
+                    None => {
+                        if let Err(e) = self.inbox.cancel(&id, Cancel::ClientGone) {
+                            tracing::warn!(error = %e, "inbox cancel at shutdown failed");
+                        }
+                        fallback("guard-shutdown")
+                    }
+                };
+                self.record("decision", json!({"inboxId":id,"requestId":req.id,"decision":d})).await;
+                return d;
+            }
+        };
+        let audited = self
+            .record(
+                "decision",
+                json!({"peer":peer_json(peer),"request":req_json,"verdict":verdict_json,"decision":decision}),
+            )
+            .await;
+        if !audited && decision.kind != DecisionKind::Deny {
+            return fallback("audit-unavailable");
+        }
+        decision
+    }
+
+    async fn persist_allow_always(&self, req: &Request) {
+        match self.oracle.persist_allow_always(req).await {
+            Ok(n) => {
+                self.record("allow-always", json!({"requestId":req.id,"entries":n})).await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "writing the allow-always entry failed");
+                self.record("allow-always", json!({"requestId":req.id,"error":e.to_string()})).await;
+            }
+        }
+    }
+}
+
+fn peer_json(p: &Peer) -> serde_json::Value {
+    json!({"uid":p.uid,"pid":p.pid})
+}
+
+fn policy_decision(kind: DecisionKind, reason: Option<String>) -> Decision {
+    Decision {
+        kind,
+        reason,
+        by: DecidedBy::Policy,
+        at_ms: now_ms(),
+    }
+}
+
+fn fallback(reason: &str) -> Decision {
+    Decision {
+        kind: DecisionKind::Deny,
+        reason: Some(reason.into()),
+        by: DecidedBy::Fallback,
+        at_ms: now_ms(),
+    }
+}
+
+/// The reason code a policy deny reports: the first reason of the verdict.
+fn deny_reason(v: &Verdict) -> String {
+    v.reasons
+        .first()
+        .map(|r| r.code.clone())
+        .unwrap_or_else(|| "security=deny".into())
+}
+
+/// The sentence after `SYSTEM_RUN_DENIED: ` for a deny reason.
+fn deny_message(reason: &str) -> String {
+    match reason {
+        "user-denied" => "user denied".into(),
+        "approval-timeout" => "approval timed out".into(),
+        "guard-shutdown" => "guard shutting down".into(),
+        "allowlist-miss" => "allowlist miss".into(),
+        "security=deny" => "security=deny".into(),
+        other => format!("blocked by sanctum-guard ({other})"),
+    }
+}
+
+/// A `request` frame as a Request: the shell text is what gets analysed.
+pub fn request_from_prompt(id: &str, r: &ApprovalRequest, received_ms: u64, deadline_ms: u64) -> Request {
+    Request {
+        id: id.into(),
+        who: Who {
+            agent_id: r.agent_id.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| "main".into()),
+            session_key: r.session_key.clone(),
+            source: Source::SocketRequest,
+        },
+        action: Action::Exec(ExecAction {
+            argv: r.command_argv.clone().unwrap_or_default(),
+            command: Some(r.command.clone()),
+            cwd: r.cwd.as_ref().map(PathBuf::from),
+            env_keys: r.env_keys.clone().unwrap_or_default(),
+            resolved_path: r.resolved_path.as_ref().map(PathBuf::from),
+        }),
+        received_at_ms: received_ms,
+        deadline_ms: Some(deadline_ms),
+        openclaw: OpenClawAsk {
+            security: r.security.clone(),
+            ask: r.ask.clone(),
+            allowed_decisions: r
+                .allowed_decisions
+                .as_ref()
+                .map(|v| v.iter().filter_map(|d| DecisionKind::parse(d)).collect()),
+        },
+    }
+}
+
+/// An `exec` request as a Request: the argv is what runs, so the argv is analysed (the
+/// `rawCommand` is kept for display only).
+pub fn request_from_exec(id: &str, r: &ExecRequest, received_ms: u64, deadline_ms: u64) -> Request {
+    Request {
+        id: id.into(),
+        who: Who {
+            agent_id: r.agent_id.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| "main".into()),
+            session_key: r.session_key.clone(),
+            source: Source::SocketExec,
+        },
+        action: Action::Exec(ExecAction {
+            argv: r.command.clone(),
+            command: None,
+            cwd: r.cwd.as_ref().map(PathBuf::from),
+            env_keys: r.env.as_ref().map(|e| e.keys().cloned().collect()).unwrap_or_default(),
+            resolved_path: None,
+        }),
+        received_at_ms: received_ms,
+        deadline_ms: Some(deadline_ms),
+        openclaw: OpenClawAsk::default(),
+    }
+}
