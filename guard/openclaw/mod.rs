@@ -1,4 +1,8 @@
 //! OpenClaw's data formats: the approvals document (JSON file or SQLite row), its precedence
-//! rules, and the `allow-always` entry format. This module owns byte-compatibility with
-//! OpenClaw; the policy core only sees the normalised data.
+//! rules, the socket path and token stored in it, and the `allow-always` entry format. This
+//! module owns byte-compatibility with OpenClaw; the policy core only sees the normalised data.
 pub mod allow_always;
+pub mod document;
+pub mod resolve;
+pub mod socket;
+pub mod store;
