@@ -1,7 +1,11 @@
 //! The command line: argument parsing, output and exit codes only. Every subcommand calls
 //! into the library; the exit codes are a contract (README "Command line").
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sanctum_guard::audit::{self, AuditLog, Verification};
+use sanctum_guard::inbox::{self, InboxError, State, StateFilter, Store};
+use sanctum_guard::policy::request::{DecidedBy, Decision, DecisionKind};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -28,22 +32,227 @@ enum LogFormat {
 enum Command {
     /// Serve OpenClaw's exec-approvals socket (the sidecar).
     Serve(ServeArgs),
+    /// Act on the pending requests of a (running or stopped) guard.
+    Inbox {
+        #[command(subcommand)]
+        cmd: InboxCmd,
+        #[command(flatten)]
+        opts: InboxOpts,
+    },
+    /// The hash-chained audit log.
+    Audit {
+        #[command(subcommand)]
+        cmd: AuditCmd,
+    },
 }
 
-#[derive(clap::Args, Debug)]
+#[derive(Args, Debug)]
+struct InboxOpts {
+    /// The guard's state dir (holds inbox.db and audit.jsonl).
+    #[arg(long, global = true)]
+    state_dir: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum InboxCmd {
+    /// List entries (pending by default). Exit 0, or 2 on error.
+    List {
+        /// pending | resolved | all | approved | denied | expired | resolved-elsewhere
+        #[arg(long, default_value = "pending")]
+        state: String,
+    },
+    /// Approve one request (allow-once; --always for allow-always). Exit 1 if refused.
+    Approve {
+        id: String,
+        #[arg(long)]
+        always: bool,
+        #[arg(long)]
+        reason: Option<String>,
+        /// Refuse unless the request's hash is this one (what you were shown).
+        #[arg(long)]
+        hash: Option<String>,
+    },
+    /// Deny one request. Exit 1 if refused.
+    Deny {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long)]
+        hash: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum AuditCmd {
+    /// Check the hash chain: OK and the record count (exit 0), the first broken link
+    /// (exit 1), or a usage/IO error (exit 2).
+    Verify { file: PathBuf },
+}
+
+fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
+    let dir = opts.state_dir.unwrap_or_else(inbox::default_state_dir);
+    let db = dir.join(inbox::DB_FILE);
+    if !db.exists() {
+        eprintln!("error: no inbox at {}", db.display());
+        return ExitCode::from(2);
+    }
+    let audit = match AuditLog::open(&dir.join(audit::AUDIT_FILE)) {
+        Ok((log, _)) => log,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut store = match Store::open(&db, Some(audit)) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (id, kind, reason, hash) = match cmd {
+        InboxCmd::List { state } => return inbox_list(&store, &state, opts.json),
+        InboxCmd::Approve {
+            id,
+            always,
+            reason,
+            hash,
+        } => {
+            let kind = if always {
+                DecisionKind::AllowAlways
+            } else {
+                DecisionKind::AllowOnce
+            };
+            (id, kind, reason, hash)
+        }
+        InboxCmd::Deny { id, reason, hash } => (
+            id,
+            DecisionKind::Deny,
+            Some(reason.unwrap_or_else(|| "user-denied".into())),
+            hash,
+        ),
+    };
+    let decision = Decision {
+        kind,
+        reason,
+        by: DecidedBy::Human(inbox::cli_identity()),
+        at_ms: inbox::now_ms(),
+    };
+    match store.decide(&id, decision, hash.as_deref()) {
+        Ok(r) if opts.json => print_json(&r),
+        Ok(r) => {
+            println!("{} {}", r.id, r.state);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("refused: {e}");
+            match e {
+                InboxError::UnknownId(_)
+                | InboxError::AlreadyResolved { .. }
+                | InboxError::HashMismatch { .. }
+                | InboxError::Expired(_)
+                | InboxError::NotOffered { .. } => ExitCode::from(1),
+                _ => ExitCode::from(2),
+            }
+        }
+    }
+}
+
+fn inbox_list(store: &Store, state: &str, json: bool) -> ExitCode {
+    let filter = match state {
+        "all" => StateFilter::All,
+        "pending" => StateFilter::Pending,
+        "resolved" => StateFilter::Resolved,
+        other => match State::parse(other) {
+            Some(s) => StateFilter::Only(s),
+            None => {
+                eprintln!("error: unknown state {other}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let entries = match store.list(filter) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if json {
+        return print_json(&entries);
+    }
+    let now = inbox::now_ms();
+    for e in &entries {
+        let left = e.deadline_ms.saturating_sub(now) / 1000;
+        let reasons: Vec<&str> = e.reasons().iter().map(|r| r.code.as_str()).collect();
+        let offered: Vec<&str> = e.offered().iter().map(|k| k.as_str()).collect();
+        println!(
+            "{}  {:<18} {:>5}s  {}  [{}]  offers {}  hash {}",
+            e.id,
+            e.state.as_str(),
+            left,
+            e.summary(),
+            reasons.join(","),
+            offered.join("|"),
+            e.request_hash
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn audit_cmd(cmd: AuditCmd) -> ExitCode {
+    let AuditCmd::Verify { file } = cmd;
+    match audit::verify(&file) {
+        Ok(Verification::Ok { records }) => {
+            println!("OK {records} records");
+            ExitCode::SUCCESS
+        }
+        Ok(Verification::Broken {
+            line,
+            what,
+            expected,
+            found,
+        }) => {
+            println!("BROKEN line {line}: {what}\n  expected: {expected}\n  found:    {found}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print_json<T: serde::Serialize>(v: &T) -> ExitCode {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => {
+            println!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[derive(Args, Debug)]
 struct ServeArgs {
     /// Deployment config (TOML); default: $SANCTUM_CONFIG, else the embedded default.
     #[arg(long)]
-    config: Option<std::path::PathBuf>,
+    config: Option<PathBuf>,
     /// The guard's own files (inbox.db, audit.jsonl).
     #[arg(long)]
-    state_dir: Option<std::path::PathBuf>,
+    state_dir: Option<PathBuf>,
     /// OpenClaw's state dir (approvals document, socket); default $OPENCLAW_STATE_DIR or ~/.openclaw.
     #[arg(long)]
-    openclaw_state: Option<std::path::PathBuf>,
+    openclaw_state: Option<PathBuf>,
     /// Policy file; default: the embedded policy.
     #[arg(long)]
-    policy: Option<std::path::PathBuf>,
+    policy: Option<PathBuf>,
 }
 
 fn run_serve(a: ServeArgs) -> ExitCode {
@@ -86,5 +295,7 @@ fn main() -> ExitCode {
     init_logging(cli.log_format);
     match cli.command {
         Command::Serve(a) => run_serve(a),
+        Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
+        Command::Audit { cmd } => audit_cmd(cmd),
     }
 }
