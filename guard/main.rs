@@ -25,7 +25,29 @@ enum LogFormat {
 }
 
 #[derive(Subcommand, Debug)]
-enum Command {}
+enum Command {
+    /// Run one command (argv, not shell text) under Landlock + seccomp + no capabilities.
+    Sandbox {
+        /// Built-in profile: read-only or workspace-write.
+        #[arg(long, default_value = "read-only")]
+        profile: String,
+        /// Workspace directory (default: the current directory).
+        #[arg(long)]
+        workspace: Option<std::path::PathBuf>,
+        /// `none` or comma-separated TCP ports (overrides the profile).
+        #[arg(long)]
+        network: Option<String>,
+        /// Print the enforcement status as one JSON line on stderr before running.
+        #[arg(long)]
+        json_status: bool,
+        /// Wall-clock limit in seconds (overrides the profile).
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
+}
 
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SANCTUM_LOG")
@@ -42,5 +64,33 @@ fn init_logging(format: LogFormat) {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
-    match cli.command {}
+    match cli.command {
+        Command::Sandbox {
+            profile,
+            workspace,
+            network,
+            json_status,
+            timeout,
+            argv,
+        } => {
+            let network = match network.map(|n| n.parse()).transpose() {
+                Ok(n) => n,
+                Err(e) => {
+                    eprintln!("sanctum-guard sandbox: {e}");
+                    return ExitCode::from(125);
+                }
+            };
+            let code = sanctum_guard::sandbox::cli::sandbox_main(
+                sanctum_guard::sandbox::cli::SandboxArgs {
+                    profile,
+                    workspace,
+                    network,
+                    json_status,
+                    timeout_secs: timeout,
+                    argv,
+                },
+            );
+            ExitCode::from(u8::try_from(code).unwrap_or(125))
+        }
+    }
 }
