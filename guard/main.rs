@@ -30,6 +30,27 @@ enum LogFormat {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run one command (argv, not shell text) under Landlock + seccomp + no capabilities.
+    Sandbox {
+        /// Built-in profile: read-only or workspace-write.
+        #[arg(long, default_value = "read-only")]
+        profile: String,
+        /// Workspace directory (default: the current directory).
+        #[arg(long)]
+        workspace: Option<std::path::PathBuf>,
+        /// `none` or comma-separated TCP ports (overrides the profile).
+        #[arg(long)]
+        network: Option<String>,
+        /// Print the enforcement status as one JSON line on stderr before running.
+        #[arg(long)]
+        json_status: bool,
+        /// Wall-clock limit in seconds (overrides the profile).
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
     /// Serve OpenClaw's exec-approvals socket (the sidecar).
     Serve(ServeArgs),
     /// Act on the pending requests of a (running or stopped) guard.
@@ -295,6 +316,33 @@ fn main() -> ExitCode {
     init_logging(cli.log_format);
     match cli.command {
         Command::Serve(a) => run_serve(a),
+        Command::Sandbox {
+            profile,
+            workspace,
+            network,
+            json_status,
+            timeout,
+            argv,
+        } => {
+            let network = match network.map(|n| n.parse()).transpose() {
+                Ok(n) => n,
+                Err(e) => {
+                    eprintln!("sanctum-guard sandbox: {e}");
+                    return ExitCode::from(125);
+                }
+            };
+            let code = sanctum_guard::sandbox::cli::sandbox_main(
+                sanctum_guard::sandbox::cli::SandboxArgs {
+                    profile,
+                    workspace,
+                    network,
+                    json_status,
+                    timeout_secs: timeout,
+                    argv,
+                },
+            );
+            ExitCode::from(u8::try_from(code).unwrap_or(125))
+        }
         Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
         Command::Audit { cmd } => audit_cmd(cmd),
     }
