@@ -1,4 +1,5 @@
 //! The pure policy core: request model, verdicts. No I/O happens in this module tree
 //! except loading a policy file, so every rule is table-tested.
 pub mod request;
+pub mod shell;
 pub mod verdict;
