@@ -62,6 +62,13 @@ static PATTERNS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     .collect()
 });
 
+/// A command-line flag whose separate next word is a secret.
+static SECRET_FLAG: LazyLock<Regex> = LazyLock::new(|| {
+    // startup: constant pattern.
+    Regex::new(r"(?i)^--?(?:password|passwd|token|secret|api-?key|access-?key|auth-token)$")
+        .expect("secret flag pattern")
+});
+
 fn normalize(name: &str) -> String {
     name.chars()
         .filter(|c| *c != '_' && *c != '-')
@@ -105,7 +112,19 @@ pub fn redact(v: &mut Value) {
                 *s = r;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(redact),
+        Value::Array(items) => {
+            // An argv: the word after a secret flag (`--token X`) is the secret.
+            let mut next_is_secret = false;
+            for item in items.iter_mut() {
+                let flag = item.as_str().is_some_and(|s| SECRET_FLAG.is_match(s));
+                if next_is_secret && item.is_string() {
+                    *item = Value::String(REDACTED.into());
+                } else {
+                    redact(item);
+                }
+                next_is_secret = flag;
+            }
+        }
         Value::Object(map) => {
             for (k, val) in map.iter_mut() {
                 if is_secret_field(k) && !val.is_null() {
