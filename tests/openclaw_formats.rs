@@ -2,14 +2,22 @@
 //! JSON era) and its real JavaScript hash function. Needs `tests/setup.sh` (Node 24 and both
 //! OpenClaw versions under `.cache/`, or `SANCTUM_TEST_CACHE`).
 
+use sanctum_guard::openclaw::allow_always::{append_allow_always, cwd_argv_pattern, Grant};
+use sanctum_guard::openclaw::document::{ApprovalsDocument, Ask, Security};
+use sanctum_guard::openclaw::resolve::{
+    effective_with_config, resolve, resolve_read, ConfigPolicy,
+};
 use sanctum_guard::openclaw::socket::ensure_socket;
-use sanctum_guard::openclaw::store::{Era, Store, JSON_FILE, SQLITE_FILE};
+use sanctum_guard::openclaw::store::{Era, Store, StoreError, JSON_FILE, SQLITE_FILE};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const SQLITE_VERSION: &str = "2026.9.6";
+const JSON_VERSION: &str = "2026.7.35";
 
 fn cache() -> PathBuf {
     let dir = std::env::var_os("SANCTUM_TEST_CACHE")
@@ -165,5 +173,425 @@ fn ensure_socket_reads_the_token_openclaw_generated() {
         store.read_raw().unwrap().unwrap(),
         before,
         "nothing rewritten"
+    );
+}
+
+fn openclaw_dist(version: &str) -> PathBuf {
+    let dir = cache().join(format!("openclaw-{version}/node_modules/openclaw/dist"));
+    assert!(
+        dir.is_dir(),
+        "OpenClaw {version} missing at {}: run tests/setup.sh",
+        dir.display()
+    );
+    dir
+}
+
+fn sample_doc(socket_path: &Path) -> ApprovalsDocument {
+    ApprovalsDocument::parse_lenient(
+        &json!({"version": 1,
+            "socket": {"path": socket_path, "token": "tok-from-guard-0123456789abcdef"},
+            "defaults": {"security": "allowlist", "ask": "on-miss", "askFallback": "deny", "autoAllowSkills": false},
+            "agents": {
+                "*": {"allowlist": [{"pattern": "/usr/bin/uname", "id": "w1"}]},
+                "main": {"ask": "always", "autoAllowSkills": true, "guardNote": {"k": "v"}, "allowlist": [
+                    {"pattern": "/usr/bin/git", "id": "m1", "argPattern": "^status$", "lastUsedAt": 1737150000000_i64,
+                     "lastUsedCommand": "git status", "lastResolvedPath": "/usr/bin/git", "extraKey": [1]}],
+                    "mcpTools": [{"server": "docs", "tool": "publish", "source": "allow-always", "addedAt": 1}]},
+                "ops": {"security": "full", "askFallback": "allowlist"}}})
+        .to_string(),
+    )
+    .expect("sample doc")
+}
+
+/// Our document as OpenClaw shows it (`approvals get` drops the token).
+fn without_token(doc: &ApprovalsDocument) -> Value {
+    let mut v = serde_json::to_value(doc).unwrap();
+    let socket = v["socket"].as_object_mut().unwrap();
+    socket.remove("token");
+    if !socket.contains_key("path") {
+        v.as_object_mut().unwrap().remove("socket");
+    }
+    v
+}
+
+/// The policy OpenClaw's `approvals get --json` reports for agent `main` with the default
+/// config (`tools.exec` unset: full/off).
+fn openclaw_effective(got: &Value) -> (String, String, String) {
+    let scope = got["effectivePolicy"]["scopes"]
+        .as_array()
+        .and_then(|s| {
+            // 2026.9.6 labels the main scope with agentId; 2026.7.35 only as `tools.exec`.
+            s.iter()
+                .find(|s| s["agentId"] == "main")
+                .or_else(|| s.iter().find(|s| s["scopeLabel"] == "tools.exec"))
+        })
+        .unwrap_or_else(|| panic!("no scope for main in {got}"));
+    let s = |v: &Value| v.as_str().unwrap().to_string();
+    (
+        s(&scope["security"]["effective"]),
+        s(&scope["ask"]["effective"]),
+        s(&scope["askFallback"]["effective"]),
+    )
+}
+
+fn ours_effective(doc: &ApprovalsDocument) -> (String, String, String) {
+    let p = effective_with_config(
+        doc,
+        "main",
+        ConfigPolicy {
+            security: Security::Full,
+            ask: Ask::Off,
+        },
+    );
+    (
+        p.values.security.as_str().into(),
+        p.values.ask.as_str().into(),
+        p.values.ask_fallback.as_str().into(),
+    )
+}
+
+#[test]
+fn sqlite_round_trip_guard_writes_openclaw_reads() {
+    let e = env();
+    let store = Store::open(&e.state, Era::Sqlite).unwrap();
+    let doc = sample_doc(&e.state.join("guard.sock"));
+    store.write(&doc).unwrap();
+    assert!(!e.state.join(JSON_FILE).exists(), "legacy JSON created");
+    for entry in std::fs::read_dir(e.state.join("state")).unwrap() {
+        let entry = entry.unwrap();
+        let mode = entry.metadata().unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{:?}", entry.file_name());
+    }
+    assert_eq!(
+        e.state.join("state").metadata().unwrap().mode() & 0o777,
+        0o700
+    );
+
+    let got = approvals_get(SQLITE_VERSION, &e.home, &e.state);
+    assert_eq!(
+        got["file"],
+        without_token(&doc),
+        "OpenClaw reads the same document"
+    );
+    assert_eq!(openclaw_effective(&got), ours_effective(&doc));
+    assert_eq!(
+        ours_effective(&doc),
+        ("allowlist".into(), "always".into(), "deny".into())
+    );
+    // The projection columns match what OpenClaw computes from the same document.
+    let conn = rusqlite::Connection::open(e.state.join(SQLITE_FILE)).unwrap();
+    let row: (i64, String, String, i64, i64, i64) = conn
+        .query_row(
+            "SELECT has_socket_token, default_security, default_ask, auto_allow_skills, agent_count, allowlist_count
+             FROM exec_approvals_config WHERE config_key = 'current'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+        )
+        .unwrap();
+    assert_eq!(row, (1, "allowlist".into(), "on-miss".into(), 0, 3, 2));
+}
+
+#[test]
+fn sqlite_round_trip_openclaw_writes_guard_reads() {
+    let e = env();
+    let input = e.home.join("doc.json");
+    let mut value = serde_json::to_value(sample_doc(Path::new("/tmp/oc-guard.sock"))).unwrap();
+    value["agents"]["main"]["allowlist"][0]["commandText"] = json!("git status");
+    value["defaults"]["ask"] = json!("bogus");
+    std::fs::write(&input, value.to_string()).unwrap();
+    openclaw(
+        SQLITE_VERSION,
+        &e.home,
+        &e.state,
+        &["approvals", "set", "--file", input.to_str().unwrap()],
+    );
+    let store = Store::open(&e.state, Era::Sqlite).unwrap();
+    let ours = store.read().unwrap().expect("stored document");
+    assert_eq!(ours.socket_token(), Some("tok-from-guard-0123456789abcdef"));
+    let got = approvals_get(SQLITE_VERSION, &e.home, &e.state);
+    assert_eq!(without_token(&ours), got["file"]);
+    assert_eq!(ours.defaults.ask, None, "invalid value dropped by both");
+    let entry = &ours.agents["main"].allowlist.as_ref().unwrap()[0];
+    assert!(!entry.extra.contains_key("commandText"));
+    assert_eq!(entry.extra["extraKey"], json!([1]));
+    assert_eq!(openclaw_effective(&got), ours_effective(&ours));
+}
+
+#[test]
+fn json_era_round_trips_with_openclaw_2026_7() {
+    let e = env();
+    // Guard writes the legacy file; 2026.7.35 reads it.
+    let store = Store::open(&e.state, Era::Json).unwrap();
+    let doc = sample_doc(&e.state.join("guard.sock"));
+    store.write(&doc).unwrap();
+    let file = e.state.join(JSON_FILE);
+    assert_eq!(file.metadata().unwrap().mode() & 0o777, 0o600);
+    assert_eq!(e.state.metadata().unwrap().mode() & 0o777, 0o700);
+    let got = approvals_get(JSON_VERSION, &e.home, &e.state);
+    // 2026.7.35's `approvals get` does not redact the token.
+    assert_eq!(got["file"], serde_json::to_value(&doc).unwrap());
+    assert_eq!(
+        got["hash"],
+        json!(sha256_hex(&std::fs::read_to_string(&file).unwrap()))
+    );
+    assert_eq!(openclaw_effective(&got), ours_effective(&doc));
+
+    // 2026.7.35 writes (its own database appears with an empty table); the guard still
+    // detects the JSON era, reads the token, and ensure_socket keeps it.
+    let e = env();
+    let input = e.home.join("doc.json");
+    std::fs::write(
+        &input,
+        json!({"version": 1, "socket": {"token": " legacy-token "}, "defaults": {"security": "deny"},
+               "agents": {"default": {"allowlist": ["/bin/ls"]}}})
+        .to_string(),
+    )
+    .unwrap();
+    openclaw(
+        JSON_VERSION,
+        &e.home,
+        &e.state,
+        &["approvals", "set", "--file", input.to_str().unwrap()],
+    );
+    let store = Store::open(&e.state, Era::Sqlite).unwrap();
+    assert_eq!(store.era(), Era::Json);
+    let ours = store.read().unwrap().unwrap();
+    let got = approvals_get(JSON_VERSION, &e.home, &e.state);
+    // The stored entry has no id, so each reader invents its own; compare the rest.
+    let drop_ids = |mut v: Value| {
+        for entry in v["agents"]["main"]["allowlist"].as_array_mut().unwrap() {
+            entry.as_object_mut().unwrap().remove("id");
+        }
+        v
+    };
+    assert_eq!(
+        drop_ids(serde_json::to_value(&ours).unwrap()),
+        drop_ids(got["file"].clone())
+    );
+    let config = ensure_socket(&store).unwrap();
+    assert_eq!(config.token, "legacy-token");
+    assert_eq!(config.path, e.state.join("exec-approvals.sock"));
+    let after = approvals_get(JSON_VERSION, &e.home, &e.state);
+    assert_eq!(
+        after["file"]["socket"]["path"],
+        json!(config.path.to_str().unwrap())
+    );
+}
+
+#[test]
+fn hash_vectors_match_openclaw_js() {
+    let dist = openclaw_dist(SQLITE_VERSION);
+    // Find the chunk that defines buildCwdBoundHashedArgPattern and the name it exports it as.
+    let (chunk, export) = std::fs::read_dir(&dist)
+        .unwrap()
+        .filter_map(|f| f.ok().map(|f| f.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "mjs"))
+        .find_map(|p| {
+            let text = std::fs::read_to_string(&p).ok()?;
+            text.contains("function buildCwdBoundHashedArgPattern(")
+                .then_some(())?;
+            let at = text.rfind("buildCwdBoundHashedArgPattern as ")?;
+            let name: String = text[at + 33..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
+                .collect();
+            Some((p, name))
+        })
+        .expect("OpenClaw chunk exporting buildCwdBoundHashedArgPattern");
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("/tmp", vec!["/usr/bin/git", "status"]),
+        ("/tmp/../tmp/", vec!["/usr/bin/git", "status"]),
+        ("/w", vec!["/usr/bin/ls"]),
+        ("/w", vec!["/usr/bin/printf", ""]),
+        (
+            "/home/ü ser/dir with spaces",
+            vec!["/usr/bin/echo", "héllo wörld", "日本語", "a b"],
+        ),
+        ("//a//./b/", vec!["x", "--flag=1", "\t", "emoji 🦀"]),
+        ("relative/../x", vec!["rm", "-rf", "/"]),
+        ("", vec!["ls"]),
+    ];
+    let input = serde_json::to_string(
+        &cases
+            .iter()
+            .map(|(cwd, argv)| json!({"cwd": cwd, "argv": argv}))
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let script = format!(
+        "import * as m from {chunk:?}; let d=''; process.stdin.on('data',c=>d+=c).on('end',()=>{{\
+         process.stdout.write(JSON.stringify(JSON.parse(d).map(c=>m[{export:?}](c.argv,c.cwd,'linux'))))}});",
+        chunk = chunk.to_str().unwrap(),
+    );
+    let mut child = Command::new(cache().join("node/bin/node"))
+        .args(["--input-type=module", "-e", &script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("node");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "node failed: {:?}",
+        out.status.signal()
+    );
+    let theirs: Vec<String> = serde_json::from_slice(&out.stdout).expect("node output");
+    assert_eq!(theirs.len(), cases.len());
+    for ((cwd, argv), want) in cases.iter().zip(&theirs) {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            &cwd_argv_pattern(cwd, &argv),
+            want,
+            "cwd={cwd:?} argv={argv:?}"
+        );
+    }
+}
+
+#[test]
+fn allow_always_entries_are_read_by_openclaw() {
+    let e = env();
+    let store = Store::open(&e.state, Era::Sqlite).unwrap();
+    let argv: Vec<String> = ["git", "log", "--oneline"].map(String::from).to_vec();
+    let doc = store
+        .update(|doc| {
+            let grant = Grant {
+                resolved_path: "/usr/bin/git",
+                argv: &argv,
+                cwd: "/work",
+            };
+            Ok(append_allow_always(doc, "main", &[grant], 1_795_000_000_000) == 1)
+        })
+        .unwrap();
+    let got = approvals_get(SQLITE_VERSION, &e.home, &e.state);
+    let entry = &got["file"]["agents"]["main"]["allowlist"][0];
+    assert_eq!(entry["pattern"], "/usr/bin/git");
+    assert_eq!(entry["source"], "allow-always");
+    assert_eq!(entry["argPattern"], json!(cwd_argv_pattern("/work", &argv)));
+    assert_eq!(got["file"], without_token(&doc));
+    // OpenClaw classifies it as an active argv+cwd grant (not "inactive").
+    let table = openclaw(SQLITE_VERSION, &e.home, &e.state, &["approvals", "get"]);
+    assert!(table.contains("argv+cwd"), "{table}");
+}
+
+#[test]
+fn json_file_security() {
+    let e = env();
+    std::fs::create_dir_all(&e.state).unwrap();
+    std::fs::set_permissions(&e.state, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let store = Store::open(&e.state, Era::Json).unwrap();
+    store.write(&ApprovalsDocument::default()).unwrap();
+    let file = e.state.join(JSON_FILE);
+    assert_eq!(file.metadata().unwrap().mode() & 0o777, 0o600);
+    assert_eq!(
+        e.state.metadata().unwrap().mode() & 0o777,
+        0o700,
+        "dir tightened"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&e.state)
+        .unwrap()
+        .filter_map(|f| f.ok())
+        .filter(|f| f.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty());
+
+    // A symlinked target is refused for writing and reading; its target is untouched.
+    let victim = e.home.join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    std::fs::remove_file(&file).unwrap();
+    std::os::unix::fs::symlink(&victim, &file).unwrap();
+    assert!(matches!(
+        store.write(&ApprovalsDocument::default()),
+        Err(StoreError::Symlink(_))
+    ));
+    assert!(matches!(store.read(), Err(StoreError::Symlink(_))));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    let policy = resolve_read(store.read(), "main");
+    assert_eq!(policy.values.security, Security::Deny, "fails closed");
+
+    // A hard-linked target is refused too.
+    std::fs::remove_file(&file).unwrap();
+    std::fs::hard_link(&victim, &file).unwrap();
+    assert!(matches!(
+        store.write(&ApprovalsDocument::default()),
+        Err(StoreError::HardLink(_))
+    ));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+
+    // A symlinked state dir is refused.
+    let real = e.home.join("real-state");
+    std::fs::create_dir(&real).unwrap();
+    let linked = e.home.join("linked-state");
+    std::os::unix::fs::symlink(&real, &linked).unwrap();
+    let store = Store::open(&linked, Era::Json).unwrap();
+    assert!(matches!(
+        store.write(&ApprovalsDocument::default()),
+        Err(StoreError::Symlink(_))
+    ));
+    assert!(!real.join(JSON_FILE).exists());
+}
+
+#[test]
+fn corrupt_or_conflicting_stores_fail_closed() {
+    // A SQLite row OpenClaw itself would reject: both sides deny.
+    let e = env();
+    let store = Store::open(&e.state, Era::Sqlite).unwrap();
+    store.write(&sample_doc(Path::new("/tmp/x.sock"))).unwrap();
+    let conn = rusqlite::Connection::open(e.state.join(SQLITE_FILE)).unwrap();
+    conn.execute(
+        "UPDATE exec_approvals_config SET raw_json = ?1",
+        [r#"{"version":1,"defaults":{"security":"bogus"}}"#],
+    )
+    .unwrap();
+    drop(conn);
+    assert!(matches!(store.read(), Err(StoreError::Document(_))));
+    let ours = resolve_read(store.read(), "main");
+    assert_eq!(
+        (ours.values.security, ours.values.ask),
+        (Security::Deny, Ask::Off)
+    );
+    let got = approvals_get(SQLITE_VERSION, &e.home, &e.state);
+    assert_eq!(
+        got["file"]["defaults"]["security"], "deny",
+        "OpenClaw fails closed too"
+    );
+    assert!(matches!(
+        ensure_socket(&store),
+        Err(sanctum_guard::openclaw::socket::SocketConfigError::Store(_))
+    ));
+
+    // A SQLite row next to a legacy JSON file: OpenClaw's migration is pending.
+    let e = env();
+    Store::open(&e.state, Era::Sqlite)
+        .unwrap()
+        .write(&ApprovalsDocument::default())
+        .unwrap();
+    std::fs::write(e.state.join(JSON_FILE), "{\"version\":1}").unwrap();
+    assert!(matches!(
+        Store::open(&e.state, Era::Sqlite),
+        Err(StoreError::MigrationRequired(_))
+    ));
+
+    // Invalid JSON in the legacy file: an error, not OpenClaw 2026.7's silent `full`.
+    let e = env();
+    std::fs::create_dir_all(&e.state).unwrap();
+    std::fs::write(e.state.join(JSON_FILE), "{not json").unwrap();
+    let store = Store::open(&e.state, Era::Sqlite).unwrap();
+    assert_eq!(store.era(), Era::Json);
+    assert_eq!(
+        resolve_read(store.read(), "main").values.security,
+        Security::Deny
+    );
+    assert_eq!(
+        resolve(&ApprovalsDocument::default(), "main")
+            .values
+            .security,
+        Security::Full
     );
 }

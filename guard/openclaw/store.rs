@@ -4,7 +4,7 @@
 //! OpenClaw refuses exec approvals while it exists.
 
 use super::document::{ApprovalsDocument, DocumentError};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -119,18 +119,25 @@ fn now_ms() -> i64 {
 }
 
 impl Store {
-    /// Opens the store in `state_dir`, detecting the era from what exists there; `if_missing`
-    /// says which era to create when neither the SQLite database nor the JSON file exists.
-    /// Both present means OpenClaw's migration is pending: an error, callers fail closed.
+    /// Opens the store in `state_dir`, detecting the era from what exists there: a stored
+    /// SQLite row means SQLite (OpenClaw 2026.7.x also creates the database and an empty
+    /// table, so the database alone proves nothing), else an existing JSON file means JSON,
+    /// else `if_missing`. A row next to a legacy JSON file (or doctor's import claim) means
+    /// OpenClaw refuses approvals until `openclaw doctor --fix`: an error, callers fail closed.
     pub fn open(state_dir: impl Into<PathBuf>, if_missing: Era) -> Result<Self, StoreError> {
         let state_dir = state_dir.into();
-        let sqlite = state_dir.join(SQLITE_FILE);
         let json = state_dir.join(JSON_FILE);
-        let era = match (exists(&sqlite)?, exists(&json)?) {
-            (true, true) => return Err(StoreError::MigrationRequired(json)),
-            (true, false) => Era::Sqlite,
-            (false, true) => Era::Json,
-            (false, false) => if_missing,
+        let claim = state_dir.join(format!("{JSON_FILE}.doctor-importing"));
+        let json_exists = exists(&json)?;
+        let era = if sqlite_row_exists(&state_dir.join(SQLITE_FILE))? {
+            if json_exists || exists(&claim)? {
+                return Err(StoreError::MigrationRequired(json));
+            }
+            Era::Sqlite
+        } else if json_exists {
+            Era::Json
+        } else {
+            if_missing
         };
         Ok(Self { state_dir, era })
     }
@@ -174,22 +181,39 @@ impl Store {
         }
     }
 
-    /// The stored document, normalised, or `None` when there is none yet. A document that
-    /// fails OpenClaw's persisted schema is an error (the caller fails closed).
+    /// The stored document, normalised, or `None` when there is none yet. SQLite rows must
+    /// pass OpenClaw's persisted schema; JSON files are normalised leniently as OpenClaw
+    /// 2026.7.x reads them (invalid values dropped). Invalid JSON or a version other than 1
+    /// is an error in both eras, where 2026.7.x would silently use `full`: callers fail closed.
     pub fn read(&self) -> Result<Option<ApprovalsDocument>, StoreError> {
         match self.read_raw()? {
-            Some(raw) => Ok(Some(ApprovalsDocument::parse_persisted(&raw)?)),
+            Some(raw) => Ok(Some(self.parse(&raw)?)),
             None => Ok(None),
         }
     }
 
-    /// Replaces the stored document.
+    fn parse(&self, raw: &str) -> Result<ApprovalsDocument, DocumentError> {
+        match self.era {
+            Era::Json => ApprovalsDocument::parse_lenient(raw),
+            Era::Sqlite => ApprovalsDocument::parse_persisted(raw),
+        }
+    }
+
+    /// Replaces the stored document (whatever was stored before, even a corrupt one).
     pub fn write(&self, doc: &ApprovalsDocument) -> Result<(), StoreError> {
-        self.update(|current| {
-            *current = doc.clone();
-            Ok(true)
-        })
-        .map(|_| ())
+        let raw = doc.to_json_pretty()?;
+        match self.era {
+            Era::Json => write_json_file(&self.path(), &raw),
+            Era::Sqlite => {
+                let (mut conn, path) = self.open_for_write()?;
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                tx.execute_batch(CREATE_TABLE)?;
+                write_row(&tx, doc, &raw)?;
+                tx.commit()?;
+                drop(conn);
+                restrict_db_files(&path)
+            }
+        }
     }
 
     /// Read-modify-write: `change` gets the current document (an empty one when none is
@@ -203,7 +227,7 @@ impl Store {
             Era::Json => {
                 let path = self.path();
                 let mut doc = match read_json_file(&path)? {
-                    Some(raw) => ApprovalsDocument::parse_persisted(&raw)?,
+                    Some(raw) => self.parse(&raw)?,
                     None => ApprovalsDocument::default(),
                 };
                 if change(&mut doc)? {
@@ -215,10 +239,8 @@ impl Store {
         }
     }
 
-    fn update_sqlite<F>(&self, change: F) -> Result<ApprovalsDocument, StoreError>
-    where
-        F: FnOnce(&mut ApprovalsDocument) -> Result<bool, StoreError>,
-    {
+    /// Opens (creating 0600 in a 0700 dir if needed) the database for a write.
+    fn open_for_write(&self) -> Result<(Connection, PathBuf), StoreError> {
         let path = self.path();
         let dir = path.parent().unwrap_or(&self.state_dir).to_path_buf();
         ensure_private_dir(&self.state_dir)?;
@@ -234,7 +256,14 @@ impl Store {
                 .open(&path)
                 .map_err(io_err(&path))?;
         }
-        let mut conn = open_db(&path)?;
+        Ok((open_db(&path)?, path))
+    }
+
+    fn update_sqlite<F>(&self, change: F) -> Result<ApprovalsDocument, StoreError>
+    where
+        F: FnOnce(&mut ApprovalsDocument) -> Result<bool, StoreError>,
+    {
+        let (mut conn, path) = self.open_for_write()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute_batch(CREATE_TABLE)?;
         let current = read_row(&tx)?;
@@ -261,6 +290,24 @@ fn exists(path: &Path) -> Result<bool, StoreError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(io_err(path)(e)),
     }
+}
+
+/// True when the database exists and holds the `current` row; opened read-only so detection
+/// never creates anything.
+fn sqlite_row_exists(path: &Path) -> Result<bool, StoreError> {
+    if !exists(path)? {
+        return Ok(false);
+    }
+    if fs::symlink_metadata(path)
+        .map_err(io_err(path))?
+        .file_type()
+        .is_symlink()
+    {
+        return Err(StoreError::Symlink(path.to_path_buf()));
+    }
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    conn.busy_timeout(Duration::from_secs(5))?;
+    Ok(table_exists(&conn)? && read_row(&conn)?.is_some())
 }
 
 fn open_db(path: &Path) -> Result<Connection, StoreError> {
