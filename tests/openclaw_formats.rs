@@ -186,6 +186,27 @@ fn openclaw_dist(version: &str) -> PathBuf {
     dir
 }
 
+/// The dist chunk that defines `function name(` and the minified name it exports it under.
+fn js_export(version: &str, name: &str) -> (PathBuf, String) {
+    let defines = format!("function {name}(");
+    let exports = format!("{name} as ");
+    std::fs::read_dir(openclaw_dist(version))
+        .unwrap()
+        .filter_map(|f| f.ok().map(|f| f.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "mjs"))
+        .find_map(|p| {
+            let text = std::fs::read_to_string(&p).ok()?;
+            text.contains(&defines).then_some(())?;
+            let at = text.rfind(&exports)?;
+            let export: String = text[at + exports.len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
+                .collect();
+            Some((p, export))
+        })
+        .unwrap_or_else(|| panic!("no OpenClaw {version} chunk exports {name}"))
+}
+
 fn sample_doc(socket_path: &Path) -> ApprovalsDocument {
     ApprovalsDocument::parse_lenient(
         &json!({"version": 1,
@@ -380,24 +401,7 @@ fn json_era_round_trips_with_openclaw_2026_7() {
 
 #[test]
 fn hash_vectors_match_openclaw_js() {
-    let dist = openclaw_dist(SQLITE_VERSION);
-    // Find the chunk that defines buildCwdBoundHashedArgPattern and the name it exports it as.
-    let (chunk, export) = std::fs::read_dir(&dist)
-        .unwrap()
-        .filter_map(|f| f.ok().map(|f| f.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "mjs"))
-        .find_map(|p| {
-            let text = std::fs::read_to_string(&p).ok()?;
-            text.contains("function buildCwdBoundHashedArgPattern(")
-                .then_some(())?;
-            let at = text.rfind("buildCwdBoundHashedArgPattern as ")?;
-            let name: String = text[at + 33..]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
-                .collect();
-            Some((p, name))
-        })
-        .expect("OpenClaw chunk exporting buildCwdBoundHashedArgPattern");
+    let (chunk, export) = js_export(SQLITE_VERSION, "buildCwdBoundHashedArgPattern");
     let cases: Vec<(&str, Vec<&str>)> = vec![
         ("/tmp", vec!["/usr/bin/git", "status"]),
         ("/tmp/../tmp/", vec!["/usr/bin/git", "status"]),
@@ -593,5 +597,74 @@ fn corrupt_or_conflicting_stores_fail_closed() {
             .values
             .security,
         Security::Full
+    );
+}
+
+#[test]
+fn openclaw_runtime_uses_our_token_and_keeps_our_bytes() {
+    let e = env();
+    let store = Store::open(&e.state, Era::Sqlite).unwrap();
+    let mut doc = sample_doc(Path::new("unused"));
+    doc.socket = Default::default();
+    store.write(&doc).unwrap();
+    let config = ensure_socket(&store).unwrap();
+    let row = || -> (String, i64) {
+        let conn = rusqlite::Connection::open(e.state.join(SQLITE_FILE)).unwrap();
+        conn.query_row(
+            "SELECT raw_json, updated_at_ms FROM exec_approvals_config WHERE config_key = 'current'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    };
+    let before = row();
+    // OpenClaw's runtime resolver: it ensures the socket settings and would rewrite the row if
+    // our bytes were not what it serialises itself.
+    let (chunk, export) = js_export(SQLITE_VERSION, "resolveExecApprovals");
+    let script = format!(
+        "import * as m from {chunk:?}; const r = m[{export:?}]('main'); process.stdout.write(JSON.stringify({{\
+         token: r.token, socketPath: r.socketPath, security: r.agent.security, ask: r.agent.ask,\
+         askFallback: r.agent.askFallback, autoAllowSkills: r.agent.autoAllowSkills,\
+         allowlist: r.allowlist.map(e => e.pattern)}}));",
+        chunk = chunk.to_str().unwrap(),
+    );
+    let out = Command::new(cache().join("node/bin/node"))
+        .args(["--input-type=module", "-e", &script])
+        .env("HOME", &e.home)
+        .env("OPENCLAW_STATE_DIR", &e.state)
+        .output()
+        .expect("node");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // OpenClaw logs its schema migration on stdout first; the result is the last line.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    let theirs: Value =
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("resolver output {e}: {stdout}"));
+    assert_eq!(theirs["token"], json!(config.token));
+    assert_eq!(theirs["socketPath"], json!(config.path.to_str().unwrap()));
+    let ours = resolve(&store.read().unwrap().unwrap(), "main");
+    assert_eq!(
+        theirs["security"].as_str(),
+        Some(ours.values.security.as_str())
+    );
+    assert_eq!(theirs["ask"].as_str(), Some(ours.values.ask.as_str()));
+    assert_eq!(
+        theirs["askFallback"].as_str(),
+        Some(ours.values.ask_fallback.as_str())
+    );
+    assert_eq!(
+        theirs["autoAllowSkills"],
+        json!(ours.values.auto_allow_skills)
+    );
+    let patterns: Vec<&str> = ours.allowlist.iter().map(|e| e.pattern()).collect();
+    assert_eq!(theirs["allowlist"], json!(patterns));
+    assert_eq!(
+        row(),
+        before,
+        "OpenClaw rewrote the row: our bytes differ from its own"
     );
 }
