@@ -8,7 +8,9 @@ use sanctum_guard::openclaw::resolve::{
     effective_with_config, resolve, resolve_read, ConfigPolicy,
 };
 use sanctum_guard::openclaw::socket::ensure_socket;
-use sanctum_guard::openclaw::store::{Era, Store, StoreError, JSON_FILE, SQLITE_FILE};
+use sanctum_guard::openclaw::store::{
+    normalize_agent_id, Era, Store, StoreError, JSON_FILE, SQLITE_FILE,
+};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -186,21 +188,62 @@ fn openclaw_dist(version: &str) -> PathBuf {
     dir
 }
 
+/// The dist chunk that defines `function name(` and the minified name it exports it under.
+fn js_export(version: &str, name: &str) -> (PathBuf, String) {
+    let defines = format!("function {name}(");
+    let exports = format!("{name} as ");
+    std::fs::read_dir(openclaw_dist(version))
+        .unwrap()
+        .filter_map(|f| f.ok().map(|f| f.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "mjs"))
+        .find_map(|p| {
+            let text = std::fs::read_to_string(&p).ok()?;
+            text.contains(&defines).then_some(())?;
+            let at = text.rfind(&exports)?;
+            let export: String = text[at + exports.len()..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
+                .collect();
+            Some((p, export))
+        })
+        .unwrap_or_else(|| panic!("no OpenClaw {version} chunk exports {name}"))
+}
+
+/// Calls OpenClaw's own JS function `name` once per argument list; returns the results.
+fn run_js(version: &str, name: &str, args: &[Value]) -> Value {
+    let (chunk, export) = js_export(version, name);
+    let script = format!(
+        "import * as m from {chunk:?}; let d=''; process.stdin.on('data',c=>d+=c).on('end',()=>{{\
+         process.stdout.write(JSON.stringify(JSON.parse(d).map(a=>m[{export:?}](...a))))}});",
+        chunk = chunk.to_str().unwrap(),
+    );
+    let mut child = Command::new(cache().join("node/bin/node"))
+        .args(["--input-type=module", "-e", &script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("node");
+    use std::io::Write;
+    let input = serde_json::to_vec(args).unwrap();
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "node failed: {:?}",
+        out.status.signal()
+    );
+    let results: Value = serde_json::from_slice(&out.stdout).expect("node output");
+    assert_eq!(results.as_array().map(Vec::len), Some(args.len()));
+    results
+}
+
+/// tests/data/openclaw/sample-approvals.json with its socket path filled in.
 fn sample_doc(socket_path: &Path) -> ApprovalsDocument {
-    ApprovalsDocument::parse_lenient(
-        &json!({"version": 1,
-            "socket": {"path": socket_path, "token": "tok-from-guard-0123456789abcdef"},
-            "defaults": {"security": "allowlist", "ask": "on-miss", "askFallback": "deny", "autoAllowSkills": false},
-            "agents": {
-                "*": {"allowlist": [{"pattern": "/usr/bin/uname", "id": "w1"}]},
-                "main": {"ask": "always", "autoAllowSkills": true, "guardNote": {"k": "v"}, "allowlist": [
-                    {"pattern": "/usr/bin/git", "id": "m1", "argPattern": "^status$", "lastUsedAt": 1737150000000_i64,
-                     "lastUsedCommand": "git status", "lastResolvedPath": "/usr/bin/git", "extraKey": [1]}],
-                    "mcpTools": [{"server": "docs", "tool": "publish", "source": "allow-always", "addedAt": 1}]},
-                "ops": {"security": "full", "askFallback": "allowlist"}}})
-        .to_string(),
-    )
-    .expect("sample doc")
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openclaw/sample-approvals.json");
+    let text = std::fs::read_to_string(&file).expect("sample document");
+    let path = serde_json::to_string(socket_path.to_str().unwrap()).unwrap();
+    ApprovalsDocument::parse_lenient(&text.replace("\"@SOCKET@\"", &path)).expect("sample doc")
 }
 
 /// Our document as OpenClaw shows it (`approvals get` drops the token).
@@ -278,17 +321,42 @@ fn sqlite_round_trip_guard_writes_openclaw_reads() {
         ours_effective(&doc),
         ("allowlist".into(), "always".into(), "deny".into())
     );
-    // The projection columns match what OpenClaw computes from the same document.
-    let conn = rusqlite::Connection::open(e.state.join(SQLITE_FILE)).unwrap();
-    let row: (i64, String, String, i64, i64, i64) = conn
-        .query_row(
-            "SELECT has_socket_token, default_security, default_ask, auto_allow_skills, agent_count, allowlist_count
-             FROM exec_approvals_config WHERE config_key = 'current'",
+    // OpenClaw storing the same document writes the same bytes and projection columns.
+    let theirs_state = e.home.join("their-state");
+    let input = e.home.join("ours.json");
+    std::fs::write(&input, store.read_raw().unwrap().unwrap()).unwrap();
+    openclaw(
+        SQLITE_VERSION,
+        &e.home,
+        &theirs_state,
+        &["approvals", "set", "--file", input.to_str().unwrap()],
+    );
+    let row = |state: &Path| -> Vec<Value> {
+        let conn = rusqlite::Connection::open(state.join(SQLITE_FILE)).unwrap();
+        conn.query_row(
+            "SELECT json_array(config_key, raw_json, socket_path, has_socket_token, default_security,
+               default_ask, default_ask_fallback, auto_allow_skills, agent_count, allowlist_count)
+             FROM exec_approvals_config",
             [],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            |r| r.get::<_, String>(0),
         )
-        .unwrap();
-    assert_eq!(row, (1, "allowlist".into(), "on-miss".into(), 0, 3, 2));
+        .map(|text| serde_json::from_str::<Vec<Value>>(&text).unwrap())
+        .unwrap()
+    };
+    let ours = row(&e.state);
+    assert_eq!(ours, row(&theirs_state));
+    assert_eq!(
+        ours[3..],
+        [
+            json!(1),
+            json!("allowlist"),
+            json!("on-miss"),
+            json!("deny"),
+            json!(0),
+            json!(3),
+            json!(2)
+        ]
+    );
 }
 
 #[test]
@@ -380,24 +448,6 @@ fn json_era_round_trips_with_openclaw_2026_7() {
 
 #[test]
 fn hash_vectors_match_openclaw_js() {
-    let dist = openclaw_dist(SQLITE_VERSION);
-    // Find the chunk that defines buildCwdBoundHashedArgPattern and the name it exports it as.
-    let (chunk, export) = std::fs::read_dir(&dist)
-        .unwrap()
-        .filter_map(|f| f.ok().map(|f| f.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "mjs"))
-        .find_map(|p| {
-            let text = std::fs::read_to_string(&p).ok()?;
-            text.contains("function buildCwdBoundHashedArgPattern(")
-                .then_some(())?;
-            let at = text.rfind("buildCwdBoundHashedArgPattern as ")?;
-            let name: String = text[at + 33..]
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '$')
-                .collect();
-            Some((p, name))
-        })
-        .expect("OpenClaw chunk exporting buildCwdBoundHashedArgPattern");
     let cases: Vec<(&str, Vec<&str>)> = vec![
         ("/tmp", vec!["/usr/bin/git", "status"]),
         ("/tmp/../tmp/", vec!["/usr/bin/git", "status"]),
@@ -411,38 +461,16 @@ fn hash_vectors_match_openclaw_js() {
         ("relative/../x", vec!["rm", "-rf", "/"]),
         ("", vec!["ls"]),
     ];
-    let input = serde_json::to_string(
-        &cases
-            .iter()
-            .map(|(cwd, argv)| json!({"cwd": cwd, "argv": argv}))
-            .collect::<Vec<_>>(),
-    )
-    .unwrap();
-    let script = format!(
-        "import * as m from {chunk:?}; let d=''; process.stdin.on('data',c=>d+=c).on('end',()=>{{\
-         process.stdout.write(JSON.stringify(JSON.parse(d).map(c=>m[{export:?}](c.argv,c.cwd,'linux'))))}});",
-        chunk = chunk.to_str().unwrap(),
-    );
-    let mut child = Command::new(cache().join("node/bin/node"))
-        .args(["--input-type=module", "-e", &script])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("node");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "node failed: {:?}",
-        out.status.signal()
-    );
-    let theirs: Vec<String> = serde_json::from_slice(&out.stdout).expect("node output");
+    let args: Vec<Value> = cases
+        .iter()
+        .map(|(cwd, argv)| json!([argv, cwd, "linux"]))
+        .collect();
+    let theirs: Vec<String> = serde_json::from_value(run_js(
+        SQLITE_VERSION,
+        "buildCwdBoundHashedArgPattern",
+        &args,
+    ))
+    .expect("node output");
     assert_eq!(theirs.len(), cases.len());
     for ((cwd, argv), want) in cases.iter().zip(&theirs) {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
@@ -594,4 +622,143 @@ fn corrupt_or_conflicting_stores_fail_closed() {
             .security,
         Security::Full
     );
+}
+
+#[test]
+fn openclaw_runtime_uses_our_token_and_keeps_our_bytes() {
+    let e = env();
+    let store = Store::open(&e.state, Era::Sqlite).unwrap();
+    let mut doc = sample_doc(Path::new("unused"));
+    doc.socket = Default::default();
+    store.write(&doc).unwrap();
+    let config = ensure_socket(&store).unwrap();
+    let row = || -> (String, i64) {
+        let conn = rusqlite::Connection::open(e.state.join(SQLITE_FILE)).unwrap();
+        conn.query_row(
+            "SELECT raw_json, updated_at_ms FROM exec_approvals_config WHERE config_key = 'current'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+    };
+    let before = row();
+    // OpenClaw's runtime resolver: it ensures the socket settings and would rewrite the row if
+    // our bytes were not what it serialises itself.
+    let (chunk, export) = js_export(SQLITE_VERSION, "resolveExecApprovals");
+    let script = format!(
+        "import * as m from {chunk:?}; const r = m[{export:?}]('main'); process.stdout.write(JSON.stringify({{\
+         token: r.token, socketPath: r.socketPath, security: r.agent.security, ask: r.agent.ask,\
+         askFallback: r.agent.askFallback, autoAllowSkills: r.agent.autoAllowSkills,\
+         allowlist: r.allowlist.map(e => e.pattern)}}));",
+        chunk = chunk.to_str().unwrap(),
+    );
+    let out = Command::new(cache().join("node/bin/node"))
+        .args(["--input-type=module", "-e", &script])
+        .env("HOME", &e.home)
+        .env("OPENCLAW_STATE_DIR", &e.state)
+        .output()
+        .expect("node");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // OpenClaw logs its schema migration on stdout first; the result is the last line.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    let theirs: Value =
+        serde_json::from_str(last).unwrap_or_else(|e| panic!("resolver output {e}: {stdout}"));
+    assert_eq!(theirs["token"], json!(config.token));
+    assert_eq!(theirs["socketPath"], json!(config.path.to_str().unwrap()));
+    let ours = resolve(&store.read().unwrap().unwrap(), "main");
+    assert_eq!(
+        theirs["security"].as_str(),
+        Some(ours.values.security.as_str())
+    );
+    assert_eq!(theirs["ask"].as_str(), Some(ours.values.ask.as_str()));
+    assert_eq!(
+        theirs["askFallback"].as_str(),
+        Some(ours.values.ask_fallback.as_str())
+    );
+    assert_eq!(
+        theirs["autoAllowSkills"],
+        json!(ours.values.auto_allow_skills)
+    );
+    let patterns: Vec<&str> = ours.allowlist.iter().map(|e| e.pattern()).collect();
+    assert_eq!(theirs["allowlist"], json!(patterns));
+    assert_eq!(
+        row(),
+        before,
+        "OpenClaw rewrote the row: our bytes differ from its own"
+    );
+}
+
+#[test]
+fn agent_id_normalisation_matches_openclaw_js() {
+    let ids = [
+        "main",
+        " Ops ",
+        "a_b-c",
+        "*",
+        "",
+        "My Agent!",
+        "-x-",
+        "ünï",
+        "_x",
+        "a.b",
+        "日本",
+    ];
+    let long = "A".repeat(70);
+    let ids: Vec<&str> = ids.into_iter().chain([long.as_str()]).collect();
+    let args: Vec<Value> = ids.iter().map(|id| json!([id])).collect();
+    let theirs = run_js(SQLITE_VERSION, "normalizeAgentId", &args);
+    for (id, want) in ids.iter().zip(theirs.as_array().unwrap()) {
+        assert_eq!(json!(normalize_agent_id(id)), *want, "{id:?}");
+    }
+}
+
+#[test]
+fn agents_being_deleted_are_fenced_like_openclaw() {
+    let e = env();
+    let input = e.home.join("doc.json");
+    std::fs::write(
+        &input,
+        r#"{"version":1,"agents":{"ops":{"security":"deny"},"main":{"security":"deny"}}}"#,
+    )
+    .unwrap();
+    openclaw(
+        SQLITE_VERSION,
+        &e.home,
+        &e.state,
+        &["approvals", "set", "--file", input.to_str().unwrap()],
+    );
+    let conn = rusqlite::Connection::open(e.state.join(SQLITE_FILE)).unwrap();
+    conn.execute(
+        "INSERT INTO agent_deletion_journal (agent_id, operation_id, agent_dir, workspace_dir, sessions_dir, created_at)
+         VALUES ('ops', 'op1', '/a', '/w', '/s', 1)",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let store = Store::open(&e.state, Era::Sqlite).unwrap();
+    let before = store.read_raw().unwrap();
+    let err = store
+        .update(|doc| {
+            doc.agents.get_mut("ops").unwrap().policy.security = Some(Security::Full);
+            Ok(true)
+        })
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::AgentDeletionInProgress(ref a) if a == "ops"),
+        "{err}"
+    );
+    assert_eq!(store.read_raw().unwrap(), before, "nothing written");
+    // Other agents stay editable.
+    let doc = store
+        .update(|doc| {
+            doc.agents.get_mut("main").unwrap().policy.ask = Some(Ask::Always);
+            Ok(true)
+        })
+        .unwrap();
+    assert_eq!(store.read().unwrap().unwrap(), doc);
 }

@@ -115,7 +115,7 @@ impl Ask {
 }
 
 /// `socket` section: where the approvals socket listens and its shared token.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SocketSection {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
@@ -139,16 +139,18 @@ pub struct PolicyFields {
     pub auto_allow_skills: Option<bool>,
 }
 
-/// One allowlist entry. `source` survives only as `"allow-always"`.
+/// One allowlist entry. `source` survives only as `"allow-always"`. Fields are declared in
+/// OpenClaw's schema order, the order it re-serialises a document in, so a document the guard
+/// writes is byte-stable when OpenClaw reads and re-saves it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AllowlistEntry {
-    pub id: String,
     pub pattern: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub arg_pattern: Option<String>,
+    pub id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arg_pattern: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_used_at: Option<Number>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -194,7 +196,7 @@ pub struct McpToolGrant {
 }
 
 /// One `agents.<id>` (or `agents["*"]`) section.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentPolicy {
     #[serde(flatten)]
@@ -207,8 +209,9 @@ pub struct AgentPolicy {
     pub extra: BTreeMap<String, Value>,
 }
 
-/// The whole document, always `version: 1`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The whole document, always `version: 1`. Built only through [`ApprovalsDocument::normalize`]
+/// and its parsers (no `Deserialize`), so every instance is normalised.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ApprovalsDocument {
     pub version: u32,
     pub socket: SocketSection,

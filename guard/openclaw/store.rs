@@ -3,8 +3,9 @@
 //! `exec-approvals.json` (≤ 2026.7.x). The legacy file is never created in the SQLite era:
 //! OpenClaw refuses exec approvals while it exists.
 
-use super::document::{ApprovalsDocument, DocumentError};
+use super::document::{AgentPolicy, ApprovalsDocument, DocumentError};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use std::collections::BTreeMap;
 use std::fs::{self, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -61,6 +62,10 @@ pub enum StoreError {
     HardLink(PathBuf),
     #[error("approvals directory {0} is not a directory")]
     NotADirectory(PathBuf),
+    #[error(
+        "agent {0:?} is being deleted; OpenClaw forbids changing its approvals until that settles"
+    )]
+    AgentDeletionInProgress(String),
     #[error("no OpenClaw state dir: OPENCLAW_STATE_DIR and HOME are unset")]
     NoStateDir,
     #[error("legacy {0} exists next to the SQLite store; OpenClaw refuses approvals until `openclaw doctor --fix` migrates it")]
@@ -204,15 +209,9 @@ impl Store {
         let raw = doc.to_json_pretty()?;
         match self.era {
             Era::Json => write_json_file(&self.path(), &raw),
-            Era::Sqlite => {
-                let (mut conn, path) = self.open_for_write()?;
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                tx.execute_batch(CREATE_TABLE)?;
-                write_row(&tx, doc, &raw)?;
-                tx.commit()?;
-                drop(conn);
-                restrict_db_files(&path)
-            }
+            Era::Sqlite => self
+                .sqlite_txn(|_current| Ok((doc.clone(), true)))
+                .map(|_| ()),
         }
     }
 
@@ -263,17 +262,40 @@ impl Store {
     where
         F: FnOnce(&mut ApprovalsDocument) -> Result<bool, StoreError>,
     {
+        self.sqlite_txn(|current| {
+            let mut doc = current?;
+            let changed = change(&mut doc)?;
+            Ok((doc, changed))
+        })
+    }
+
+    /// One `BEGIN IMMEDIATE` transaction: `next` gets the stored document (empty when there is
+    /// no row, an error when the row is malformed) and returns the document and whether to
+    /// store it. Like OpenClaw, refuses to change the policy of an agent being deleted.
+    fn sqlite_txn<F>(&self, next: F) -> Result<ApprovalsDocument, StoreError>
+    where
+        F: FnOnce(
+            Result<ApprovalsDocument, StoreError>,
+        ) -> Result<(ApprovalsDocument, bool), StoreError>,
+    {
         let (mut conn, path) = self.open_for_write()?;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute_batch(CREATE_TABLE)?;
-        let current = read_row(&tx)?;
-        let mut doc = match &current {
-            Some(raw) => ApprovalsDocument::parse_persisted(raw)?,
-            None => ApprovalsDocument::default(),
+        let current_raw = read_row(&tx)?;
+        let current = match &current_raw {
+            Some(raw) => ApprovalsDocument::parse_persisted(raw).map_err(StoreError::from),
+            None => Ok(ApprovalsDocument::default()),
         };
-        if change(&mut doc)? {
+        // OpenClaw compares against its fail-closed fallback (no agents) for a malformed row.
+        let before = current
+            .as_ref()
+            .map(|d| d.agents.clone())
+            .unwrap_or_default();
+        let (doc, store) = next(current)?;
+        if store {
             let raw = doc.to_json_pretty()?;
-            if current.as_deref() != Some(raw.as_str()) {
+            if current_raw.as_deref() != Some(raw.as_str()) {
+                assert_not_fenced(&tx, &before, &doc.agents)?;
                 write_row(&tx, &doc, &raw)?;
             }
         }
@@ -282,6 +304,75 @@ impl Store {
         restrict_db_files(&path)?;
         Ok(doc)
     }
+}
+
+/// OpenClaw's `normalizeAgentId`: the canonical id its agent tables use.
+pub fn normalize_agent_id(value: &str) -> String {
+    let trimmed = value.trim();
+    let lower = trimmed.to_lowercase();
+    let valid = trimmed.len() <= 64
+        && trimmed
+            .bytes()
+            .enumerate()
+            .all(|(i, b)| b.is_ascii_alphanumeric() || (i > 0 && (b == b'_' || b == b'-')))
+        && !trimmed.is_empty();
+    if valid {
+        return lower;
+    }
+    let mut out = String::new();
+    let mut in_invalid = false;
+    for c in lower.chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' {
+            out.push(c);
+            in_invalid = false;
+        } else if !in_invalid {
+            out.push('-');
+            in_invalid = true;
+        }
+    }
+    let id: String = out.trim_matches('-').chars().take(64).collect();
+    if id.is_empty() {
+        super::document::DEFAULT_AGENT_ID.to_string()
+    } else {
+        id
+    }
+}
+
+/// `assertExecApprovalsMutationAllowed`: an agent listed in `agent_deletion_journal` is being
+/// deleted; its policy may not change until the deletion settles.
+fn assert_not_fenced(
+    conn: &Connection,
+    before: &BTreeMap<String, AgentPolicy>,
+    after: &BTreeMap<String, AgentPolicy>,
+) -> Result<(), StoreError> {
+    let journal = conn
+        .query_row(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'agent_deletion_journal'",
+            [],
+            |_| Ok(()),
+        )
+        .optional()?
+        .is_some();
+    if !journal {
+        return Ok(());
+    }
+    for key in before.keys().chain(after.keys()) {
+        if before.get(key) == after.get(key) {
+            continue;
+        }
+        let fenced = conn
+            .query_row(
+                "SELECT 1 FROM agent_deletion_journal WHERE agent_id = ?1",
+                [normalize_agent_id(key)],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some();
+        if fenced {
+            return Err(StoreError::AgentDeletionInProgress(key.clone()));
+        }
+    }
+    Ok(())
 }
 
 fn exists(path: &Path) -> Result<bool, StoreError> {
@@ -475,4 +566,26 @@ fn write_json_file(path: &Path, raw: &str) -> Result<(), StoreError> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_ids_normalise_like_openclaw() {
+        for (input, want) in [
+            ("main", "main"),
+            (" Ops ", "ops"),
+            ("a_b-c", "a_b-c"),
+            ("*", "main"),
+            ("", "main"),
+            ("My Agent!", "my-agent"),
+            ("-x-", "x"),
+            ("ünï", "n"),
+        ] {
+            assert_eq!(normalize_agent_id(input), want, "{input:?}");
+        }
+        assert_eq!(normalize_agent_id(&"a".repeat(70)).len(), 64);
+    }
 }
