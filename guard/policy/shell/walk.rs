@@ -92,6 +92,7 @@ impl<'c> Analyser<'c> {
             program: None,
             trusted_name: false,
             resolved: None,
+            resolved_real: None,
             redirects: env.redirects.clone(),
             stdin: env.stdin.clone(),
             wrappers: env.wrappers.clone(),
