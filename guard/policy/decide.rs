@@ -280,7 +280,9 @@ fn score_segment(
     let (mut status, category, mut reasons, gated) = score(policy, &c);
     let static_argv: Option<Vec<String>> = seg.argv.iter().map(|w| w.value.clone()).collect();
     let mut allowlisted = false;
-    if let (Some(argv), None) = (&static_argv, &seg.problem) {
+    // OpenClaw fails the analysis of a segment with a redirection or a substitution.
+    let plain = seg.redirects.is_empty() && seg.problem.is_none();
+    if let (Some(argv), true) = (&static_argv, plain) {
         if let Some(first) = argv.first() {
             let target = Target {
                 raw_executable: first,

@@ -27,11 +27,9 @@ fn options(args: &[Word], opts: &Opts) -> Result<(usize, Seen), String> {
     let mut seen = Vec::new();
     let mut i = 0;
     while i < args.len() {
+        // A non-static word ends the options: it is the first operand.
         let Some(a) = args[i].value.as_deref() else {
-            return Err(format!(
-                "option `{}` is not static",
-                args[i].source.chars().take(40).collect::<String>()
-            ));
+            return Ok((i, seen));
         };
         if a == "--" {
             return Ok((i + 1, seen));

@@ -437,6 +437,25 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
         "find" => find(k, c, args),
         _ if READ.contains(&p) => {
             c.add(Category::Read, "read", format!("`{p}` reads files"));
+            let outputs = if p == "sort" {
+                opt_values(args, &["-o"], &["output"])
+            } else if p == "uniq" || p == "split" || p == "csplit" {
+                operands(args)
+                    .iter()
+                    .skip(1)
+                    .map(|w| (*w).clone())
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            for w in &outputs {
+                c.add(
+                    Category::Write,
+                    "write",
+                    format!("`{p}` writes {}", w.display()),
+                );
+                k.write(c, w);
+            }
             read_all(k, c, args, false);
         }
         "env" | "printenv" => {

@@ -322,11 +322,13 @@ pub(super) fn wget(k: &Checker, c: &mut Classification, args: &[Word]) {
     for url in &ops {
         file_url(k, c, url);
     }
+    let mut first = Classification::default();
     if write {
-        c.add(Category::HttpWrite, "http-write", "wget sends data");
+        first.add(Category::HttpWrite, "http-write", "wget sends data");
     } else {
-        c.add(Category::HttpRead, "http-read", "wget fetches a URL");
+        first.add(Category::HttpRead, "http-read", "wget fetches a URL");
     }
+    c.findings.splice(0..0, first.findings);
 }
 
 pub(super) fn httpie(c: &mut Classification, args: &[Word]) {

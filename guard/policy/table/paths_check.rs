@@ -117,6 +117,14 @@ impl<'a> Checker<'a> {
     /// The absolute forms of a static word, one per candidate working directory. `None`
     /// (after recording why) when it cannot be known.
     fn absolutes(&self, c: &mut Classification, w: &Word) -> Option<Vec<PathBuf>> {
+        let src = w.source.trim_matches('"');
+        if w.value.is_none()
+            && (src.starts_with("<(") || src.starts_with(">("))
+            && src.ends_with(')')
+        {
+            // A process substitution is a `/dev/fd` pipe; its command is its own segment.
+            return None;
+        }
         let Some(v) = &w.value else {
             c.add(
                 Category::Unanalysable,
