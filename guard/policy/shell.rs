@@ -8,6 +8,8 @@ mod walk;
 mod words;
 mod wrappers;
 
+pub use wrappers::SHELLS;
+
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
@@ -118,9 +120,10 @@ pub struct Segment {
     /// argv[0] was a bare name looked up on PATH, or a path into a PATH directory: the
     /// command table may trust its name. A program elsewhere (`./ls`) is just code.
     pub trusted_name: bool,
-    /// The executable: found on PATH, or the path as given (normalised), canonical when
-    /// it exists.
+    /// The executable as found: the PATH entry, or the path as given (normalised).
     pub resolved: Option<PathBuf>,
+    /// `realpath` of `resolved` when it exists (allowlist path globs match this).
+    pub resolved_real: Option<PathBuf>,
     pub redirects: Vec<Redirect>,
     pub stdin: Stdin,
     /// Wrappers peeled off, outermost first (`sudo`, `env`, `bash -c`, ...).

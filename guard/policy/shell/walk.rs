@@ -92,6 +92,7 @@ impl<'c> Analyser<'c> {
             program: None,
             trusted_name: false,
             resolved: None,
+            resolved_real: None,
             redirects: env.redirects.clone(),
             stdin: env.stdin.clone(),
             wrappers: env.wrappers.clone(),
@@ -148,8 +149,10 @@ impl<'c> Analyser<'c> {
             self.problem(text, "shell nesting is too deep to analyse", env);
             return;
         }
-        if text.contains('\0') {
-            self.problem(text, "command text contains a NUL byte", env);
+        if text.contains(|c: char| c.is_ascii_control() && c != '\n' && c != '\t') {
+            // A shell reads `\r` and other controls as word characters; the parser does
+            // not, so the two could disagree on what runs.
+            self.problem(text, "command text contains control characters", env);
             return;
         }
         let Some(tree) = parse(text) else {
@@ -480,6 +483,7 @@ impl<'c> Analyser<'c> {
 
     fn command(&mut self, node: Node, src: &str, env: &Env, mut argv_tail: Vec<Word>) {
         let text = &src[node.byte_range()];
+        let start = self.segments.len();
         let mut e = env.clone();
         let mut argv = Vec::new();
         let mut redirects = Vec::new();
@@ -532,7 +536,13 @@ impl<'c> Analyser<'c> {
         if let Some(s) = stdin {
             e.stdin = s;
         }
+        let mid = self.segments.len();
         self.simple(argv, &e, text);
+        // The command itself before the commands its words substitute.
+        let end = self.segments.len();
+        if mid > start && end > mid {
+            self.segments[start..end].rotate_left(mid - start);
+        }
         for (n, piped) in deferred {
             let e2 = if piped {
                 env.with_stdin(Stdin::Pipe)

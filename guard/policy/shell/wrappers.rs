@@ -27,11 +27,9 @@ fn options(args: &[Word], opts: &Opts) -> Result<(usize, Seen), String> {
     let mut seen = Vec::new();
     let mut i = 0;
     while i < args.len() {
+        // A non-static word ends the options: it is the first operand.
         let Some(a) = args[i].value.as_deref() else {
-            return Err(format!(
-                "option `{}` is not static",
-                args[i].source.chars().take(40).collect::<String>()
-            ));
+            return Ok((i, seen));
         };
         if a == "--" {
             return Ok((i + 1, seen));
@@ -104,13 +102,14 @@ enum Step {
 
 impl Analyser<'_> {
     /// Is `name` a program the command table may trust by its basename, and where is it?
-    fn resolve(&self, name: &str) -> (bool, Option<PathBuf>) {
+    fn resolve(&self, name: &str) -> (bool, Option<PathBuf>, Option<PathBuf>) {
         if !name.contains('/') {
             let found = resolve_on_path(name, &self.ctx.path, &self.ctx.cwd);
-            return (true, found.map(|p| std::fs::canonicalize(&p).unwrap_or(p)));
+            let real = found.as_ref().and_then(|p| std::fs::canonicalize(p).ok());
+            return (true, found, real);
         }
         let lexical = normalize_path(name, &self.ctx.home, &self.ctx.cwd);
-        let real = std::fs::canonicalize(&lexical).unwrap_or_else(|_| lexical.clone());
+        let real = std::fs::canonicalize(&lexical).ok();
         let in_path_dir = |p: &PathBuf| {
             p.parent().is_some_and(|parent| {
                 self.ctx
@@ -120,8 +119,9 @@ impl Analyser<'_> {
                     .any(|d| normalize_path(d, &self.ctx.home, &self.ctx.cwd) == parent)
             })
         };
-        let trusted = name.starts_with('/') && (in_path_dir(&lexical) || in_path_dir(&real));
-        (trusted, Some(real))
+        let trusted = name.starts_with('/')
+            && (in_path_dir(&lexical) || real.as_ref().is_some_and(in_path_dir));
+        (trusted, Some(lexical), real)
     }
 
     /// A simple command: peel wrappers, then record the segment(s).
@@ -138,7 +138,7 @@ impl Analyser<'_> {
                 self.problem(text, "the command name is not static", &env);
                 return;
             };
-            let (trusted, _) = self.resolve(&name);
+            let (trusted, _, _) = self.resolve(&name);
             if !trusted || (self.functions.contains(&name) && !name.contains('/')) {
                 break;
             }
@@ -345,7 +345,18 @@ impl Analyser<'_> {
                     Err(e) => return self.fail(text, &e, env),
                 };
                 if !has(&seen, &["-c"]) {
-                    return Step::Done;
+                    let reads_stdin = idx >= rest.len() || has(&seen, &["-s"]);
+                    return match (&env.stdin, reads_stdin) {
+                        (Stdin::Here(Some(body)), true) => {
+                            let body = body.clone();
+                            env.stdin = Stdin::Inherited;
+                            self.reparse(&body, env, &format!("{shell} <<here"))
+                        }
+                        (Stdin::Here(None), true) => {
+                            self.fail(text, "here-document fed to a shell is not static", env)
+                        }
+                        _ => Step::Done,
+                    };
                 }
                 let Some(script) = rest.get(idx) else {
                     return self.fail(text, "shell -c without a command", env);
@@ -426,13 +437,14 @@ impl Analyser<'_> {
             .first()
             .and_then(|w| w.value.clone())
             .unwrap_or_default();
-        let (trusted, resolved) = self.resolve(&name);
+        let (trusted, resolved, resolved_real) = self.resolve(&name);
         let base = basename(&name).to_string();
         let mut seg = self.segment_base(text, argv, env);
         seg.function_call = !name.contains('/') && self.functions.contains(&name);
         seg.program = Some(base.clone());
         seg.trusted_name = trusted;
         seg.resolved = resolved;
+        seg.resolved_real = resolved_real;
         let execs = if trusted && base == "find" {
             find_execs(&seg.argv)
         } else {
