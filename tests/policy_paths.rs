@@ -45,6 +45,10 @@ fn normalize_expands_and_folds() {
         ("/../../etc/shadow", "/etc/shadow"),
         ("~root/.ssh", "/root/.ssh"),
         ("x", "/w/sub/x"),
+        ("~+/x", "/w/sub/x"),
+        ("~-/.ssh", "/home/node/.ssh"),
+        ("~alice/x", "/home/alice/x"),
+        ("$HOMEDIR/x", "/w/sub/$HOMEDIR/x"),
     ] {
         assert_eq!(normalize(raw, &ctx), PathBuf::from(want), "{raw}");
     }

@@ -45,8 +45,10 @@ pub struct PathContext {
 }
 
 /// `~` / `~/x` / `$HOME/x` / `${HOME}/x` expansion, relative → cwd-joined, lexical
-/// `.`/`..`/`//` normalisation. `~root` is `/root`; another `~name` is `/home/name` (the guard
-/// cannot read the agent's passwd database, and a guess beats a literal `~name` directory).
+/// `.`/`..`/`//` normalisation. `~+` is the cwd. `~-` (the previous directory, unknown here)
+/// is taken as home, so `cd ~; cd /tmp; cat ~-/.ssh/id_rsa` is still caught. `~root` is
+/// `/root`; another `~name` is `/home/name` (the guard cannot read the agent's passwd
+/// database, and a guess beats a literal `~name` directory).
 pub fn normalize(raw: &str, ctx: &PathContext) -> PathBuf {
     lexical_clean(&absolute(raw, ctx))
 }
@@ -54,7 +56,12 @@ pub fn normalize(raw: &str, ctx: &PathContext) -> PathBuf {
 /// Expansion and cwd-joining of [`normalize`], without folding `..`: the kernel resolves a
 /// symlink before the `..` that follows it, so the filesystem checks need the path as written.
 pub fn absolute(raw: &str, ctx: &PathContext) -> PathBuf {
-    let expanded = expand_home(raw, &ctx.home);
+    let expanded = match raw.strip_prefix("~+") {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            ctx.cwd.join(rest.trim_start_matches('/'))
+        }
+        _ => expand_home(raw, &ctx.home),
+    };
     if expanded.is_absolute() {
         expanded
     } else {
@@ -63,7 +70,7 @@ pub fn absolute(raw: &str, ctx: &PathContext) -> PathBuf {
 }
 
 fn expand_home(raw: &str, home: &Path) -> PathBuf {
-    for prefix in ["$HOME", "${HOME}", "~"] {
+    for prefix in ["$HOME", "${HOME}", "~-", "~"] {
         if let Some(rest) = raw.strip_prefix(prefix) {
             if rest.is_empty() {
                 return home.to_path_buf();
