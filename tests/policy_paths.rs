@@ -192,3 +192,31 @@ fn extras_and_home_with_glob_characters() {
     assert!(SensitivePaths::new(Path::new("/h"), &["relative/x".to_string()]).is_err());
     assert!(SensitivePaths::new(Path::new("/h"), &["/a/[".to_string()]).is_err());
 }
+
+#[test]
+fn a_symlinked_home_is_matched_through_its_real_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("data/node");
+    std::fs::create_dir_all(real.join(".ssh")).unwrap();
+    std::fs::create_dir_all(dir.path().join("home")).unwrap();
+    let home = dir.path().join("home/node");
+    symlink(&real, &home).unwrap();
+    let sp = SensitivePaths::new(&home, &["~/.pgpass".to_string()]).unwrap();
+    assert_eq!(
+        sp.matches(&real.join(".ssh/id_rsa")).as_deref(),
+        Some("~/.ssh/")
+    );
+    assert_eq!(
+        sp.matches(&real.join(".pgpass")).as_deref(),
+        Some("~/.pgpass")
+    );
+    assert_eq!(
+        sp.matches(&home.join(".ssh/id_rsa")).as_deref(),
+        Some("~/.ssh/")
+    );
+    // A link elsewhere that resolves under the real home.
+    let other = dir.path().join("link");
+    symlink(real.join(".ssh"), &other).unwrap();
+    assert_eq!(sp.matches(&other.join("k")).as_deref(), Some("~/.ssh/"));
+    assert_eq!(sp.matches(&real.join("notes")), None);
+}

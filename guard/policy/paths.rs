@@ -199,9 +199,14 @@ pub struct SensitivePaths {
 impl SensitivePaths {
     /// Compiles the built-in list plus `extra` (same syntax: `~/`, `$HOME/`, absolute paths,
     /// globs; trailing `/` = directory rule) with `~` = `home`.
+    /// When the home is itself a symlink (`/home/node` → `/data/node`), the `~` rules are
+    /// compiled for its real path too, since resolved paths come out under the real one.
     pub fn new(home: &Path, extra: &[String]) -> Result<Self, PolicyError> {
         let home = lexical_clean(home);
-        let escaped_home = globset::escape(&home.to_string_lossy());
+        let mut homes = vec![globset::escape(&home.to_string_lossy())];
+        if let Some(real) = resolve_lenient(&home).filter(|r| *r != home) {
+            homes.push(globset::escape(&real.to_string_lossy()));
+        }
         let mut rules = Vec::new();
         let mut builder = GlobSetBuilder::new();
         let mut owner = Vec::new();
@@ -209,7 +214,14 @@ impl SensitivePaths {
             .iter()
             .map(|s| s.to_string())
             .chain(extra.iter().cloned());
-        for label in all {
+        let per_home = all.flat_map(|label| {
+            let home_relative = is_home_relative(&label);
+            homes
+                .iter()
+                .take(if home_relative { homes.len() } else { 1 })
+                .map(move |h| (label.clone(), h.clone()))
+        });
+        for (label, escaped_home) in per_home {
             let rule = compile_rule(&label, &escaped_home)?;
             let joined = format!("/{}", rule.components.join("/"));
             let mut globs = vec![joined.clone()];
@@ -356,6 +368,15 @@ impl SensitivePaths {
         }
         None
     }
+}
+
+/// Does the rule start at the home (`~`, `~/x`, `$HOME/x`, `${HOME}/x`)?
+fn is_home_relative(label: &str) -> bool {
+    let t = label.trim();
+    ["$HOME", "${HOME}", "~"].iter().any(|p| {
+        t.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
 }
 
 /// Expands one rule (`~` → escaped home) into absolute, cleaned glob components.
