@@ -15,7 +15,13 @@
 //! Crash recovery: an append returns only after its full line is on disk, so a last line
 //! without `\n` was never acknowledged. On open such a torn tail is cut off and recorded in a
 //! `torn-tail` record (its length, SHA-256 and up to 4 KiB of its text) chained to the last
-//! good record, so the chain continues and the loss is itself in the log.
+//! good record, so the chain continues and the loss is itself in the log. A complete last
+//! line that is not a record (edited by hand) is kept as evidence; the chain continues after
+//! it with a `bad-tail` record, and `verify` reports that line.
+//!
+//! Limits: a hash chain proves order and completeness up to its last record; an edit of the
+//! very last line, or a cut of the newest records, leaves a valid shorter chain. Ship the log
+//! (or its latest `prev`) somewhere the agent cannot write to close that gap.
 
 mod redact;
 
@@ -53,12 +59,6 @@ pub enum AuditError {
         #[source]
         source: nix::errno::Errno,
     },
-    #[error("audit log {path}: last record (line {line}) is not a valid record: {why}")]
-    BadTail {
-        path: PathBuf,
-        line: u64,
-        why: String,
-    },
     #[error("audit record could not be encoded: {0}")]
     Encode(#[from] serde_json::Error),
     #[error("audit writer poisoned by a panic")]
@@ -88,6 +88,20 @@ pub struct OpenReport {
     pub records: u64,
     /// Length in bytes of a torn last line that was cut off and recorded, if there was one.
     pub torn_tail_bytes: Option<usize>,
+    /// Line number of a last line that is complete but not a record (kept, and recorded in a
+    /// `bad-tail` record; `verify` reports it).
+    pub bad_tail_line: Option<u64>,
+}
+
+/// The last complete line (without `\n`) and the torn bytes after it, if any.
+type Tail = (Option<Vec<u8>>, Option<Vec<u8>>);
+
+/// What re-reading the tail found.
+#[derive(Debug, Default)]
+struct Recovery {
+    torn: Option<Vec<u8>>,
+    /// (line number, parse error) of a last line that is not a record.
+    bad_tail: Option<(u64, String)>,
 }
 
 /// The result of [`verify`].
@@ -179,16 +193,15 @@ impl AuditLog {
             next_seq: 1,
             prev: GENESIS.to_owned(),
         };
-        let torn = w.with_lock(|w| {
-            let torn = w.resync(true)?;
-            if let Some(fragment) = &torn {
-                w.append_locked("torn-tail", torn_fields(fragment))?;
-            }
-            Ok(torn)
+        let found = w.with_lock(|w| {
+            let found = w.resync(true)?;
+            w.record_recovery(&found)?;
+            Ok(found)
         })?;
         let report = OpenReport {
             records: w.next_seq - 1,
-            torn_tail_bytes: torn.map(|f| f.len()),
+            torn_tail_bytes: found.torn.map(|f| f.len()),
+            bad_tail_line: found.bad_tail.map(|(line, _)| line),
         };
         Ok((
             AuditLog {
@@ -204,9 +217,8 @@ impl AuditLog {
         redact(&mut fields);
         let mut w = self.inner.lock().map_err(|_| AuditError::Poisoned)?;
         w.with_lock(|w| {
-            if let Some(fragment) = w.resync(false)? {
-                w.append_locked("torn-tail", torn_fields(&fragment))?;
-            }
+            let found = w.resync(false)?;
+            w.record_recovery(&found)?;
             w.append_locked(kind, fields)
         })
     }
@@ -262,12 +274,13 @@ impl Writer {
     }
 
     /// Re-reads the tail when the file is not the length we last left it (or always, when
-    /// `recover`). A torn last line (only possible after a writer crashed, since appends hold
-    /// the lock) is cut off the file and returned so the caller records it.
-    fn resync(&mut self, recover: bool) -> Result<Option<Vec<u8>>, AuditError> {
+    /// `recover`), cutting off a torn last line (only possible after a writer crashed, since
+    /// appends hold the lock). Returns what was found so the caller records it.
+    fn resync(&mut self, recover: bool) -> Result<Recovery, AuditError> {
+        let mut found = Recovery::default();
         let len = self.file.metadata().map_err(|e| self.io(e))?.len();
         if len == self.len && !recover {
-            return Ok(None);
+            return Ok(found);
         }
         let (tail, torn) = self.read_tail(len)?;
         if let Some(fragment) = &torn {
@@ -278,32 +291,57 @@ impl Writer {
         } else {
             self.len = len;
         }
+        found.torn = torn;
         match tail {
             None => {
                 self.next_seq = 1;
                 self.prev = GENESIS.to_owned();
             }
-            Some((line_no, bytes)) => {
-                let rec: Record =
-                    serde_json::from_slice(&bytes).map_err(|e| AuditError::BadTail {
-                        path: self.path.clone(),
-                        line: line_no,
-                        why: e.to_string(),
-                    })?;
-                self.next_seq = rec.seq + 1;
+            Some(bytes) => {
+                match serde_json::from_slice::<Record>(&bytes) {
+                    Ok(rec) => self.next_seq = rec.seq + 1,
+                    Err(e) => {
+                        // Not a record (edited by hand?): keep it as evidence, chain after it,
+                        // and number from the line count. `verify` reports the bad line.
+                        let lines = self.count_lines()?;
+                        self.next_seq = lines + 1;
+                        found.bad_tail = Some((lines, e.to_string()));
+                    }
+                }
                 self.prev = line_hash(&bytes);
             }
         }
-        Ok(torn)
+        Ok(found)
     }
 
-    /// Reads the last complete line (with its 1-based number, from its `seq`) and any torn
-    /// bytes after it. Reads backwards in chunks so opening a large log stays cheap.
-    #[allow(clippy::type_complexity)]
-    fn read_tail(
-        &mut self,
-        len: u64,
-    ) -> Result<(Option<(u64, Vec<u8>)>, Option<Vec<u8>>), AuditError> {
+    /// Records what [`Writer::resync`] found, chained like any record.
+    fn record_recovery(&mut self, found: &Recovery) -> Result<(), AuditError> {
+        if let Some(fragment) = &found.torn {
+            self.append_locked("torn-tail", torn_fields(fragment))?;
+        }
+        if let Some((line, why)) = &found.bad_tail {
+            let fields = serde_json::json!({ "line": line, "error": why });
+            self.append_locked("bad-tail", fields)?;
+        }
+        Ok(())
+    }
+
+    fn count_lines(&mut self) -> Result<u64, AuditError> {
+        self.file.seek(SeekFrom::Start(0)).map_err(|e| self.io(e))?;
+        let mut n = 0u64;
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let got = self.file.read(&mut buf).map_err(|e| self.io(e))?;
+            if got == 0 {
+                return Ok(n);
+            }
+            n += buf[..got].iter().filter(|&&b| b == b'\n').count() as u64;
+        }
+    }
+
+    /// Reads the last complete line and any torn bytes after it. Reads backwards in chunks
+    /// so opening a large log stays cheap.
+    fn read_tail(&mut self, len: u64) -> Result<Tail, AuditError> {
         let mut buf: Vec<u8> = Vec::new();
         let mut start = len;
         let chunk = 64 * 1024u64;
@@ -318,15 +356,13 @@ impl Writer {
             part.extend_from_slice(&buf);
             buf = part;
             start = from;
-            let last_nl = buf.iter().rposition(|&b| b == b'\n');
-            if let Some(nl) = last_nl {
-                let before = &buf[..nl];
-                if before.iter().rposition(|&b| b == b'\n').is_some() || start == 0 {
-                    break;
-                }
-            }
             if start == 0 {
                 break;
+            }
+            if let Some(nl) = buf.iter().rposition(|&b| b == b'\n') {
+                if buf[..nl].contains(&b'\n') {
+                    break;
+                }
             }
         }
         let Some(nl) = buf.iter().rposition(|&b| b == b'\n') else {
@@ -338,11 +374,7 @@ impl Writer {
             .iter()
             .rposition(|&b| b == b'\n')
             .map_or(0, |p| p + 1);
-        let line = buf[line_start..nl].to_vec();
-        let line_no = serde_json::from_slice::<Record>(&line)
-            .map(|r| r.seq)
-            .unwrap_or(0);
-        Ok((Some((line_no, line)), torn))
+        Ok((Some(buf[line_start..nl].to_vec()), torn))
     }
 
     fn append_locked(&mut self, kind: &str, fields: Value) -> Result<u64, AuditError> {
@@ -369,45 +401,61 @@ impl Writer {
 }
 
 /// Checks the whole chain of the log at `path`: every line is a record, `seq` counts from 1,
-/// and `prev` is the hash of the line before. Returns the first break.
+/// and `prev` is the hash of the line before. Returns the first break. Streams the file.
 pub fn verify(path: &Path) -> Result<Verification, AuditError> {
-    let data = std::fs::read(path).map_err(|source| AuditError::Io {
+    let io = |source| AuditError::Io {
         path: path.to_owned(),
         source,
-    })?;
-    Ok(verify_bytes(&data))
+    };
+    let file = File::open(path).map_err(io)?;
+    verify_reader(std::io::BufReader::new(file)).map_err(io)
 }
 
 /// [`verify`] over bytes already read.
 pub fn verify_bytes(data: &[u8]) -> Verification {
+    match verify_reader(data) {
+        Ok(v) => v,
+        // Reading a slice cannot fail.
+        Err(e) => Verification::Broken {
+            line: 0,
+            what: e.to_string(),
+            expected: String::new(),
+            found: String::new(),
+        },
+    }
+}
+
+fn verify_reader(mut r: impl std::io::BufRead) -> std::io::Result<Verification> {
     let mut prev = GENESIS.to_owned();
     let mut line_no = 0u64;
-    let mut rest = data;
-    while !rest.is_empty() {
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if r.read_until(b'\n', &mut buf)? == 0 {
+            return Ok(Verification::Ok { records: line_no });
+        }
         line_no += 1;
-        let Some(nl) = rest.iter().position(|&b| b == b'\n') else {
-            return Verification::Broken {
+        let Some(line) = buf.strip_suffix(b"\n") else {
+            return Ok(Verification::Broken {
                 line: line_no,
                 what: "torn line (no newline): a write interrupted by a crash".into(),
                 expected: "a complete line".into(),
-                found: format!("{} bytes", rest.len()),
-            };
+                found: format!("{} bytes", buf.len()),
+            });
         };
-        let line = &rest[..nl];
-        rest = &rest[nl + 1..];
         let rec: Record = match serde_json::from_slice(line) {
             Ok(r) => r,
             Err(e) => {
-                return Verification::Broken {
+                return Ok(Verification::Broken {
                     line: line_no,
                     what: format!("not a record: {e}"),
                     expected: "a JSON record".into(),
                     found: String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned(),
-                }
+                })
             }
         };
         if rec.prev != prev {
-            return Verification::Broken {
+            return Ok(Verification::Broken {
                 line: line_no,
                 what: if line_no == 1 {
                     "prev of the first record is not the genesis hash".into()
@@ -416,17 +464,16 @@ pub fn verify_bytes(data: &[u8]) -> Verification {
                 },
                 expected: prev,
                 found: rec.prev,
-            };
+            });
         }
         if rec.seq != line_no {
-            return Verification::Broken {
+            return Ok(Verification::Broken {
                 line: line_no,
                 what: "seq out of order".into(),
                 expected: line_no.to_string(),
                 found: rec.seq.to_string(),
-            };
+            });
         }
         prev = line_hash(line);
     }
-    Verification::Ok { records: line_no }
 }
