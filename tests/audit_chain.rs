@@ -186,6 +186,51 @@ fn torn_tail_is_cut_recorded_and_the_chain_continues() {
 }
 
 #[test]
+fn garbage_last_line_is_kept_and_the_chain_continues_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_log(dir.path(), 4);
+    let mut ls = lines(&path);
+    ls[3] = "edited by hand".into();
+    write_lines(&path, &ls);
+    let (log, report) = AuditLog::open(&path).unwrap();
+    assert_eq!(report.bad_tail_line, Some(4));
+    assert_eq!(report.records, 5);
+    assert_eq!(log.append("startup", json!({})).unwrap(), 6);
+    // The garbage line stays (evidence) and verify points at it.
+    let v = audit::verify(&path).unwrap();
+    assert!(
+        matches!(&v, Verification::Broken { line: 4, what, .. } if what.contains("not a record")),
+        "{v:?}"
+    );
+    let ls = lines(&path);
+    assert_eq!(ls[3], "edited by hand");
+    let bad: Value = serde_json::from_str(&ls[4]).unwrap();
+    assert_eq!(bad["kind"], "bad-tail");
+    assert_eq!(bad["prev"], audit::line_hash(b"edited by hand"));
+}
+
+#[test]
+fn reopen_finds_the_tail_past_large_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    {
+        let (log, _) = AuditLog::open(&path).unwrap();
+        for i in 0..3 {
+            // Each record is larger than the 64 KiB read-back chunk.
+            log.append("exec", json!({"stdout": "x".repeat(150_000 + i)}))
+                .unwrap();
+        }
+    }
+    let (log, report) = AuditLog::open(&path).unwrap();
+    assert_eq!(report.records, 3);
+    assert_eq!(log.append("startup", json!({})).unwrap(), 4);
+    assert_eq!(
+        audit::verify(&path).unwrap(),
+        Verification::Ok { records: 4 }
+    );
+}
+
+#[test]
 fn eight_threads_append_one_chain() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("audit.jsonl");
