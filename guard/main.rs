@@ -4,8 +4,8 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use sanctum_guard::audit::{self, AuditLog, Verification};
 use sanctum_guard::inbox::{self, InboxError, State, StateFilter, Store};
-use sanctum_guard::policy::request::{DecidedBy, Decision, DecisionKind};
 use sanctum_guard::policy;
+use sanctum_guard::policy::request::{DecidedBy, Decision, DecisionKind};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -287,7 +287,10 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         openclaw_state: a.openclaw_state,
         policy: a.policy,
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("sanctum-guard: tokio runtime: {e}");

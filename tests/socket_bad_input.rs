@@ -16,12 +16,19 @@ const HIGH_RATE: [(&str, &str); 2] = [
 ];
 
 fn good_request_is_allowed(w: &World) {
-    let reply = raw_exchange(&w.socket(), request_line(TOKEN, "good", "ls").as_bytes(), true);
+    let reply = raw_exchange(
+        &w.socket(),
+        request_line(TOKEN, "good", "ls").as_bytes(),
+        true,
+    );
     let v = first_json(&reply);
     assert_eq!(v["type"], "decision", "{reply}");
     assert_eq!(v["decision"], "allow-once", "{reply}");
     assert_eq!(v["id"], "good");
-    assert!(v.get("reason").is_none(), "an allow carries no reason: {reply}");
+    assert!(
+        v.get("reason").is_none(),
+        "an allow carries no reason: {reply}"
+    );
 }
 
 fn exec_request_json(argv: &[&str]) -> String {
@@ -52,9 +59,17 @@ fn each_bad_input_gets_its_precise_rejection() {
     let sock = w.socket();
 
     // Wrong token on `request`: a deny decision (the Node client's only accepted shape).
-    let r = raw_exchange(&sock, request_line("wrong-token", "t1", "ls").as_bytes(), true);
+    let r = raw_exchange(
+        &sock,
+        request_line("wrong-token", "t1", "ls").as_bytes(),
+        true,
+    );
     let v = first_json(&r);
-    assert_eq!((v["type"].as_str(), v["decision"].as_str()), (Some("decision"), Some("deny")), "{r}");
+    assert_eq!(
+        (v["type"].as_str(), v["decision"].as_str()),
+        (Some("decision"), Some("deny")),
+        "{r}"
+    );
     assert_eq!(v["reason"], "token");
     assert_eq!(v["id"], "t1");
 
@@ -63,7 +78,11 @@ fn each_bad_input_gets_its_precise_rejection() {
     let mut line = exec_line(TOKEN, &fresh_nonce(), now_ms(), &rj);
     line = line.replace("\"hmac\":\"", "\"hmac\":\"00");
     let r = raw_exchange(&sock, line.as_bytes(), true);
-    assert_eq!(reject_reason_of_exec(&r), ("hmac".into(), "INVALID_REQUEST".into()), "{r}");
+    assert_eq!(
+        reject_reason_of_exec(&r),
+        ("hmac".into(), "INVALID_REQUEST".into()),
+        "{r}"
+    );
     let line = exec_line("not-the-token", &fresh_nonce(), now_ms(), &rj);
     let r = raw_exchange(&sock, line.as_bytes(), true);
     assert_eq!(reject_reason_of_exec(&r).0, "hmac", "{r}");
@@ -81,13 +100,17 @@ fn each_bad_input_gets_its_precise_rejection() {
     let v = first_json(&first);
     assert_eq!(v["type"], "exec-res", "{first}");
     let reason = v["error"]["reason"].as_str().unwrap_or("");
-    assert!(!["hmac", "ttl", "replay", "json"].contains(&reason), "first exec rejected: {first}");
+    assert!(
+        !["hmac", "ttl", "replay", "json"].contains(&reason),
+        "first exec rejected: {first}"
+    );
     let again = raw_exchange(&sock, line.as_bytes(), true);
     assert_eq!(reject_reason_of_exec(&again).0, "replay", "{again}");
 
     // A line over the 256,000-byte cap (no newline in the first 300 KB).
     let mut s = UnixStream::connect(&sock).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
     let big = vec![b'a'; 300_000];
     let mut writer = s.try_clone().expect("clone");
     let t = std::thread::spawn(move || {
@@ -110,12 +133,28 @@ fn each_bad_input_gets_its_precise_rejection() {
     // Invalid JSON, and JSON that is no known frame.
     let r = raw_exchange(&sock, b"{\"type\":\"request\", nope\n", true);
     assert_eq!(first_json(&r)["reason"], "json", "{r}");
-    let r = raw_exchange(&sock, b"{\"type\":\"request\",\"id\":\"m1\",\"token\":7}\n", true);
+    let r = raw_exchange(
+        &sock,
+        b"{\"type\":\"request\",\"id\":\"m1\",\"token\":7}\n",
+        true,
+    );
     let v = first_json(&r);
-    assert_eq!((v["decision"].as_str(), v["reason"].as_str(), v["id"].as_str()), (Some("deny"), Some("json"), Some("m1")), "{r}");
+    assert_eq!(
+        (
+            v["decision"].as_str(),
+            v["reason"].as_str(),
+            v["id"].as_str()
+        ),
+        (Some("deny"), Some("json"), Some("m1")),
+        "{r}"
+    );
     let r = raw_exchange(&sock, b"{\"type\":\"hello\",\"id\":\"u1\"}\n", true);
     let v = first_json(&r);
-    assert_eq!((v["reason"].as_str(), v["id"].as_str()), (Some("unknown-type"), Some("u1")), "{r}");
+    assert_eq!(
+        (v["reason"].as_str(), v["id"].as_str()),
+        (Some("unknown-type"), Some("u1")),
+        "{r}"
+    );
     let lines: Vec<&str> = r.lines().collect();
     assert_eq!(lines.len(), 2, "unknown type answers in both shapes: {r}");
     let e: serde_json::Value = serde_json::from_str(lines[1]).expect("json");
@@ -123,8 +162,10 @@ fn each_bad_input_gets_its_precise_rejection() {
 
     // A client that does not half-close (older clients) still gets its reply.
     let mut s = UnixStream::connect(&sock).expect("connect");
-    s.write_all(request_line(TOKEN, "nohc", "ls").as_bytes()).expect("write");
-    s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+    s.write_all(request_line(TOKEN, "nohc", "ls").as_bytes())
+        .expect("write");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
     let mut out = String::new();
     let _ = s.read_to_string(&mut out);
     assert_eq!(first_json(&out)["decision"], "allow-once", "{out}");
@@ -132,15 +173,34 @@ fn each_bad_input_gets_its_precise_rejection() {
     good_request_is_allowed(&w);
 
     let audit = audit_text(&w);
-    for reason in ["token", "hmac", "ttl", "replay", "too-large", "eof", "json", "unknown-type"] {
+    for reason in [
+        "token",
+        "hmac",
+        "ttl",
+        "replay",
+        "too-large",
+        "eof",
+        "json",
+        "unknown-type",
+    ] {
         assert!(
             audit.contains(&format!("\"reason\":\"{reason}\"")),
             "rejection {reason} not audited"
         );
     }
-    assert!(!audit.contains("wrong-token") && !audit.contains(TOKEN), "tokens must be redacted");
+    assert!(
+        !audit.contains("wrong-token") && !audit.contains(TOKEN),
+        "tokens must be redacted"
+    );
     drop(serve);
-    let (code, out, err) = guard_cli(&["audit", "verify", w.guard_state.join("audit.jsonl").to_str().expect("utf8")], &[]);
+    let (code, out, err) = guard_cli(
+        &[
+            "audit",
+            "verify",
+            w.guard_state.join("audit.jsonl").to_str().expect("utf8"),
+        ],
+        &[],
+    );
     assert_eq!(code, 0, "audit verify: {out}{err}");
 }
 
@@ -165,7 +225,12 @@ fn as_nobody(sock: &std::path::Path, line: &str, dac_override: bool) -> String {
     c.args(["--reuid", "65534", "--regid", "65534", "--clear-groups"]);
     if dac_override {
         // Lets uid 65534 pass the 0700/0600 file modes so the SO_PEERCRED check is reached.
-        c.args(["--inh-caps", "+dac_override", "--ambient-caps", "+dac_override"]);
+        c.args([
+            "--inh-caps",
+            "+dac_override",
+            "--ambient-caps",
+            "+dac_override",
+        ]);
     }
     let out = c
         .args(["/usr/bin/python3", "-c", PEER_CLIENT])
@@ -173,7 +238,11 @@ fn as_nobody(sock: &std::path::Path, line: &str, dac_override: bool) -> String {
         .arg(line)
         .output()
         .expect("setpriv (util-linux) and /usr/bin/python3 are required");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -183,11 +252,18 @@ fn another_uid_is_refused_by_file_modes_and_by_peercred() {
     let _serve = Serve::start(&w, &HIGH_RATE, &[]);
     let line = request_line(TOKEN, "p1", "ls");
     // Layer 1: dir 0700 + socket 0600 → uid 65534 cannot even connect (EACCES = 13).
-    assert_eq!(as_nobody(&w.socket(), &line, false).trim(), "CONNECT-ERROR 13");
+    assert_eq!(
+        as_nobody(&w.socket(), &line, false).trim(),
+        "CONNECT-ERROR 13"
+    );
     // Layer 2: with the file modes bypassed, the SO_PEERCRED check still says no.
     let r = as_nobody(&w.socket(), &line, true);
     let v = first_json(&r);
-    assert_eq!((v["decision"].as_str(), v["reason"].as_str()), (Some("deny"), Some("peer-uid")), "{r}");
+    assert_eq!(
+        (v["decision"].as_str(), v["reason"].as_str()),
+        (Some("deny"), Some("peer-uid")),
+        "{r}"
+    );
     assert!(audit_text(&w).contains("\"uid\":65534"));
     good_request_is_allowed(&w);
 }
@@ -197,17 +273,32 @@ fn rate_limit_per_peer_then_recovers() {
     let w = World::new(NEW, TOKEN, &[]);
     let _serve = Serve::start(
         &w,
-        &[("SANCTUM_SOCKET_RATE_PER_SEC", "2"), ("SANCTUM_SOCKET_RATE_BURST", "5")],
+        &[
+            ("SANCTUM_SOCKET_RATE_PER_SEC", "2"),
+            ("SANCTUM_SOCKET_RATE_BURST", "5"),
+        ],
         &[],
     );
     let mut reasons = Vec::new();
     for i in 0..8 {
-        let r = raw_exchange(&w.socket(), request_line(TOKEN, &format!("r{i}"), "ls").as_bytes(), true);
+        let r = raw_exchange(
+            &w.socket(),
+            request_line(TOKEN, &format!("r{i}"), "ls").as_bytes(),
+            true,
+        );
         let v = first_json(&r);
-        reasons.push(v["reason"].as_str().unwrap_or(v["decision"].as_str().unwrap_or("")).to_owned());
+        reasons.push(
+            v["reason"]
+                .as_str()
+                .unwrap_or(v["decision"].as_str().unwrap_or(""))
+                .to_owned(),
+        );
     }
     assert_eq!(&reasons[..5], &["allow-once"; 5], "{reasons:?}");
-    assert!(reasons[5..].iter().all(|r| r == "rate-limit"), "{reasons:?}");
+    assert!(
+        reasons[5..].iter().all(|r| r == "rate-limit"),
+        "{reasons:?}"
+    );
     std::thread::sleep(Duration::from_millis(700));
     good_request_is_allowed(&w);
 }
@@ -221,9 +312,16 @@ fn a_thousand_concurrent_clients_all_get_answers() {
         .map(|i| {
             let sock = sock.clone();
             std::thread::spawn(move || {
-                let r = raw_exchange(&sock, request_line(TOKEN, &format!("c{i}"), "ls").as_bytes(), true);
+                let r = raw_exchange(
+                    &sock,
+                    request_line(TOKEN, &format!("c{i}"), "ls").as_bytes(),
+                    true,
+                );
                 let v = first_json(&r);
-                (v["id"].as_str().map(str::to_owned), v["decision"].as_str().map(str::to_owned))
+                (
+                    v["id"].as_str().map(str::to_owned),
+                    v["decision"].as_str().map(str::to_owned),
+                )
             })
         })
         .collect();

@@ -6,8 +6,8 @@
 use super::auth::{self, Peer, PeerPolicy, RateLimiter, ReplayCache};
 use super::oracle::Oracle;
 use super::wire::{
-    self, ApprovalRequest, ExecError, ExecFrame, ExecPayload, ExecRequest, Frame, FrameKind,
-    RejectReason, Reply, RequestFrame,
+    self, ApprovalRequest, ExecError, ExecFrame, ExecRequest, Frame, FrameKind, RejectReason,
+    Reply, RequestFrame,
 };
 use crate::audit::AuditLog;
 use crate::config::{Deadlines, SocketSettings};
@@ -70,6 +70,10 @@ impl Engine {
         &self.inbox
     }
 
+    pub fn oracle(&self) -> &Oracle {
+        &self.oracle
+    }
+
     /// Appends to the audit log (fsynced, off the async threads) before the reply is sent,
     /// so no answer leaves without its record. Returns false when the log failed.
     async fn record(&self, kind: &str, fields: serde_json::Value) -> bool {
@@ -83,7 +87,13 @@ impl Engine {
     }
 
     /// Audits a rejection that happened before a frame was decoded (read errors).
-    pub async fn audit_rejection(&self, peer: &Peer, id: Option<&str>, reason: RejectReason, message: &str) {
+    pub async fn audit_rejection(
+        &self,
+        peer: &Peer,
+        id: Option<&str>,
+        reason: RejectReason,
+        message: &str,
+    ) {
         self.record(
             "rejection",
             json!({"source":"socket","peer":{"uid":peer.uid,"pid":peer.pid},"id":id,
@@ -92,13 +102,26 @@ impl Engine {
         .await;
     }
 
-    async fn reject(&self, peer: &Peer, id: Option<String>, kind: FrameKind, reason: RejectReason, message: &str) -> Reply {
-        self.audit_rejection(peer, id.as_deref(), reason, message).await;
+    async fn reject(
+        &self,
+        peer: &Peer,
+        id: Option<String>,
+        kind: FrameKind,
+        reason: RejectReason,
+        message: &str,
+    ) -> Reply {
+        self.audit_rejection(peer, id.as_deref(), reason, message)
+            .await;
         Reply::reject(id, kind, reason, message)
     }
 
     /// The one reply to one line.
-    pub async fn respond(&self, peer: &Peer, line: &[u8], shutdown: watch::Receiver<bool>) -> Reply {
+    pub async fn respond(
+        &self,
+        peer: &Peer,
+        line: &[u8],
+        shutdown: watch::Receiver<bool>,
+    ) -> Reply {
         let frame = match wire::parse_frame(line) {
             Ok(f) => f,
             Err(bad) => {
@@ -114,10 +137,14 @@ impl Engine {
             Frame::Exec(e) => (e.id.clone(), FrameKind::Exec),
         };
         if let Err(r) = self.peers.check(peer) {
-            return self.reject(peer, Some(id), kind, r, "peer uid not allowed").await;
+            return self
+                .reject(peer, Some(id), kind, r, "peer uid not allowed")
+                .await;
         }
         if let Err(r) = self.rate.check(peer) {
-            return self.reject(peer, Some(id), kind, r, "too many requests from this peer").await;
+            return self
+                .reject(peer, Some(id), kind, r, "too many requests from this peer")
+                .await;
         }
         match frame {
             Frame::Request(f) => self.on_request(peer, *f, shutdown).await,
@@ -125,15 +152,33 @@ impl Engine {
         }
     }
 
-    async fn on_request(&self, peer: &Peer, f: RequestFrame, shutdown: watch::Receiver<bool>) -> Reply {
+    async fn on_request(
+        &self,
+        peer: &Peer,
+        f: RequestFrame,
+        shutdown: watch::Receiver<bool>,
+    ) -> Reply {
         if !auth::token_matches(&self.token, &f.token) {
-            return self.reject(peer, Some(f.id), FrameKind::Request, RejectReason::Token, "token mismatch").await;
+            return self
+                .reject(
+                    peer,
+                    Some(f.id),
+                    FrameKind::Request,
+                    RejectReason::Token,
+                    "token mismatch",
+                )
+                .await;
         }
         let received = now_ms();
-        let req = request_from_prompt(&f.id, &f.request, received, self.deadlines.request_deadline(received));
-        let decision = self.decide_and_wait(peer, &req, shutdown).await;
+        let req = request_from_prompt(
+            &f.id,
+            &f.request,
+            received,
+            self.deadlines.request_deadline(received),
+        );
+        let (decision, verdict) = self.decide_and_wait(peer, &req, shutdown).await;
         if decision.kind == DecisionKind::AllowAlways {
-            self.persist_allow_always(&req).await;
+            self.persist_allow_always(&req, &verdict).await;
         }
         Reply::Decision {
             id: Some(f.id),
@@ -155,20 +200,33 @@ impl Engine {
         }
         let er = match ExecRequest::parse(&f.request_json) {
             Ok(r) => r,
-            Err(r) => return self.reject(peer, Some(f.id), FrameKind::Exec, r, "requestJson is not a valid exec request").await,
+            Err(r) => {
+                return self
+                    .reject(
+                        peer,
+                        Some(f.id),
+                        FrameKind::Exec,
+                        r,
+                        "requestJson is not a valid exec request",
+                    )
+                    .await
+            }
         };
         let deadline = self.deadlines.exec_deadline(now, er.timeout_ms);
         let req = request_from_exec(&f.id, &er, now, deadline);
-        let decision = self.decide_and_wait(peer, &req, shutdown.clone()).await;
+        let (decision, verdict) = self.decide_and_wait(peer, &req, shutdown.clone()).await;
         if decision.kind == DecisionKind::Deny {
-            let reason = decision.reason.clone().unwrap_or_else(|| "approval-required".into());
+            let reason = decision
+                .reason
+                .clone()
+                .unwrap_or_else(|| "approval-required".into());
             return Reply::ExecErr {
                 id: Some(f.id),
                 error: ExecError::denied(&reason, &deny_message(&reason)),
             };
         }
         if decision.kind == DecisionKind::AllowAlways {
-            self.persist_allow_always(&req).await;
+            self.persist_allow_always(&req, &verdict).await;
         }
         // The run must end before the client gives up waiting.
         let left = deadline.saturating_sub(now_ms()).max(1);
@@ -176,7 +234,20 @@ impl Engine {
             Some(t) if t > 0 => t.min(left),
             _ => left,
         };
-        let outcome = self.oracle.run(&req, &er, Duration::from_millis(budget), shutdown).await;
+        let run = self
+            .oracle
+            .run(&verdict, &er, Duration::from_millis(budget));
+        let mut stop = shutdown;
+        let outcome = tokio::select! {
+            o = run => o,
+            _ = async { let _ = stop.wait_for(|s| *s).await; } => {
+                self.record("exec", json!({"id":req.id,"argv":er.command,"reason":"guard-shutdown"})).await;
+                return Reply::ExecErr {
+                    id: Some(f.id),
+                    error: ExecError::denied("guard-shutdown", &deny_message("guard-shutdown")),
+                };
+            }
+        };
         match outcome {
             Ok(payload) => {
                 self.record(
@@ -194,17 +265,29 @@ impl Engine {
             }
             Err(e) => {
                 let reason = "sandbox-unavailable";
-                self.record("exec", json!({"id":req.id,"argv":er.command,"error":e.to_string(),"reason":reason})).await;
+                self.record(
+                    "exec",
+                    json!({"id":req.id,"argv":er.command,"error":e.to_string(),"reason":reason}),
+                )
+                .await;
                 Reply::ExecErr {
                     id: Some(f.id),
-                    error: ExecError::denied(reason, &format!("sandbox could not run the command: {e}")),
+                    error: ExecError::denied(
+                        reason,
+                        &format!("sandbox could not run the command: {e}"),
+                    ),
                 }
             }
         }
     }
 
     /// Verdict, then the decision: at once for allow/deny, via the inbox for ask. Audited.
-    async fn decide_and_wait(&self, peer: &Peer, req: &Request, mut shutdown: watch::Receiver<bool>) -> Decision {
+    async fn decide_and_wait(
+        &self,
+        peer: &Peer,
+        req: &Request,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> (Decision, Verdict) {
         let verdict = self.oracle.decide(req);
         let req_json = serde_json::to_value(req).unwrap_or(serde_json::Value::Null);
         let verdict_json = serde_json::to_value(&verdict).unwrap_or(serde_json::Value::Null);
@@ -212,14 +295,16 @@ impl Engine {
             VerdictKind::Allow => policy_decision(DecisionKind::AllowOnce, None),
             VerdictKind::Deny => policy_decision(DecisionKind::Deny, Some(deny_reason(&verdict))),
             VerdictKind::Ask => {
-                let deadline = req.deadline_ms.unwrap_or_else(|| self.deadlines.request_deadline(now_ms()));
+                let deadline = req
+                    .deadline_ms
+                    .unwrap_or_else(|| self.deadlines.request_deadline(now_ms()));
                 let ticket = match self.inbox.submit(req, &verdict, deadline).await {
                     Ok(t) => t,
                     Err(e) => {
                         tracing::error!(error = %e, "inbox submit failed; denying");
                         let d = fallback(&format!("inbox-unavailable: {e}"));
                         self.record("decision", json!({"peer":peer_json(peer),"request":req_json,"verdict":verdict_json,"decision":d})).await;
-                        return d;
+                        return (d, verdict);
                     }
                 };
                 self.record(
@@ -246,8 +331,12 @@ impl Engine {
                         fallback("guard-shutdown")
                     }
                 };
-                self.record("decision", json!({"inboxId":id,"requestId":req.id,"decision":d})).await;
-                return d;
+                self.record(
+                    "decision",
+                    json!({"inboxId":id,"requestId":req.id,"decision":d}),
+                )
+                .await;
+                return (d, verdict);
             }
         };
         let audited = self
@@ -257,19 +346,24 @@ impl Engine {
             )
             .await;
         if !audited && decision.kind != DecisionKind::Deny {
-            return fallback("audit-unavailable");
+            return (fallback("audit-unavailable"), verdict);
         }
-        decision
+        (decision, verdict)
     }
 
-    async fn persist_allow_always(&self, req: &Request) {
-        match self.oracle.persist_allow_always(req).await {
+    async fn persist_allow_always(&self, req: &Request, verdict: &Verdict) {
+        match self.oracle.persist_allow_always(req, verdict).await {
             Ok(n) => {
-                self.record("allow-always", json!({"requestId":req.id,"entries":n})).await;
+                self.record("allow-always", json!({"requestId":req.id,"entries":n}))
+                    .await;
             }
             Err(e) => {
                 tracing::error!(error = %e, "writing the allow-always entry failed");
-                self.record("allow-always", json!({"requestId":req.id,"error":e.to_string()})).await;
+                self.record(
+                    "allow-always",
+                    json!({"requestId":req.id,"error":e.to_string()}),
+                )
+                .await;
             }
         }
     }
@@ -318,11 +412,20 @@ fn deny_message(reason: &str) -> String {
 }
 
 /// A `request` frame as a Request: the shell text is what gets analysed.
-pub fn request_from_prompt(id: &str, r: &ApprovalRequest, received_ms: u64, deadline_ms: u64) -> Request {
+pub fn request_from_prompt(
+    id: &str,
+    r: &ApprovalRequest,
+    received_ms: u64,
+    deadline_ms: u64,
+) -> Request {
     Request {
         id: id.into(),
         who: Who {
-            agent_id: r.agent_id.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| "main".into()),
+            agent_id: r
+                .agent_id
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "main".into()),
             session_key: r.session_key.clone(),
             source: Source::SocketRequest,
         },
@@ -352,7 +455,11 @@ pub fn request_from_exec(id: &str, r: &ExecRequest, received_ms: u64, deadline_m
     Request {
         id: id.into(),
         who: Who {
-            agent_id: r.agent_id.clone().filter(|s| !s.is_empty()).unwrap_or_else(|| "main".into()),
+            agent_id: r
+                .agent_id
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| "main".into()),
             session_key: r.session_key.clone(),
             source: Source::SocketExec,
         },
@@ -360,7 +467,11 @@ pub fn request_from_exec(id: &str, r: &ExecRequest, received_ms: u64, deadline_m
             argv: r.command.clone(),
             command: None,
             cwd: r.cwd.as_ref().map(PathBuf::from),
-            env_keys: r.env.as_ref().map(|e| e.keys().cloned().collect()).unwrap_or_default(),
+            env_keys: r
+                .env
+                .as_ref()
+                .map(|e| e.keys().cloned().collect())
+                .unwrap_or_default(),
             resolved_path: None,
         }),
         received_at_ms: received_ms,

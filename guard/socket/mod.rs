@@ -2,5 +2,9 @@
 //! safe creation of the socket file (`listener`) and the server that answers every
 //! connection with exactly one reply (`server`, `engine`).
 pub mod auth;
+pub mod engine;
 pub mod listener;
+pub mod oracle;
+pub mod serve;
+pub mod server;
 pub mod wire;

@@ -51,9 +51,20 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
 
     eprintln!("sanctum-guard: config          {}", cfg.origin);
     eprintln!("sanctum-guard: state dir       {}", cfg.state_dir.display());
-    eprintln!("sanctum-guard: inbox           {} ({expired} pending expired at start)", cfg.inbox_path().display());
-    eprintln!("sanctum-guard: audit log       {} ({} records)", cfg.audit_path().display(), report.records);
-    eprintln!("sanctum-guard: openclaw store  {} ({})", oracle.store_path().display(), oracle.era_name());
+    eprintln!(
+        "sanctum-guard: inbox           {} ({expired} pending expired at start)",
+        cfg.inbox_path().display()
+    );
+    eprintln!(
+        "sanctum-guard: audit log       {} ({} records)",
+        cfg.audit_path().display(),
+        report.records
+    );
+    eprintln!(
+        "sanctum-guard: openclaw store  {} ({})",
+        oracle.store_path().display(),
+        oracle.era_name()
+    );
     eprintln!("sanctum-guard: policy          {}", oracle.policy_origin());
     eprintln!("sanctum-guard: socket          {}", sock.path.display());
     eprintln!(
@@ -81,7 +92,16 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         inbox,
         audit.clone(),
     ));
-    let server = Server::bind(opts, engine)?;
+    let server = Server::bind(opts, engine.clone())?;
+    // OpenClaw may change its document while we run (a new allowlist entry, a new policy).
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let e = engine.clone();
+            let _ = tokio::task::spawn_blocking(move || e.oracle().reload()).await;
+        }
+    });
 
     let (tx, rx) = watch::channel(false);
     let mut term = signal(SignalKind::terminate()).map_err(ServeError::Signal)?;

@@ -98,7 +98,10 @@ impl Server {
         }
         tracing::info!(in_flight = tasks.len(), "socket: stopped accepting");
         let drain = async { while tasks.join_next().await.is_some() {} };
-        if tokio::time::timeout(self.opts.drain_timeout, drain).await.is_err() {
+        if tokio::time::timeout(self.opts.drain_timeout, drain)
+            .await
+            .is_err()
+        {
             tracing::warn!("socket: in-flight requests did not finish in time; aborting them");
             tasks.abort_all();
         }
@@ -182,4 +185,3 @@ async fn handle_connection(
     }
     let _ = stream.shutdown().await;
 }
-

@@ -56,6 +56,8 @@ pub fn now_ms() -> i64 {
 pub struct ChildGuard {
     pub child: Option<Child>,
     pub name: String,
+    /// Spawned as its own process group leader: the whole group is killed.
+    pub group: bool,
 }
 
 impl ChildGuard {
@@ -63,6 +65,21 @@ impl ChildGuard {
         ChildGuard {
             child: Some(child),
             name: name.into(),
+            group: false,
+        }
+    }
+
+    /// Spawns `cmd` as a new process group so its helpers die with it.
+    pub fn spawn_group(name: &str, cmd: &mut Command) -> Self {
+        use std::os::unix::process::CommandExt;
+        let child = cmd
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        ChildGuard {
+            child: Some(child),
+            name: name.into(),
+            group: true,
         }
     }
 
@@ -72,6 +89,10 @@ impl ChildGuard {
 
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
+            if self.group {
+                let pgid = nix::unistd::Pid::from_raw(c.id() as i32);
+                let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            }
             let _ = c.kill();
             let _ = c.wait();
         }
@@ -150,7 +171,12 @@ impl World {
             version,
             &home,
             &oc_state,
-            &["approvals", "set", "--file", doc_path.to_str().expect("utf8")],
+            &[
+                "approvals",
+                "set",
+                "--file",
+                doc_path.to_str().expect("utf8"),
+            ],
         );
         World {
             home,
@@ -199,10 +225,7 @@ impl Serve {
             cmd.env(k, v);
         }
         let child = ChildGuard::new("serve", cmd.spawn().expect("spawn serve"));
-        let s = Serve {
-            child,
-            stderr_path,
-        };
+        let s = Serve { child, stderr_path };
         s.wait_ready(w);
         s
     }
@@ -226,7 +249,8 @@ impl Serve {
 /// Sends `bytes` on a fresh connection, half-closes if asked, and reads the whole reply.
 pub fn raw_exchange(sock: &Path, bytes: &[u8], half_close: bool) -> String {
     let mut s = UnixStream::connect(sock).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
     s.write_all(bytes).expect("write");
     if half_close {
         s.shutdown(std::net::Shutdown::Write).expect("shutdown");
@@ -238,7 +262,10 @@ pub fn raw_exchange(sock: &Path, bytes: &[u8], half_close: bool) -> String {
 
 /// The first reply line as JSON.
 pub fn first_json(reply: &str) -> serde_json::Value {
-    let line = reply.lines().next().unwrap_or_else(|| panic!("no reply line: {reply:?}"));
+    let line = reply
+        .lines()
+        .next()
+        .unwrap_or_else(|| panic!("no reply line: {reply:?}"));
     serde_json::from_str(line).unwrap_or_else(|e| panic!("reply {line:?}: {e}"))
 }
 
@@ -291,13 +318,16 @@ pub fn real_request(
         "node client failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("client output is JSON");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("client output is JSON");
     v["result"].clone()
 }
 
 /// Reads lines of a child's output until `pred` matches one (or the timeout).
-pub fn wait_line(reader: &mut impl BufRead, pred: impl Fn(&str) -> bool, timeout: Duration) -> Option<String> {
+pub fn wait_line(
+    reader: &mut impl BufRead,
+    pred: impl Fn(&str) -> bool,
+    timeout: Duration,
+) -> Option<String> {
     let start = Instant::now();
     let mut line = String::new();
     while start.elapsed() < timeout {
@@ -314,6 +344,14 @@ pub fn wait_line(reader: &mut impl BufRead, pred: impl Fn(&str) -> bool, timeout
 
 pub fn reader_of(f: std::fs::File) -> BufReader<std::fs::File> {
     BufReader::new(f)
+}
+
+/// A free loopback TCP port (tests run in parallel: never a fixed port).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
 }
 
 /// Runs `sanctum-guard` with args, returning (exit code, stdout, stderr).
