@@ -75,11 +75,7 @@ fn run_basic(version: &'static str) {
         json!("deny")
     );
 
-    let audit = std::fs::read_to_string(w.guard_state.join("audit.jsonl")).expect("audit");
-    assert!(
-        audit.contains("sensitive-path"),
-        "the deny reason is audited"
-    );
+    let audit = audit_with(&w, &["sensitive-path", "\"reason\":\"token\""]);
     assert!(
         !audit.contains(TOKEN),
         "the token never reaches the audit log"

@@ -18,6 +18,8 @@ use crate::policy::request::{
 use crate::policy::verdict::{Verdict, VerdictKind};
 use serde_json::json;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::watch;
 
@@ -42,6 +44,8 @@ pub struct Engine {
     oracle: Oracle,
     inbox: Inbox,
     audit: AuditLog,
+    /// False once an audit write failed: allows are refused from then on.
+    audit_ok: Arc<AtomicBool>,
 }
 
 impl Engine {
@@ -63,6 +67,7 @@ impl Engine {
             oracle,
             inbox,
             audit,
+            audit_ok: Arc::new(AtomicBool::new(true)),
         }
     }
 
@@ -80,26 +85,42 @@ impl Engine {
         match self.audit.record(kind, fields).await {
             Ok(_) => true,
             Err(e) => {
+                self.audit_ok.store(false, Ordering::Relaxed);
                 tracing::error!(error = %e, kind, "audit append failed");
                 false
             }
         }
     }
 
+    /// Queues a record and replies without waiting for its fsync (the writer's next group
+    /// commit makes it durable, within one fsync). Used where the reply runs nothing: policy
+    /// answers to `request` frames and rejections, so an autonomous decision costs no fsync
+    /// of latency. A failed write marks the log unhealthy and every later allow becomes a
+    /// deny `audit-unavailable` (fail closed).
+    fn record_soon(&self, kind: &'static str, fields: serde_json::Value) {
+        let audit = self.audit.clone();
+        let ok = self.audit_ok.clone();
+        tokio::spawn(async move {
+            if let Err(e) = audit.record(kind, fields).await {
+                ok.store(false, Ordering::Relaxed);
+                tracing::error!(error = %e, kind, "audit append failed");
+            }
+        });
+    }
+
     /// Audits a rejection that happened before a frame was decoded (read errors).
-    pub async fn audit_rejection(
+    pub fn audit_rejection(
         &self,
         peer: &Peer,
         id: Option<&str>,
         reason: RejectReason,
         message: &str,
     ) {
-        self.record(
+        self.record_soon(
             "rejection",
             json!({"source":"socket","peer":{"uid":peer.uid,"pid":peer.pid},"id":id,
                    "reason":reason.as_str(),"message":message}),
-        )
-        .await;
+        );
     }
 
     async fn reject(
@@ -110,8 +131,7 @@ impl Engine {
         reason: RejectReason,
         message: &str,
     ) -> Reply {
-        self.audit_rejection(peer, id.as_deref(), reason, message)
-            .await;
+        self.audit_rejection(peer, id.as_deref(), reason, message);
         Reply::reject(id, kind, reason, message)
     }
 
@@ -339,12 +359,14 @@ impl Engine {
                 return (d, verdict);
             }
         };
-        let audited = self
-            .record(
-                "decision",
-                json!({"peer":peer_json(peer),"request":req_json,"verdict":verdict_json,"decision":decision}),
-            )
-            .await;
+        let fields = json!({"peer":peer_json(peer),"request":req_json,"verdict":verdict_json,"decision":decision});
+        let audited = if req.who.source == Source::SocketRequest {
+            self.record_soon("decision", fields);
+            self.audit_ok.load(Ordering::Relaxed)
+        } else {
+            // An exec runs next: its decision is on disk first.
+            self.record("decision", fields).await
+        };
         if !audited && decision.kind != DecisionKind::Deny {
             return (fallback("audit-unavailable"), verdict);
         }

@@ -162,9 +162,7 @@ async fn handle_connection(
     };
     let reply = match read_line(&mut stream, timeout).await {
         LineRead::Gone => {
-            engine
-                .audit_rejection(&peer, None, RejectReason::Eof, "client stalled or reset")
-                .await;
+            engine.audit_rejection(&peer, None, RejectReason::Eof, "client stalled or reset");
             return;
         }
         LineRead::Reject(reason) => {
@@ -172,7 +170,7 @@ async fn handle_connection(
                 RejectReason::TooLarge => "request line exceeds 256000 bytes",
                 _ => "connection closed before a newline",
             };
-            engine.audit_rejection(&peer, None, reason, message).await;
+            engine.audit_rejection(&peer, None, reason, message);
             Reply::reject(None, FrameKind::Unknown, reason, message)
         }
         LineRead::Line(line) => engine.respond(&peer, &line, shutdown).await,

@@ -368,3 +368,22 @@ pub fn guard_cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// The audit log once it contains every needle (records of policy answers and rejections are
+/// queued and reach the disk with the writer's next group commit, just after the reply).
+pub fn audit_with(w: &World, needles: &[&str]) -> String {
+    let path = w.guard_state.join("audit.jsonl");
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let missing: Vec<&&str> = needles.iter().filter(|n| !text.contains(**n)).collect();
+        if missing.is_empty() {
+            return text;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "audit log lacks {missing:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
