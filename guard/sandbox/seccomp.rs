@@ -77,6 +77,16 @@ pub fn build(profile: &ResolvedProfile) -> Result<Vec<libc::sock_filter>, Sandbo
             .ok_or_else(|| sc_err(format!("filter {name} missing in exec-child.json")))?;
         rules.extend(list.iter().cloned());
     }
+    // seccompiler merges all entries of one syscall into one rule list, where a condition-less
+    // entry would be lost: an unconditional deny must replace the conditional ones.
+    let unconditional: Vec<Value> = rules
+        .iter()
+        .filter(|r| r.get("args").is_none())
+        .filter_map(|r| r.get("syscall").cloned())
+        .collect();
+    rules.retain(|r| {
+        r.get("args").is_none() || !r.get("syscall").is_some_and(|n| unconditional.contains(n))
+    });
     let merged = serde_json::json!({ "merged": {
         "mismatch_action": "allow",
         "match_action": { "errno": libc::EPERM },
@@ -113,6 +123,8 @@ mod tests {
                 p.network = net;
                 let prog = build(&p).unwrap();
                 assert!(prog.len() > 100, "{name}: {} insns", prog.len());
+                let ro = parts(&p).contains(&"metadata-read-only");
+                assert_eq!(ro, name == "read-only", "{name}");
             }
         }
     }
