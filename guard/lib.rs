@@ -4,6 +4,7 @@
 //! One folder per box of the pipeline: `policy` (pure core), `openclaw` (OpenClaw's formats),
 //! `socket` (the exec-approvals socket), `inbox`, `audit`, `sandbox`.
 
+pub mod doctor;
 pub mod openclaw;
 pub mod policy;
 pub mod sandbox;

@@ -26,6 +26,12 @@ enum LogFormat {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Report what this machine can enforce (non-zero exit when a required layer is missing).
+    Doctor {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run one command (argv, not shell text) under Landlock + seccomp + no capabilities.
     Sandbox {
         /// Built-in profile: read-only or workspace-write.
@@ -65,6 +71,18 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_format);
     match cli.command {
+        Command::Doctor { json } => {
+            let report = sanctum_guard::doctor::check();
+            if json {
+                match serde_json::to_string_pretty(&report) {
+                    Ok(s) => println!("{s}"),
+                    Err(e) => eprintln!("doctor: {e}"),
+                }
+            } else {
+                println!("{}", report.render());
+            }
+            ExitCode::from(u8::from(!report.problems.is_empty()))
+        }
         Command::Sandbox {
             profile,
             workspace,

@@ -315,3 +315,26 @@ fn missing_kernel_features_fail_closed_unless_degraded() {
     let (fd, report) = landlock_rules::build(&p, 0).unwrap();
     assert!(fd.is_none() && report.level == Level::None);
 }
+
+#[test]
+fn doctor_reports_this_machine() {
+    let o = std::process::Command::new(guard())
+        .args(["doctor", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let lsm = std::fs::read_to_string("/sys/kernel/security/lsm").unwrap_or_default();
+    assert_eq!(
+        v["landlock_abi"].as_u64().unwrap() > 0,
+        lsm.contains("landlock")
+    );
+    let ok = v["problems"].as_array().unwrap().is_empty();
+    assert_eq!(
+        o.status.success(),
+        ok,
+        "exit code follows the problem list: {v}"
+    );
+    assert!(ok, "this machine must support the sandbox: {v}");
+    assert_eq!(v["trial"]["Ok"]["landlock"], "full");
+    assert_eq!(v["trial"]["Ok"]["seccomp"], true);
+}
