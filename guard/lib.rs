@@ -6,6 +6,7 @@
 
 pub mod audit;
 pub mod config;
+pub mod doctor;
 pub mod inbox;
 pub mod openclaw;
 pub mod policy;

@@ -34,6 +34,12 @@ enum Command {
     /// Validate a policy, or show the verdict for one command.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// Report what this machine can enforce (non-zero exit when a required layer is missing).
+    Doctor {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Run one command (argv, not shell text) under Landlock + seccomp + no capabilities.
     Sandbox {
         /// Built-in profile: read-only or workspace-write.
@@ -399,6 +405,18 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Policy(cmd) => policy_command(cmd),
         Command::Serve(a) => run_serve(a),
+        Command::Doctor { json } => {
+            let report = sanctum_guard::doctor::check();
+            if json {
+                match serde_json::to_string_pretty(&report) {
+                    Ok(s) => println!("{s}"),
+                    Err(e) => eprintln!("doctor: {e}"),
+                }
+            } else {
+                println!("{}", report.render());
+            }
+            ExitCode::from(u8::from(!report.problems.is_empty()))
+        }
         Command::Sandbox {
             profile,
             workspace,

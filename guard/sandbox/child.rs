@@ -16,7 +16,7 @@ pub struct Rlimit {
 #[derive(Debug)]
 pub struct ChildPlan {
     pub landlock: Option<OwnedFd>,
-    pub bpf: Vec<libc::sock_filter>,
+    pub bpf: std::sync::Arc<Vec<libc::sock_filter>>,
     pub rlimits: Vec<Rlimit>,
     pub drop_bounding: bool,
     pub parent_pid: libc::pid_t,

@@ -1,7 +1,15 @@
 //! Probes of what this kernel and this process offer, done before any fork.
 
+use std::sync::OnceLock;
+
 /// The Landlock ABI version of the running kernel; 0 when Landlock is missing or disabled.
+/// Probed once per process.
 pub fn landlock_abi() -> u8 {
+    static ABI: OnceLock<u8> = OnceLock::new();
+    *ABI.get_or_init(probe_landlock_abi)
+}
+
+fn probe_landlock_abi() -> u8 {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: landlock_create_ruleset with a NULL attr, size 0 and the VERSION flag only
     // returns the ABI number (or -1/errno); it reads and writes no memory of ours.
@@ -16,11 +24,14 @@ pub fn landlock_abi() -> u8 {
     u8::try_from(v.max(0)).unwrap_or(u8::MAX)
 }
 
-/// Whether seccomp filter mode is available (the kernel answers PR_GET_SECCOMP).
+/// Whether seccomp filter mode with the actions we use is available (probed once).
 pub fn seccomp_available() -> bool {
-    std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
-        .map(|s| s.contains("errno") && s.contains("kill_process"))
-        .unwrap_or(false)
+    static AVAIL: OnceLock<bool> = OnceLock::new();
+    *AVAIL.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
+            .map(|s| s.contains("errno") && s.contains("kill_process"))
+            .unwrap_or(false)
+    })
 }
 
 /// Whether this process may clear the capability bounding set (needs CAP_SETPCAP).

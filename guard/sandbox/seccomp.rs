@@ -6,6 +6,8 @@ use super::profile::{NetworkSpec, ResolvedProfile};
 use super::SandboxError;
 use seccompiler::TargetArch;
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The filter as data, reviewed like code.
 pub const EXEC_CHILD_JSON: &str = include_str!("../../seccomp/exec-child.json");
@@ -64,12 +66,30 @@ pub fn parts(profile: &ResolvedProfile) -> Vec<&'static str> {
     parts
 }
 
-/// Compiles the filter for `profile`: the prefix, then the JSON parts merged into one
-/// seccompiler filter (one program, one seccomp(2) call in the child).
-pub fn build(profile: &ResolvedProfile) -> Result<Vec<libc::sock_filter>, SandboxError> {
+type Cache = Mutex<HashMap<Vec<&'static str>, Arc<Vec<libc::sock_filter>>>>;
+
+/// Compiles the filter for `profile` (cached per combination of parts: compiling costs more
+/// than a spawn). See `compile`.
+pub fn build(profile: &ResolvedProfile) -> Result<Arc<Vec<libc::sock_filter>>, SandboxError> {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = parts(profile);
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(p) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return Ok(p);
+    }
+    let prog = Arc::new(compile(&key)?);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, Arc::clone(&prog));
+    }
+    Ok(prog)
+}
+
+/// The prefix, then the JSON parts merged into one seccompiler filter (one program, one
+/// seccomp(2) call in the child).
+fn compile(part_names: &[&str]) -> Result<Vec<libc::sock_filter>, SandboxError> {
     let doc: Value = serde_json::from_str(EXEC_CHILD_JSON).map_err(sc_err)?;
     let mut rules: Vec<Value> = Vec::new();
-    for name in parts(profile) {
+    for &name in part_names {
         let list = doc
             .get(name)
             .and_then(|f| f.get("filter"))
@@ -77,6 +97,16 @@ pub fn build(profile: &ResolvedProfile) -> Result<Vec<libc::sock_filter>, Sandbo
             .ok_or_else(|| sc_err(format!("filter {name} missing in exec-child.json")))?;
         rules.extend(list.iter().cloned());
     }
+    // seccompiler merges all entries of one syscall into one rule list, where a condition-less
+    // entry would be lost: an unconditional deny must replace the conditional ones.
+    let unconditional: Vec<Value> = rules
+        .iter()
+        .filter(|r| r.get("args").is_none())
+        .filter_map(|r| r.get("syscall").cloned())
+        .collect();
+    rules.retain(|r| {
+        r.get("args").is_none() || !r.get("syscall").is_some_and(|n| unconditional.contains(n))
+    });
     let merged = serde_json::json!({ "merged": {
         "mismatch_action": "allow",
         "match_action": { "errno": libc::EPERM },
@@ -113,6 +143,8 @@ mod tests {
                 p.network = net;
                 let prog = build(&p).unwrap();
                 assert!(prog.len() > 100, "{name}: {} insns", prog.len());
+                let ro = parts(&p).contains(&"metadata-read-only");
+                assert_eq!(ro, name == "read-only", "{name}");
             }
         }
     }

@@ -64,7 +64,7 @@ pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
         (seccomp::build(profile)?, true)
     } else if profile.allow_degraded {
         missing.push("seccomp".into());
-        (Vec::new(), false)
+        (Arc::new(Vec::new()), false)
     } else {
         return Err(SandboxError::Unsupported {
             missing: "seccomp filters".into(),
