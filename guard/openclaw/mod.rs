@@ -3,6 +3,8 @@
 //! module owns byte-compatibility with OpenClaw; the policy core only sees the normalised data.
 pub mod allow_always;
 pub mod document;
+pub mod normalize;
 pub mod resolve;
+pub mod schema;
 pub mod socket;
 pub mod store;
