@@ -136,7 +136,7 @@ mod tests {
             cwd: "/w",
         };
         assert_eq!(
-            append_allow_always(&mut doc, "main", &[grant.clone()], 5),
+            append_allow_always(&mut doc, "main", std::slice::from_ref(&grant), 5),
             1
         );
         assert_eq!(append_allow_always(&mut doc, "main", &[grant], 6), 0);

@@ -3,6 +3,10 @@
 //! module owns byte-compatibility with OpenClaw; the policy core only sees the normalised data.
 pub mod allow_always;
 pub mod document;
+mod json_file;
+pub mod normalize;
 pub mod resolve;
+pub mod schema;
 pub mod socket;
+mod sqlite;
 pub mod store;

@@ -155,7 +155,9 @@ mod tests {
         ApprovalsDocument::normalize(v).unwrap()
     }
 
-    fn values(p: &EffectivePolicy) -> (Security, Ask, Security, bool) {
+    type Values = (Security, Ask, Security, bool);
+
+    fn values(p: &EffectivePolicy) -> Values {
         let v = p.values;
         (v.security, v.ask, v.ask_fallback, v.auto_allow_skills)
     }
@@ -168,7 +170,7 @@ mod tests {
                 "*": {"ask": "always", "autoAllowSkills": false},
                 "main": {"security": "deny"},
                 "full": {"security": "full", "ask": "off", "askFallback": "allowlist", "autoAllowSkills": true}}}));
-        let cases: &[(&str, (Security, Ask, Security, bool))] = &[
+        let cases: &[(&str, Values)] = &[
             ("main", (Deny, Always, Full, false)),
             ("other", (Allowlist, Always, Full, false)),
             ("full", (Full, Off, Allowlist, true)),
