@@ -393,6 +393,12 @@ impl Analyser<'_> {
         let replace = value_of(&seen, &["-I", "--replace"])
             .map(str::to_string)
             .or_else(|| has(&seen, &["-i", "--replace"]).then(|| "{}".to_string()));
+        if let Some(file) = value_of(&seen, &["-a", "--arg-file"]) {
+            env.redirects.push(Redirect {
+                kind: RedirectKind::Read,
+                target: Word::literal(file),
+            });
+        }
         env.wrappers.push("xargs".into());
         // GNU xargs gives its commands /dev/null as stdin.
         env.stdin = Stdin::Inherited;

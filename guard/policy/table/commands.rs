@@ -390,12 +390,14 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
         return;
     }
     if seg.function_call {
+        // The body is analysed on its own; recursion (`:(){ :|:& };:`) and positional
+        // arguments are not.
         c.add(
-            Category::Read,
+            Category::Unanalysable,
             "function-call",
-            format!("calls `{name}`, defined in the same command"),
+            format!("calls the shell function `{name}` defined in the same command"),
         );
-        read_all(k, c, args, false);
+        read_all(k, c, args, true);
         return;
     }
     if !seg.trusted_name {
