@@ -323,8 +323,8 @@ const ARGS: &[&str] = &[
     "status", "-l", "a", "b", "a b", "", "😀", "12", "aa", "é", "\n", "-",
 ];
 
-fn random_case(rng: &mut Rng) -> Case {
-    let n_rules = 1 + rng.next() % 5;
+fn random_case(rng: &mut Rng, max_rules: u64) -> Case {
+    let n_rules = 1 + rng.next() % max_rules;
     let argv_len = rng.next() % 4;
     let mut argv = vec!["prog".to_string()];
     for _ in 0..argv_len {
@@ -407,7 +407,11 @@ fn differential_against_real_openclaw_match_allowlist() {
     let mut rng = Rng(0x5eed_1234_abcd_9876);
     let mut cases = fixed_cases();
     for _ in 0..3000 {
-        cases.push(random_case(&mut rng));
+        cases.push(random_case(&mut rng, 5));
+    }
+    // Large lists: prefix groups past the small-group size run on regex sets.
+    for _ in 0..40 {
+        cases.push(random_case(&mut rng, 400));
     }
     let json_cases: Vec<Value> = cases
         .iter()

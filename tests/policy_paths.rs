@@ -45,6 +45,10 @@ fn normalize_expands_and_folds() {
         ("/../../etc/shadow", "/etc/shadow"),
         ("~root/.ssh", "/root/.ssh"),
         ("x", "/w/sub/x"),
+        ("~+/x", "/w/sub/x"),
+        ("~-/.ssh", "/home/node/.ssh"),
+        ("~alice/x", "/home/alice/x"),
+        ("$HOMEDIR/x", "/w/sub/$HOMEDIR/x"),
     ] {
         assert_eq!(normalize(raw, &ctx), PathBuf::from(want), "{raw}");
     }
@@ -187,4 +191,32 @@ fn extras_and_home_with_glob_characters() {
     assert!(sp.matches(Path::new("/srv/secret-prod.key")).is_some());
     assert!(SensitivePaths::new(Path::new("/h"), &["relative/x".to_string()]).is_err());
     assert!(SensitivePaths::new(Path::new("/h"), &["/a/[".to_string()]).is_err());
+}
+
+#[test]
+fn a_symlinked_home_is_matched_through_its_real_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("data/node");
+    std::fs::create_dir_all(real.join(".ssh")).unwrap();
+    std::fs::create_dir_all(dir.path().join("home")).unwrap();
+    let home = dir.path().join("home/node");
+    symlink(&real, &home).unwrap();
+    let sp = SensitivePaths::new(&home, &["~/.pgpass".to_string()]).unwrap();
+    assert_eq!(
+        sp.matches(&real.join(".ssh/id_rsa")).as_deref(),
+        Some("~/.ssh/")
+    );
+    assert_eq!(
+        sp.matches(&real.join(".pgpass")).as_deref(),
+        Some("~/.pgpass")
+    );
+    assert_eq!(
+        sp.matches(&home.join(".ssh/id_rsa")).as_deref(),
+        Some("~/.ssh/")
+    );
+    // A link elsewhere that resolves under the real home.
+    let other = dir.path().join("link");
+    symlink(real.join(".ssh"), &other).unwrap();
+    assert_eq!(sp.matches(&other.join("k")).as_deref(), Some("~/.ssh/"));
+    assert_eq!(sp.matches(&real.join("notes")), None);
 }

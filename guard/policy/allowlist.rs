@@ -9,9 +9,14 @@
 //! where each surrogate half is its own `char` (see [`js_units`]), and `argPattern` runs on
 //! `regress` (an ECMAScript engine) over UTF-16 in UCS-2 mode.
 
+mod glob;
+mod js;
+
+pub use js::{js_trim, node_posix_normalize};
+
 use crate::openclaw::allow_always::{cwd_argv_pattern, CWD_ARGV_PREFIX, LEGACY_ARGV_PREFIX};
-use regex::{RegexSet, RegexSetBuilder};
-use std::collections::HashMap;
+use glob::GlobIndex;
+use js::{js_units, node_basename};
 use std::path::Path;
 
 /// One allowlist entry, as OpenClaw stores it.
@@ -59,64 +64,6 @@ enum ArgMatcher {
     Regex { re: regress::Regex, nul: bool },
     /// Legacy hash, allow-always without a cwd-bound hash, or an invalid regex.
     Never,
-}
-
-/// Glob regexes, in chunks so one enormous set cannot exceed regex size limits.
-#[derive(Debug, Default)]
-struct GlobIndex {
-    literal: HashMap<String, Vec<usize>>,
-    chunks: Vec<(RegexSet, Vec<usize>)>,
-}
-
-/// Patterns per regex set.
-const CHUNK: usize = 1024;
-
-impl GlobIndex {
-    fn build(patterns: Vec<(usize, String)>) -> Self {
-        let mut index = GlobIndex::default();
-        let mut globs: Vec<(usize, String)> = Vec::new();
-        for (rule, pattern) in patterns {
-            if pattern.contains(['*', '?']) {
-                globs.push((rule, glob_regex(&pattern)));
-            } else {
-                index.literal.entry(pattern).or_default().push(rule);
-            }
-        }
-        for chunk in globs.chunks(CHUNK) {
-            index.add_chunk(chunk);
-        }
-        index
-    }
-
-    fn add_chunk(&mut self, chunk: &[(usize, String)]) {
-        let built = RegexSetBuilder::new(chunk.iter().map(|(_, re)| re))
-            .size_limit(256 << 20)
-            .dfa_size_limit(64 << 20)
-            .build();
-        match built {
-            Ok(set) => self
-                .chunks
-                .push((set, chunk.iter().map(|(rule, _)| *rule).collect())),
-            // Too big together: split; a single pattern that cannot compile never matches.
-            Err(_) if chunk.len() > 1 => {
-                let (a, b) = chunk.split_at(chunk.len() / 2);
-                self.add_chunk(a);
-                self.add_chunk(b);
-            }
-            Err(_) => {}
-        }
-    }
-
-    /// Rules whose pattern matches: `literal_target` for exact patterns, `glob_target` (in
-    /// code-unit form, dot segments normalised) for globs.
-    fn hits(&self, literal_target: &str, glob_target: &str, out: &mut Vec<usize>) {
-        if let Some(rules) = self.literal.get(literal_target) {
-            out.extend(rules);
-        }
-        for (set, rules) in &self.chunks {
-            out.extend(set.matches(glob_target).into_iter().map(|i| rules[i]));
-        }
-    }
 }
 
 /// A compiled allowlist.
@@ -167,6 +114,15 @@ impl CompiledAllowlist {
             paths: GlobIndex::build(paths),
             names: GlobIndex::build(names),
         }
+    }
+
+    /// Number of entries compiled (the indices [`AllowMatch`] refers to).
+    pub fn len(&self) -> usize {
+        self.args.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.args.is_empty()
     }
 
     /// The index of the bare `*` entry that makes [`AllowMatch::Wildcard`], if any.
@@ -326,133 +282,15 @@ fn match_targets(target: &str) -> (String, String) {
     (literal, js_units(&glob))
 }
 
-/// `compileGlobRegex`: `**` → `.*`, `*` → `[^/]*`, `?` → `[^/]`, all else literal, anchored.
-/// JavaScript's `.` excludes line terminators, so `.*` does too.
-fn glob_regex(pattern: &str) -> String {
-    let units: Vec<char> = js_units(pattern).chars().collect();
-    let mut re = String::from(r"\A");
-    let mut i = 0;
-    while i < units.len() {
-        match units[i] {
-            '*' if units.get(i + 1) == Some(&'*') => {
-                re.push_str(r"[^\n\r\u{2028}\u{2029}]*");
-                i += 2;
-                continue;
-            }
-            '*' => re.push_str("[^/]*"),
-            '?' => re.push_str("[^/]"),
-            c => re.push_str(&regex::escape(c.encode_utf8(&mut [0; 4]))),
-        }
-        i += 1;
-    }
-    re.push_str(r"\z");
-    re
-}
-
-/// A string with one `char` per UTF-16 code unit: surrogate halves map to plane-15
-/// private-use characters (no real astral character survives the mapping, so none collide).
-fn js_units(s: &str) -> String {
-    s.encode_utf16()
-        .map(|u| match u {
-            0xD800..=0xDFFF => {
-                char::from_u32(0xF0000 + u32::from(u - 0xD800)).unwrap_or('\u{FFFD}')
-            }
-            _ => char::from_u32(u32::from(u)).unwrap_or('\u{FFFD}'),
-        })
-        .collect()
-}
-
-/// `String.prototype.trim`: ECMAScript WhiteSpace and LineTerminator (not Rust's set: JS
-/// trims U+FEFF and keeps U+0085).
-pub fn js_trim(s: &str) -> &str {
-    s.trim_matches(|c: char| {
-        matches!(
-            c,
-            '\t' | '\n' | '\u{0B}' | '\u{0C}' | '\r' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
-                ..='\u{200A}'
-                    | '\u{2028}'
-                    | '\u{2029}'
-                    | '\u{202F}'
-                    | '\u{205F}'
-                    | '\u{3000}'
-                    | '\u{FEFF}'
-        )
-    })
-}
-
-/// Node's `path.posix.basename` (trailing slashes ignored).
-fn node_basename(path: &str) -> &str {
-    let trimmed = path.trim_end_matches('/');
-    if trimmed.is_empty() {
-        return "";
-    }
-    trimmed.rsplit('/').next().unwrap_or(trimmed)
-}
-
-/// Node's `path.posix.normalize`, including its relative-path corner cases (`./`, `..`).
-pub fn node_posix_normalize(path: &str) -> String {
-    if path.is_empty() {
-        return ".".into();
-    }
-    let absolute = path.starts_with('/');
-    let trailing = path.ends_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|p| *p != "..") {
-                    parts.pop();
-                } else if !absolute {
-                    parts.push("..");
-                }
-            }
-            other => parts.push(other),
-        }
-    }
-    let mut out = parts.join("/");
-    if out.is_empty() {
-        if absolute {
-            return "/".into();
-        }
-        return if trailing { "./".into() } else { ".".into() };
-    }
-    if trailing {
-        out.push('/');
-    }
-    if absolute {
-        out.insert(0, '/');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Shared across request handlers behind an `Arc`.
     #[test]
-    fn glob_regex_follows_compile_glob_regex() {
-        assert_eq!(glob_regex("/usr/*"), r"\A/usr/[^/]*\z");
-        assert_eq!(glob_regex("a**b?"), r"\Aa[^\n\r\u{2028}\u{2029}]*b[^/]\z");
-        assert_eq!(glob_regex("a.b"), r"\Aa\.b\z");
-    }
-
-    #[test]
-    fn node_normalize_corner_cases() {
-        for (input, want) in [
-            ("./", "./"),
-            ("a/../", "./"),
-            ("/usr/bin/../lib/", "/usr/lib/"),
-            ("..", ".."),
-            ("//a//b", "/a/b"),
-        ] {
-            assert_eq!(node_posix_normalize(input), want, "{input}");
-        }
-    }
-
-    #[test]
-    fn js_trim_uses_the_ecmascript_set() {
-        assert_eq!(js_trim("\u{FEFF} ls\t"), "ls");
-        assert_eq!(js_trim("\u{85}ls"), "\u{85}ls");
+    fn compiled_lists_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<CompiledAllowlist>();
+        assert_send_sync::<crate::policy::file::Policy>();
     }
 }

@@ -3,7 +3,10 @@
 //! globset. This module owns path expansion and normalisation for the policy core, and the
 //! symlink-aware question "does this path reach a sensitive file?".
 
+mod glob;
+
 use super::file::PolicyError;
+use glob::{glob_hits_rule, has_glob_chars, unescape};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -45,8 +48,10 @@ pub struct PathContext {
 }
 
 /// `~` / `~/x` / `$HOME/x` / `${HOME}/x` expansion, relative → cwd-joined, lexical
-/// `.`/`..`/`//` normalisation. `~root` is `/root`; another `~name` is `/home/name` (the guard
-/// cannot read the agent's passwd database, and a guess beats a literal `~name` directory).
+/// `.`/`..`/`//` normalisation. `~+` is the cwd. `~-` (the previous directory, unknown here)
+/// is taken as home, so `cd ~; cd /tmp; cat ~-/.ssh/id_rsa` is still caught. `~root` is
+/// `/root`; another `~name` is `/home/name` (the guard cannot read the agent's passwd
+/// database, and a guess beats a literal `~name` directory).
 pub fn normalize(raw: &str, ctx: &PathContext) -> PathBuf {
     lexical_clean(&absolute(raw, ctx))
 }
@@ -54,7 +59,12 @@ pub fn normalize(raw: &str, ctx: &PathContext) -> PathBuf {
 /// Expansion and cwd-joining of [`normalize`], without folding `..`: the kernel resolves a
 /// symlink before the `..` that follows it, so the filesystem checks need the path as written.
 pub fn absolute(raw: &str, ctx: &PathContext) -> PathBuf {
-    let expanded = expand_home(raw, &ctx.home);
+    let expanded = match raw.strip_prefix("~+") {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            ctx.cwd.join(rest.trim_start_matches('/'))
+        }
+        _ => expand_home(raw, &ctx.home),
+    };
     if expanded.is_absolute() {
         expanded
     } else {
@@ -63,7 +73,7 @@ pub fn absolute(raw: &str, ctx: &PathContext) -> PathBuf {
 }
 
 fn expand_home(raw: &str, home: &Path) -> PathBuf {
-    for prefix in ["$HOME", "${HOME}", "~"] {
+    for prefix in ["$HOME", "${HOME}", "~-", "~"] {
         if let Some(rest) = raw.strip_prefix(prefix) {
             if rest.is_empty() {
                 return home.to_path_buf();
@@ -189,9 +199,14 @@ pub struct SensitivePaths {
 impl SensitivePaths {
     /// Compiles the built-in list plus `extra` (same syntax: `~/`, `$HOME/`, absolute paths,
     /// globs; trailing `/` = directory rule) with `~` = `home`.
+    /// When the home is itself a symlink (`/home/node` → `/data/node`), the `~` rules are
+    /// compiled for its real path too, since resolved paths come out under the real one.
     pub fn new(home: &Path, extra: &[String]) -> Result<Self, PolicyError> {
         let home = lexical_clean(home);
-        let escaped_home = globset::escape(&home.to_string_lossy());
+        let mut homes = vec![globset::escape(&home.to_string_lossy())];
+        if let Some(real) = resolve_lenient(&home).filter(|r| *r != home) {
+            homes.push(globset::escape(&real.to_string_lossy()));
+        }
         let mut rules = Vec::new();
         let mut builder = GlobSetBuilder::new();
         let mut owner = Vec::new();
@@ -199,7 +214,14 @@ impl SensitivePaths {
             .iter()
             .map(|s| s.to_string())
             .chain(extra.iter().cloned());
-        for label in all {
+        let per_home = all.flat_map(|label| {
+            let home_relative = is_home_relative(&label);
+            homes
+                .iter()
+                .take(if home_relative { homes.len() } else { 1 })
+                .map(move |h| (label.clone(), h.clone()))
+        });
+        for (label, escaped_home) in per_home {
             let rule = compile_rule(&label, &escaped_home)?;
             let joined = format!("/{}", rule.components.join("/"));
             let mut globs = vec![joined.clone()];
@@ -348,6 +370,15 @@ impl SensitivePaths {
     }
 }
 
+/// Does the rule start at the home (`~`, `~/x`, `$HOME/x`, `${HOME}/x`)?
+fn is_home_relative(label: &str) -> bool {
+    let t = label.trim();
+    ["$HOME", "${HOME}", "~"].iter().any(|p| {
+        t.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
+}
+
 /// Expands one rule (`~` → escaped home) into absolute, cleaned glob components.
 fn compile_rule(label: &str, escaped_home: &str) -> Result<SensitiveRule, PolicyError> {
     let trimmed = label.trim();
@@ -398,109 +429,4 @@ fn path_components(path: &Path) -> Vec<String> {
             _ => None,
         })
         .collect()
-}
-
-/// Glob syntax (brace expansion included: the shell expands it before globbing).
-fn has_glob_chars(s: &str) -> bool {
-    s.contains(['*', '?', '[', '{'])
-}
-
-/// Removes globset backslash escapes from a literal rule component.
-fn unescape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '[' => {
-                // globset::escape writes `[x]` for a metacharacter x.
-                let inner: String = chars.by_ref().take_while(|&c| c != ']').collect();
-                out.push_str(&inner);
-            }
-            '\\' => out.extend(chars.next()),
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-/// Does the glob (components `gs`) possibly match a path the rule covers? With `contain`, a
-/// glob matching an ancestor of the rule's path counts too.
-fn glob_hits_rule(gs: &[String], rule: &SensitiveRule, contain: bool) -> bool {
-    let rs = &rule.components;
-    if let Some(pos) = gs.iter().position(|g| g.contains("**")) {
-        // globstar spans any depth: only the part before it constrains.
-        return gs[..pos.min(rs.len())]
-            .iter()
-            .zip(rs)
-            .all(|(g, r)| component_may_match(g, r));
-    }
-    let len_ok = if contain {
-        true
-    } else if rule.dir {
-        gs.len() >= rs.len()
-    } else {
-        gs.len() == rs.len()
-    };
-    len_ok && gs.iter().zip(rs).all(|(g, r)| component_may_match(g, r))
-}
-
-/// Could shell glob component `g` match rule component `r`?
-fn component_may_match(g: &str, r: &str) -> bool {
-    if has_glob_chars(r) && r != globset::escape(&unescape(r)) {
-        return true;
-    }
-    let literal = unescape(r);
-    match shell_component_regex(g) {
-        Some(re) => re.is_match(&literal),
-        None => true,
-    }
-}
-
-/// A shell glob component as an anchored regex (`*`, `?`, `[...]`, `[!...]`, `\x`).
-fn shell_component_regex(g: &str) -> Option<regex::Regex> {
-    if g.contains('{') {
-        return None;
-    }
-    let mut re = String::from("^");
-    let chars: Vec<char> = g.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        match chars[i] {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            '\\' if i + 1 < chars.len() => {
-                i += 1;
-                re.push_str(&regex::escape(&chars[i].to_string()));
-            }
-            '[' => match chars[i + 1..].iter().skip(1).position(|&c| c == ']') {
-                Some(off) => {
-                    let body: String = chars[i + 1..i + 2 + off].iter().collect();
-                    let body = body
-                        .strip_prefix('!')
-                        .or_else(|| body.strip_prefix('^'))
-                        .map(|b| format!("^{b}"))
-                        .unwrap_or(body);
-                    // Escape regex-only syntax inside the class, keep ranges and negation.
-                    let body: String = body
-                        .chars()
-                        .enumerate()
-                        .map(|(k, c)| match c {
-                            '^' if k == 0 => "^".to_string(),
-                            '-' => "-".to_string(),
-                            c => regex::escape(&c.to_string()),
-                        })
-                        .collect();
-                    re.push('[');
-                    re.push_str(&body);
-                    re.push(']');
-                    i += 2 + off;
-                }
-                None => re.push_str(r"\["),
-            },
-            c => re.push_str(&regex::escape(&c.to_string())),
-        }
-        i += 1;
-    }
-    re.push('$');
-    regex::Regex::new(&re).ok()
 }
