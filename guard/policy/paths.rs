@@ -222,18 +222,8 @@ impl SensitivePaths {
                 .map(move |h| (label.clone(), h.clone()))
         });
         for (label, escaped_home) in per_home {
-            let rule = compile_rule(&label, &escaped_home)?;
-            let joined = format!("/{}", rule.components.join("/"));
-            let mut globs = vec![joined.clone()];
-            if rule.dir {
-                globs.push(format!("{}/**", joined.trim_end_matches('/')));
-            }
-            for g in globs {
-                let glob = GlobBuilder::new(&g)
-                    .literal_separator(true)
-                    .backslash_escape(true)
-                    .build()
-                    .map_err(|e| PolicyError::pattern(&label, e.to_string()))?;
+            let (rule, globs) = rule_globs(&label, &escaped_home)?;
+            for glob in globs {
                 builder.add(glob);
                 owner.push(rules.len());
             }
@@ -368,6 +358,37 @@ impl SensitivePaths {
         }
         None
     }
+}
+
+/// Checks one sensitive-path rule (as in `[sensitive].paths`) without building a set: the
+/// loader validates each entry this way to point at the bad one.
+pub fn validate_rule(label: &str, home: &Path) -> Result<(), PolicyError> {
+    let home = globset::escape(&lexical_clean(home).to_string_lossy());
+    rule_globs(label, &home).map(|_| ())
+}
+
+/// A rule and its globs: the path itself, and for a directory rule everything under it.
+fn rule_globs(
+    label: &str,
+    escaped_home: &str,
+) -> Result<(SensitiveRule, Vec<globset::Glob>), PolicyError> {
+    let rule = compile_rule(label, escaped_home)?;
+    let joined = format!("/{}", rule.components.join("/"));
+    let mut sources = vec![joined.clone()];
+    if rule.dir {
+        sources.push(format!("{}/**", joined.trim_end_matches('/')));
+    }
+    let globs = sources
+        .iter()
+        .map(|g| {
+            GlobBuilder::new(g)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| PolicyError::pattern(label, e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((rule, globs))
 }
 
 /// Does the rule start at the home (`~`, `~/x`, `$HOME/x`, `${HOME}/x`)?
