@@ -6,7 +6,7 @@
 mod glob;
 
 use super::file::PolicyError;
-use glob::{glob_hits_rule, has_glob_chars, unescape};
+use glob::{glob_hits_rule, has_glob_chars, rule_literal, GlobWord};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -184,6 +184,8 @@ struct SensitiveRule {
     components: Vec<String>,
     /// A directory rule covers everything under it.
     dir: bool,
+    /// `components` as literal names; `None` where a component is a real glob.
+    literals: Vec<Option<String>>,
 }
 
 /// The compiled sensitive-path set: built-ins plus policy extras.
@@ -319,8 +321,9 @@ impl SensitivePaths {
             }
         }
         for gs in &variants {
+            let word = GlobWord::new(gs);
             for rule in &self.rules {
-                if glob_hits_rule(gs, rule, contain) {
+                if glob_hits_rule(&word, rule, contain) {
                     return Some(rule.label.clone());
                 }
             }
@@ -346,11 +349,11 @@ impl SensitivePaths {
             }
             let ps = path_components(&p);
             for rule in &self.rules {
-                if ps.len() <= rule.components.len()
+                if ps.len() <= rule.literals.len()
                     && ps
                         .iter()
-                        .zip(&rule.components)
-                        .all(|(p, r)| has_glob_chars(r) || unescape(r) == *p)
+                        .zip(&rule.literals)
+                        .all(|(p, r)| r.as_ref().is_none_or(|r| r == p))
                 {
                     return Some(rule.label.clone());
                 }
@@ -438,6 +441,7 @@ fn compile_rule(label: &str, escaped_home: &str) -> Result<SensitiveRule, Policy
     }
     Ok(SensitiveRule {
         label: trimmed.to_string(),
+        literals: components.iter().map(|c| rule_literal(c)).collect(),
         components,
         dir,
     })

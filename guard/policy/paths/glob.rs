@@ -26,37 +26,95 @@ pub(super) fn unescape(s: &str) -> String {
     out
 }
 
-/// Does the glob (components `gs`) possibly match a path the rule covers? With `contain`, a
-/// glob matching an ancestor of the rule's path counts too.
-pub(super) fn glob_hits_rule(gs: &[String], rule: &SensitiveRule, contain: bool) -> bool {
-    let rs = &rule.components;
-    if let Some(pos) = gs.iter().position(|g| g.contains("**")) {
-        // globstar spans any depth: only the part before it constrains.
-        return gs[..pos.min(rs.len())]
+/// A shell word split into path components, each compiled once.
+pub(super) struct GlobWord {
+    comps: Vec<WordComp>,
+    /// Index of the first `**` component (globstar spans any depth).
+    globstar: Option<usize>,
+}
+
+enum WordComp {
+    /// No glob syntax: the name itself (shell backslashes removed).
+    Literal(String),
+    /// A glob; `None` when it cannot be compiled (braces, odd brackets): may match anything.
+    Glob(Option<regex::Regex>),
+}
+
+impl GlobWord {
+    pub(super) fn new(components: &[String]) -> Self {
+        let comps = components
+            .iter()
+            .map(|g| {
+                if has_glob_chars(g) {
+                    WordComp::Glob(shell_component_regex(g))
+                } else {
+                    WordComp::Literal(shell_unescape(g))
+                }
+            })
+            .collect();
+        GlobWord {
+            comps,
+            globstar: components.iter().position(|g| g.contains("**")),
+        }
+    }
+}
+
+/// Does the glob word possibly match a path the rule covers? With `contain`, a glob matching
+/// an ancestor of the rule's path counts too.
+pub(super) fn glob_hits_rule(word: &GlobWord, rule: &SensitiveRule, contain: bool) -> bool {
+    let rs = &rule.literals;
+    if let Some(pos) = word.globstar {
+        return word.comps[..pos.min(rs.len())]
             .iter()
             .zip(rs)
-            .all(|(g, r)| component_may_match(g, r));
+            .all(|(g, r)| component_may_match(g, r.as_deref()));
     }
+    let n = word.comps.len();
     let len_ok = if contain {
         true
     } else if rule.dir {
-        gs.len() >= rs.len()
+        n >= rs.len()
     } else {
-        gs.len() == rs.len()
+        n == rs.len()
     };
-    len_ok && gs.iter().zip(rs).all(|(g, r)| component_may_match(g, r))
+    len_ok
+        && word
+            .comps
+            .iter()
+            .zip(rs)
+            .all(|(g, r)| component_may_match(g, r.as_deref()))
 }
 
-/// Could shell glob component `g` match rule component `r`?
-fn component_may_match(g: &str, r: &str) -> bool {
-    if has_glob_chars(r) && r != globset::escape(&unescape(r)) {
+/// Could word component `g` match rule component `r` (`None`: the rule has a glob there)?
+fn component_may_match(g: &WordComp, r: Option<&str>) -> bool {
+    let Some(literal) = r else {
         return true;
+    };
+    match g {
+        WordComp::Literal(name) => name == literal,
+        WordComp::Glob(Some(re)) => re.is_match(literal),
+        WordComp::Glob(None) => true,
     }
+}
+
+/// A rule component as a literal name, or `None` when it holds real glob syntax (the home
+/// is inserted glob-escaped, which does not count).
+pub(super) fn rule_literal(r: &str) -> Option<String> {
     let literal = unescape(r);
-    match shell_component_regex(g) {
-        Some(re) => re.is_match(&literal),
-        None => true,
+    (!has_glob_chars(r) || r == globset::escape(&literal)).then_some(literal)
+}
+
+/// Removes shell backslash quoting from a literal word component.
+fn shell_unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => out.extend(chars.next()),
+            other => out.push(other),
+        }
     }
+    out
 }
 
 /// A shell glob component as an anchored regex (`*`, `?`, `[...]`, `[!...]`, `\x`).
