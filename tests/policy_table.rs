@@ -425,3 +425,66 @@ fn cli_policy_check_and_policy_errors() {
         .expect("run");
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn non_exec_actions_sanctum_37_42_43() {
+    let w = world();
+    let ctx = w.context("", &w.ws, "-");
+    let run = |action: Action| {
+        let mut req = request("", &w.ws);
+        req.action = action;
+        decide(&w.policy, &ctx, &req)
+    };
+    // 37: fs.writeFile("pi.py") is a pending write with its digest; allow-always may persist.
+    let v = run(Action::FileWrite {
+        path: "pi.py".into(),
+        content_sha256: Some("ab".repeat(32)),
+    });
+    assert_eq!(
+        (v.kind, kebab(&v.category).as_str()),
+        (VerdictKind::Ask, "write")
+    );
+    assert_eq!(
+        v.offered,
+        vec![
+            DecisionKind::AllowOnce,
+            DecisionKind::AllowAlways,
+            DecisionKind::Deny
+        ]
+    );
+    // 42: process.exit() is gated, never persisted.
+    let v = run(Action::ProcessExit { code: Some(0) });
+    assert_eq!((v.kind, v.offered.len()), (VerdictKind::Ask, 2));
+    // 43: skill install is blocked.
+    assert_eq!(
+        run(Action::SkillInstall { name: "x".into() }).kind,
+        VerdictKind::Deny
+    );
+    // Browser: screenshot and launch blocked, navigation autonomous.
+    let browse = |a: &str| {
+        run(Action::Browser {
+            action: a.into(),
+            url: None,
+        })
+        .kind
+    };
+    assert_eq!(browse("screenshot"), VerdictKind::Deny);
+    assert_eq!(browse("launch"), VerdictKind::Deny);
+    assert_eq!(browse("goto"), VerdictKind::Allow);
+    // Reads of sensitive files are blocked whatever the tool.
+    let v = run(Action::FileRead {
+        path: w.home.join(".ssh/id_rsa"),
+    });
+    assert_eq!(
+        (v.kind, kebab(&v.category).as_str()),
+        (VerdictKind::Deny, "sensitive-path")
+    );
+    let v = run(Action::Http {
+        method: "POST".into(),
+        url: "https://e.com".into(),
+    });
+    assert_eq!(
+        (v.kind, kebab(&v.category).as_str()),
+        (VerdictKind::Ask, "http-write")
+    );
+}

@@ -183,11 +183,33 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
         workspace: &workspace,
         cwd: &cwd,
     };
+    // OpenClaw's effective settings: never looser than what it asked for.
+    let security = [
+        Some(ctx.security),
+        req.openclaw
+            .security
+            .as_deref()
+            .and_then(ExecSecurity::parse),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .unwrap_or(ExecSecurity::Deny);
+    let ask = [
+        Some(ctx.ask),
+        req.openclaw.ask.as_deref().and_then(ExecAsk::parse),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(ExecAsk::Always);
+    // Whether every segment's allowlist status matters (else only gated ones, for grants).
+    let need_all = security == ExecSecurity::Allowlist && ask == ExecAsk::Off;
     let cwd_str = cwd.to_string_lossy();
     let mut scored: Vec<Scored> = analysis
         .segments
         .iter()
-        .map(|seg| score_segment(policy, ctx, &t, seg, &cwd_str))
+        .map(|seg| score_segment(policy, ctx, &t, seg, &cwd_str, need_all))
         .collect();
     if scored.is_empty() {
         let mut c = Classification::default();
@@ -210,26 +232,6 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
     }
     let mut verdict = combine(policy, &scored);
 
-    // OpenClaw: never looser than what it asked for.
-    let security = [
-        Some(ctx.security),
-        req.openclaw
-            .security
-            .as_deref()
-            .and_then(ExecSecurity::parse),
-    ]
-    .into_iter()
-    .flatten()
-    .min()
-    .unwrap_or(ExecSecurity::Deny);
-    let ask = [
-        Some(ctx.ask),
-        req.openclaw.ask.as_deref().and_then(ExecAsk::parse),
-    ]
-    .into_iter()
-    .flatten()
-    .max()
-    .unwrap_or(ExecAsk::Always);
     if security == ExecSecurity::Deny {
         verdict.kind = VerdictKind::Deny;
         verdict.reasons.insert(
@@ -275,6 +277,7 @@ fn score_segment(
     t: &TableContext,
     seg: &Segment,
     cwd: &str,
+    need_all: bool,
 ) -> Scored {
     let c = table::classify_segment(seg, t);
     let (mut status, category, mut reasons, gated) = score(policy, &c);
@@ -282,7 +285,8 @@ fn score_segment(
     let mut allowlisted = false;
     // OpenClaw fails the analysis of a segment with a redirection or a substitution.
     let plain = seg.redirects.is_empty() && seg.problem.is_none();
-    if let (Some(argv), true) = (&static_argv, plain) {
+    let wanted = need_all || status == Status::Gated;
+    if let (Some(argv), true) = (&static_argv, plain && wanted) {
         if let Some(first) = argv.first() {
             let target = Target {
                 raw_executable: first,

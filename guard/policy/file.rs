@@ -8,13 +8,14 @@ mod raw;
 
 pub use error::PolicyError;
 
-use super::paths::{lexical_clean, SensitivePaths};
+use super::paths::{lexical_clean, validate_rule, SensitivePaths};
 use super::request::Status;
 use super::verdict::Category;
 use crate::sandbox::profile::ProfileSpec;
 use raw::{RawCommand, RawPolicy};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// The embedded default policy text.
 pub const DEFAULT_POLICY: &str = include_str!("default-policy.toml");
@@ -207,15 +208,29 @@ impl Policy {
 
 /// Parses `text` (named `origin` in errors) laid over the embedded default.
 pub fn parse(text: &str, origin: &str) -> Result<Policy, PolicyError> {
-    let default = raw::parse_layer(DEFAULT_POLICY, DEFAULT_ORIGIN)?;
+    let default = default_layer()?;
     let user = raw::parse_layer(text, origin)?;
     build(
         origin,
         &[
-            (&default, DEFAULT_POLICY, DEFAULT_ORIGIN),
+            (default, DEFAULT_POLICY, DEFAULT_ORIGIN),
             (&user, text, origin),
         ],
     )
+}
+
+/// The embedded default, deserialised once.
+fn default_layer() -> Result<&'static RawPolicy, PolicyError> {
+    static LAYER: OnceLock<Result<RawPolicy, String>> = OnceLock::new();
+    LAYER
+        .get_or_init(|| raw::parse_layer(DEFAULT_POLICY, DEFAULT_ORIGIN).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|message| PolicyError::Invalid {
+            origin: DEFAULT_ORIGIN.to_string(),
+            line: 1,
+            column: 1,
+            message: message.clone(),
+        })
 }
 
 /// Reads and parses a policy file.
@@ -230,9 +245,9 @@ pub fn load(path: &Path) -> Result<Policy, PolicyError> {
 
 /// The embedded default policy.
 pub fn embedded_default() -> Policy {
-    // startup: the embedded file is tested (file tests `embedded_default_is_valid`).
-    let layer = raw::parse_layer(DEFAULT_POLICY, DEFAULT_ORIGIN).expect("embedded default policy");
-    build(DEFAULT_ORIGIN, &[(&layer, DEFAULT_POLICY, DEFAULT_ORIGIN)])
+    // startup: the embedded file is tested (tests/policy_file.rs, embedded_default_is_*).
+    let layer = default_layer().expect("embedded default policy");
+    build(DEFAULT_ORIGIN, &[(layer, DEFAULT_POLICY, DEFAULT_ORIGIN)])
         .expect("embedded default policy") // startup
 }
 
@@ -297,7 +312,7 @@ fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
             commands.push(command_override(cmd, text, origin, &categories)?);
         }
         for extra in layer.sensitive.iter().flat_map(|s| &s.paths) {
-            SensitivePaths::new(&agent_home, std::slice::from_ref(extra.get_ref()))
+            validate_rule(extra.get_ref(), &agent_home)
                 .map_err(|e| PolicyError::at(origin, text, extra.span(), e.to_string()))?;
             sensitive_extra.push(extra.get_ref().clone());
         }

@@ -6,7 +6,7 @@
 mod glob;
 
 use super::file::PolicyError;
-use glob::{glob_hits_rule, has_glob_chars, unescape};
+use glob::{glob_hits_rule, has_glob_chars, rule_literal, GlobWord};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -184,6 +184,8 @@ struct SensitiveRule {
     components: Vec<String>,
     /// A directory rule covers everything under it.
     dir: bool,
+    /// `components` as literal names; `None` where a component is a real glob.
+    literals: Vec<Option<String>>,
 }
 
 /// The compiled sensitive-path set: built-ins plus policy extras.
@@ -222,18 +224,8 @@ impl SensitivePaths {
                 .map(move |h| (label.clone(), h.clone()))
         });
         for (label, escaped_home) in per_home {
-            let rule = compile_rule(&label, &escaped_home)?;
-            let joined = format!("/{}", rule.components.join("/"));
-            let mut globs = vec![joined.clone()];
-            if rule.dir {
-                globs.push(format!("{}/**", joined.trim_end_matches('/')));
-            }
-            for g in globs {
-                let glob = GlobBuilder::new(&g)
-                    .literal_separator(true)
-                    .backslash_escape(true)
-                    .build()
-                    .map_err(|e| PolicyError::pattern(&label, e.to_string()))?;
+            let (rule, globs) = rule_globs(&label, &escaped_home)?;
+            for glob in globs {
                 builder.add(glob);
                 owner.push(rules.len());
             }
@@ -329,8 +321,9 @@ impl SensitivePaths {
             }
         }
         for gs in &variants {
+            let word = GlobWord::new(gs);
             for rule in &self.rules {
-                if glob_hits_rule(gs, rule, contain) {
+                if glob_hits_rule(&word, rule, contain) {
                     return Some(rule.label.clone());
                 }
             }
@@ -356,11 +349,11 @@ impl SensitivePaths {
             }
             let ps = path_components(&p);
             for rule in &self.rules {
-                if ps.len() <= rule.components.len()
+                if ps.len() <= rule.literals.len()
                     && ps
                         .iter()
-                        .zip(&rule.components)
-                        .all(|(p, r)| has_glob_chars(r) || unescape(r) == *p)
+                        .zip(&rule.literals)
+                        .all(|(p, r)| r.as_ref().is_none_or(|r| r == p))
                 {
                     return Some(rule.label.clone());
                 }
@@ -368,6 +361,37 @@ impl SensitivePaths {
         }
         None
     }
+}
+
+/// Checks one sensitive-path rule (as in `[sensitive].paths`) without building a set: the
+/// loader validates each entry this way to point at the bad one.
+pub fn validate_rule(label: &str, home: &Path) -> Result<(), PolicyError> {
+    let home = globset::escape(&lexical_clean(home).to_string_lossy());
+    rule_globs(label, &home).map(|_| ())
+}
+
+/// A rule and its globs: the path itself, and for a directory rule everything under it.
+fn rule_globs(
+    label: &str,
+    escaped_home: &str,
+) -> Result<(SensitiveRule, Vec<globset::Glob>), PolicyError> {
+    let rule = compile_rule(label, escaped_home)?;
+    let joined = format!("/{}", rule.components.join("/"));
+    let mut sources = vec![joined.clone()];
+    if rule.dir {
+        sources.push(format!("{}/**", joined.trim_end_matches('/')));
+    }
+    let globs = sources
+        .iter()
+        .map(|g| {
+            GlobBuilder::new(g)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| PolicyError::pattern(label, e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((rule, globs))
 }
 
 /// Does the rule start at the home (`~`, `~/x`, `$HOME/x`, `${HOME}/x`)?
@@ -417,6 +441,7 @@ fn compile_rule(label: &str, escaped_home: &str) -> Result<SensitiveRule, Policy
     }
     Ok(SensitiveRule {
         label: trimmed.to_string(),
+        literals: components.iter().map(|c| rule_literal(c)).collect(),
         components,
         dir,
     })

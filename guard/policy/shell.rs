@@ -11,6 +11,7 @@ mod wrappers;
 pub use wrappers::SHELLS;
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The environment the text would run in.
@@ -154,15 +155,28 @@ impl Analysis {
     }
 }
 
+/// Texts up to this size have their syntax tree cached (parsing is a function of the
+/// text alone; tree-sitter-bash spends most of a short command's analysis time here).
+const CACHE_TEXT_BYTES: usize = 4096;
+/// Trees kept per thread before the cache is emptied.
+const CACHE_ENTRIES: usize = 256;
+
 thread_local! {
     // One parser per thread: creating it costs more than parsing a short command.
     static PARSER: RefCell<Option<tree_sitter::Parser>> = const { RefCell::new(None) };
+    static TREES: RefCell<HashMap<String, tree_sitter::Tree>> = RefCell::new(HashMap::new());
 }
 
-/// Parses `text` with tree-sitter-bash, reusing this thread's parser. `None` when the
-/// grammar cannot be loaded or the parser gives up.
+/// Parses `text` with tree-sitter-bash, reusing this thread's parser and recent trees.
+/// `None` when the grammar cannot be loaded or the parser gives up.
 fn parse(text: &str) -> Option<tree_sitter::Tree> {
-    PARSER.with(|cell| {
+    let cacheable = text.len() <= CACHE_TEXT_BYTES;
+    if cacheable {
+        if let Some(tree) = TREES.with(|t| t.borrow().get(text).cloned()) {
+            return Some(tree);
+        }
+    }
+    let tree = PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
             let mut parser = tree_sitter::Parser::new();
@@ -174,7 +188,17 @@ fn parse(text: &str) -> Option<tree_sitter::Tree> {
         let parser = slot.as_mut()?;
         parser.reset();
         parser.parse(text, None)
-    })
+    })?;
+    if cacheable {
+        TREES.with(|t| {
+            let mut t = t.borrow_mut();
+            if t.len() >= CACHE_ENTRIES {
+                t.clear();
+            }
+            t.insert(text.to_string(), tree.clone());
+        });
+    }
+    Some(tree)
 }
 
 /// Analyses shell text.

@@ -5,7 +5,9 @@
 //! own entry for a program, never the path checks.
 
 mod commands;
+mod commands_code;
 mod commands_dev;
+mod commands_files;
 mod commands_http;
 mod paths_check;
 

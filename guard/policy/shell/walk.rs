@@ -5,7 +5,7 @@ use super::{
     normalize_path, parse, Analysis, Redirect, RedirectKind, Segment, ShellContext, Stdin, Word,
     MAX_INPUT_BYTES, MAX_NODES, MAX_REPARSE_DEPTH, MAX_SEGMENTS, MAX_TREE_DEPTH,
 };
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use tree_sitter::Node;
 
@@ -51,7 +51,12 @@ pub(crate) struct Analyser<'c> {
     /// Directories later commands may run in; empty once a `cd` went somewhere unknown.
     pub cwds: Vec<PathBuf>,
     cwd_unknown: bool,
+    /// PATH lookups done so far: name -> (trusted, found, realpath).
+    pub resolved: HashMap<String, Resolved>,
 }
+
+/// A memoised command-name lookup: (trusted, found, realpath).
+pub(crate) type Resolved = (bool, Option<PathBuf>, Option<PathBuf>);
 
 /// Most candidate working directories tracked before giving up on them.
 const MAX_CWDS: usize = 8;
@@ -66,6 +71,7 @@ impl<'c> Analyser<'c> {
             functions: HashSet::new(),
             cwds: vec![ctx.cwd.clone()],
             cwd_unknown: false,
+            resolved: HashMap::new(),
         }
     }
 

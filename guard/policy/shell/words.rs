@@ -102,7 +102,12 @@ impl Analyser<'_> {
                     b.process_substitution = true;
                 }
                 let mut inner = env.clone();
-                inner.stdin = Stdin::Inherited;
+                // `>(cmd)` reads what the outer command writes: a pipe.
+                inner.stdin = if text.starts_with(">(") {
+                    Stdin::Pipe
+                } else {
+                    Stdin::Inherited
+                };
                 inner.redirects.clear();
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
@@ -169,7 +174,9 @@ fn unquoted(text: &str, b: &mut Builder, home: &str) {
                 b.glob = true;
                 b.value.push(c);
             }
-            '{' if rest.contains(',') || rest.contains("..") => {
+            // Brace expansion (`{a,b}`, `{1..3}`); tree-sitter splits it into several
+            // words, so any brace marks the word.
+            '{' | '}' => {
                 b.glob = true;
                 b.value.push(c);
             }

@@ -2,7 +2,7 @@
 //! command that really runs is in argv[0], resolve it on PATH, track `cd`, and split
 //! `find -exec` into its own segment.
 
-use super::walk::{Analyser, Env};
+use super::walk::{Analyser, Env, Resolved};
 use super::{basename, normalize_path, resolve_on_path, Redirect, RedirectKind, Stdin, Word};
 use std::path::PathBuf;
 
@@ -102,7 +102,17 @@ enum Step {
 
 impl Analyser<'_> {
     /// Is `name` a program the command table may trust by its basename, and where is it?
-    fn resolve(&self, name: &str) -> (bool, Option<PathBuf>, Option<PathBuf>) {
+    /// [`Self::resolve_uncached`], memoised for the analysis (stat calls dominate).
+    fn resolve(&mut self, name: &str) -> Resolved {
+        if let Some(hit) = self.resolved.get(name) {
+            return hit.clone();
+        }
+        let r = self.resolve_uncached(name);
+        self.resolved.insert(name.to_string(), r.clone());
+        r
+    }
+
+    fn resolve_uncached(&self, name: &str) -> Resolved {
         if !name.contains('/') {
             let found = resolve_on_path(name, &self.ctx.path, &self.ctx.cwd);
             let real = found.as_ref().and_then(|p| std::fs::canonicalize(p).ok());
@@ -393,6 +403,12 @@ impl Analyser<'_> {
         let replace = value_of(&seen, &["-I", "--replace"])
             .map(str::to_string)
             .or_else(|| has(&seen, &["-i", "--replace"]).then(|| "{}".to_string()));
+        if let Some(file) = value_of(&seen, &["-a", "--arg-file"]) {
+            env.redirects.push(Redirect {
+                kind: RedirectKind::Read,
+                target: Word::literal(file),
+            });
+        }
         env.wrappers.push("xargs".into());
         // GNU xargs gives its commands /dev/null as stdin.
         env.stdin = Stdin::Inherited;

@@ -1,8 +1,8 @@
 //! The per-program entries of the command table (Sanctum action table, ClawPal command rules).
 
 use super::paths_check::Checker;
-use super::{stdin_is_pipe, Classification, TableContext};
-use crate::policy::shell::{Segment, Stdin, Word, SHELLS};
+use super::{Classification, TableContext};
+use crate::policy::shell::{Segment, Word, SHELLS};
 use crate::policy::verdict::Category;
 
 /// Programs that take no file operands: their words are never paths.
@@ -243,12 +243,12 @@ const INTERPRETERS: &[&str] = &[
     "R",
 ];
 
-fn v(w: &Word) -> &str {
+pub(super) fn v(w: &Word) -> &str {
     w.value.as_deref().unwrap_or("")
 }
 
 /// Non-option words (after `--` every word is an operand). Unknown words count as operands.
-fn operands(args: &[Word]) -> Vec<&Word> {
+pub(super) fn operands(args: &[Word]) -> Vec<&Word> {
     let mut out = Vec::new();
     let mut after = false;
     for w in args {
@@ -262,7 +262,7 @@ fn operands(args: &[Word]) -> Vec<&Word> {
 }
 
 /// Option words `-abc` containing `short`, or equal to one of `longs` (or `--long=…`).
-fn flag(args: &[Word], short: &str, longs: &[&str]) -> bool {
+pub(super) fn flag(args: &[Word], short: &str, longs: &[&str]) -> bool {
     args.iter().any(|w| {
         let s = v(w);
         if let Some(long) = s.strip_prefix("--") {
@@ -279,7 +279,7 @@ fn flag(args: &[Word], short: &str, longs: &[&str]) -> bool {
 }
 
 /// The value of an option (`-o X`, `-oX`, `--out X`, `--out=X`).
-fn opt_values(args: &[Word], shorts: &[&str], longs: &[&str]) -> Vec<Word> {
+pub(super) fn opt_values(args: &[Word], shorts: &[&str], longs: &[&str]) -> Vec<Word> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -318,7 +318,11 @@ fn opt_values(args: &[Word], shorts: &[&str], longs: &[&str]) -> Vec<Word> {
 }
 
 /// Operands after removing options that take a value (`-o FILE` is not an operand).
-fn operands_skipping<'a>(args: &'a [Word], shorts: &[&str], longs: &[&str]) -> Vec<&'a Word> {
+pub(super) fn operands_skipping<'a>(
+    args: &'a [Word],
+    shorts: &[&str],
+    longs: &[&str],
+) -> Vec<&'a Word> {
     let mut out = Vec::new();
     let mut i = 0;
     let mut after = false;
@@ -338,7 +342,7 @@ fn operands_skipping<'a>(args: &'a [Word], shorts: &[&str], longs: &[&str]) -> V
 }
 
 /// Read checks for every operand and `--opt=value`.
-fn read_all(k: &Checker, c: &mut Classification, args: &[Word], allow_unknown: bool) {
+pub(super) fn read_all(k: &Checker, c: &mut Classification, args: &[Word], allow_unknown: bool) {
     for w in operands(args) {
         if w.value.is_none() && allow_unknown {
             continue;
@@ -390,12 +394,14 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
         return;
     }
     if seg.function_call {
+        // The body is analysed on its own; recursion (`:(){ :|:& };:`) and positional
+        // arguments are not.
         c.add(
-            Category::Read,
+            Category::Unanalysable,
             "function-call",
-            format!("calls `{name}`, defined in the same command"),
+            format!("calls the shell function `{name}` defined in the same command"),
         );
-        read_all(k, c, args, false);
+        read_all(k, c, args, true);
         return;
     }
     if !seg.trusted_name {
@@ -434,7 +440,7 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             );
             read_all(k, c, args, false);
         }
-        "find" => find(k, c, args),
+        "find" => super::commands_files::find(k, c, args),
         _ if READ.contains(&p) => {
             c.add(Category::Read, "read", format!("`{p}` reads files"));
             let outputs = if p == "sort" {
@@ -461,9 +467,9 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
         "env" | "printenv" => {
             c.add(Category::Read, "read-env", "prints the environment");
         }
-        _ if GREPS.contains(&p) => grep(k, c, p, args),
-        "sed" => sed(k, c, args),
-        "awk" | "gawk" | "mawk" | "nawk" | "busybox" => awk(k, c, p, args),
+        _ if GREPS.contains(&p) => super::commands_files::grep(k, c, p, args),
+        "sed" => super::commands_files::sed(k, c, args),
+        "awk" | "gawk" | "mawk" | "nawk" | "busybox" => super::commands_files::awk(k, c, p, args),
         _ if WRITE_ALL.contains(&p) => {
             c.add(
                 Category::Write,
@@ -486,8 +492,8 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             }
         }
         "cp" | "install" | "ln" | "rsync" | "tar" | "zip" | "unzip" | "dd" | "patch" | "gzip"
-        | "gunzip" | "bzip2" | "xz" | "7z" => copy_like(k, c, p, args),
-        _ if DELETE.contains(&p) => rm(k, c, p, args),
+        | "gunzip" | "bzip2" | "xz" | "7z" => super::commands_files::copy_like(k, c, p, args),
+        _ if DELETE.contains(&p) => super::commands_files::rm(k, c, p, args),
         "curl" => super::commands_http::curl(k, c, args),
         "wget" => super::commands_http::wget(k, c, args),
         "http" | "https" | "xh" | "httpie" => super::commands_http::httpie(c, args),
@@ -586,9 +592,9 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             );
             read_all(k, c, args, true);
         }
-        _ if SHELLS.contains(&p) => shell(seg, k, c, p, args),
+        _ if SHELLS.contains(&p) => super::commands_code::shell(seg, k, c, p, args),
         _ if INTERPRETERS.contains(&p) || p.starts_with("python3.") => {
-            interpreter(seg, k, c, p, args)
+            super::commands_code::interpreter(seg, k, c, p, args)
         }
         "source" | "." => match operands(args).first() {
             Some(w) if w.substitution => c.add(
@@ -661,488 +667,4 @@ fn no_files(seg: &Segment, p: &str, args: &[Word], c: &mut Classification) {
     };
     let _ = (seg, args);
     c.add(Category::Enumerate, "enumerate", msg);
-}
-
-fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
-    let mut starts: Vec<&Word> = args
-        .iter()
-        .take_while(|w| {
-            w.value
-                .as_deref()
-                .is_none_or(|s| !s.starts_with('-') && s != "(" && s != "!")
-        })
-        .collect();
-    let dot = Word::literal(".");
-    if starts.is_empty() {
-        starts.push(&dot);
-    }
-    c.add(Category::Enumerate, "enumerate", "`find` lists files");
-    let has = |name: &str| args.iter().any(|w| v(w) == name);
-    let exec = ["-exec", "-execdir", "-ok", "-okdir"]
-        .iter()
-        .any(|e| has(e));
-    for s in &starts {
-        k.read(c, s);
-        if exec {
-            k.recursive_read(c, s);
-        }
-    }
-    if has("-delete") {
-        for s in &starts {
-            if let Some(hit) = k.contains(s) {
-                c.add(
-                    Category::DestructiveDelete,
-                    "destructive-delete",
-                    format!("`find -delete` under {} (holds {hit})", s.display()),
-                );
-            } else if k.inside_workspace(s) != Some(true) && v(s) != "." {
-                c.add(
-                    Category::DestructiveDelete,
-                    "destructive-delete",
-                    format!("`find -delete` outside the workspace ({})", s.display()),
-                );
-            } else {
-                c.add(Category::Delete, "delete", "`find -delete` deletes files");
-            }
-        }
-    }
-    for (i, w) in args.iter().enumerate() {
-        if matches!(v(w), "-fprint" | "-fprint0" | "-fprintf" | "-fls") {
-            c.add(Category::Write, "write", "`find` writes a file");
-            if let Some(target) = args.get(i + 1) {
-                k.write(c, target);
-            }
-        }
-    }
-}
-
-fn grep(k: &Checker, c: &mut Classification, p: &str, args: &[Word]) {
-    c.add(Category::Read, "read", format!("`{p}` searches files"));
-    let value_opts = [
-        "-e",
-        "-f",
-        "-m",
-        "-A",
-        "-B",
-        "-C",
-        "-g",
-        "-t",
-        "-T",
-        "--regexp",
-        "--file",
-        "--glob",
-        "--type",
-        "--max-count",
-        "--include",
-        "--exclude",
-    ];
-    let ops = operands_skipping(
-        args,
-        &value_opts,
-        &[
-            "regexp",
-            "file",
-            "glob",
-            "type",
-            "max-count",
-            "include",
-            "exclude",
-            "exclude-dir",
-            "context",
-        ],
-    );
-    let pattern_given = !opt_values(args, &["-e", "-f"], &["regexp", "file"]).is_empty();
-    for f in opt_values(args, &["-f"], &["file"]) {
-        k.read(c, &f);
-    }
-    let files: Vec<&Word> = ops
-        .into_iter()
-        .skip(if pattern_given { 0 } else { 1 })
-        .collect();
-    let recursive = matches!(p, "rg" | "ag" | "ack")
-        || flag(args, "rR", &["recursive", "dereference-recursive"]);
-    let dot = Word::literal(".");
-    let files = if files.is_empty() && recursive {
-        vec![&dot]
-    } else {
-        files
-    };
-    for f in files {
-        k.read(c, f);
-        if recursive {
-            k.recursive_read(c, f);
-        }
-    }
-}
-
-/// A sed script that only substitutes, prints, deletes or quits (no `e`, `w`, `r`, `W`, `R`).
-fn sed_script_is_plain(script: &str) -> bool {
-    script.split([';', '\n']).all(|cmd| {
-        let cmd = cmd.trim();
-        let body = cmd.trim_start_matches(|ch: char| ch.is_ascii_digit() || ",$!^ ".contains(ch));
-        if body.is_empty() {
-            return true;
-        }
-        if let Some(rest) = body.strip_prefix('s') {
-            let mut chars = rest.chars();
-            let Some(delim) = chars.next() else {
-                return false;
-            };
-            if delim.is_alphanumeric() || delim == '\\' {
-                return false;
-            }
-            let parts: Vec<&str> = rest[delim.len_utf8()..].split(delim).collect();
-            return parts.len() == 3 && parts[2].chars().all(|f| "gpiI0123456789".contains(f));
-        }
-        matches!(
-            body,
-            "p" | "d" | "q" | "=" | "n" | "N" | "P" | "D" | "G" | "H" | "g" | "h" | "x" | "l"
-        )
-    })
-}
-
-fn sed(k: &Checker, c: &mut Classification, args: &[Word]) {
-    let in_place = flag(args, "i", &["in-place"]);
-    let scripts = opt_values(args, &["-e", "-f"], &["expression", "file"]);
-    let ops = operands_skipping(
-        args,
-        &["-e", "-f", "-l"],
-        &["expression", "file", "line-length"],
-    );
-    let (script_words, files): (Vec<Word>, Vec<&Word>) = if scripts.is_empty() {
-        (
-            ops.first().map(|w| vec![(*w).clone()]).unwrap_or_default(),
-            ops.into_iter().skip(1).collect(),
-        )
-    } else {
-        (scripts, ops)
-    };
-    let plain = !flag(args, "f", &["file"])
-        && script_words
-            .iter()
-            .all(|w| w.value.as_deref().is_some_and(sed_script_is_plain));
-    if !plain {
-        c.inline_eval = true;
-        c.add(
-            Category::RunCode,
-            "inline-eval",
-            "the sed script may run commands or write files",
-        );
-    }
-    if in_place {
-        c.add(Category::Write, "write", "`sed -i` edits files in place");
-        for f in files {
-            k.write(c, f);
-        }
-    } else {
-        c.add(Category::Read, "read", "`sed` reads files");
-        for f in files {
-            k.read(c, f);
-        }
-    }
-}
-
-fn awk(k: &Checker, c: &mut Classification, p: &str, args: &[Word]) {
-    if p == "busybox" {
-        c.add(
-            Category::Enumerate,
-            "enumerate",
-            "`busybox` lists its applets",
-        );
-        return;
-    }
-    let ops = operands_skipping(
-        args,
-        &["-f", "-v", "-F"],
-        &["file", "assign", "field-separator"],
-    );
-    let progfile = !opt_values(args, &["-f"], &["file"]).is_empty();
-    let (prog, files): (Option<&Word>, Vec<&Word>) = if progfile {
-        (None, ops)
-    } else {
-        (ops.first().copied(), ops.into_iter().skip(1).collect())
-    };
-    let plain = prog.and_then(|w| w.value.as_deref()).is_some_and(|s| {
-        !["system", "|", ">", "getline", "close", "fflush"]
-            .iter()
-            .any(|bad| s.contains(bad))
-    });
-    if plain {
-        c.add(Category::Read, "read", format!("`{p}` reads files"));
-    } else {
-        c.inline_eval = true;
-        c.add(
-            Category::RunCode,
-            "inline-eval",
-            format!("the `{p}` program may run commands or write files"),
-        );
-    }
-    for f in files {
-        k.read(c, f);
-    }
-}
-
-fn copy_like(k: &Checker, c: &mut Classification, p: &str, args: &[Word]) {
-    c.add(Category::Write, "write", format!("`{p}` writes files"));
-    let recursive =
-        matches!(p, "rsync" | "tar" | "zip" | "7z") || flag(args, "rRa", &["recursive", "archive"]);
-    if p == "dd" {
-        for w in args {
-            let s = v(w);
-            if let Some(f) = s.strip_prefix("if=") {
-                k.read(c, &Word::literal(f));
-            } else if let Some(f) = s.strip_prefix("of=") {
-                k.write(c, &Word::literal(f));
-            } else if w.value.is_none() {
-                k.read(c, w);
-            }
-        }
-        return;
-    }
-    if p == "rsync"
-        && args
-            .iter()
-            .any(|w| v(w).split('/').next().is_some_and(|h| h.contains(':')))
-    {
-        c.add(
-            Category::HttpWrite,
-            "network",
-            "`rsync` to or from a remote host",
-        );
-    }
-    let value_opts: &[&str] = match p {
-        "tar" => &["-f", "-C", "-T", "-X", "--file", "--directory"],
-        "zip" => &["-x", "-i", "-b"],
-        "unzip" => &["-d", "-x"],
-        "install" => &["-m", "-o", "-g", "-t", "-S"],
-        _ => &["-t", "-S", "--suffix", "--target-directory"],
-    };
-    for w in opt_values(
-        args,
-        &["-f", "-C", "-t", "-d"],
-        &["file", "directory", "target-directory"],
-    ) {
-        k.write(c, &w);
-    }
-    let ops = operands_skipping(
-        args,
-        value_opts,
-        &["file", "directory", "target-directory", "suffix"],
-    );
-    let target_dir = !opt_values(args, &["-t"], &["target-directory"]).is_empty();
-    let last = ops.len().saturating_sub(1);
-    for (i, w) in ops.iter().enumerate() {
-        let is_target = match p {
-            "tar" | "unzip" | "gzip" | "gunzip" | "bzip2" | "xz" | "patch" => true,
-            "zip" | "7z" => i == 0,
-            _ => !target_dir && i == last && ops.len() > 1,
-        };
-        if is_target {
-            k.write(c, w);
-        } else {
-            k.read(c, w);
-        }
-        if recursive && !is_target || (p == "tar" || p == "zip") {
-            k.recursive_read(c, w);
-        }
-    }
-}
-
-fn rm(k: &Checker, c: &mut Classification, p: &str, args: &[Word]) {
-    let recursive = p == "rm" && flag(args, "rR", &["recursive"]);
-    let ops = operands(args);
-    if ops.is_empty() {
-        c.add(Category::Delete, "delete", format!("`{p}` deletes files"));
-    }
-    for w in ops {
-        if recursive {
-            if let Some(hit) = k.contains(w) {
-                c.add(
-                    Category::DestructiveDelete,
-                    "destructive-delete",
-                    format!("`rm -r {}` deletes a directory holding {hit}", w.display()),
-                );
-            } else {
-                match k.inside_workspace(w) {
-                    Some(true) => c.add(
-                        Category::Delete,
-                        "delete",
-                        format!("`rm -r` deletes {} in the workspace", w.display()),
-                    ),
-                    Some(false) => c.add(
-                        Category::DestructiveDelete,
-                        "destructive-delete",
-                        format!("`rm -r {}` reaches outside the workspace", w.display()),
-                    ),
-                    None => c.add(
-                        Category::Delete,
-                        "delete",
-                        format!("`rm -r` deletes {}", w.display()),
-                    ),
-                }
-            }
-        } else {
-            c.add(
-                Category::Delete,
-                "delete",
-                format!("`{p}` deletes {}", w.display()),
-            );
-        }
-        k.write(c, w);
-    }
-}
-
-fn shell(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, args: &[Word]) {
-    let ops = operands_skipping(args, &["-o", "-O", "+o", "+O"], &["rcfile", "init-file"]);
-    let reads_stdin = flag(args, "s", &[]) || ops.is_empty();
-    script_or_stdin(
-        seg,
-        k,
-        c,
-        p,
-        ops.first().copied().filter(|_| !flag(args, "s", &[])),
-        reads_stdin,
-    );
-}
-
-/// An interpreter running a script operand, or reading its program from stdin.
-fn script_or_stdin(
-    seg: &Segment,
-    k: &Checker,
-    c: &mut Classification,
-    p: &str,
-    script: Option<&Word>,
-    reads_stdin: bool,
-) {
-    if let Some(w) = script {
-        if w.process_substitution || w.substitution {
-            c.add(
-                Category::PipeToShell,
-                "pipe-to-shell",
-                format!("`{p}` runs code produced by another command"),
-            );
-            return;
-        }
-        if matches!(w.value.as_deref(), Some("-" | "/dev/stdin")) {
-            return script_or_stdin(seg, k, c, p, None, true);
-        }
-        c.add(
-            Category::RunCode,
-            "run-code",
-            format!("`{p}` runs {}", w.display()),
-        );
-        k.read(c, w);
-        return;
-    }
-    if !reads_stdin {
-        c.add(Category::RunCode, "run-code", format!("runs `{p}`"));
-        return;
-    }
-    match &seg.stdin {
-        s if stdin_is_pipe(s) => c.add(
-            Category::PipeToShell,
-            "pipe-to-shell",
-            format!("`{p}` runs code piped from another command"),
-        ),
-        Stdin::Here(_) => {
-            c.inline_eval = true;
-            c.add(
-                Category::RunCode,
-                "inline-eval",
-                format!("`{p}` runs a here-document"),
-            );
-        }
-        Stdin::File => c.add(
-            Category::RunCode,
-            "run-code",
-            format!("`{p}` runs a script from a redirect"),
-        ),
-        _ => c.add(
-            Category::RunCode,
-            "run-code",
-            format!("starts an interactive `{p}`"),
-        ),
-    }
-}
-
-fn interpreter(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, args: &[Word]) {
-    let inline: &[&str] = match p {
-        "node" | "nodejs" | "bun" => &["-e", "--eval", "-p", "--print"],
-        "ruby" | "irb" | "lua" | "luajit" | "julia" => &["-e"],
-        "perl" => &["-e", "-E"],
-        "php" => &["-r"],
-        "deno" => &["eval"],
-        "osascript" => &["-e"],
-        "pwsh" => &["-c", "-Command", "-command"],
-        "Rscript" | "R" => &["-e"],
-        _ => &["-c"],
-    };
-    if args.iter().any(|w| {
-        w.value.as_deref().is_some_and(|s| {
-            inline.contains(&s)
-                || (s.len() > 2
-                    && inline
-                        .iter()
-                        .any(|i| i.len() == 2 && s.starts_with(i) && !s.starts_with("--")))
-        })
-    }) {
-        c.inline_eval = true;
-        c.add(
-            Category::RunCode,
-            "inline-eval",
-            format!("`{p}` runs code given inline"),
-        );
-        read_all(k, c, args, true);
-        return;
-    }
-    if p.starts_with("python") {
-        let modules = opt_values(args, &["-m"], &[]);
-        if let Some(m) = modules.first() {
-            let rest: Vec<String> = args.iter().map(|w| v(w).to_string()).collect();
-            if v(m) == "pip" && rest.iter().any(|s| s == "install" || s == "uninstall") {
-                c.add(
-                    Category::PackageInstall,
-                    "package-install",
-                    "`python -m pip install` installs packages",
-                );
-            } else {
-                c.add(
-                    Category::RunCode,
-                    "run-code",
-                    format!("`{p} -m {}` runs a module", m.display()),
-                );
-            }
-            read_all(k, c, args, true);
-            return;
-        }
-    }
-    let value_opts: &[&str] = match p {
-        "node" | "nodejs" => &[
-            "-r",
-            "--require",
-            "--import",
-            "--loader",
-            "--experimental-loader",
-            "--env-file",
-            "-C",
-            "--conditions",
-            "--input-type",
-            "--title",
-        ],
-        _ if p.starts_with("python") || p.starts_with("pypy") => &["-W", "-X", "-Q"],
-        "deno" => &["--allow-read", "--config", "-c"],
-        _ => &["-I", "-M"],
-    };
-    let ops = operands_skipping(args, value_opts, &[]);
-    let mut ops = ops.into_iter();
-    let mut script = ops.next();
-    if p == "deno" && script.is_some_and(|w| matches!(v(w), "run" | "task" | "test" | "serve")) {
-        script = ops.next();
-    }
-    script_or_stdin(seg, k, c, p, script, true);
-    for w in ops {
-        if w.value.is_some() {
-            k.read(c, w);
-        }
-    }
 }

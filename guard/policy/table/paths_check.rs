@@ -100,6 +100,14 @@ impl<'a> Checker<'a> {
 
     pub fn redirects(&self, c: &mut Classification) {
         for r in &self.seg.redirects {
+            let v = r.target.value.as_deref().unwrap_or("");
+            if v.starts_with("/dev/tcp/") || v.starts_with("/dev/udp/") {
+                c.add(
+                    Category::HttpWrite,
+                    "network",
+                    format!("the shell opens a network connection to {v}"),
+                );
+            }
             match r.kind {
                 RedirectKind::Read => self.read(c, &r.target),
                 RedirectKind::Write | RedirectKind::ReadWrite => {
