@@ -72,6 +72,7 @@ fn embedded_default_is_the_sanctum_table() {
     }
     assert!(p.profiles().contains_key("workspace-write") && p.profiles().contains_key("read-only"));
     assert_eq!(p.command_override("make", &[]), None);
+    assert_eq!(p.categories().len(), ALL_CATEGORIES.len());
     // Every category is written out in the file (it is the documentation).
     for c in ALL_CATEGORIES {
         let name = sanctum_guard::policy::file::category_name(c);

@@ -8,6 +8,11 @@
 //! UTF-16 code unit. Glob patterns and targets are therefore matched in a "code unit" form
 //! where each surrogate half is its own `char` (see [`js_units`]), and `argPattern` runs on
 //! `regress` (an ECMAScript engine) over UTF-16 in UCS-2 mode.
+//!
+//! The reference is OpenClaw 2026.9.6 (tests/policy_allowlist.rs compares with its real code).
+//! 2026.7.35 also retried an `argPattern` with trailing shell redirections stripped; not doing
+//! so is stricter, never looser. Like OpenClaw, an `argPattern` runs on a backtracking engine:
+//! a pathological pattern from the approvals file can be slow on a crafted argv.
 
 mod glob;
 mod js;

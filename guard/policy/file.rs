@@ -145,6 +145,11 @@ impl Policy {
         })
     }
 
+    /// Every category's rule, in table order (for `policy check` and `doctor` output).
+    pub fn categories(&self) -> &BTreeMap<Category, CategoryRule> {
+        &self.categories
+    }
+
     pub fn status(&self, category: Category) -> Status {
         self.category(category).status
     }
