@@ -343,6 +343,7 @@ fn secrets_are_redacted_before_writing() {
             "argv": ["mysql", "--password=plain-flag-value-14", "--token", "plain-flag-value-15"],
             "shell": "API_TOKEN=plain-assign-value-16 ./run",
             "env_keys": ["OPENAI_API_KEY"],
+            "raw_frame": "{\"type\":\"request\",\"token\":\"plain-frame-value-17\",\"id\":\"f1\"}",
         }),
     )
     .unwrap();
@@ -357,6 +358,10 @@ fn secrets_are_redacted_before_writing() {
     assert!(text.contains("Bearer [redacted]"));
     assert!(text.contains("--password=[redacted]"));
     assert!(text.contains("curl -d x=[redacted] https://h"));
+    assert!(
+        text.contains(r#"\"token\":\"[redacted]\",\"id\":\"f1\""#),
+        "{text}"
+    );
     assert_eq!(
         audit::verify(&path).unwrap(),
         Verification::Ok { records: 8 }
