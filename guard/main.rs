@@ -130,14 +130,18 @@ fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
         eprintln!("error: no inbox at {}", db.display());
         return ExitCode::from(2);
     }
-    let audit = match AuditLog::open(&dir.join(audit::AUDIT_FILE)) {
-        Ok((log, _)) => log,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
+    // Only a decision writes to the audit log; listing leaves it alone.
+    let audit = match &cmd {
+        InboxCmd::List { .. } => None,
+        _ => match AuditLog::open(&dir.join(audit::AUDIT_FILE)) {
+            Ok((log, _)) => Some(log),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
     };
-    let mut store = match Store::open(&db, Some(audit)) {
+    let mut store = match Store::open(&db, audit) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");

@@ -259,6 +259,39 @@ fn eight_threads_append_one_chain() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_async_records_form_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let (log, _) = AuditLog::open(&path).unwrap();
+    let tasks: Vec<_> = (0..100)
+        .map(|t| {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut seqs = Vec::new();
+                for i in 0..10 {
+                    seqs.push(
+                        log.record("verdict", json!({"t": t, "i": i}))
+                            .await
+                            .unwrap(),
+                    );
+                }
+                seqs
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all.sort();
+    assert_eq!(all, (1..=1000).collect::<Vec<u64>>());
+    assert_eq!(
+        audit::verify(&path).unwrap(),
+        Verification::Ok { records: 1000 }
+    );
+}
+
 /// Two processes (this test binary re-run as writers) append to one file at once: the file
 /// lock and tail re-read keep a single chain.
 #[test]
@@ -343,6 +376,7 @@ fn secrets_are_redacted_before_writing() {
             "argv": ["mysql", "--password=plain-flag-value-14", "--token", "plain-flag-value-15"],
             "shell": "API_TOKEN=plain-assign-value-16 ./run",
             "env_keys": ["OPENAI_API_KEY"],
+            "raw_frame": "{\"type\":\"request\",\"token\":\"plain-frame-value-17\",\"id\":\"f1\"}",
         }),
     )
     .unwrap();
@@ -357,6 +391,10 @@ fn secrets_are_redacted_before_writing() {
     assert!(text.contains("Bearer [redacted]"));
     assert!(text.contains("--password=[redacted]"));
     assert!(text.contains("curl -d x=[redacted] https://h"));
+    assert!(
+        text.contains(r#"\"token\":\"[redacted]\",\"id\":\"f1\""#),
+        "{text}"
+    );
     assert_eq!(
         audit::verify(&path).unwrap(),
         Verification::Ok { records: 8 }

@@ -135,6 +135,17 @@ async fn cli_deny_with_reason_and_not_offered_always() {
 }
 
 #[test]
+fn cli_list_does_not_touch_the_audit_log() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Inbox::open(&dir.path().join("inbox.db"), None).unwrap());
+    let out = cli(dir.path(), &["list", "--state", "all"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!dir.path().join("audit.jsonl").exists());
+    let out = cli(dir.path(), &["list", "--state", "bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn cli_without_inbox_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let out = cli(dir.path(), &["list"]);

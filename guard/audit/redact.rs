@@ -50,6 +50,11 @@ static PATTERNS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
             r"(?i)(--?(?:password|passwd|token|secret|api-?key|access-?key)[= ]+)[^\s'\x22]+",
             "${1}[redacted]",
         ),
+        // JSON embedded as text (a raw frame in a rejection record): `"token":"…"`.
+        (
+            r#"(?i)("(?:token|hmac|password|passwd|secret|key|api_?key|authorization)"\s*:\s*")[^"]*(")"#,
+            "${1}[redacted]${2}",
+        ),
         // `NAME_TOKEN=value` assignments in shell text or env lists.
         (
             r"(?i)\b([A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)[A-Z0-9_]*=)[^\s'\x22]+",

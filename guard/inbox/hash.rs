@@ -55,3 +55,65 @@ pub fn request_hash(req: &Request) -> Result<String, serde_json::Error> {
     });
     Ok(hex::encode(Sha256::digest(canonical_json(&doc).as_bytes())))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::request::{Action, ExecAction, OpenClawAsk, Source, Who};
+
+    fn req(argv: &[&str], cwd: &str) -> Request {
+        Request {
+            id: "frame-1".into(),
+            who: Who {
+                agent_id: "main".into(),
+                session_key: None,
+                source: Source::SocketExec,
+            },
+            action: Action::Exec(ExecAction {
+                argv: argv.iter().map(|s| s.to_string()).collect(),
+                cwd: Some(cwd.into()),
+                ..ExecAction::default()
+            }),
+            received_at_ms: 1,
+            deadline_ms: None,
+            openclaw: OpenClawAsk::default(),
+        }
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_depth_without_whitespace() {
+        let a: Value =
+            serde_json::from_str(r#"{"b": 1, "a": {"z": [1, {"y": 2, "x": 3}], "c": "s"}}"#)
+                .unwrap();
+        let b: Value =
+            serde_json::from_str(r#"{"a":{"c":"s","z":[1,{"x":3,"y":2}]},"b":1}"#).unwrap();
+        assert_eq!(canonical_json(&a), canonical_json(&b));
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":{"c":"s","z":[1,{"x":3,"y":2}]},"b":1}"#
+        );
+    }
+
+    #[test]
+    fn hash_binds_what_is_shown_and_nothing_else() {
+        let base = request_hash(&req(&["rm", "a"], "/w")).unwrap();
+        assert_eq!(base.len(), 64);
+        // What the human sees changes the hash...
+        assert_ne!(base, request_hash(&req(&["rm", "b"], "/w")).unwrap());
+        assert_ne!(base, request_hash(&req(&["rm", "a"], "/")).unwrap());
+        let mut other_agent = req(&["rm", "a"], "/w");
+        other_agent.who.agent_id = "ops".into();
+        assert_ne!(base, request_hash(&other_agent).unwrap());
+        // ...transport details do not.
+        let mut later = req(&["rm", "a"], "/w");
+        later.id = "frame-2".into();
+        later.received_at_ms = 99;
+        assert_eq!(base, request_hash(&later).unwrap());
+        // It is SHA-256 of the canonical document.
+        let doc = serde_json::json!({
+            "action": serde_json::to_value(&later.action).unwrap(),
+            "who": serde_json::to_value(&later.who).unwrap(),
+        });
+        assert_eq!(base, hex::encode(Sha256::digest(canonical_json(&doc))));
+    }
+}

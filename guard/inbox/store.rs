@@ -186,7 +186,7 @@ impl Store {
     /// Entries matching `filter`, oldest first.
     pub fn list(&self, filter: StateFilter) -> Result<Vec<Entry>, InboxError> {
         let (clause, arg) = match filter {
-            StateFilter::All => ("1 = 1 OR ?1 = ''", String::new()),
+            StateFilter::All => ("?1 = ''", String::new()),
             StateFilter::Pending => ("state = ?1", State::Pending.as_str().to_owned()),
             StateFilter::Resolved => ("state <> ?1", State::Pending.as_str().to_owned()),
             StateFilter::Only(s) => ("state = ?1", s.as_str().to_owned()),
