@@ -4,20 +4,20 @@
 //! internal error answers deny with a reason.
 
 use super::auth::{self, Peer, PeerPolicy, RateLimiter, ReplayCache};
+use super::decision::{
+    deny_message, deny_reason, fallback, peer_json, policy_decision, request_from_exec,
+    request_from_prompt,
+};
 use super::oracle::Oracle;
 use super::wire::{
-    self, ApprovalRequest, ExecError, ExecFrame, ExecRequest, Frame, FrameKind, RejectReason,
-    Reply, RequestFrame,
+    self, ExecError, ExecFrame, ExecRequest, Frame, FrameKind, RejectReason, Reply, RequestFrame,
 };
 use crate::audit::AuditLog;
 use crate::config::{Deadlines, SocketSettings};
 use crate::inbox::{Cancel, Inbox};
-use crate::policy::request::{
-    Action, DecidedBy, Decision, DecisionKind, ExecAction, OpenClawAsk, Request, Source, Who,
-};
+use crate::policy::request::{Decision, DecisionKind, Request, Source};
 use crate::policy::verdict::{Verdict, VerdictKind};
 use serde_json::json;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -388,116 +388,5 @@ impl Engine {
                 .await;
             }
         }
-    }
-}
-
-fn peer_json(p: &Peer) -> serde_json::Value {
-    json!({"uid":p.uid,"pid":p.pid})
-}
-
-fn policy_decision(kind: DecisionKind, reason: Option<String>) -> Decision {
-    Decision {
-        kind,
-        reason,
-        by: DecidedBy::Policy,
-        at_ms: now_ms(),
-    }
-}
-
-fn fallback(reason: &str) -> Decision {
-    Decision {
-        kind: DecisionKind::Deny,
-        reason: Some(reason.into()),
-        by: DecidedBy::Fallback,
-        at_ms: now_ms(),
-    }
-}
-
-/// The reason code a policy deny reports: the first reason of the verdict.
-fn deny_reason(v: &Verdict) -> String {
-    v.reasons
-        .first()
-        .map(|r| r.code.clone())
-        .unwrap_or_else(|| "security=deny".into())
-}
-
-/// The sentence after `SYSTEM_RUN_DENIED: ` for a deny reason.
-fn deny_message(reason: &str) -> String {
-    match reason {
-        "user-denied" => "user denied".into(),
-        "approval-timeout" => "approval timed out".into(),
-        "guard-shutdown" => "guard shutting down".into(),
-        "allowlist-miss" => "allowlist miss".into(),
-        "security=deny" => "security=deny".into(),
-        other => format!("blocked by sanctum-guard ({other})"),
-    }
-}
-
-/// A `request` frame as a Request: the shell text is what gets analysed.
-pub fn request_from_prompt(
-    id: &str,
-    r: &ApprovalRequest,
-    received_ms: u64,
-    deadline_ms: u64,
-) -> Request {
-    Request {
-        id: id.into(),
-        who: Who {
-            agent_id: r
-                .agent_id
-                .clone()
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "main".into()),
-            session_key: r.session_key.clone(),
-            source: Source::SocketRequest,
-        },
-        action: Action::Exec(ExecAction {
-            argv: r.command_argv.clone().unwrap_or_default(),
-            command: Some(r.command.clone()),
-            cwd: r.cwd.as_ref().map(PathBuf::from),
-            env_keys: r.env_keys.clone().unwrap_or_default(),
-            resolved_path: r.resolved_path.as_ref().map(PathBuf::from),
-        }),
-        received_at_ms: received_ms,
-        deadline_ms: Some(deadline_ms),
-        openclaw: OpenClawAsk {
-            security: r.security.clone(),
-            ask: r.ask.clone(),
-            allowed_decisions: r
-                .allowed_decisions
-                .as_ref()
-                .map(|v| v.iter().filter_map(|d| DecisionKind::parse(d)).collect()),
-        },
-    }
-}
-
-/// An `exec` request as a Request: the argv is what runs, so the argv is analysed (the
-/// `rawCommand` is kept for display only).
-pub fn request_from_exec(id: &str, r: &ExecRequest, received_ms: u64, deadline_ms: u64) -> Request {
-    Request {
-        id: id.into(),
-        who: Who {
-            agent_id: r
-                .agent_id
-                .clone()
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "main".into()),
-            session_key: r.session_key.clone(),
-            source: Source::SocketExec,
-        },
-        action: Action::Exec(ExecAction {
-            argv: r.command.clone(),
-            command: None,
-            cwd: r.cwd.as_ref().map(PathBuf::from),
-            env_keys: r
-                .env
-                .as_ref()
-                .map(|e| e.keys().cloned().collect())
-                .unwrap_or_default(),
-            resolved_path: None,
-        }),
-        received_at_ms: received_ms,
-        deadline_ms: Some(deadline_ms),
-        openclaw: OpenClawAsk::default(),
     }
 }

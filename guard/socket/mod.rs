@@ -2,9 +2,11 @@
 //! safe creation of the socket file (`listener`) and the server that answers every
 //! connection with exactly one reply (`server`, `engine`).
 pub mod auth;
+pub mod decision;
 pub mod engine;
 pub mod listener;
 pub mod oracle;
+pub mod reply;
 pub mod serve;
 pub mod server;
 pub mod wire;
