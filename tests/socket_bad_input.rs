@@ -329,3 +329,24 @@ fn a_thousand_concurrent_clients_all_get_answers() {
     assert_eq!(ok, 1000);
     good_request_is_allowed(&w);
 }
+
+#[test]
+fn a_silent_client_gets_read_timeout_not_silence() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let cfg = w.tmp.path().join("guard.toml");
+    std::fs::write(&cfg, "[socket]\nread_timeout_ms = 500\n").expect("cfg");
+    let _serve = Serve::start(&w, &HIGH_RATE, &["--config", cfg.to_str().expect("utf8")]);
+    let mut s = UnixStream::connect(w.socket()).expect("connect");
+    s.write_all(b"{\"type\":\"request\"").expect("partial line");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let v = first_json(&out);
+    assert_eq!(
+        (v["decision"].as_str(), v["reason"].as_str()),
+        (Some("deny"), Some("read-timeout")),
+        "{out}"
+    );
+    good_request_is_allowed(&w);
+}

@@ -123,7 +123,9 @@ async fn read_line(stream: &mut UnixStream, timeout: Duration) -> LineRead {
     loop {
         let n = match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
             Ok(Ok(n)) => n,
-            Ok(Err(_)) | Err(_) => return LineRead::Gone,
+            Ok(Err(_)) => return LineRead::Gone,
+            // Still connected but silent: it gets an explicit rejection, not silence.
+            Err(_) => return LineRead::Reject(RejectReason::ReadTimeout),
         };
         if n == 0 {
             return LineRead::Reject(RejectReason::Eof);
@@ -162,12 +164,18 @@ async fn handle_connection(
     };
     let reply = match read_line(&mut stream, timeout).await {
         LineRead::Gone => {
-            engine.audit_rejection(&peer, None, RejectReason::Eof, "client stalled or reset");
+            engine.audit_rejection(
+                &peer,
+                None,
+                RejectReason::Eof,
+                "connection reset while reading",
+            );
             return;
         }
         LineRead::Reject(reason) => {
             let message = match reason {
                 RejectReason::TooLarge => "request line exceeds 256000 bytes",
+                RejectReason::ReadTimeout => "no complete request line in time",
                 _ => "connection closed before a newline",
             };
             engine.audit_rejection(&peer, None, reason, message);

@@ -34,6 +34,8 @@ pub enum RejectReason {
     Token,
     /// The client closed before sending a newline.
     Eof,
+    /// The client sent no complete line within the read timeout.
+    ReadTimeout,
 }
 
 impl RejectReason {
@@ -49,6 +51,7 @@ impl RejectReason {
             RejectReason::UnknownType => "unknown-type",
             RejectReason::Token => "token",
             RejectReason::Eof => "eof",
+            RejectReason::ReadTimeout => "read-timeout",
         }
     }
 
