@@ -1,6 +1,32 @@
 //! Sandbox profiles as they appear in the policy file (`[profiles.<name>]`). A profile says
 //! what a confined process may read, write and connect to, and its resource limits.
 //! `resolve` turns one into concrete paths for a given workspace.
+//!
+//! ```toml
+//! [profiles.workspace-write]           # built in; a policy may redefine it or add others
+//! read = ["/"]                         # read + execute
+//! write = ["/dev/null", "{workspace}", "{tmp}"]   # {tmp}: private 0700 dir, TMPDIR, removed after
+//! protected = ["{workspace}/.git/hooks", "{workspace}/.git/config",
+//!              "{workspace}/.openclaw", "{workspace}/.sanctum"]
+//! network = "none"                     # or { ports = [443] }: TCP connect to these only
+//! env = ["PATH", "HOME", "LANG", "LC_*", "TERM", "TZ", "USER", ...]  # default list below
+//! allow_degraded = false               # true: run even if the kernel lacks a Landlock feature
+//! timeout_secs = 600
+//! [profiles.workspace-write.limits]    # defaults shown
+//! nproc = 512
+//! address_space_mb = 16384
+//! file_size_mb = 1024
+//! cpu_secs = 600
+//! nofile = 1024                        # core dumps are always off
+//! ```
+//! `read-only` is the same with `write = ["/dev/null"]` and no protected paths.
+//!
+//! Protected paths stay read-only even when they do not exist yet: Landlock rights apply to a
+//! whole subtree, so each ancestor of a protected path (the workspace root, `.git`) gets read
+//! rights only and its other children are granted write one by one. Consequence: new entries
+//! cannot be created directly in the workspace root or in `.git` (so `git commit`, which
+//! writes `.git/index.lock`, needs a profile without `.git` protection); existing top-level
+//! files stay writable and subdirectories are fully writable.
 
 use super::tmpdir::PrivateTmp;
 use super::SandboxError;
