@@ -297,7 +297,10 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         openclaw_state: a.openclaw_state,
         policy: a.policy,
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
+    // One event-loop thread: each request is microseconds of work, and on a small machine
+    // cross-thread wake-ups cost more than they bring. Blocking work (SQLite, fsync, spawn)
+    // runs on the blocking pool and the audit writer thread.
+    let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
