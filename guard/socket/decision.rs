@@ -54,7 +54,9 @@ pub fn deny_message(reason: &str) -> String {
     }
 }
 
-/// A `request` frame as a Request: the shell text is what gets analysed.
+/// A `request` frame as a Request: the shell text is what gets analysed. The frame does not
+/// carry the client's timeout, so the deadline is the documented default (15 s) minus the
+/// margin; a caller passing a shorter `timeoutMs` to the Node client may time out first.
 pub fn request_from_prompt(
     id: &str,
     r: &ApprovalRequest,
@@ -93,7 +95,9 @@ pub fn request_from_prompt(
 }
 
 /// An `exec` request as a Request: the argv is what runs, so the argv is analysed (the
-/// `rawCommand` is kept for display only).
+/// `rawCommand` is kept for display only). `approvalDecision` (set when OpenClaw's gateway
+/// already approved) is deliberately not trusted: it comes through the agent side, so the
+/// guard's own policy and inbox decide.
 pub fn request_from_exec(id: &str, r: &ExecRequest, received_ms: u64, deadline_ms: u64) -> Request {
     Request {
         id: id.into(),
