@@ -6,9 +6,7 @@ use sanctum_guard::openclaw::allow_always::cwd_argv_pattern;
 use sanctum_guard::policy::allowlist::{CompiledAllowlist, Rule};
 use sanctum_guard::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
 use sanctum_guard::policy::file::embedded_default;
-use sanctum_guard::policy::request::{
-    Action, ExecAction, OpenClawAsk, Request, Source, Who,
-};
+use sanctum_guard::policy::request::{Action, ExecAction, OpenClawAsk, Request, Source, Who};
 use sanctum_guard::policy::verdict::VerdictKind;
 use std::hint::black_box;
 use std::path::Path;
