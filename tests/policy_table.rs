@@ -150,7 +150,7 @@ impl World {
                 for seg in analyse(command, &sctx).segments {
                     let argv: Vec<String> =
                         seg.argv.iter().map(|w| w.display().to_string()).collect();
-                    let path = seg.resolved_real.or(seg.resolved).expect("resolved");
+                    let path = seg.real_path().expect("resolved");
                     rules.push(Rule {
                         pattern: path.to_string_lossy().into_owned(),
                         arg_pattern: Some(cwd_argv_pattern(&grant_cwd.to_string_lossy(), &argv)),

@@ -288,10 +288,11 @@ fn score_segment(
     let wanted = need_all || status == Status::Gated;
     if let (Some(argv), true) = (&static_argv, plain && wanted) {
         if let Some(first) = argv.first() {
+            let real = seg.real_path();
             let target = Target {
                 raw_executable: first,
                 resolved_path: seg.resolved.as_deref(),
-                resolved_real_path: seg.resolved_real.as_deref(),
+                resolved_real_path: real.as_deref(),
                 argv,
                 cwd,
             };

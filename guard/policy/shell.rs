@@ -123,7 +123,9 @@ pub struct Segment {
     pub trusted_name: bool,
     /// The executable as found: the PATH entry, or the path as given (normalised).
     pub resolved: Option<PathBuf>,
-    /// `realpath` of `resolved` when it exists (allowlist path globs match this).
+    /// `realpath` of `resolved`, when argv[0] was a path that exists. For a name found
+    /// on PATH it is left to the caller ([`Segment::real_path`]), as only allowlist
+    /// matching needs it.
     pub resolved_real: Option<PathBuf>,
     pub redirects: Vec<Redirect>,
     pub stdin: Stdin,
@@ -140,6 +142,16 @@ pub struct Segment {
     pub function_call: bool,
     /// Why this segment could not be analysed, if it could not.
     pub problem: Option<String>,
+}
+
+impl Segment {
+    /// The executable's realpath (allowlist path globs match this), resolving it now when
+    /// the analysis did not.
+    pub fn real_path(&self) -> Option<PathBuf> {
+        self.resolved_real
+            .clone()
+            .or_else(|| std::fs::canonicalize(self.resolved.as_ref()?).ok())
+    }
 }
 
 /// The result of analysing one text or argv.

@@ -114,9 +114,9 @@ impl Analyser<'_> {
 
     fn resolve_uncached(&self, name: &str) -> Resolved {
         if !name.contains('/') {
+            // The realpath is only needed for allowlist matching: decide() resolves it then.
             let found = resolve_on_path(name, &self.ctx.path, &self.ctx.cwd);
-            let real = found.as_ref().and_then(|p| std::fs::canonicalize(p).ok());
-            return (true, found, real);
+            return (true, found, None);
         }
         let lexical = normalize_path(name, &self.ctx.home, &self.ctx.cwd);
         let real = std::fs::canonicalize(&lexical).ok();
