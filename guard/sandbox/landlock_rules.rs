@@ -79,32 +79,58 @@ fn grant(
     Ok(())
 }
 
-/// Grants write below `root` except on `protected` paths. Landlock is allow-list only and
-/// rights are inherited by the whole subtree, so an ancestor of a protected path gets read
-/// rights only and each of its children is granted one by one. A protected path that does not
-/// exist yet stays uncreatable because no ancestor holds a make/remove right.
-fn grant_write(
+/// A path whose rights are capped: protected paths keep read rights only, deny-read paths
+/// get none.
+type Limit = (PathBuf, BitFlags<AccessFs>);
+
+/// Grants `rights` below `root`, honouring `limits`. Landlock is allow-list only and rights
+/// are inherited by the whole subtree, so an ancestor of a limited path gets only the rights
+/// every limit below it allows (plus ReadDir, to list it), and each of its children is granted
+/// one by one. A limited path that does not exist yet stays uncreatable because no ancestor
+/// holds a make/remove right for it.
+fn grant_limited(
     root: &Path,
-    protected: &[PathBuf],
+    rights: BitFlags<AccessFs>,
+    limits: &[Limit],
     abi: ABI,
     out: &mut Grants,
 ) -> Result<(), SandboxError> {
-    if protected.iter().any(|p| p == root) {
-        return Ok(());
+    let mut rights = rights;
+    for (p, mask) in limits {
+        if p == root {
+            rights &= *mask;
+        }
     }
-    if !protected.iter().any(|p| p.starts_with(root)) {
-        return grant(root, AccessFs::from_all(abi), abi, out);
+    let below: Vec<&Limit> = limits
+        .iter()
+        .filter(|(p, _)| p != root && p.starts_with(root))
+        .collect();
+    if below.is_empty() {
+        return if rights.is_empty() {
+            Ok(())
+        } else {
+            grant(root, rights, abi, out)
+        };
     }
-    // Ancestor of a protected path: read only here, recurse into real directories only.
+    let mut here = rights;
+    for (_, mask) in &below {
+        here &= *mask;
+    }
+    here |= rights & AccessFs::ReadDir;
+    // Recurse into real directories only (a symlink is never granted).
     match open_nofollow(root)? {
-        Some((fd, true)) => out.push((fd, AccessFs::from_read(abi))),
+        Some((fd, true)) => {
+            if !here.is_empty() {
+                out.push((fd, here));
+            }
+        }
         _ => return Ok(()),
     }
     let entries =
         std::fs::read_dir(root).map_err(|e| ll_err(format!("{}: {e}", root.display())))?;
     for entry in entries {
         let entry = entry.map_err(ll_err)?;
-        grant_write(&entry.path(), protected, abi, out)?;
+        grant_limited(&entry.path(), rights, limits, abi, out)?;
     }
     Ok(())
 }
@@ -170,11 +196,19 @@ pub fn build(
     let mut created = ruleset.create().map_err(ll_err)?;
 
     let mut grants: Grants = Vec::new();
+    let read = AccessFs::from_read(abi);
+    let deny: Vec<Limit> = profile
+        .deny_read
+        .iter()
+        .map(|p| (p.clone(), BitFlags::empty()))
+        .collect();
     for p in &profile.read {
-        grant(p, AccessFs::from_read(abi), abi, &mut grants)?;
+        grant_limited(p, read, &deny, abi, &mut grants)?;
     }
+    let mut limits = deny.clone();
+    limits.extend(profile.protected.iter().map(|p| (p.clone(), read)));
     for p in &profile.write {
-        grant_write(p, &profile.protected, abi, &mut grants)?;
+        grant_limited(p, AccessFs::from_all(abi), &limits, abi, &mut grants)?;
     }
     for (fd, rights) in grants {
         created = created
