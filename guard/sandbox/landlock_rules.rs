@@ -62,13 +62,32 @@ fn open_nofollow(path: &Path) -> Result<Option<(OwnedFd, bool)>, SandboxError> {
 /// One (fd, rights) pair per granted path, rights already narrowed to files where needed.
 type Grants = Vec<(OwnedFd, BitFlags<AccessFs>)>;
 
+/// Like `open_nofollow`, but trusts a type already known from readdir (d_type) to save an
+/// fstat per entry. A race that swaps the entry afterwards is harmless: a symlink fd never
+/// widens access, and directory rights on a non-directory make add_rule fail (closed).
+fn open_kind(path: &Path, is_dir: Option<bool>) -> Result<Option<(OwnedFd, bool)>, SandboxError> {
+    let Some(is_dir) = is_dir else {
+        return open_nofollow(path);
+    };
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => Ok(Some((OwnedFd::from(f), is_dir))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ll_err(format!("{}: {e}", path.display()))),
+    }
+}
+
 fn grant(
     path: &Path,
+    kind: Option<bool>,
     dir_rights: BitFlags<AccessFs>,
     abi: ABI,
     out: &mut Grants,
 ) -> Result<(), SandboxError> {
-    if let Some((fd, is_dir)) = open_nofollow(path)? {
+    if let Some((fd, is_dir)) = open_kind(path, kind)? {
         let rights = if is_dir {
             dir_rights
         } else {
@@ -90,6 +109,7 @@ type Limit = (PathBuf, BitFlags<AccessFs>);
 /// holds a make/remove right for it.
 fn grant_limited(
     root: &Path,
+    kind: Option<bool>,
     rights: BitFlags<AccessFs>,
     limits: &[Limit],
     abi: ABI,
@@ -109,7 +129,7 @@ fn grant_limited(
         return if rights.is_empty() {
             Ok(())
         } else {
-            grant(root, rights, abi, out)
+            grant(root, kind, rights, abi, out)
         };
     }
     let mut here = rights;
@@ -118,7 +138,7 @@ fn grant_limited(
     }
     here |= rights & AccessFs::ReadDir;
     // Recurse into real directories only (a symlink is never granted).
-    match open_nofollow(root)? {
+    match open_kind(root, kind)? {
         Some((fd, true)) => {
             if !here.is_empty() {
                 out.push((fd, here));
@@ -130,7 +150,11 @@ fn grant_limited(
         std::fs::read_dir(root).map_err(|e| ll_err(format!("{}: {e}", root.display())))?;
     for entry in entries {
         let entry = entry.map_err(ll_err)?;
-        grant_limited(&entry.path(), rights, limits, abi, out)?;
+        let ft = entry.file_type().map_err(ll_err)?;
+        if ft.is_symlink() {
+            continue;
+        }
+        grant_limited(&entry.path(), Some(ft.is_dir()), rights, limits, abi, out)?;
     }
     Ok(())
 }
@@ -203,12 +227,12 @@ pub fn build(
         .map(|p| (p.clone(), BitFlags::empty()))
         .collect();
     for p in &profile.read {
-        grant_limited(p, read, &deny, abi, &mut grants)?;
+        grant_limited(p, None, read, &deny, abi, &mut grants)?;
     }
     let mut limits = deny.clone();
     limits.extend(profile.protected.iter().map(|p| (p.clone(), read)));
     for p in &profile.write {
-        grant_limited(p, AccessFs::from_all(abi), &limits, abi, &mut grants)?;
+        grant_limited(p, None, AccessFs::from_all(abi), &limits, abi, &mut grants)?;
     }
     for (fd, rights) in grants {
         created = created
