@@ -1,6 +1,7 @@
 //! Spawn cost of `/bin/true`: plain `std::process::Command`, our confined spawn (the same
 //! `prepare` + `Prepared::command` path `run` uses, minus tokio) and bwrap with namespaces, in
-//! one run. Variants are interleaved round-robin so machine load hits them equally.
+//! one run. "sanctum confined" is the read-only profile without deny_read; the default one,
+//! whose secrets force a walk of their parents' siblings, is shown too. Variants are interleaved round-robin so machine load hits them equally.
 //! `cargo bench --bench sandbox_spawn` (N from SANCTUM_BENCH_N, default 1000 per variant).
 
 use sanctum_guard::sandbox::{builtin_profiles, prepare, ResolvedProfile};
@@ -62,6 +63,10 @@ fn main() {
     let profile = builtin_profiles()["read-only"]
         .resolve(&ws)
         .expect("profile"); // startup
+                            // The same profile without deny_read: no sibling walk around the secrets.
+    let mut bare = builtin_profiles()["read-only"].clone();
+    bare.deny_read.clear();
+    let bare = bare.resolve(&ws).expect("profile"); // startup
     let env = BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]);
     let bwrap = || {
         let mut c = Command::new("bwrap");
@@ -71,17 +76,30 @@ fn main() {
     for _ in 0..50 {
         spawn_wait(Command::new("/bin/true"));
         confined(&profile, &ws, &env);
+        confined(&bare, &ws, &env);
     }
     let (mut plain, mut ours, mut bw, mut prep) = (vec![], vec![], vec![], vec![]);
+    let (mut full, mut prep_full) = (vec![], vec![]);
     for _ in 0..n {
         plain.push(spawn_wait(Command::new("/bin/true")));
-        ours.push(confined(&profile, &ws, &env));
+        ours.push(confined(&bare, &ws, &env));
+        full.push(confined(&profile, &ws, &env));
         bw.push(spawn_wait(bwrap()));
         let t = Instant::now();
-        let _p = prepare(&profile).expect("prepare"); // startup
+        let _p = prepare(&bare).expect("prepare"); // startup
         prep.push(t.elapsed());
+        let t = Instant::now();
+        let _p = prepare(&profile).expect("prepare"); // startup
+        prep_full.push(t.elapsed());
     }
-    for v in [&mut plain, &mut ours, &mut bw, &mut prep] {
+    for v in [
+        &mut plain,
+        &mut ours,
+        &mut bw,
+        &mut prep,
+        &mut full,
+        &mut prep_full,
+    ] {
         v.sort();
     }
     let med = |v: &Vec<Duration>| ms(v[v.len() / 2]);
@@ -92,13 +110,16 @@ fn main() {
         ("plain (std Command)", &plain),
         ("sanctum confined", &ours),
         ("  of which prepare()", &prep),
+        ("confined + deny_read walk", &full),
+        ("  of which prepare()", &prep_full),
         ("bwrap --unshare-all", &bw),
     ] {
         println!("{:<28} {:>10.3} {:>10.3}", name, med(v), p90(v));
     }
     let o = med(&ours) - med(&plain);
     let b = med(&bw) - med(&plain);
-    println!("overhead over plain: ours {o:.3} ms, bwrap {b:.3} ms");
+    let f = med(&full) - med(&plain);
+    println!("overhead over plain: ours {o:.3} ms (with deny_read {f:.3} ms), bwrap {b:.3} ms");
     println!(
         "ratios: confined/plain {:.2}x, bwrap/confined {:.2}x, our overhead / bwrap's {:.3}",
         med(&ours) / med(&plain),

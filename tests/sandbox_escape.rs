@@ -518,3 +518,34 @@ fn node_runs() {
         .unwrap()
         .starts_with("v24"));
 }
+
+#[test]
+fn deny_listed_secrets_unreadable_even_inside_roots() {
+    let ws = Ws::new();
+    std::fs::write(ws.path().join(".env"), "OPENAI_API_KEY=sk-1\n").unwrap();
+    for profile in ["read-only", "workspace-write"] {
+        let o = sh(&ws, profile, "cat .env");
+        assert_denied(&o);
+        assert!(!stdout(&o).contains("sk-1"));
+        assert_denied(&sh(&ws, profile, "cat /etc/shadow"));
+    }
+    assert_denied(&sh(&ws, "workspace-write", "echo x > .env"));
+    // A planted ~/.ssh key: HOME points at a dir holding one.
+    let home = ws.out().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
+    let o = Command::new(guard())
+        .args(["sandbox", "--workspace", ws.path().to_str().unwrap(), "--"])
+        .args(["/bin/cat", home.join(".ssh/id_ed25519").to_str().unwrap()])
+        .env("HOME", &home)
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success() && stderr(&o).contains("Permission denied"),
+        "{o:?}"
+    );
+    // Siblings of a denied path stay readable.
+    assert!(sh(&ws, "read-only", "cat file.txt /etc/hostname")
+        .status
+        .success());
+}

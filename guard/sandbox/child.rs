@@ -19,6 +19,8 @@ pub struct ChildPlan {
     pub bpf: std::sync::Arc<Vec<libc::sock_filter>>,
     pub rlimits: Vec<Rlimit>,
     pub drop_bounding: bool,
+    /// Highest capability number of this kernel (/proc/sys/kernel/cap_last_cap).
+    pub cap_last: u32,
     pub parent_pid: libc::pid_t,
 }
 
@@ -117,7 +119,7 @@ impl ChildPlan {
                 4,
             )?;
             if self.drop_bounding {
-                for cap in 0..64 {
+                for cap in 0..=self.cap_last {
                     let rc = libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong);
                     if rc < 0 && *libc::__errno_location() != libc::EINVAL {
                         return Err(fail(stage_fd, 4));

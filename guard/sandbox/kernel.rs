@@ -45,3 +45,16 @@ pub fn effective_caps() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
     u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
 }
+
+/// The highest capability number the kernel knows (63 if unreadable: dropping unknown
+/// numbers only returns EINVAL). Read once.
+pub fn cap_last_cap() -> u32 {
+    static LAST: OnceLock<u32> = OnceLock::new();
+    *LAST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .filter(|&n: &u32| n < 64)
+            .unwrap_or(63)
+    })
+}

@@ -62,13 +62,32 @@ fn open_nofollow(path: &Path) -> Result<Option<(OwnedFd, bool)>, SandboxError> {
 /// One (fd, rights) pair per granted path, rights already narrowed to files where needed.
 type Grants = Vec<(OwnedFd, BitFlags<AccessFs>)>;
 
+/// Like `open_nofollow`, but trusts a type already known from readdir (d_type) to save an
+/// fstat per entry. A race that swaps the entry afterwards is harmless: a symlink fd never
+/// widens access, and directory rights on a non-directory make add_rule fail (closed).
+fn open_kind(path: &Path, is_dir: Option<bool>) -> Result<Option<(OwnedFd, bool)>, SandboxError> {
+    let Some(is_dir) = is_dir else {
+        return open_nofollow(path);
+    };
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => Ok(Some((OwnedFd::from(f), is_dir))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(ll_err(format!("{}: {e}", path.display()))),
+    }
+}
+
 fn grant(
     path: &Path,
+    kind: Option<bool>,
     dir_rights: BitFlags<AccessFs>,
     abi: ABI,
     out: &mut Grants,
 ) -> Result<(), SandboxError> {
-    if let Some((fd, is_dir)) = open_nofollow(path)? {
+    if let Some((fd, is_dir)) = open_kind(path, kind)? {
         let rights = if is_dir {
             dir_rights
         } else {
@@ -79,32 +98,63 @@ fn grant(
     Ok(())
 }
 
-/// Grants write below `root` except on `protected` paths. Landlock is allow-list only and
-/// rights are inherited by the whole subtree, so an ancestor of a protected path gets read
-/// rights only and each of its children is granted one by one. A protected path that does not
-/// exist yet stays uncreatable because no ancestor holds a make/remove right.
-fn grant_write(
+/// A path whose rights are capped: protected paths keep read rights only, deny-read paths
+/// get none.
+type Limit = (PathBuf, BitFlags<AccessFs>);
+
+/// Grants `rights` below `root`, honouring `limits`. Landlock is allow-list only and rights
+/// are inherited by the whole subtree, so an ancestor of a limited path gets only the rights
+/// every limit below it allows (plus ReadDir, to list it), and each of its children is granted
+/// one by one. A limited path that does not exist yet stays uncreatable because no ancestor
+/// holds a make/remove right for it.
+fn grant_limited(
     root: &Path,
-    protected: &[PathBuf],
+    kind: Option<bool>,
+    rights: BitFlags<AccessFs>,
+    limits: &[Limit],
     abi: ABI,
     out: &mut Grants,
 ) -> Result<(), SandboxError> {
-    if protected.iter().any(|p| p == root) {
-        return Ok(());
+    let mut rights = rights;
+    for (p, mask) in limits {
+        if p == root {
+            rights &= *mask;
+        }
     }
-    if !protected.iter().any(|p| p.starts_with(root)) {
-        return grant(root, AccessFs::from_all(abi), abi, out);
+    let below: Vec<&Limit> = limits
+        .iter()
+        .filter(|(p, _)| p != root && p.starts_with(root))
+        .collect();
+    if below.is_empty() {
+        return if rights.is_empty() {
+            Ok(())
+        } else {
+            grant(root, kind, rights, abi, out)
+        };
     }
-    // Ancestor of a protected path: read only here, recurse into real directories only.
-    match open_nofollow(root)? {
-        Some((fd, true)) => out.push((fd, AccessFs::from_read(abi))),
+    let mut here = rights;
+    for (_, mask) in &below {
+        here &= *mask;
+    }
+    here |= rights & AccessFs::ReadDir;
+    // Recurse into real directories only (a symlink is never granted).
+    match open_kind(root, kind)? {
+        Some((fd, true)) => {
+            if !here.is_empty() {
+                out.push((fd, here));
+            }
+        }
         _ => return Ok(()),
     }
     let entries =
         std::fs::read_dir(root).map_err(|e| ll_err(format!("{}: {e}", root.display())))?;
     for entry in entries {
         let entry = entry.map_err(ll_err)?;
-        grant_write(&entry.path(), protected, abi, out)?;
+        let ft = entry.file_type().map_err(ll_err)?;
+        if ft.is_symlink() {
+            continue;
+        }
+        grant_limited(&entry.path(), Some(ft.is_dir()), rights, limits, abi, out)?;
     }
     Ok(())
 }
@@ -170,11 +220,19 @@ pub fn build(
     let mut created = ruleset.create().map_err(ll_err)?;
 
     let mut grants: Grants = Vec::new();
+    let read = AccessFs::from_read(abi);
+    let deny: Vec<Limit> = profile
+        .deny_read
+        .iter()
+        .map(|p| (p.clone(), BitFlags::empty()))
+        .collect();
     for p in &profile.read {
-        grant(p, AccessFs::from_read(abi), abi, &mut grants)?;
+        grant_limited(p, None, read, &deny, abi, &mut grants)?;
     }
+    let mut limits = deny.clone();
+    limits.extend(profile.protected.iter().map(|p| (p.clone(), read)));
     for p in &profile.write {
-        grant_write(p, &profile.protected, abi, &mut grants)?;
+        grant_limited(p, None, AccessFs::from_all(abi), &limits, abi, &mut grants)?;
     }
     for (fd, rights) in grants {
         created = created

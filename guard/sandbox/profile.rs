@@ -9,6 +9,8 @@
 //! protected = ["{workspace}/.git/hooks", "{workspace}/.git/config",
 //!              "{workspace}/.openclaw", "{workspace}/.sanctum"]
 //! network = "none"                     # or { ports = [443] }: TCP connect to these only
+//! deny_read = ["{home}/.ssh", "{home}/.aws", "{home}/.gnupg", "{home}/.config/gh",
+//!              "{workspace}/.env", "/etc/shadow"]   # not even readable ({home} = $HOME)
 //! env = ["PATH", "HOME", "LANG", "LC_*", "TERM", "TZ", "USER", ...]  # default list below
 //! allow_degraded = false               # true: run even if the kernel lacks a Landlock feature
 //! timeout_secs = 600
@@ -147,6 +149,10 @@ pub struct ProfileSpec {
     /// whether they exist or not.
     pub protected: Vec<String>,
     pub network: NetworkSpec,
+    /// Paths that may not even be read (secrets), though under a readable or writable root.
+    /// `{home}` expands to $HOME.
+    #[serde(default)]
+    pub deny_read: Vec<String>,
     #[serde(default)]
     pub limits: Limits,
     /// Environment allow-list; secret-looking names are removed even when listed.
@@ -167,6 +173,7 @@ pub struct ResolvedProfile {
     pub read: Vec<PathBuf>,
     pub write: Vec<PathBuf>,
     pub protected: Vec<PathBuf>,
+    pub deny_read: Vec<PathBuf>,
     pub network: NetworkSpec,
     pub limits: Limits,
     pub env_allow: Vec<String>,
@@ -185,6 +192,16 @@ const PROTECTED: [&str; 4] = [
     "{workspace}/.sanctum",
 ];
 
+/// Secrets no built-in profile may read: SSH and cloud credentials, the workspace's `.env`.
+const DENY_READ: [&str; 6] = [
+    "{home}/.ssh",
+    "{home}/.aws",
+    "{home}/.gnupg",
+    "{home}/.config/gh",
+    "{workspace}/.env",
+    "/etc/shadow",
+];
+
 /// The profiles every policy has; a policy file may override them by name.
 pub fn builtin_profiles() -> BTreeMap<String, ProfileSpec> {
     let base = ProfileSpec {
@@ -192,6 +209,7 @@ pub fn builtin_profiles() -> BTreeMap<String, ProfileSpec> {
         write: vec!["/dev/null".into()],
         protected: vec![],
         network: NetworkSpec::None,
+        deny_read: DENY_READ.iter().map(|s| s.to_string()).collect(),
         limits: Limits::default(),
         env: default_env_allow(),
         allow_degraded: false,
@@ -236,6 +254,10 @@ impl ProfileSpec {
                 return Err(SandboxError::Profile("{tmp} without a private tmp".into()));
             }
             let mut out = s.replace("{workspace}", &workspace.to_string_lossy());
+            if out.contains("{home}") {
+                let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+                out = out.replace("{home}", &home);
+            }
             if let Some(t) = &tmp {
                 out = out.replace("{tmp}", &t.path().to_string_lossy());
             }
@@ -270,11 +292,22 @@ impl ProfileSpec {
             }
             protected.push(p.canonicalize().unwrap_or(p));
         }
+        let mut deny_read = Vec::new();
+        for s in &self.deny_read {
+            let p = expand(s)?;
+            if p.components().any(|c| c == std::path::Component::ParentDir) {
+                return Err(SandboxError::Profile(format!(
+                    "deny_read path {s:?} has .."
+                )));
+            }
+            deny_read.push(p.canonicalize().unwrap_or(p));
+        }
         Ok(ResolvedProfile {
             workspace,
             read,
             write,
             protected,
+            deny_read,
             network: self.network.clone(),
             limits: self.limits.clone(),
             env_allow: self.env.clone(),

@@ -108,6 +108,7 @@ pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
         bpf,
         rlimits: rlimits(profile),
         drop_bounding,
+        cap_last: kernel::cap_last_cap(),
         parent_pid: std::process::id() as libc::pid_t,
     };
     Ok(Prepared {
