@@ -4,6 +4,11 @@
 //! One folder per box of the pipeline: `policy` (pure core), `openclaw` (OpenClaw's formats),
 //! `socket` (the exec-approvals socket), `inbox`, `audit`, `sandbox`.
 
+pub mod audit;
+pub mod config;
+pub mod doctor;
+pub mod inbox;
 pub mod openclaw;
 pub mod policy;
 pub mod sandbox;
+pub mod socket;

@@ -1,4 +1,11 @@
 //! The pure policy core: request model, verdicts. No I/O happens in this module tree
 //! except loading a policy file, so every rule is table-tested.
+pub mod allowlist;
+pub mod decide;
+pub mod explain;
+pub mod file;
+pub mod paths;
 pub mod request;
+pub mod shell;
+pub mod table;
 pub mod verdict;

@@ -1,2 +1,42 @@
-//! Confinement for every process the guard runs for the agent.
+//! Confinement for every process the guard runs for the agent: Landlock, seccomp, capability
+//! drops, rlimits, an environment allow-list, and a spawn with output caps and timeouts.
+//! All `unsafe` code of the project lives in this module tree (`child.rs`, `kernel.rs`).
+
+pub mod child;
+pub mod cli;
+pub mod env;
+pub mod kernel;
+pub mod landlock_rules;
 pub mod profile;
+pub mod run;
+pub mod seccomp;
+pub mod spawn;
+pub mod status;
+pub mod tmpdir;
+
+pub use profile::{builtin_profiles, Limits, NetworkSpec, ProfileSpec, ResolvedProfile};
+pub use run::{run, RunOutcome, RunSpec};
+pub use spawn::{prepare, Prepared};
+pub use status::{EnforcementStatus, Level};
+
+/// Why a confined process could not be set up. Every variant means "did not run".
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("profile: {0}")]
+    Profile(String),
+    #[error("landlock: {0}")]
+    Landlock(String),
+    #[error("kernel lacks {missing} required by the profile (Landlock ABI {abi}); set allow_degraded to run anyway")]
+    Unsupported { missing: String, abi: u8 },
+    #[error("seccomp: {0}")]
+    Seccomp(String),
+    #[error("confinement failed in the child at {stage}: {source}")]
+    Confinement {
+        stage: &'static str,
+        source: std::io::Error,
+    },
+    #[error("empty argv")]
+    EmptyArgv,
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}

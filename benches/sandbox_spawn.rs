@@ -1,0 +1,134 @@
+//! Spawn cost of `/bin/true`: plain `std::process::Command`, our confined spawn (the same
+//! `prepare` + `Prepared::command` path `run` uses, minus tokio) and bwrap with namespaces, in
+//! one run. "sanctum confined" is the read-only profile without deny_read; the default one,
+//! whose secrets force a walk of their parents' siblings, is shown too. Variants are interleaved round-robin so machine load hits them equally.
+//! `cargo bench --bench sandbox_spawn` (N from SANCTUM_BENCH_N, default 1000 per variant).
+
+use sanctum_guard::sandbox::{builtin_profiles, prepare, ResolvedProfile};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BWRAP: [&str; 11] = [
+    "--ro-bind",
+    "/",
+    "/",
+    "--dev",
+    "/dev",
+    "--proc",
+    "/proc",
+    "--unshare-all",
+    "--die-with-parent",
+    "/bin/true",
+    "",
+];
+
+fn spawn_wait(mut c: Command) -> Duration {
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let t = Instant::now();
+    let st = c.status().expect("spawn"); // startup
+    let d = t.elapsed();
+    assert!(st.success(), "command failed");
+    d
+}
+
+fn confined(profile: &ResolvedProfile, ws: &Path, env: &BTreeMap<String, String>) -> Duration {
+    let argv = vec!["/bin/true".to_string()];
+    let t = Instant::now();
+    // The whole per-spawn cost: ruleset built for each spawn, as `run` does.
+    let p = prepare(profile).expect("prepare"); // startup
+    let (mut c, _stage) = p.command(&argv, ws, env).expect("command"); // startup
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let st = c.status().expect("spawn"); // startup
+    let d = t.elapsed();
+    assert!(st.success(), "confined /bin/true failed");
+    d
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let n: usize = std::env::var("SANCTUM_BENCH_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let ws = std::env::temp_dir();
+    let profile = builtin_profiles()["read-only"]
+        .resolve(&ws)
+        .expect("profile"); // startup
+                            // The same profile without deny_read: no sibling walk around the secrets.
+    let mut bare = builtin_profiles()["read-only"].clone();
+    bare.deny_read.clear();
+    let bare = bare.resolve(&ws).expect("profile"); // startup
+    let env = BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]);
+    let bwrap = || {
+        let mut c = Command::new("bwrap");
+        c.args(&BWRAP[..10]);
+        c
+    };
+    for _ in 0..50 {
+        spawn_wait(Command::new("/bin/true"));
+        confined(&profile, &ws, &env);
+        confined(&bare, &ws, &env);
+    }
+    let (mut plain, mut ours, mut bw, mut prep) = (vec![], vec![], vec![], vec![]);
+    let (mut full, mut prep_full) = (vec![], vec![]);
+    for _ in 0..n {
+        plain.push(spawn_wait(Command::new("/bin/true")));
+        ours.push(confined(&bare, &ws, &env));
+        full.push(confined(&profile, &ws, &env));
+        bw.push(spawn_wait(bwrap()));
+        let t = Instant::now();
+        let _p = prepare(&bare).expect("prepare"); // startup
+        prep.push(t.elapsed());
+        let t = Instant::now();
+        let _p = prepare(&profile).expect("prepare"); // startup
+        prep_full.push(t.elapsed());
+    }
+    for v in [
+        &mut plain,
+        &mut ours,
+        &mut bw,
+        &mut prep,
+        &mut full,
+        &mut prep_full,
+    ] {
+        v.sort();
+    }
+    let med = |v: &Vec<Duration>| ms(v[v.len() / 2]);
+    let p90 = |v: &Vec<Duration>| ms(v[v.len() * 9 / 10]);
+    println!("sandbox_spawn: /bin/true, {n} runs each, interleaved");
+    println!("{:<28} {:>10} {:>10}", "variant", "median ms", "p90 ms");
+    for (name, v) in [
+        ("plain (std Command)", &plain),
+        ("sanctum confined", &ours),
+        ("  of which prepare()", &prep),
+        ("confined + deny_read walk", &full),
+        ("  of which prepare()", &prep_full),
+        ("bwrap --unshare-all", &bw),
+    ] {
+        println!("{:<28} {:>10.3} {:>10.3}", name, med(v), p90(v));
+    }
+    let o = med(&ours) - med(&plain);
+    let b = med(&bw) - med(&plain);
+    let f = med(&full) - med(&plain);
+    println!("overhead over plain: ours {o:.3} ms (with deny_read {f:.3} ms), bwrap {b:.3} ms");
+    println!(
+        "ratios: confined/plain {:.2}x, bwrap/confined {:.2}x, our overhead / bwrap's {:.3}",
+        med(&ours) / med(&plain),
+        med(&bw) / med(&ours),
+        o / b
+    );
+    println!(
+        "targets: overhead <= 0.2 ms: {}; <= 1/5 of bwrap's: {}",
+        if o <= 0.2 { "met" } else { "MISSED" },
+        if o <= b / 5.0 { "met" } else { "MISSED" }
+    );
+}

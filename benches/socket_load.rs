@@ -1,0 +1,195 @@
+//! Load client for the approvals socket: starts the real `sanctum-guard serve` on a temp dir
+//! and, like OpenClaw's client, opens one connection per request (write the line, half-close,
+//! read the reply). Measures autonomous decisions/s with closed-loop clients, then the latency
+//! distribution at a paced 1,000 requests/s (measured from each request's scheduled start, so
+//! a stall is not hidden). Prints the figures.
+//!
+//! `cargo bench --bench socket_load`. Env: SANCTUM_BENCH_DIR (parent of the temp dir, e.g.
+//! /dev/shm), SANCTUM_BENCH_SECS (default 5), SANCTUM_BENCH_CLIENTS (default 4).
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+struct Kill(Child);
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn one(sock: &Path, line: &[u8], buf: &mut Vec<u8>) -> bool {
+    let Ok(mut s) = UnixStream::connect(sock) else {
+        return false;
+    };
+    if s.write_all(line).is_err() || s.shutdown(std::net::Shutdown::Write).is_err() {
+        return false;
+    }
+    buf.clear();
+    s.read_to_end(buf).is_ok() && buf.windows(12).any(|w| w == b"\"allow-once\"")
+}
+
+fn token_of(oc_state: &Path) -> String {
+    let db = oc_state.join("state/openclaw.sqlite");
+    let conn = rusqlite::Connection::open(&db).expect("openclaw sqlite written by serve");
+    let raw: String = conn
+        .query_row(
+            "SELECT raw_json FROM exec_approvals_config WHERE config_key='current'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("approvals row");
+    let v: serde_json::Value = serde_json::from_str(&raw).expect("json");
+    v["socket"]["token"].as_str().expect("token").to_owned()
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn main() {
+    let parent = std::env::var_os("SANCTUM_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let tmp = tempfile::Builder::new()
+        .prefix("sg-bench-")
+        .tempdir_in(&parent)
+        .expect("tempdir");
+    let (home, oc, guard) = (
+        tmp.path().join("home"),
+        tmp.path().join("oc"),
+        tmp.path().join("guard"),
+    );
+    std::fs::create_dir_all(&home).expect("home");
+    let log = tmp.path().join("serve.log");
+    let child = Command::new(env!("CARGO_BIN_EXE_sanctum-guard"))
+        .args(["serve", "--state-dir"])
+        .arg(&guard)
+        .arg("--openclaw-state")
+        .arg(&oc)
+        .env("HOME", &home)
+        .env("SANCTUM_LOG", "warn")
+        .env("SANCTUM_SOCKET_RATE_PER_SEC", "10000000")
+        .env("SANCTUM_SOCKET_RATE_BURST", "10000000")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("spawn serve");
+    let _serve = Kill(child);
+    let sock = oc.join("exec-approvals.sock");
+    let start = Instant::now();
+    while UnixStream::connect(&sock).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "serve did not start: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let token = token_of(&oc);
+    let line = format!(
+        "{}\n",
+        serde_json::json!({"type":"request","token":token,"id":"bench",
+            "request":{"command":"ls -la","cwd":"/tmp","agentId":"main"}})
+    );
+    let line = Arc::new(line.into_bytes());
+    let mut warm = Vec::new();
+    assert!(
+        one(&sock, &line, &mut warm),
+        "warm-up request was not allowed: {}",
+        String::from_utf8_lossy(&warm)
+    );
+
+    let secs = env_u64("SANCTUM_BENCH_SECS", 5);
+    let clients = env_u64("SANCTUM_BENCH_CLIENTS", 4);
+    println!(
+        "socket_load: state in {} ({} cores)",
+        tmp.path().display(),
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0)
+    );
+
+    // 1. Throughput: closed-loop clients, one connection per request.
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let t0 = Instant::now();
+    let handles: Vec<_> = (0..clients)
+        .map(|_| {
+            let (stop, done, failed, sock, line) = (
+                stop.clone(),
+                done.clone(),
+                failed.clone(),
+                sock.clone(),
+                line.clone(),
+            );
+            std::thread::spawn(move || {
+                let mut buf = Vec::with_capacity(256);
+                while !stop.load(Ordering::Relaxed) {
+                    if one(&sock, &line, &mut buf) {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(secs));
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        let _ = h.join();
+    }
+    let el = t0.elapsed().as_secs_f64();
+    let n = done.load(Ordering::Relaxed);
+    println!(
+        "throughput: {:.0} autonomous decisions/s ({n} allowed, {} failed, {clients} clients, {el:.1} s)",
+        n as f64 / el,
+        failed.load(Ordering::Relaxed)
+    );
+
+    // 2. Latency at a paced 1,000 req/s, from each request's scheduled time.
+    let rate = 1000u64;
+    let total = rate * secs;
+    let period = Duration::from_nanos(1_000_000_000 / rate);
+    let mut lat = Vec::with_capacity(total as usize);
+    let mut buf = Vec::with_capacity(256);
+    let mut bad = 0;
+    let t0 = Instant::now();
+    for i in 0..total {
+        let due = t0 + period * i as u32;
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        if !one(&sock, &line, &mut buf) {
+            bad += 1;
+        }
+        lat.push(due.elapsed());
+    }
+    lat.sort();
+    println!(
+        "paced {rate} req/s for {secs} s: p50 {:?}  p90 {:?}  p99 {:?}  max {:?}  ({bad} failed)",
+        percentile(&lat, 0.50),
+        percentile(&lat, 0.90),
+        percentile(&lat, 0.99),
+        lat.last().copied().unwrap_or_default()
+    );
+}

@@ -1,0 +1,261 @@
+//! The audit log: an append-only, hash-chained JSON Lines file of every request, verdict,
+//! decision and exec outcome. This module owns the file format, the single writer, secret
+//! redaction (in `redact`) and chain verification.
+//!
+//! Format: one JSON object per line, keys in this order:
+//! `{"seq":N,"ts":"RFC 3339","ts_ms":N,"kind":"...","fields":{...},"prev":"hex"}`.
+//! `seq` starts at 1 and equals the line number. `prev` is the hex SHA-256 of the previous
+//! line's exact bytes without its trailing `\n` (64 zeros for the first record). An append
+//! returns only once its record is written and fsynced (`sync_data`).
+//!
+//! Writers: one writer thread per log in a process, fed by a channel, so callers never
+//! interleave. It group-commits: records queued while an fsync runs go out together in one
+//! `write` + one `sync_data` (each still acknowledged only once on disk), which keeps the
+//! log from capping the guard at one fsync per decision. Between processes (the server and
+//! the `inbox` command line) an exclusive `flock` is held around each batch, and when the
+//! file grew under another writer the tail is re-read so the chain stays one chain.
+//!
+//! Crash recovery: an append returns only after its full line is on disk, so a last line
+//! without `\n` was never acknowledged. On open such a torn tail is cut off and recorded in a
+//! `torn-tail` record (its length, SHA-256 and up to 4 KiB of its text) chained to the last
+//! good record, so the chain continues and the loss is itself in the log. A complete last
+//! line that is not a record (edited by hand) is kept as evidence; the chain continues after
+//! it with a `bad-tail` record, and `verify` reports that line.
+//!
+//! Limits: a hash chain proves order and completeness up to its last record; an edit of the
+//! very last line, or a cut of the newest records, leaves a valid shorter chain. Ship the log
+//! (or its latest `prev`) somewhere the agent cannot write to close that gap.
+
+mod redact;
+mod verify;
+mod writer;
+
+pub use redact::{redact, redact_str};
+pub use verify::{verify, verify_bytes, Verification};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::fs::OpenOptions;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use writer::Writer;
+
+/// The `prev` of the first record.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The audit log's file name inside the state dir.
+pub const AUDIT_FILE: &str = "audit.jsonl";
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error("audit log {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("audit log {path}: lock: {source}")]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: nix::errno::Errno,
+    },
+    #[error("audit record could not be encoded: {0}")]
+    Encode(#[from] serde_json::Error),
+    #[error("audit write failed: {0}")]
+    Write(String),
+    #[error("audit writer has stopped")]
+    Closed,
+}
+
+/// One record as written.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    pub seq: u64,
+    /// RFC 3339, UTC, milliseconds.
+    pub ts: String,
+    /// Epoch milliseconds.
+    pub ts_ms: u64,
+    /// `request`, `verdict`, `decision`, `pending`, `exec`, `rejection`, `startup`, `torn-tail`...
+    pub kind: String,
+    pub fields: Value,
+    pub prev: String,
+}
+
+/// What opening the log found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Records in the file after recovery (including any `torn-tail` record written).
+    pub records: u64,
+    /// Length in bytes of a torn last line that was cut off and recorded, if there was one.
+    pub torn_tail_bytes: Option<usize>,
+    /// Line number of a last line that is complete but not a record (kept, and recorded in a
+    /// `bad-tail` record; `verify` reports it).
+    pub bad_tail_line: Option<u64>,
+}
+
+/// The hash-chained log. Clone it freely: all clones feed one writer thread, which stops
+/// when the last clone is dropped.
+#[derive(Clone, Debug)]
+pub struct AuditLog {
+    tx: mpsc::Sender<Job>,
+    path: PathBuf,
+}
+
+/// Most records one batch carries.
+const MAX_BATCH: usize = 1024;
+
+#[derive(Debug)]
+struct Job {
+    kind: String,
+    fields: Value,
+    reply: Reply,
+}
+
+#[derive(Debug)]
+enum Reply {
+    Blocking(mpsc::SyncSender<Result<u64, AuditError>>),
+    Async(tokio::sync::oneshot::Sender<Result<u64, AuditError>>),
+}
+
+impl Reply {
+    fn send(self, r: Result<u64, AuditError>) {
+        // A caller that stopped waiting does not stop the others.
+        match self {
+            Reply::Blocking(tx) => {
+                let _ = tx.send(r);
+            }
+            Reply::Async(tx) => {
+                let _ = tx.send(r);
+            }
+        }
+    }
+}
+
+/// Hex SHA-256 of a line's bytes (without its `\n`).
+pub fn line_hash(line: &[u8]) -> String {
+    hex::encode(Sha256::digest(line))
+}
+
+impl AuditLog {
+    /// Opens (creating, mode 0600) the log at `path`, resumes the chain from its last
+    /// record (recovering a torn or bad tail, see the module doc) and starts its writer.
+    pub fn open(path: &Path) -> Result<(AuditLog, OpenReport), AuditError> {
+        let io = |source| AuditError::Io {
+            path: path.to_owned(),
+            source,
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(io)?;
+        let mut w = Writer {
+            path: path.to_owned(),
+            file,
+            len: 0,
+            next_seq: 1,
+            prev: GENESIS.to_owned(),
+        };
+        let found = w.with_lock(|w| {
+            let found = w.resync(true)?;
+            w.record_recovery(&found)?;
+            Ok(found)
+        })?;
+        let report = OpenReport {
+            records: w.next_seq - 1,
+            torn_tail_bytes: found.torn.map(|f| f.len()),
+            bad_tail_line: found.bad_tail.map(|(line, _)| line),
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("audit-writer".into())
+            .spawn(move || run_writer(w, rx))
+            .map_err(io)?;
+        Ok((
+            AuditLog {
+                tx,
+                path: path.to_owned(),
+            },
+            report,
+        ))
+    }
+
+    /// Appends one record (redacting `fields` first) and returns its `seq` once it is on
+    /// disk. Blocks until then: from async code use [`AuditLog::record`].
+    pub fn append(&self, kind: &str, mut fields: Value) -> Result<u64, AuditError> {
+        redact(&mut fields);
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.submit(kind, fields, Reply::Blocking(tx))?;
+        rx.recv().map_err(|_| AuditError::Closed)?
+    }
+
+    /// [`AuditLog::append`] for async callers: waits for the fsync without blocking a
+    /// runtime thread.
+    pub async fn record(&self, kind: &str, mut fields: Value) -> Result<u64, AuditError> {
+        redact(&mut fields);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit(kind, fields, Reply::Async(tx))?;
+        rx.await.map_err(|_| AuditError::Closed)?
+    }
+
+    fn submit(&self, kind: &str, fields: Value, reply: Reply) -> Result<(), AuditError> {
+        self.tx
+            .send(Job {
+                kind: kind.to_owned(),
+                fields,
+                reply,
+            })
+            .map_err(|_| AuditError::Closed)
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The writer thread: takes what is queued (up to [`MAX_BATCH`]), writes it as one batch,
+/// answers each caller. Ends when every [`AuditLog`] clone is gone.
+fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>) {
+    while let Ok(first) = rx.recv() {
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(_) => break,
+            }
+        }
+        let mut replies = Vec::with_capacity(jobs.len());
+        let batch: Vec<(String, Value)> = jobs
+            .into_iter()
+            .map(|j| {
+                replies.push(j.reply);
+                (j.kind, j.fields)
+            })
+            .collect();
+        let res = w.with_lock(|w| {
+            let found = w.resync(false)?;
+            w.record_recovery(&found)?;
+            w.append_batch(batch)
+        });
+        match res {
+            Ok(seqs) => {
+                for (reply, seq) in replies.into_iter().zip(seqs) {
+                    reply.send(Ok(seq));
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "audit: append failed");
+                let msg = e.to_string();
+                for reply in replies {
+                    reply.send(Err(AuditError::Write(msg.clone())));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! Deployment configuration of `serve`: one TOML file plus `SANCTUM_*` environment variables
+//! over an embedded default that works on a laptop. Precedence: command-line flag >
+//! environment > file > embedded default. This module owns where the guard's files live.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The embedded default; every key is optional and documented here.
+pub const DEFAULT_CONFIG: &str = r#"# sanctum-guard deployment config (all keys optional).
+# state_dir = "/var/lib/sanctum-guard"   # inbox.db, audit.jsonl; default $XDG_STATE_HOME/sanctum-guard
+#                                        # or ~/.local/state/sanctum-guard (env SANCTUM_STATE_DIR)
+# openclaw_state_dir = "/home/node/.openclaw"  # default $OPENCLAW_STATE_DIR, else ~/.openclaw
+#                                        # (env SANCTUM_OPENCLAW_STATE)
+# policy = "/etc/sanctum/policy.toml"    # default: the embedded policy (env SANCTUM_POLICY)
+
+[socket]
+# UIDs that may connect (SO_PEERCRED); empty = only the guard's own UID.
+allowed_uids = []                        # env SANCTUM_SOCKET_ALLOWED_UIDS="1000,1001"
+# Per peer (UID, PID) token bucket.
+rate_per_sec = 500                       # env SANCTUM_SOCKET_RATE_PER_SEC
+rate_burst = 2000                        # env SANCTUM_SOCKET_RATE_BURST
+# |now - ts| window of `exec` frames, and how long a client may take to send its line.
+ttl_ms = 10000
+read_timeout_ms = 5000
+max_connections = 4096
+
+[deadlines]
+# The clients' own timeouts: 15 s for `request`, 20 s (or timeoutMs + 5 s) for `exec`.
+request_ms = 15000
+exec_ms = 20000
+# The fallback deny is sent this long before the client would give up.
+margin_ms = 1500
+"#;
+
+/// Errors reading the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{origin}: {source}")]
+    Parse {
+        origin: String,
+        source: Box<toml::de::Error>,
+    },
+    #[error("environment variable {name}: {message}")]
+    Env { name: String, message: String },
+    #[error("no home directory: set HOME, or {0}")]
+    NoHome(&'static str),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    state_dir: Option<PathBuf>,
+    openclaw_state_dir: Option<PathBuf>,
+    policy: Option<PathBuf>,
+    #[serde(default)]
+    socket: SocketSection,
+    #[serde(default)]
+    deadlines: DeadlineSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SocketSection {
+    allowed_uids: Option<Vec<u32>>,
+    rate_per_sec: Option<u32>,
+    rate_burst: Option<u32>,
+    ttl_ms: Option<u64>,
+    read_timeout_ms: Option<u64>,
+    max_connections: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeadlineSection {
+    request_ms: Option<u64>,
+    exec_ms: Option<u64>,
+    margin_ms: Option<u64>,
+}
+
+/// Socket settings after precedence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SocketSettings {
+    pub allowed_uids: Vec<u32>,
+    pub rate_per_sec: u32,
+    pub rate_burst: u32,
+    pub ttl_ms: u64,
+    pub read_timeout: Duration,
+    pub max_connections: usize,
+}
+
+/// The clients' deadlines and the safety margin before them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadlines {
+    pub request_ms: u64,
+    pub exec_ms: u64,
+    pub margin_ms: u64,
+}
+
+impl Deadlines {
+    /// When the fallback must answer a `request` received at `now_ms`.
+    pub fn request_deadline(&self, now_ms: u64) -> u64 {
+        now_ms + self.request_ms.saturating_sub(self.margin_ms)
+    }
+
+    /// When the fallback must answer an `exec` received at `now_ms`: the 2026.9.6 node host
+    /// waits 20 s; newer ones `timeoutMs + 5 s`. The shorter of both is safe for either.
+    pub fn exec_deadline(&self, now_ms: u64, timeout_ms: Option<u64>) -> u64 {
+        let client = match timeout_ms {
+            Some(t) if t > 0 => self.exec_ms.min(t.saturating_add(5_000)),
+            _ => self.exec_ms,
+        };
+        now_ms + client.saturating_sub(self.margin_ms)
+    }
+}
+
+/// The effective configuration of `serve`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The guard's own files: inbox.db, audit.jsonl.
+    pub state_dir: PathBuf,
+    /// OpenClaw's state dir (approvals document, default socket path).
+    pub openclaw_state_dir: PathBuf,
+    /// A policy file; `None` = the embedded policy.
+    pub policy: Option<PathBuf>,
+    pub socket: SocketSettings,
+    pub deadlines: Deadlines,
+    /// Which file was read, for the startup lines.
+    pub origin: String,
+}
+
+/// Command-line overrides (`serve` flags).
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub config: Option<PathBuf>,
+    pub state_dir: Option<PathBuf>,
+    pub openclaw_state: Option<PathBuf>,
+    pub policy: Option<PathBuf>,
+}
+
+impl Config {
+    /// Loads with the real process environment.
+    pub fn load(o: &Overrides) -> Result<Config, ConfigError> {
+        Self::load_with(o, &|k| std::env::var(k).ok())
+    }
+
+    /// Loads with `env` as the environment (tests pass a map).
+    pub fn load_with(
+        o: &Overrides,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let default = parse(DEFAULT_CONFIG, "embedded default")?;
+        let (file, origin) = match o.config.as_ref().map(PathBuf::from).or_else(|| {
+            env("SANCTUM_CONFIG")
+                .filter(|s| !s.is_empty())
+                .map(PathBuf::from)
+        }) {
+            Some(p) => {
+                let text = std::fs::read_to_string(&p).map_err(|source| ConfigError::Read {
+                    path: p.clone(),
+                    source,
+                })?;
+                (
+                    parse(&text, &p.display().to_string())?,
+                    p.display().to_string(),
+                )
+            }
+            None => (FileConfig::default(), "embedded default".to_owned()),
+        };
+        let home = || {
+            env("HOME")
+                .filter(|h| !h.is_empty())
+                .map(PathBuf::from)
+                .ok_or(ConfigError::NoHome("pass --state-dir and --openclaw-state"))
+        };
+        let env_path = |k: &str| env(k).filter(|s| !s.is_empty()).map(PathBuf::from);
+
+        let state_dir = match o
+            .state_dir
+            .clone()
+            .or_else(|| env_path("SANCTUM_STATE_DIR"))
+            .or(file.state_dir)
+        {
+            Some(p) => p,
+            None => match env_path("XDG_STATE_HOME") {
+                Some(x) => x.join("sanctum-guard"),
+                None => home()?.join(".local/state/sanctum-guard"),
+            },
+        };
+        let openclaw_state_dir = match o
+            .openclaw_state
+            .clone()
+            .or_else(|| env_path("SANCTUM_OPENCLAW_STATE"))
+            .or(file.openclaw_state_dir)
+            .or_else(|| env_path("OPENCLAW_STATE_DIR"))
+        {
+            Some(p) => p,
+            None => home()?.join(".openclaw"),
+        };
+        let policy = o
+            .policy
+            .clone()
+            .or_else(|| env_path("SANCTUM_POLICY"))
+            .or(file.policy);
+
+        let num = |name: &str| -> Result<Option<u64>, ConfigError> {
+            env(name)
+                .map(|v| {
+                    v.trim().parse::<u64>().map_err(|e| ConfigError::Env {
+                        name: name.into(),
+                        message: e.to_string(),
+                    })
+                })
+                .transpose()
+        };
+        let small = |name: &str| -> Result<Option<u32>, ConfigError> {
+            num(name)?
+                .map(|v| {
+                    u32::try_from(v).map_err(|e| ConfigError::Env {
+                        name: name.into(),
+                        message: e.to_string(),
+                    })
+                })
+                .transpose()
+        };
+        let uids_env = env("SANCTUM_SOCKET_ALLOWED_UIDS")
+            .map(|v| {
+                v.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| {
+                        s.parse::<u32>().map_err(|e| ConfigError::Env {
+                            name: "SANCTUM_SOCKET_ALLOWED_UIDS".into(),
+                            message: e.to_string(),
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?;
+        let mut allowed_uids = uids_env
+            .or(file.socket.allowed_uids)
+            .or(default.socket.allowed_uids.clone())
+            .unwrap_or_default();
+        if allowed_uids.is_empty() {
+            allowed_uids.push(nix::unistd::geteuid().as_raw());
+        }
+        let d = &default;
+        let socket = SocketSettings {
+            allowed_uids,
+            rate_per_sec: small("SANCTUM_SOCKET_RATE_PER_SEC")?
+                .or(file.socket.rate_per_sec)
+                .or(d.socket.rate_per_sec)
+                .unwrap_or(500),
+            rate_burst: small("SANCTUM_SOCKET_RATE_BURST")?
+                .or(file.socket.rate_burst)
+                .or(d.socket.rate_burst)
+                .unwrap_or(2000),
+            ttl_ms: file.socket.ttl_ms.or(d.socket.ttl_ms).unwrap_or(10_000),
+            read_timeout: Duration::from_millis(
+                file.socket
+                    .read_timeout_ms
+                    .or(d.socket.read_timeout_ms)
+                    .unwrap_or(5_000),
+            ),
+            max_connections: file
+                .socket
+                .max_connections
+                .or(d.socket.max_connections)
+                .unwrap_or(4096),
+        };
+        let deadlines = Deadlines {
+            request_ms: file
+                .deadlines
+                .request_ms
+                .or(d.deadlines.request_ms)
+                .unwrap_or(15_000),
+            exec_ms: file
+                .deadlines
+                .exec_ms
+                .or(d.deadlines.exec_ms)
+                .unwrap_or(20_000),
+            margin_ms: num("SANCTUM_DEADLINE_MARGIN_MS")?
+                .or(file.deadlines.margin_ms)
+                .or(d.deadlines.margin_ms)
+                .unwrap_or(1_500),
+        };
+        Ok(Config {
+            state_dir,
+            openclaw_state_dir,
+            policy,
+            socket,
+            deadlines,
+            origin,
+        })
+    }
+
+    pub fn inbox_path(&self) -> PathBuf {
+        self.state_dir.join("inbox.db")
+    }
+
+    pub fn audit_path(&self) -> PathBuf {
+        self.state_dir.join("audit.jsonl")
+    }
+}
+
+fn parse(text: &str, origin: &str) -> Result<FileConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Parse {
+        origin: origin.into(),
+        source: Box::new(e),
+    })
+}
+
+/// The state dir as a 0700 directory (created if missing).
+pub fn ensure_state_dir(dir: &Path) -> Result<(), crate::socket::listener::ListenError> {
+    crate::socket::listener::secure_dir(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn laptop_default() {
+        let c = Config::load_with(&Overrides::default(), &env_of(&[("HOME", "/home/u")]))
+            .expect("default");
+        assert_eq!(
+            c.state_dir,
+            PathBuf::from("/home/u/.local/state/sanctum-guard")
+        );
+        assert_eq!(c.openclaw_state_dir, PathBuf::from("/home/u/.openclaw"));
+        assert_eq!(c.socket.allowed_uids, vec![nix::unistd::geteuid().as_raw()]);
+        assert_eq!(c.deadlines.request_deadline(0), 13_500);
+        assert_eq!(c.deadlines.exec_deadline(0, Some(5_000)), 8_500);
+        assert_eq!(c.deadlines.exec_deadline(0, None), 18_500);
+        assert_eq!(c.policy, None);
+    }
+
+    #[test]
+    fn precedence_flag_env_file() {
+        let t = tempfile::tempdir().expect("tmp");
+        let f = t.path().join("c.toml");
+        std::fs::write(
+            &f,
+            "state_dir = \"/from/file\"\nopenclaw_state_dir = \"/oc/file\"\n[socket]\nallowed_uids = [7]\nrate_per_sec = 9\n",
+        )
+        .expect("write");
+        let env = env_of(&[
+            ("HOME", "/h"),
+            ("XDG_STATE_HOME", "/xdg"),
+            ("OPENCLAW_STATE_DIR", "/oc/env"),
+            ("SANCTUM_SOCKET_RATE_PER_SEC", "11"),
+        ]);
+        let mut o = Overrides {
+            config: Some(f.clone()),
+            ..Default::default()
+        };
+        let c = Config::load_with(&o, &env).expect("file");
+        assert_eq!(c.state_dir, PathBuf::from("/from/file"));
+        // The config file's key beats OpenClaw's own env var; the flag beats both.
+        assert_eq!(c.openclaw_state_dir, PathBuf::from("/oc/file"));
+        assert_eq!(c.socket.allowed_uids, vec![7]);
+        assert_eq!(c.socket.rate_per_sec, 11);
+        o.state_dir = Some("/flag".into());
+        o.openclaw_state = Some("/oc/flag".into());
+        let c = Config::load_with(&o, &env).expect("flags");
+        assert_eq!(c.state_dir, PathBuf::from("/flag"));
+        assert_eq!(c.openclaw_state_dir, PathBuf::from("/oc/flag"));
+        let c = Config::load_with(&Overrides::default(), &env).expect("env");
+        assert_eq!(c.state_dir, PathBuf::from("/xdg/sanctum-guard"));
+        assert_eq!(c.openclaw_state_dir, PathBuf::from("/oc/env"));
+    }
+
+    #[test]
+    fn bad_input_is_an_error() {
+        let t = tempfile::tempdir().expect("tmp");
+        let f = t.path().join("c.toml");
+        std::fs::write(&f, "[socket]\nbogus = 1\n").expect("write");
+        let o = Overrides {
+            config: Some(f),
+            ..Default::default()
+        };
+        assert!(matches!(
+            Config::load_with(&o, &env_of(&[("HOME", "/h")])),
+            Err(ConfigError::Parse { .. })
+        ));
+        let e = Config::load_with(
+            &Overrides::default(),
+            &env_of(&[("HOME", "/h"), ("SANCTUM_SOCKET_ALLOWED_UIDS", "x")]),
+        );
+        assert!(matches!(e, Err(ConfigError::Env { .. })));
+    }
+}

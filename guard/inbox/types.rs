@@ -1,0 +1,189 @@
+//! The inbox's data: entry states, entries, resolutions, events, and its errors.
+
+use crate::audit::AuditError;
+use crate::policy::request::{Decision, DecisionKind, Request};
+use crate::policy::verdict::{Reason, Verdict};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InboxError {
+    #[error("no inbox entry with id {0}")]
+    UnknownId(String),
+    #[error("inbox entry {id} is already {state}")]
+    AlreadyResolved { id: String, state: State },
+    #[error("inbox entry {id}: request hash mismatch (decided on {expected}, entry is {actual})")]
+    HashMismatch {
+        id: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("inbox entry {0} expired before the decision (answered approval-timeout)")]
+    Expired(String),
+    #[error("inbox entry {id}: {} was not offered (offered: {})", kind.as_str(),
+            offered.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", "))]
+    NotOffered {
+        id: String,
+        kind: DecisionKind,
+        offered: Vec<DecisionKind>,
+    },
+    #[error("inbox {0} is already served by another process")]
+    Busy(PathBuf),
+    #[error("inbox {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("inbox database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("inbox storage: {0}")]
+    Storage(String),
+    #[error("inbox record encoding: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("inbox audit: {0}")]
+    Audit(#[from] AuditError),
+    #[error("inbox internal: {0}")]
+    Internal(String),
+}
+
+/// The lifecycle state of an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    Pending,
+    Approved,
+    Denied,
+    Expired,
+    ResolvedElsewhere,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Pending => "pending",
+            State::Approved => "approved",
+            State::Denied => "denied",
+            State::Expired => "expired",
+            State::ResolvedElsewhere => "resolved-elsewhere",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<State> {
+        [
+            State::Pending,
+            State::Approved,
+            State::Denied,
+            State::Expired,
+            State::ResolvedElsewhere,
+        ]
+        .into_iter()
+        .find(|st| st.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which entries [`Inbox::list`] returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateFilter {
+    All,
+    Pending,
+    /// Everything no longer pending.
+    Resolved,
+    Only(State),
+}
+
+/// One inbox entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The inbox's own id (a UUID v4), the one people approve by.
+    pub id: String,
+    pub request: Request,
+    /// The verdict that sent it here: its reasons and the decisions offered.
+    pub verdict: Verdict,
+    /// [`request_hash`] of the request: what a decision is bound to.
+    pub request_hash: String,
+    pub created_ms: u64,
+    pub deadline_ms: u64,
+    pub state: State,
+    pub decision: Option<Decision>,
+    pub resolved_ms: Option<u64>,
+}
+
+impl Entry {
+    pub fn reasons(&self) -> &[Reason] {
+        &self.verdict.reasons
+    }
+
+    /// The decisions a person may give: the verdict's offer, narrowed by what the source
+    /// (OpenClaw's `allowedDecisions`) allows.
+    pub fn offered(&self) -> Vec<DecisionKind> {
+        let mut out: Vec<DecisionKind> = self.verdict.offered.clone();
+        if let Some(allowed) = &self.request.openclaw.allowed_decisions {
+            out.retain(|k| allowed.contains(k));
+        }
+        out
+    }
+
+    /// One line saying what is asked, for lists and logs.
+    pub fn summary(&self) -> String {
+        use crate::policy::request::Action;
+        match &self.request.action {
+            Action::Exec(e) => match &e.command {
+                Some(c) => format!("exec {c}"),
+                None => format!("exec {}", e.argv.join(" ")),
+            },
+            Action::FileRead { path } => format!("read {}", path.display()),
+            Action::FileWrite { path, .. } => format!("write {}", path.display()),
+            Action::FileDelete { path } => format!("delete {}", path.display()),
+            Action::Http { method, url } => format!("http {method} {url}"),
+            Action::Browser { action, url } => {
+                format!("browser {action} {}", url.as_deref().unwrap_or(""))
+            }
+            Action::PackageInstall { manager, packages } => {
+                format!("install ({manager}) {}", packages.join(" "))
+            }
+            Action::ProcessExit { code } => format!("exit {code:?}"),
+            Action::SkillInstall { name } => format!("skill install {name}"),
+            Action::ConfigChange { key, .. } => format!("config {key}"),
+        }
+    }
+
+    /// Deny is always possible: refusing is never taken away from a person.
+    pub fn offers(&self, kind: DecisionKind) -> bool {
+        kind == DecisionKind::Deny || self.offered().contains(&kind)
+    }
+}
+
+/// A resolution, as returned by decide and carried by events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resolved {
+    pub id: String,
+    pub state: State,
+    pub decision: Decision,
+}
+
+/// What subscribers see.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InboxEvent {
+    Added(Box<Entry>),
+    /// Approved, denied or resolved elsewhere (by this process or another).
+    Resolved(Resolved),
+    /// Answered by the fallback: deadline, restart or client gone.
+    Expired(Resolved),
+}
+
+/// Why a waiting request is withdrawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Cancel {
+    /// The client hung up: state expired, reason `client-gone`.
+    ClientGone,
+    /// Another channel (OpenClaw's own UI, the gateway) answered it: state
+    /// resolved-elsewhere; the text says where.
+    ResolvedElsewhere(String),
+}

@@ -1,0 +1,301 @@
+//! OpenClaw's exec allowlist semantics (openclaw-protocol.md §2.1), byte for byte: the glob
+//! rules of `matchesExecAllowlistPattern`, the path-vs-bare-name split of `hasPathSelector`,
+//! the entry order of `matchAllowlist` and the ECMAScript `argPattern` of `matchArgPattern`.
+//! This module owns that compatibility; it compiles the rules once so a lookup among 10,000
+//! entries costs a hash probe and a few regex-set scans, not a walk over every rule.
+//!
+//! JavaScript strings are UTF-16 and OpenClaw's regexes have no `u` flag, so `?` matches one
+//! UTF-16 code unit. Glob patterns and targets are therefore matched in a "code unit" form
+//! where each surrogate half is its own `char` (see [`js_units`]), and `argPattern` runs on
+//! `regress` (an ECMAScript engine) over UTF-16 in UCS-2 mode.
+//!
+//! The reference is OpenClaw 2026.9.6 (tests/policy_allowlist.rs compares with its real code).
+//! 2026.7.35 also retried an `argPattern` with trailing shell redirections stripped; not doing
+//! so is stricter, never looser. Like OpenClaw, an `argPattern` runs on a backtracking engine:
+//! a pathological pattern from the approvals file can be slow on a crafted argv.
+
+mod glob;
+mod js;
+
+pub use js::{js_trim, node_posix_normalize};
+
+use crate::openclaw::allow_always::{cwd_argv_pattern, CWD_ARGV_PREFIX, LEGACY_ARGV_PREFIX};
+use glob::GlobIndex;
+use js::{js_units, node_basename};
+use std::path::Path;
+
+/// One allowlist entry, as OpenClaw stores it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Rule {
+    pub pattern: String,
+    pub arg_pattern: Option<String>,
+    /// `source: "allow-always"` (a grant persisted by an `allow-always` decision).
+    pub allow_always: bool,
+}
+
+/// The command being checked, as OpenClaw resolves it.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    /// argv[0] as written (after wrapper unwrapping).
+    pub raw_executable: &'a str,
+    /// The executable OpenClaw found (PATH lookup or cwd-relative path), before realpath.
+    /// Bare-name globs match its basename. `None` falls back to `resolved_real_path`.
+    pub resolved_path: Option<&'a Path>,
+    /// `realpath` of the executable. Path globs match it.
+    pub resolved_real_path: Option<&'a Path>,
+    pub argv: &'a [String],
+    pub cwd: &'a str,
+}
+
+/// Which entry allowed the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllowMatch {
+    /// A bare `*` entry (no argPattern, not allow-always): everything is allowed.
+    Wildcard,
+    /// A path or name pattern (with a matching regex argPattern, or none).
+    Pattern { rule: usize },
+    /// A `sha256:cwd-argv:v1:` grant equal to this exact argv + cwd.
+    AllowAlways { rule: usize },
+}
+
+/// How an entry's argPattern decides, compiled.
+#[derive(Debug)]
+enum ArgMatcher {
+    /// No argPattern: the pattern alone allows (a path-only match, lowest priority).
+    PathOnly,
+    /// `sha256:cwd-argv:v1:<hex>`: equal to the hash of this argv + cwd.
+    CwdHash(String),
+    /// An ECMAScript regex over argv[1..]; `nul` = NUL-joined subject.
+    Regex { re: regress::Regex, nul: bool },
+    /// Legacy hash, allow-always without a cwd-bound hash, or an invalid regex.
+    Never,
+}
+
+/// A compiled allowlist.
+#[derive(Debug)]
+pub struct CompiledAllowlist {
+    args: Vec<ArgMatcher>,
+    /// First bare `*` entry (no argPattern, not allow-always).
+    wildcard: Option<usize>,
+    /// Patterns with a path selector (`/`, `\`, `~`): matched against the real path.
+    paths: GlobIndex,
+    /// Bare-name patterns: matched against the basename, only for PATH lookups.
+    names: GlobIndex,
+}
+
+impl CompiledAllowlist {
+    /// Compiles `rules` with `~` = `home`. Bad rules (empty pattern, invalid regex, legacy
+    /// hash) are kept in place but never match, so rule indices stay those of `rules`.
+    pub fn compile(rules: &[Rule], home: &Path) -> Self {
+        let home = node_posix_normalize(&home.to_string_lossy());
+        let home = if home.len() > 1 {
+            home.trim_end_matches('/').to_string()
+        } else {
+            home
+        };
+        let mut args = Vec::with_capacity(rules.len());
+        let mut wildcard = None;
+        let mut paths = Vec::new();
+        let mut names = Vec::new();
+        for (i, rule) in rules.iter().enumerate() {
+            let pattern = js_trim(&rule.pattern);
+            let arg = rule.arg_pattern.as_deref().filter(|a| !a.is_empty());
+            if pattern == "*" && arg.is_none() && !rule.allow_always && wildcard.is_none() {
+                wildcard = Some(i);
+            }
+            args.push(compile_arg(arg, rule.allow_always));
+            if pattern.is_empty() {
+                continue;
+            }
+            if has_path_selector(pattern) {
+                paths.push((i, normalize_pattern(pattern, &home)));
+            } else if pattern != "*" {
+                names.push((i, normalize_pattern(pattern, &home)));
+            }
+        }
+        CompiledAllowlist {
+            args,
+            wildcard,
+            paths: GlobIndex::build(paths),
+            names: GlobIndex::build(names),
+        }
+    }
+
+    /// Number of entries compiled (the indices [`AllowMatch`] refers to).
+    pub fn len(&self) -> usize {
+        self.args.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.args.is_empty()
+    }
+
+    /// The index of the bare `*` entry that makes [`AllowMatch::Wildcard`], if any.
+    pub fn wildcard_rule(&self) -> Option<usize> {
+        self.wildcard
+    }
+
+    /// OpenClaw's `matchAllowlist`: a bare `*` wins; then, in entry order, the first entry
+    /// whose pattern and argPattern both match; else the first pattern-only entry.
+    pub fn matches(&self, target: &Target) -> Option<AllowMatch> {
+        self.matched_rule(target).map(|(rule, how)| match how {
+            Hit::Wildcard => AllowMatch::Wildcard,
+            Hit::Pattern => AllowMatch::Pattern { rule },
+            Hit::AllowAlways => AllowMatch::AllowAlways { rule },
+        })
+    }
+
+    /// Like [`Self::matches`], but always names the entry (the wildcard's too), as
+    /// OpenClaw's function returns the entry itself.
+    pub fn matched_rule(&self, target: &Target) -> Option<(usize, Hit)> {
+        let raw = js_trim(target.raw_executable);
+        if raw.is_empty() {
+            return None;
+        }
+        if let Some(w) = self.wildcard {
+            return Some((w, Hit::Wildcard));
+        }
+        let resolved = target
+            .resolved_path
+            .or(target.resolved_real_path)
+            .map(|p| p.to_string_lossy().into_owned())
+            .filter(|p| !p.is_empty())?;
+        let real = target
+            .resolved_real_path
+            .map(|p| js_trim(&p.to_string_lossy()).to_string())
+            .unwrap_or_default();
+        let trust = if real.is_empty() {
+            resolved.clone()
+        } else {
+            real
+        };
+
+        let mut hits = Vec::new();
+        let (lit, glob) = match_targets(&trust);
+        self.paths.hits(&lit, &glob, &mut hits);
+        if !has_path_selector(raw) {
+            let (lit, glob) = match_targets(node_basename(&resolved));
+            self.names.hits(&lit, &glob, &mut hits);
+        }
+        hits.sort_unstable();
+        hits.dedup();
+
+        let mut path_only = None;
+        let mut cwd_hash: Option<String> = None;
+        for rule in hits {
+            match &self.args[rule] {
+                ArgMatcher::PathOnly => {
+                    path_only.get_or_insert(rule);
+                }
+                ArgMatcher::CwdHash(want) => {
+                    let have =
+                        cwd_hash.get_or_insert_with(|| cwd_argv_pattern(target.cwd, target.argv));
+                    if have == want {
+                        return Some((rule, Hit::AllowAlways));
+                    }
+                }
+                ArgMatcher::Regex { re, nul } => {
+                    if arg_regex_matches(re, *nul, target.argv) {
+                        return Some((rule, Hit::Pattern));
+                    }
+                }
+                ArgMatcher::Never => {}
+            }
+        }
+        path_only.map(|rule| (rule, Hit::Pattern))
+    }
+}
+
+/// How an entry matched (see [`AllowMatch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    Wildcard,
+    Pattern,
+    AllowAlways,
+}
+
+fn compile_arg(arg: Option<&str>, allow_always: bool) -> ArgMatcher {
+    match arg {
+        None if allow_always => ArgMatcher::Never,
+        None => ArgMatcher::PathOnly,
+        Some(a) if a.starts_with(CWD_ARGV_PREFIX) => ArgMatcher::CwdHash(a.to_string()),
+        Some(_) if allow_always => ArgMatcher::Never,
+        Some(a) if a.starts_with(LEGACY_ARGV_PREFIX) => ArgMatcher::Never,
+        Some(a) => {
+            // `new RegExp(argPattern)`: no flags, so the pattern is UTF-16 code units too.
+            match regress::Regex::from_unicode(a.encode_utf16().map(u32::from), "") {
+                Ok(re) => ArgMatcher::Regex {
+                    re,
+                    nul: a.contains('\0'),
+                },
+                Err(_) => ArgMatcher::Never,
+            }
+        }
+    }
+}
+
+/// `matchArgPattern`'s subject: argv[1..] space-joined, or NUL-joined with a trailing NUL
+/// (`"\0\0"` for no arguments) when the pattern contains NUL.
+fn arg_regex_matches(re: &regress::Regex, nul: bool, argv: &[String]) -> bool {
+    let args = argv.get(1..).unwrap_or(&[]);
+    let subject = if !nul {
+        args.join(" ")
+    } else if args.is_empty() {
+        "\0\0".to_string()
+    } else {
+        let mut s = args.join("\0");
+        s.push('\0');
+        s
+    };
+    let units: Vec<u16> = subject.encode_utf16().collect();
+    re.find_from_ucs2(&units, 0).next().is_some()
+}
+
+/// `hasPathSelector`.
+pub fn has_path_selector(value: &str) -> bool {
+    value.contains(['/', '\\', '~'])
+}
+
+/// The pattern half of `matchesExecAllowlistPattern`: leading `~` (alone or before `/` or
+/// `\`) becomes home, then `normalizeMatchTarget` (`\\` pairs become `/`).
+fn normalize_pattern(pattern: &str, home: &str) -> String {
+    let expanded = match pattern.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with(['/', '\\']) => format!("{home}{rest}"),
+        _ => pattern.to_string(),
+    };
+    normalize_match_target(&expanded)
+}
+
+/// `normalizeMatchTarget` on Linux.
+fn normalize_match_target(value: &str) -> String {
+    value.replace("\\\\", "/")
+}
+
+/// The two forms of a target: exact (for literal patterns) and, for globs, dot segments
+/// normalised (`hasDotPathSegment` → `path.posix.normalize`) in code-unit form.
+fn match_targets(target: &str) -> (String, String) {
+    let literal = normalize_match_target(target);
+    let has_dot = literal
+        .replace('\\', "/")
+        .split('/')
+        .any(|s| s == "." || s == "..");
+    let glob = if has_dot {
+        normalize_match_target(&node_posix_normalize(&literal))
+    } else {
+        literal.clone()
+    };
+    (literal, js_units(&glob))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shared across request handlers behind an `Arc`.
+    #[test]
+    fn compiled_lists_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<CompiledAllowlist>();
+        assert_send_sync::<crate::policy::file::Policy>();
+    }
+}

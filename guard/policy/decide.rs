@@ -1,0 +1,444 @@
+//! `decide()`: the pure function from a request to a verdict. Shell text is analysed into
+//! segments, each segment classified by the command table and given the policy's status;
+//! the strictest segment decides. Allowlist grants and OpenClaw's own `security`/`ask`
+//! then adjust it, only ever toward stricter, except that an exact `allow-always` grant
+//! may lift a gated segment whose category persists.
+
+use super::allowlist::{AllowMatch, CompiledAllowlist, Target};
+use super::file::Policy;
+use super::request::{Action, DecisionKind, ExecAction, Request, Status};
+use super::shell::{self, Analysis, Segment, ShellContext};
+use super::table::{self, Classification, TableContext};
+use super::verdict::{Category, Reason, SegmentVerdict, Verdict, VerdictKind};
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+/// OpenClaw's `security` (and `askFallback`) enum, strictest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ExecSecurity {
+    Deny,
+    Allowlist,
+    Full,
+}
+
+impl ExecSecurity {
+    /// OpenClaw's spelling; anything else is `None` (OpenClaw drops invalid values).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "deny" => Some(Self::Deny),
+            "allowlist" => Some(Self::Allowlist),
+            "full" => Some(Self::Full),
+            _ => None,
+        }
+    }
+}
+
+/// OpenClaw's `ask` enum, least strict first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ExecAsk {
+    Off,
+    OnMiss,
+    Always,
+}
+
+impl ExecAsk {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "off" => Some(Self::Off),
+            "on-miss" => Some(Self::OnMiss),
+            "always" => Some(Self::Always),
+            _ => None,
+        }
+    }
+}
+
+/// Everything `decide()` needs besides the policy and the request.
+#[derive(Debug)]
+pub struct DecideContext {
+    /// The agent's home (`~`, `$HOME`).
+    pub home: PathBuf,
+    /// The agent's PATH, for resolving bare command names.
+    pub path: String,
+    /// Working directory when the request names none.
+    pub cwd: PathBuf,
+    /// Workspace when the policy names none (default: the request's cwd).
+    pub workspace: Option<PathBuf>,
+    /// OpenClaw's effective settings for this agent.
+    pub security: ExecSecurity,
+    pub ask: ExecAsk,
+    pub ask_fallback: ExecSecurity,
+    /// The agent's effective allowlist (`agents["*"]` then `agents.<id>`), compiled.
+    pub allowlist: CompiledAllowlist,
+}
+
+impl DecideContext {
+    /// A context with no OpenClaw constraints (security `full`, ask `off`) and an empty
+    /// allowlist: the guard's own policy alone decides.
+    pub fn standalone(home: &Path, path: &str, cwd: &Path) -> Self {
+        DecideContext {
+            home: home.to_path_buf(),
+            path: path.to_string(),
+            cwd: cwd.to_path_buf(),
+            workspace: None,
+            security: ExecSecurity::Full,
+            ask: ExecAsk::Off,
+            ask_fallback: ExecSecurity::Deny,
+            allowlist: CompiledAllowlist::compile(&[], home),
+        }
+    }
+}
+
+/// One segment's outcome before the request-level combination.
+struct Scored {
+    verdict: SegmentVerdict,
+    status: Status,
+    /// Categories of the segment's gated findings (allow-always needs all to persist).
+    gated: Vec<Category>,
+    inline_eval: bool,
+    allowlisted: bool,
+}
+
+/// Decides one request. Pure apart from `stat`/`realpath` of the paths the request names.
+pub fn decide(policy: &Policy, ctx: &DecideContext, req: &Request) -> Verdict {
+    // The sensitive list is built for the policy's agent home; follow the context's.
+    let policy: Cow<Policy> = if policy.agent_home() == ctx.home {
+        Cow::Borrowed(policy)
+    } else {
+        match policy.with_agent_home(&ctx.home) {
+            Ok(p) => Cow::Owned(p),
+            Err(e) => return error_verdict(&format!("policy for agent home: {e}")),
+        }
+    };
+    let policy = policy.as_ref();
+    match &req.action {
+        Action::Exec(exec) => decide_exec(policy, ctx, req, exec),
+        other => decide_action(policy, ctx, req, other),
+    }
+}
+
+fn error_verdict(msg: &str) -> Verdict {
+    Verdict {
+        kind: VerdictKind::Deny,
+        category: Category::Unanalysable,
+        reasons: vec![Reason::new("policy-error", msg)],
+        offered: Vec::new(),
+        segments: Vec::new(),
+        profile: None,
+    }
+}
+
+/// The statuses of a classification's findings: (status, deciding category, its reasons,
+/// gated categories).
+fn score(policy: &Policy, c: &Classification) -> (Status, Category, Vec<Reason>, Vec<Category>) {
+    let status = c
+        .findings
+        .iter()
+        .map(|f| policy.status(f.category))
+        .max()
+        .unwrap_or(Status::Gated);
+    let deciding: Vec<_> = c
+        .findings
+        .iter()
+        .filter(|f| policy.status(f.category) == status)
+        .collect();
+    let category = deciding
+        .first()
+        .map(|f| f.category)
+        .unwrap_or(Category::Unanalysable);
+    let mut reasons: Vec<Reason> = Vec::new();
+    for f in &deciding {
+        if !reasons.contains(&f.reason) {
+            reasons.push(f.reason.clone());
+        }
+    }
+    let gated = c
+        .findings
+        .iter()
+        .filter(|f| policy.status(f.category) == Status::Gated)
+        .map(|f| f.category)
+        .collect();
+    (status, category, reasons, gated)
+}
+
+fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecAction) -> Verdict {
+    let cwd = exec.cwd.clone().unwrap_or_else(|| ctx.cwd.clone());
+    let workspace = policy
+        .workspace()
+        .map(Path::to_path_buf)
+        .or_else(|| ctx.workspace.clone())
+        .unwrap_or_else(|| cwd.clone());
+    let sctx = ShellContext {
+        home: ctx.home.clone(),
+        path: ctx.path.clone(),
+        cwd: cwd.clone(),
+    };
+    let analysis: Analysis = match (&exec.command, exec.argv.is_empty()) {
+        (Some(text), _) => shell::analyse(text, &sctx),
+        (None, false) => shell::analyse_argv(&exec.argv, &sctx),
+        (None, true) => Analysis::default(),
+    };
+    let t = TableContext {
+        policy,
+        home: &ctx.home,
+        workspace: &workspace,
+        cwd: &cwd,
+    };
+    // OpenClaw's effective settings: never looser than what it asked for.
+    let security = [
+        Some(ctx.security),
+        req.openclaw
+            .security
+            .as_deref()
+            .and_then(ExecSecurity::parse),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+    .unwrap_or(ExecSecurity::Deny);
+    let ask = [
+        Some(ctx.ask),
+        req.openclaw.ask.as_deref().and_then(ExecAsk::parse),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(ExecAsk::Always);
+    // Whether every segment's allowlist status matters (else only gated ones, for grants).
+    let need_all = security == ExecSecurity::Allowlist && ask == ExecAsk::Off;
+    let cwd_str = cwd.to_string_lossy();
+    let mut scored: Vec<Scored> = analysis
+        .segments
+        .iter()
+        .map(|seg| score_segment(policy, ctx, &t, seg, &cwd_str, need_all))
+        .collect();
+    if scored.is_empty() {
+        let mut c = Classification::default();
+        c.add(Category::Unanalysable, "unanalysable", "no command to run");
+        let (status, category, reasons, gated) = score(policy, &c);
+        scored.push(Scored {
+            verdict: SegmentVerdict {
+                text: exec.command.clone().unwrap_or_default(),
+                argv: exec.argv.clone(),
+                resolved_path: None,
+                category,
+                verdict: status.into(),
+                reasons,
+            },
+            status,
+            gated,
+            inline_eval: false,
+            allowlisted: false,
+        });
+    }
+    let mut verdict = combine(policy, &scored);
+
+    if security == ExecSecurity::Deny {
+        verdict.kind = VerdictKind::Deny;
+        verdict.reasons.insert(
+            0,
+            Reason::new(
+                "openclaw-security-deny",
+                "OpenClaw's exec security is `deny`",
+            ),
+        );
+    } else if security == ExecSecurity::Allowlist
+        && ask == ExecAsk::Off
+        && scored.iter().any(|s| !s.allowlisted)
+    {
+        verdict.kind = VerdictKind::Deny;
+        verdict.reasons.insert(
+            0,
+            Reason::new(
+                "allowlist-miss",
+                "OpenClaw's allowlist does not cover every segment and it asks nobody (ask=off)",
+            ),
+        );
+    }
+    if ask == ExecAsk::Always && verdict.kind != VerdictKind::Deny {
+        if verdict.kind == VerdictKind::Allow {
+            verdict.reasons.insert(
+                0,
+                Reason::new(
+                    "openclaw-ask-always",
+                    "OpenClaw asks for every command (ask=always)",
+                ),
+            );
+        }
+        verdict.kind = VerdictKind::Ask;
+        verdict.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
+    }
+    finish_offered(&mut verdict, req);
+    verdict
+}
+
+fn score_segment(
+    policy: &Policy,
+    ctx: &DecideContext,
+    t: &TableContext,
+    seg: &Segment,
+    cwd: &str,
+    need_all: bool,
+) -> Scored {
+    let c = table::classify_segment(seg, t);
+    let (mut status, category, mut reasons, gated) = score(policy, &c);
+    let static_argv: Option<Vec<String>> = seg.argv.iter().map(|w| w.value.clone()).collect();
+    let mut allowlisted = false;
+    // OpenClaw fails the analysis of a segment with a redirection or a substitution.
+    let plain = seg.redirects.is_empty() && seg.problem.is_none();
+    let wanted = need_all || status == Status::Gated;
+    if let (Some(argv), true) = (&static_argv, plain && wanted) {
+        if let Some(first) = argv.first() {
+            let real = seg.real_path();
+            let target = Target {
+                raw_executable: first,
+                resolved_path: seg.resolved.as_deref(),
+                resolved_real_path: real.as_deref(),
+                argv,
+                cwd,
+            };
+            let hit = ctx.allowlist.matches(&target);
+            allowlisted = hit.is_some();
+            if let Some(AllowMatch::AllowAlways { rule }) = hit {
+                if status == Status::Gated
+                    && !c.inline_eval
+                    && gated.iter().all(|cat| policy.persist(*cat))
+                {
+                    status = Status::Autonomous;
+                    reasons.push(Reason::new(
+                        "allow-always",
+                        format!("an allow-always grant (allowlist entry {rule}) covers this exact argv and cwd"),
+                    ));
+                }
+            }
+        }
+    }
+    Scored {
+        verdict: SegmentVerdict {
+            text: seg.text.clone(),
+            argv: seg.argv.iter().map(|w| w.display().to_string()).collect(),
+            resolved_path: seg
+                .resolved
+                .as_ref()
+                .map(|p| p.to_string_lossy().into_owned()),
+            category,
+            verdict: status.into(),
+            reasons,
+        },
+        status,
+        gated,
+        inline_eval: c.inline_eval,
+        allowlisted,
+    }
+}
+
+/// Strictest segment decides; reasons from every non-autonomous segment.
+fn combine(policy: &Policy, scored: &[Scored]) -> Verdict {
+    let status = scored
+        .iter()
+        .map(|s| s.status)
+        .max()
+        .unwrap_or(Status::Gated);
+    let deciding = scored.iter().find(|s| s.status == status);
+    let category = deciding
+        .map(|s| s.verdict.category)
+        .unwrap_or(Category::Unanalysable);
+    let mut reasons: Vec<Reason> = Vec::new();
+    for s in scored.iter().filter(|s| s.status != Status::Autonomous) {
+        for r in &s.verdict.reasons {
+            if !reasons.contains(r) {
+                reasons.push(r.clone());
+            }
+        }
+    }
+    if reasons.is_empty() {
+        if let Some(d) = deciding {
+            reasons = d.verdict.reasons.clone();
+        }
+    }
+    let kind: VerdictKind = status.into();
+    let offered = if kind == VerdictKind::Ask {
+        let persists = scored
+            .iter()
+            .filter(|s| s.status == Status::Gated)
+            .all(|s| !s.inline_eval && s.gated.iter().all(|c| policy.persist(*c)));
+        if persists {
+            vec![
+                DecisionKind::AllowOnce,
+                DecisionKind::AllowAlways,
+                DecisionKind::Deny,
+            ]
+        } else {
+            vec![DecisionKind::AllowOnce, DecisionKind::Deny]
+        }
+    } else {
+        Vec::new()
+    };
+    Verdict {
+        kind,
+        category,
+        reasons,
+        offered,
+        segments: scored.iter().map(|s| s.verdict.clone()).collect(),
+        profile: policy.profile(category).map(str::to_string),
+    }
+}
+
+/// Applies the request's `allowedDecisions`; an ask left with no way to allow is a deny.
+fn finish_offered(verdict: &mut Verdict, req: &Request) {
+    if verdict.kind != VerdictKind::Ask {
+        verdict.offered.clear();
+        return;
+    }
+    if let Some(allowed) = &req.openclaw.allowed_decisions {
+        verdict.offered.retain(|d| allowed.contains(d));
+    }
+    if !verdict
+        .offered
+        .iter()
+        .any(|d| matches!(d, DecisionKind::AllowOnce | DecisionKind::AllowAlways))
+    {
+        verdict.kind = VerdictKind::Deny;
+        verdict.offered.clear();
+        verdict.reasons.insert(
+            0,
+            Reason::new(
+                "no-allow-decision",
+                "the request offers no decision that allows it",
+            ),
+        );
+    }
+}
+
+fn decide_action(policy: &Policy, ctx: &DecideContext, req: &Request, action: &Action) -> Verdict {
+    let workspace = policy
+        .workspace()
+        .map(Path::to_path_buf)
+        .or_else(|| ctx.workspace.clone())
+        .unwrap_or_else(|| ctx.cwd.clone());
+    let t = TableContext {
+        policy,
+        home: &ctx.home,
+        workspace: &workspace,
+        cwd: &ctx.cwd,
+    };
+    let c = table::classify_action(action, &t);
+    let (status, category, reasons, gated) = score(policy, &c);
+    let text = serde_json::to_string(action).unwrap_or_default();
+    let scored = [Scored {
+        verdict: SegmentVerdict {
+            text,
+            argv: Vec::new(),
+            resolved_path: None,
+            category,
+            verdict: status.into(),
+            reasons,
+        },
+        status,
+        gated,
+        inline_eval: c.inline_eval,
+        allowlisted: false,
+    }];
+    let mut verdict = combine(policy, &scored);
+    finish_offered(&mut verdict, req);
+    verdict
+}

@@ -1,0 +1,487 @@
+//! The policy file (TOML): its format, the embedded default (`default-policy.toml`, which is
+//! also its documentation), validation, and errors that point at a line and column. A user
+//! file is laid over the embedded default: every key it leaves out keeps the default value.
+//! This module owns the validated [`Policy`] that `decide()` reads.
+
+mod error;
+mod raw;
+
+pub use error::PolicyError;
+
+use super::paths::{lexical_clean, validate_rule, SensitivePaths};
+use super::request::Status;
+use super::verdict::Category;
+use crate::sandbox::profile::ProfileSpec;
+use raw::{RawCommand, RawPolicy};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The embedded default policy text.
+pub const DEFAULT_POLICY: &str = include_str!("default-policy.toml");
+
+/// Origin name of the embedded default in error messages.
+pub const DEFAULT_ORIGIN: &str = "<embedded default-policy.toml>";
+
+/// Every category, in table order.
+pub const ALL_CATEGORIES: [Category; 19] = [
+    Category::Read,
+    Category::Enumerate,
+    Category::Browse,
+    Category::HttpRead,
+    Category::Write,
+    Category::Delete,
+    Category::RunCode,
+    Category::HttpWrite,
+    Category::PackageInstall,
+    Category::ProcessExit,
+    Category::Privilege,
+    Category::PipeToShell,
+    Category::DestructiveGit,
+    Category::DestructiveDelete,
+    Category::SkillInstall,
+    Category::SensitivePath,
+    Category::ApprovalsOff,
+    Category::ConfigChange,
+    Category::Unanalysable,
+];
+
+/// Compile-time reminder: a new [`Category`] variant must be added to [`ALL_CATEGORIES`]
+/// and to `default-policy.toml`.
+#[allow(dead_code)]
+const fn _all_categories_listed(c: Category) {
+    match c {
+        Category::Read
+        | Category::Enumerate
+        | Category::Browse
+        | Category::HttpRead
+        | Category::Write
+        | Category::Delete
+        | Category::RunCode
+        | Category::HttpWrite
+        | Category::PackageInstall
+        | Category::ProcessExit
+        | Category::Privilege
+        | Category::PipeToShell
+        | Category::DestructiveGit
+        | Category::DestructiveDelete
+        | Category::SkillInstall
+        | Category::SensitivePath
+        | Category::ApprovalsOff
+        | Category::ConfigChange
+        | Category::Unanalysable => {}
+    }
+}
+
+/// Programs whose built-in category is blocked (privilege, shells that pipe-to-shell feeds,
+/// OpenClaw's own CLI for approvals-off and skill-install): a `[[commands]]` entry may not
+/// move them to a category that is not blocked.
+const PROTECTED_PROGRAMS: &[&str] = &[
+    "sudo", "su", "doas", "pkexec", "runuser", "setpriv", "capsh", "chroot", "nsenter", "unshare",
+    "setcap", "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish", "busybox", "openclaw", "clawhub",
+];
+
+/// Directories a protected program is looked for in when checking a path glob.
+const PROTECTED_DIRS: &[&str] = &["/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin"];
+
+/// What the policy says about one category.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CategoryRule {
+    pub status: Status,
+    /// Sandbox profile an approved run gets.
+    pub profile: Option<String>,
+    /// May an allow-always grant lift it (exact argv+cwd only)?
+    pub persist: bool,
+}
+
+/// One `[[commands]]` override.
+#[derive(Debug, Clone)]
+pub struct CommandOverride {
+    /// A basename, or an absolute path glob.
+    pub program: String,
+    /// argv[1..] prefix.
+    pub args: Vec<String>,
+    pub category: Category,
+    glob: Option<globset::GlobMatcher>,
+}
+
+impl CommandOverride {
+    fn matches(&self, program: &str, args: &[String]) -> bool {
+        let program_ok = match &self.glob {
+            Some(glob) => program.starts_with('/') && glob.is_match(program),
+            None => program.rsplit('/').next() == Some(self.program.as_str()),
+        };
+        program_ok && args.starts_with(&self.args)
+    }
+}
+
+/// A validated policy, ready for `decide()`.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    origin: String,
+    workspace: Option<PathBuf>,
+    agent_home: PathBuf,
+    agent_path: String,
+    categories: BTreeMap<Category, CategoryRule>,
+    commands: Vec<CommandOverride>,
+    sensitive_extra: Vec<String>,
+    sensitive: SensitivePaths,
+    profiles: BTreeMap<String, ProfileSpec>,
+}
+
+impl Policy {
+    /// Where it was loaded from (a path, or the embedded default's name).
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    pub fn category(&self, category: Category) -> &CategoryRule {
+        // Every category is present: the embedded default lists all (tested), and layers
+        // only override.
+        self.categories.get(&category).unwrap_or(&CategoryRule {
+            status: Status::Blocked,
+            profile: None,
+            persist: false,
+        })
+    }
+
+    /// Every category's rule, in table order (for `policy check` and `doctor` output).
+    pub fn categories(&self) -> &BTreeMap<Category, CategoryRule> {
+        &self.categories
+    }
+
+    pub fn status(&self, category: Category) -> Status {
+        self.category(category).status
+    }
+
+    pub fn profile(&self, category: Category) -> Option<&str> {
+        self.category(category).profile.as_deref()
+    }
+
+    pub fn persist(&self, category: Category) -> bool {
+        self.category(category).persist
+    }
+
+    /// The first `[[commands]]` entry matching `program` (a basename entry matches the
+    /// basename of a path; a glob entry only an absolute path) and an argv[1..] prefix.
+    pub fn command_override(&self, program: &str, args: &[String]) -> Option<Category> {
+        self.commands
+            .iter()
+            .find(|c| c.matches(program, args))
+            .map(|c| c.category)
+    }
+
+    pub fn commands(&self) -> &[CommandOverride] {
+        &self.commands
+    }
+
+    /// Built-in sensitive paths plus `[sensitive].paths`, with `~` = the agent's home.
+    pub fn sensitive(&self) -> &SensitivePaths {
+        &self.sensitive
+    }
+
+    /// The extra sensitive paths, as written.
+    pub fn sensitive_extra(&self) -> &[String] {
+        &self.sensitive_extra
+    }
+
+    /// `workspace`, if set (default: the request's cwd).
+    pub fn workspace(&self) -> Option<&Path> {
+        self.workspace.as_deref()
+    }
+
+    pub fn agent_home(&self) -> &Path {
+        &self.agent_home
+    }
+
+    pub fn agent_path(&self) -> &str {
+        &self.agent_path
+    }
+
+    pub fn profiles(&self) -> &BTreeMap<String, ProfileSpec> {
+        &self.profiles
+    }
+
+    /// The same policy for another agent home (`~` in the sensitive list moves with it).
+    pub fn with_agent_home(&self, home: &Path) -> Result<Policy, PolicyError> {
+        let mut p = self.clone();
+        p.agent_home = lexical_clean(home);
+        p.sensitive = SensitivePaths::new(&p.agent_home, &p.sensitive_extra)?;
+        Ok(p)
+    }
+}
+
+/// Parses `text` (named `origin` in errors) laid over the embedded default.
+pub fn parse(text: &str, origin: &str) -> Result<Policy, PolicyError> {
+    let default = default_layer()?;
+    let user = raw::parse_layer(text, origin)?;
+    build(
+        origin,
+        &[
+            (default, DEFAULT_POLICY, DEFAULT_ORIGIN),
+            (&user, text, origin),
+        ],
+    )
+}
+
+/// The embedded default, deserialised once.
+fn default_layer() -> Result<&'static RawPolicy, PolicyError> {
+    static LAYER: OnceLock<Result<RawPolicy, String>> = OnceLock::new();
+    LAYER
+        .get_or_init(|| raw::parse_layer(DEFAULT_POLICY, DEFAULT_ORIGIN).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|message| PolicyError::Invalid {
+            origin: DEFAULT_ORIGIN.to_string(),
+            line: 1,
+            column: 1,
+            message: message.clone(),
+        })
+}
+
+/// Reads and parses a policy file.
+pub fn load(path: &Path) -> Result<Policy, PolicyError> {
+    let origin = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
+        origin: origin.clone(),
+        source,
+    })?;
+    parse(&text, &origin)
+}
+
+/// The embedded default policy.
+pub fn embedded_default() -> Policy {
+    // startup: the embedded file is tested (tests/policy_file.rs, embedded_default_is_*).
+    let layer = default_layer().expect("embedded default policy");
+    build(DEFAULT_ORIGIN, &[(layer, DEFAULT_POLICY, DEFAULT_ORIGIN)])
+        .expect("embedded default policy") // startup
+}
+
+/// One layer with the text and origin its spans refer to.
+type Layer<'a> = (&'a RawPolicy, &'a str, &'a str);
+
+/// Merges layers (later wins), then validates every layer's values against the result.
+fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
+    let mut workspace = None;
+    let mut home = None;
+    let mut path = None;
+    let mut categories: BTreeMap<Category, CategoryRule> = BTreeMap::new();
+    let mut profiles = BTreeMap::new();
+    let mut sensitive_extra = Vec::new();
+    for (layer, text, origin) in layers {
+        if *layer.version.get_ref() != 1 {
+            return Err(PolicyError::at(
+                origin,
+                text,
+                layer.version.span(),
+                format!(
+                    "unsupported version {}; this guard reads version 1",
+                    layer.version.get_ref()
+                ),
+            ));
+        }
+        if let Some(ws) = &layer.workspace {
+            workspace = Some(absolute_path(ws, text, origin, "workspace")?);
+        }
+        if let Some(agent) = &layer.agent {
+            if let Some(h) = &agent.home {
+                home = Some(absolute_path(h, text, origin, "agent.home")?);
+            }
+            if let Some(p) = &agent.path {
+                path = Some(p.get_ref().clone());
+            }
+        }
+        for (cat, rule) in &layer.categories {
+            let entry = categories.entry(*cat).or_insert(CategoryRule {
+                status: Status::Blocked,
+                profile: None,
+                persist: false,
+            });
+            if let Some(s) = &rule.status {
+                entry.status = *s.get_ref();
+            }
+            if let Some(p) = &rule.profile {
+                entry.profile = Some(p.get_ref().clone()).filter(|p| !p.is_empty());
+            }
+            if let Some(p) = rule.persist {
+                entry.persist = p;
+            }
+        }
+        for (name, spec) in &layer.profiles {
+            profiles.insert(name.clone(), spec.get_ref().clone());
+        }
+    }
+    let agent_home = home.unwrap_or_else(default_home);
+    let mut commands = Vec::new();
+    for (layer, text, origin) in layers.iter().rev() {
+        for cmd in &layer.commands {
+            commands.push(command_override(cmd, text, origin, &categories)?);
+        }
+        for extra in layer.sensitive.iter().flat_map(|s| &s.paths) {
+            validate_rule(extra.get_ref(), &agent_home)
+                .map_err(|e| PolicyError::at(origin, text, extra.span(), e.to_string()))?;
+            sensitive_extra.push(extra.get_ref().clone());
+        }
+    }
+    for (layer, text, origin) in layers {
+        validate_categories(layer, text, origin, &profiles)?;
+    }
+    if let Some(missing) = ALL_CATEGORIES.iter().find(|c| !categories.contains_key(c)) {
+        return Err(PolicyError::Invalid {
+            origin: origin.to_string(),
+            line: 1,
+            column: 1,
+            message: format!("category {} has no rule", category_name(*missing)),
+        });
+    }
+    let sensitive = SensitivePaths::new(&agent_home, &sensitive_extra)?;
+    Ok(Policy {
+        origin: origin.to_string(),
+        workspace,
+        agent_home,
+        agent_path: path
+            .or_else(|| std::env::var("PATH").ok())
+            .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_string()),
+        categories,
+        commands,
+        sensitive_extra,
+        sensitive,
+        profiles,
+    })
+}
+
+/// The rules on `[categories.*]` a file cannot break.
+fn validate_categories(
+    layer: &RawPolicy,
+    text: &str,
+    origin: &str,
+    profiles: &BTreeMap<String, ProfileSpec>,
+) -> Result<(), PolicyError> {
+    for (cat, rule) in &layer.categories {
+        if let Some(status) = &rule.status {
+            if *cat == Category::SensitivePath && *status.get_ref() != Status::Blocked {
+                return Err(PolicyError::at(
+                    origin,
+                    text,
+                    status.span(),
+                    "categories.sensitive-path.status must be \"blocked\": no policy may make a sensitive path readable or writable",
+                ));
+            }
+        }
+        if let Some(profile) = &rule.profile {
+            let name = profile.get_ref();
+            if !name.is_empty() && !profiles.contains_key(name) {
+                return Err(PolicyError::at(
+                    origin,
+                    text,
+                    profile.span(),
+                    format!(
+                        "categories.{}.profile: no profile named {name:?} (known: {})",
+                        category_name(*cat),
+                        profiles.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn command_override(
+    cmd: &RawCommand,
+    text: &str,
+    origin: &str,
+    categories: &BTreeMap<Category, CategoryRule>,
+) -> Result<CommandOverride, PolicyError> {
+    let program = cmd.program.get_ref().trim().to_string();
+    let err = |span, msg: String| PolicyError::at(origin, text, span, msg);
+    if program.is_empty() {
+        return Err(err(cmd.program.span(), "commands.program is empty".into()));
+    }
+    let glob = if program.contains('/') {
+        if !program.starts_with('/') {
+            return Err(err(
+                cmd.program.span(),
+                format!(
+                    "commands.program {program:?}: a path must be absolute (or give a bare name)"
+                ),
+            ));
+        }
+        let g = globset::GlobBuilder::new(&program)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| err(cmd.program.span(), format!("commands.program: {e}")))?;
+        Some(g.compile_matcher())
+    } else {
+        None
+    };
+    let category = *cmd.category.get_ref();
+    let lifted = !matches!(
+        category,
+        Category::Privilege
+            | Category::PipeToShell
+            | Category::ApprovalsOff
+            | Category::SkillInstall
+            | Category::SensitivePath
+    ) && categories.get(&category).map(|r| r.status) != Some(Status::Blocked);
+    if lifted {
+        let hit = PROTECTED_PROGRAMS.iter().find(|p| match &glob {
+            Some(g) => PROTECTED_DIRS
+                .iter()
+                .any(|d| g.is_match(format!("{d}/{p}"))),
+            None => program == **p,
+        });
+        if let Some(p) = hit {
+            return Err(err(
+                cmd.category.span(),
+                format!(
+                    "commands entry {program:?} would move {p:?} (privilege, shell or OpenClaw's own CLI) to category {:?}, which is not blocked",
+                    category_name(category)
+                ),
+            ));
+        }
+    }
+    Ok(CommandOverride {
+        program,
+        args: cmd.args.clone().unwrap_or_default(),
+        category,
+        glob,
+    })
+}
+
+fn absolute_path(
+    value: &toml::Spanned<String>,
+    text: &str,
+    origin: &str,
+    key: &str,
+) -> Result<PathBuf, PolicyError> {
+    let p = Path::new(value.get_ref());
+    if !p.is_absolute() {
+        return Err(PolicyError::at(
+            origin,
+            text,
+            value.span(),
+            format!("{key} must be an absolute path"),
+        ));
+    }
+    Ok(lexical_clean(p))
+}
+
+/// The agent's home when the policy does not say: `$HOME`, else the passwd entry, else `/root`.
+fn default_home() -> PathBuf {
+    if let Some(h) = std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
+        return lexical_clean(Path::new(&h));
+    }
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.dir)
+        .unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+/// A category's kebab-case name, as the file spells it.
+pub fn category_name(category: Category) -> String {
+    serde_json::to_value(category)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{category:?}"))
+}

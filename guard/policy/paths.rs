@@ -1,0 +1,457 @@
+//! Sensitive paths: the built-in list (DESIGN §2: credentials, shell histories, `/etc/shadow`,
+//! `/etc/sudoers`, `/proc/*/environ`, `/proc/*/mem`) plus the policy's extras, compiled into one
+//! globset. This module owns path expansion and normalisation for the policy core, and the
+//! symlink-aware question "does this path reach a sensitive file?".
+
+mod glob;
+
+use super::file::PolicyError;
+use glob::{glob_hits_rule, has_glob_chars, rule_literal, GlobWord};
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::path::{Component, Path, PathBuf};
+
+/// The built-in sensitive paths. A trailing `/` makes a directory rule (the directory and
+/// everything under it); anything else matches that one path exactly.
+pub const BUILTIN: &[&str] = &[
+    "~/.ssh/",
+    "~/.gnupg/",
+    "~/.aws/",
+    "~/.config/gcloud/",
+    "~/.azure/",
+    "~/.kube/config",
+    "~/.docker/config.json",
+    "~/.netrc",
+    "~/.npmrc",
+    "~/.env",
+    "~/.bash_history",
+    "~/.zsh_history",
+    "/etc/shadow",
+    "/etc/sudoers",
+    "/etc/sudoers.d/",
+    "/proc/*/environ",
+    "/proc/*/mem",
+    // `/proc/thread-self` and `/proc/<pid>/task/<tid>` expose the same files per thread.
+    "/proc/*/task/*/environ",
+    "/proc/*/task/*/mem",
+];
+
+/// Longest symlink chain followed before giving up (Linux's own limit is 40).
+const MAX_SYMLINKS: usize = 40;
+
+/// Where relative paths and `~` resolve for one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathContext {
+    pub home: PathBuf,
+    pub cwd: PathBuf,
+}
+
+/// `~` / `~/x` / `$HOME/x` / `${HOME}/x` expansion, relative → cwd-joined, lexical
+/// `.`/`..`/`//` normalisation. `~+` is the cwd. `~-` (the previous directory, unknown here)
+/// is taken as home, so `cd ~; cd /tmp; cat ~-/.ssh/id_rsa` is still caught. `~root` is
+/// `/root`; another `~name` is `/home/name` (the guard cannot read the agent's passwd
+/// database, and a guess beats a literal `~name` directory).
+pub fn normalize(raw: &str, ctx: &PathContext) -> PathBuf {
+    lexical_clean(&absolute(raw, ctx))
+}
+
+/// Expansion and cwd-joining of [`normalize`], without folding `..`: the kernel resolves a
+/// symlink before the `..` that follows it, so the filesystem checks need the path as written.
+pub fn absolute(raw: &str, ctx: &PathContext) -> PathBuf {
+    let expanded = match raw.strip_prefix("~+") {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
+            ctx.cwd.join(rest.trim_start_matches('/'))
+        }
+        _ => expand_home(raw, &ctx.home),
+    };
+    if expanded.is_absolute() {
+        expanded
+    } else {
+        ctx.cwd.join(expanded)
+    }
+}
+
+fn expand_home(raw: &str, home: &Path) -> PathBuf {
+    for prefix in ["$HOME", "${HOME}", "~-", "~"] {
+        if let Some(rest) = raw.strip_prefix(prefix) {
+            if rest.is_empty() {
+                return home.to_path_buf();
+            }
+            if let Some(rest) = rest.strip_prefix('/') {
+                return home.join(rest);
+            }
+        }
+    }
+    if let Some(user_path) = raw.strip_prefix('~') {
+        let (user, rest) = user_path.split_once('/').unwrap_or((user_path, ""));
+        if !user.is_empty() && !user.contains(['$', '*', '?', '[']) {
+            let base = if user == "root" {
+                PathBuf::from("/root")
+            } else {
+                PathBuf::from("/home").join(user)
+            };
+            return base.join(rest);
+        }
+    }
+    PathBuf::from(raw)
+}
+
+/// Lexical normalisation: drops `.` and empty components, folds `..` (never above `/`).
+pub fn lexical_clean(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for comp in path.components() {
+        match comp {
+            Component::RootDir | Component::Prefix(_) => out.push(comp.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() || out.as_os_str().is_empty() {
+                    if path.is_absolute() {
+                        out = PathBuf::from("/");
+                    } else {
+                        out.push("..");
+                    }
+                }
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(if path.is_absolute() { "/" } else { "." });
+    }
+    out
+}
+
+/// Resolves symlinks the way the kernel would, but tolerates a missing tail and dangling
+/// links (a write through a dangling link creates its target). `None` on a symlink loop.
+pub fn resolve_lenient(path: &Path) -> Option<PathBuf> {
+    let mut queue: VecDeque<OsString> = VecDeque::new();
+    let mut current = PathBuf::from("/");
+    push_front_components(&mut queue, path, &mut current);
+    let mut followed = 0usize;
+    let mut exists = true;
+    while let Some(name) = queue.pop_front() {
+        if name == ".." {
+            current.pop();
+            continue;
+        }
+        let candidate = current.join(&name);
+        if exists {
+            match std::fs::symlink_metadata(&candidate) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    followed += 1;
+                    if followed > MAX_SYMLINKS {
+                        return None;
+                    }
+                    let target = std::fs::read_link(&candidate).ok()?;
+                    push_front_components(&mut queue, &target, &mut current);
+                    continue;
+                }
+                Ok(_) => {}
+                Err(_) => exists = false,
+            }
+        }
+        current = candidate;
+    }
+    Some(current)
+}
+
+/// Queues `path`'s components before what is left; an absolute path restarts at `/`.
+fn push_front_components(queue: &mut VecDeque<OsString>, path: &Path, current: &mut PathBuf) {
+    let mut names = Vec::new();
+    for comp in path.components() {
+        match comp {
+            Component::RootDir | Component::Prefix(_) => {
+                *current = PathBuf::from("/");
+                names.clear();
+            }
+            Component::CurDir => {}
+            Component::ParentDir => names.push(OsString::from("..")),
+            Component::Normal(n) => names.push(n.to_os_string()),
+        }
+    }
+    for name in names.into_iter().rev() {
+        queue.push_front(name);
+    }
+}
+
+/// One sensitive rule, as written and as expanded.
+#[derive(Debug, Clone)]
+struct SensitiveRule {
+    /// As written (`~/.ssh/`): what a match reports.
+    label: String,
+    /// Expanded absolute glob components (`["home", "u", ".ssh"]`), home glob-escaped.
+    components: Vec<String>,
+    /// A directory rule covers everything under it.
+    dir: bool,
+    /// `components` as literal names; `None` where a component is a real glob.
+    literals: Vec<Option<String>>,
+}
+
+/// The compiled sensitive-path set: built-ins plus policy extras.
+#[derive(Debug, Clone)]
+pub struct SensitivePaths {
+    rules: Vec<SensitiveRule>,
+    set: GlobSet,
+    /// Glob index in `set` → rule index.
+    owner: Vec<usize>,
+    home: PathBuf,
+}
+
+impl SensitivePaths {
+    /// Compiles the built-in list plus `extra` (same syntax: `~/`, `$HOME/`, absolute paths,
+    /// globs; trailing `/` = directory rule) with `~` = `home`.
+    /// When the home is itself a symlink (`/home/node` → `/data/node`), the `~` rules are
+    /// compiled for its real path too, since resolved paths come out under the real one.
+    pub fn new(home: &Path, extra: &[String]) -> Result<Self, PolicyError> {
+        let home = lexical_clean(home);
+        let mut homes = vec![globset::escape(&home.to_string_lossy())];
+        if let Some(real) = resolve_lenient(&home).filter(|r| *r != home) {
+            homes.push(globset::escape(&real.to_string_lossy()));
+        }
+        let mut rules = Vec::new();
+        let mut builder = GlobSetBuilder::new();
+        let mut owner = Vec::new();
+        let all = BUILTIN
+            .iter()
+            .map(|s| s.to_string())
+            .chain(extra.iter().cloned());
+        let per_home = all.flat_map(|label| {
+            let home_relative = is_home_relative(&label);
+            homes
+                .iter()
+                .take(if home_relative { homes.len() } else { 1 })
+                .map(move |h| (label.clone(), h.clone()))
+        });
+        for (label, escaped_home) in per_home {
+            let (rule, globs) = rule_globs(&label, &escaped_home)?;
+            for glob in globs {
+                builder.add(glob);
+                owner.push(rules.len());
+            }
+            rules.push(rule);
+        }
+        let set = builder
+            .build()
+            .map_err(|e| PolicyError::pattern("sensitive paths", e.to_string()))?;
+        Ok(SensitivePaths {
+            rules,
+            set,
+            owner,
+            home,
+        })
+    }
+
+    /// The home `~` expands to.
+    pub fn home(&self) -> &Path {
+        &self.home
+    }
+
+    /// Lexical match, then the path with every symlink resolved (missing tails and dangling
+    /// links tolerated), so a symlink to `~/.ssh` is caught. Returns the rule hit, as written.
+    /// Pass the path before `..` folding (see [`absolute`]) when you have it; [`Self::check`]
+    /// does both from raw text.
+    pub fn matches(&self, path: &Path) -> Option<String> {
+        let lexical = lexical_clean(path);
+        if let Some(hit) = self.match_lexical(&lexical) {
+            return Some(hit);
+        }
+        if !path.is_absolute() {
+            return None;
+        }
+        let resolved = resolve_lenient(path)?;
+        self.match_lexical(&resolved)
+    }
+
+    /// [`Self::matches`] for a path as the agent wrote it (expanded against `ctx`).
+    pub fn check(&self, raw: &str, ctx: &PathContext) -> Option<String> {
+        self.matches(&absolute(raw, ctx))
+    }
+
+    fn match_lexical(&self, path: &Path) -> Option<String> {
+        if let Some(i) = self.set.matches(path).into_iter().min() {
+            return Some(self.rules[self.owner[i]].label.clone());
+        }
+        // `/proc/<pid>/root/x` is `/x` seen through that process's root.
+        let mut comps = path.components();
+        if let (Some(Component::RootDir), Some(proc_), Some(_), Some(root)) =
+            (comps.next(), comps.next(), comps.next(), comps.next())
+        {
+            if proc_.as_os_str() == "proc" && root.as_os_str() == "root" {
+                let rest = Path::new("/").join(comps.as_path());
+                return self.match_lexical(&rest);
+            }
+        }
+        None
+    }
+
+    /// For a shell word containing glob characters (`~/.ss*/id_*`): could it expand to a
+    /// sensitive path? Conservative: a glob in a rule, `**`, or an unknown bracket counts as
+    /// a possible match, and `*` is assumed to match dot files (`shopt -s dotglob`).
+    pub fn glob_may_match(&self, glob: &str, ctx: &PathContext) -> Option<String> {
+        if !has_glob_chars(glob) {
+            return self.check(glob, ctx);
+        }
+        self.glob_against_rules(glob, ctx, false)
+    }
+
+    /// Could the shell glob expand to a directory that contains (or is) a sensitive path
+    /// (`rm -rf /home/*`)? Conservative like [`Self::glob_may_match`].
+    pub fn glob_may_contain(&self, glob: &str, ctx: &PathContext) -> Option<String> {
+        if !has_glob_chars(glob) {
+            return self.contains_sensitive(&absolute(glob, ctx));
+        }
+        self.glob_against_rules(glob, ctx, true)
+    }
+
+    fn glob_against_rules(&self, glob: &str, ctx: &PathContext, contain: bool) -> Option<String> {
+        let path = normalize(glob, ctx);
+        let mut variants = vec![path_components(&path)];
+        // The literal prefix may be a symlink: also try it resolved.
+        let comps = variants[0].clone();
+        let literal = comps.iter().take_while(|c| !has_glob_chars(c)).count();
+        let prefix: PathBuf = std::iter::once("/".to_string())
+            .chain(comps[..literal].iter().cloned())
+            .collect();
+        if let Some(resolved) = resolve_lenient(&prefix) {
+            let mut v = path_components(&resolved);
+            v.extend(comps[literal..].iter().cloned());
+            if v != comps {
+                variants.push(v);
+            }
+        }
+        for gs in &variants {
+            let word = GlobWord::new(gs);
+            for rule in &self.rules {
+                if glob_hits_rule(&word, rule, contain) {
+                    return Some(rule.label.clone());
+                }
+            }
+        }
+        None
+    }
+
+    /// Is `path` a directory that contains a sensitive path (`~` for `rm -rf ~`, `grep -r x
+    /// ~`), or itself sensitive? An existing non-directory contains nothing. Symlink-aware.
+    pub fn contains_sensitive(&self, path: &Path) -> Option<String> {
+        if let Some(hit) = self.matches(path) {
+            return Some(hit);
+        }
+        let mut candidates = vec![lexical_clean(path)];
+        if path.is_absolute() {
+            if let Some(resolved) = resolve_lenient(path) {
+                candidates.push(resolved);
+            }
+        }
+        for p in candidates {
+            if std::fs::metadata(&p).is_ok_and(|m| !m.is_dir()) {
+                continue;
+            }
+            let ps = path_components(&p);
+            for rule in &self.rules {
+                if ps.len() <= rule.literals.len()
+                    && ps
+                        .iter()
+                        .zip(&rule.literals)
+                        .all(|(p, r)| r.as_ref().is_none_or(|r| r == p))
+                {
+                    return Some(rule.label.clone());
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Checks one sensitive-path rule (as in `[sensitive].paths`) without building a set: the
+/// loader validates each entry this way to point at the bad one.
+pub fn validate_rule(label: &str, home: &Path) -> Result<(), PolicyError> {
+    let home = globset::escape(&lexical_clean(home).to_string_lossy());
+    rule_globs(label, &home).map(|_| ())
+}
+
+/// A rule and its globs: the path itself, and for a directory rule everything under it.
+fn rule_globs(
+    label: &str,
+    escaped_home: &str,
+) -> Result<(SensitiveRule, Vec<globset::Glob>), PolicyError> {
+    let rule = compile_rule(label, escaped_home)?;
+    let joined = format!("/{}", rule.components.join("/"));
+    let mut sources = vec![joined.clone()];
+    if rule.dir {
+        sources.push(format!("{}/**", joined.trim_end_matches('/')));
+    }
+    let globs = sources
+        .iter()
+        .map(|g| {
+            GlobBuilder::new(g)
+                .literal_separator(true)
+                .backslash_escape(true)
+                .build()
+                .map_err(|e| PolicyError::pattern(label, e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((rule, globs))
+}
+
+/// Does the rule start at the home (`~`, `~/x`, `$HOME/x`, `${HOME}/x`)?
+fn is_home_relative(label: &str) -> bool {
+    let t = label.trim();
+    ["$HOME", "${HOME}", "~"].iter().any(|p| {
+        t.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    })
+}
+
+/// Expands one rule (`~` → escaped home) into absolute, cleaned glob components.
+fn compile_rule(label: &str, escaped_home: &str) -> Result<SensitiveRule, PolicyError> {
+    let trimmed = label.trim();
+    let dir = trimmed.ends_with('/');
+    let mut expanded = None;
+    for prefix in ["$HOME", "${HOME}", "~"] {
+        if let Some(rest) = trimmed.strip_prefix(prefix) {
+            if rest.is_empty() || rest.starts_with('/') {
+                expanded = Some(format!("{escaped_home}{rest}"));
+                break;
+            }
+        }
+    }
+    let expanded = expanded.unwrap_or_else(|| trimmed.to_string());
+    if !expanded.starts_with('/') {
+        return Err(PolicyError::pattern(
+            label,
+            "a sensitive path must be absolute or start with `~/` or `$HOME/`",
+        ));
+    }
+    let mut components: Vec<String> = Vec::new();
+    for part in expanded.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                components.pop();
+            }
+            other => components.push(other.to_string()),
+        }
+    }
+    if components.is_empty() {
+        return Err(PolicyError::pattern(
+            label,
+            "`/` cannot be a sensitive path",
+        ));
+    }
+    Ok(SensitiveRule {
+        label: trimmed.to_string(),
+        literals: components.iter().map(|c| rule_literal(c)).collect(),
+        components,
+        dir,
+    })
+}
+
+fn path_components(path: &Path) -> Vec<String> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,293 @@
+//! Shell analysis: turns shell text (what OpenClaw's `command` would run) into the flat list
+//! of simple commands ("segments") it may execute, with their static argv, redirections,
+//! stdin source and the wrappers that were peeled off. Parsing is tree-sitter-bash; nothing
+//! here matches regular expressions over raw text. Anything the analyser cannot pin down is
+//! kept as a segment carrying a `problem`, so the policy can gate it (never allow it).
+
+mod walk;
+mod words;
+mod wrappers;
+
+pub use wrappers::SHELLS;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The environment the text would run in.
+#[derive(Debug, Clone)]
+pub struct ShellContext {
+    /// The agent's home (`~` and `$HOME` expand to it).
+    pub home: PathBuf,
+    /// The agent's PATH (colon-separated), used to resolve bare command names.
+    pub path: String,
+    /// Working directory the text runs in.
+    pub cwd: PathBuf,
+}
+
+/// Work bounds, so hostile input cannot hang or exhaust the analyser.
+pub const MAX_INPUT_BYTES: usize = 64 * 1024;
+/// Syntax nodes visited across one analysis (including nested `sh -c` texts).
+pub const MAX_NODES: usize = 50_000;
+/// Nesting of re-parsed texts (`sh -c`, `eval`, `env -S`).
+pub const MAX_REPARSE_DEPTH: usize = 6;
+/// Nesting of syntax nodes (subshells inside substitutions inside ...).
+pub const MAX_TREE_DEPTH: usize = 200;
+/// Segments produced by one analysis.
+pub const MAX_SEGMENTS: usize = 512;
+
+/// One shell word after static expansion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    /// The value, when it is known without running anything (`~`/`$HOME` expanded).
+    pub value: Option<String>,
+    /// The word as written.
+    pub source: String,
+    /// Contains unquoted glob characters (`*`, `?`, `[`, `{a,b}`).
+    pub glob: bool,
+    /// Contains a command or process substitution (its output is data from a program).
+    pub substitution: bool,
+    /// Is (or contains) a process substitution `<(…)`/`>(…)`: a `/dev/fd` path to a program.
+    pub process_substitution: bool,
+}
+
+impl Word {
+    /// A static word (used when an argv comes without shell text).
+    pub fn literal(s: &str) -> Self {
+        Word {
+            value: Some(s.to_string()),
+            source: s.to_string(),
+            glob: false,
+            substitution: false,
+            process_substitution: false,
+        }
+    }
+
+    /// A word whose value is not known statically.
+    pub fn unknown(source: &str) -> Self {
+        Word {
+            value: None,
+            source: source.to_string(),
+            glob: false,
+            substitution: false,
+            process_substitution: false,
+        }
+    }
+
+    /// The value, or the source text for display.
+    pub fn display(&self) -> &str {
+        self.value.as_deref().unwrap_or(&self.source)
+    }
+}
+
+/// What a redirection does to its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirectKind {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+/// A redirection to or from a file (fd duplications and `/dev/null`-like targets are dropped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    pub kind: RedirectKind,
+    pub target: Word,
+}
+
+/// Where a segment's stdin comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stdin {
+    /// Inherited (the terminal, or nothing).
+    Inherited,
+    /// The previous stage of a pipeline.
+    Pipe,
+    /// A here-document or here-string; the text when it is static.
+    Here(Option<String>),
+    /// A `<` redirection.
+    File,
+}
+
+/// One simple command the text may run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    /// The command's source text (for a re-parsed `sh -c` text, the inner command).
+    pub text: String,
+    /// The argv after peeling wrappers (`env`, `sudo`, `timeout`, ...). Empty for a
+    /// redirect-only or assignment-only statement.
+    pub argv: Vec<Word>,
+    /// Basename of argv[0] when it is static.
+    pub program: Option<String>,
+    /// argv[0] was a bare name looked up on PATH, or a path into a PATH directory: the
+    /// command table may trust its name. A program elsewhere (`./ls`) is just code.
+    pub trusted_name: bool,
+    /// The executable as found: the PATH entry, or the path as given (normalised).
+    pub resolved: Option<PathBuf>,
+    /// `realpath` of `resolved`, when argv[0] was a path that exists. For a name found
+    /// on PATH it is left to the caller ([`Segment::real_path`]), as only allowlist
+    /// matching needs it.
+    pub resolved_real: Option<PathBuf>,
+    pub redirects: Vec<Redirect>,
+    pub stdin: Stdin,
+    /// Wrappers peeled off, outermost first (`sudo`, `env`, `bash -c`, ...).
+    pub wrappers: Vec<String>,
+    /// A `sudo`/`doas` wrapper was seen.
+    pub privileged: bool,
+    /// Names of environment assignments that apply to this command (`FOO=1 cmd`, `env FOO=1`).
+    pub env_assignments: Vec<String>,
+    /// The directories the command may run in (a `cd` earlier in the text adds one).
+    /// Empty: unknown (a `cd` to a non-static directory).
+    pub cwds: Vec<PathBuf>,
+    /// argv[0] names a function defined in the same text (its body is analysed separately).
+    pub function_call: bool,
+    /// Why this segment could not be analysed, if it could not.
+    pub problem: Option<String>,
+}
+
+impl Segment {
+    /// The executable's realpath (allowlist path globs match this), resolving it now when
+    /// the analysis did not.
+    pub fn real_path(&self) -> Option<PathBuf> {
+        self.resolved_real
+            .clone()
+            .or_else(|| std::fs::canonicalize(self.resolved.as_ref()?).ok())
+    }
+}
+
+/// The result of analysing one text or argv.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Analysis {
+    pub segments: Vec<Segment>,
+}
+
+impl Analysis {
+    /// True when any segment could not be analysed.
+    pub fn has_problem(&self) -> bool {
+        self.segments.iter().any(|s| s.problem.is_some())
+    }
+}
+
+/// Texts up to this size have their syntax tree cached (parsing is a function of the
+/// text alone; tree-sitter-bash spends most of a short command's analysis time here).
+const CACHE_TEXT_BYTES: usize = 4096;
+/// Trees kept per thread before the cache is emptied.
+const CACHE_ENTRIES: usize = 256;
+
+thread_local! {
+    // One parser per thread: creating it costs more than parsing a short command.
+    static PARSER: RefCell<Option<tree_sitter::Parser>> = const { RefCell::new(None) };
+    static TREES: RefCell<HashMap<String, tree_sitter::Tree>> = RefCell::new(HashMap::new());
+}
+
+/// Parses `text` with tree-sitter-bash, reusing this thread's parser and recent trees.
+/// `None` when the grammar cannot be loaded or the parser gives up.
+fn parse(text: &str) -> Option<tree_sitter::Tree> {
+    let cacheable = text.len() <= CACHE_TEXT_BYTES;
+    if cacheable {
+        if let Some(tree) = TREES.with(|t| t.borrow().get(text).cloned()) {
+            return Some(tree);
+        }
+    }
+    let tree = PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = tree_sitter::Parser::new();
+            parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .ok()?;
+            *slot = Some(parser);
+        }
+        let parser = slot.as_mut()?;
+        parser.reset();
+        parser.parse(text, None)
+    })?;
+    if cacheable {
+        TREES.with(|t| {
+            let mut t = t.borrow_mut();
+            if t.len() >= CACHE_ENTRIES {
+                t.clear();
+            }
+            t.insert(text.to_string(), tree.clone());
+        });
+    }
+    Some(tree)
+}
+
+/// Analyses shell text.
+pub fn analyse(text: &str, ctx: &ShellContext) -> Analysis {
+    let mut analyser = walk::Analyser::new(ctx);
+    analyser.text(text, &walk::Env::top(ctx));
+    analyser.finish()
+}
+
+/// Analyses an argv that was given without shell text (no shell will interpret it, but
+/// wrappers such as `sh -c TEXT` still are).
+pub fn analyse_argv(argv: &[String], ctx: &ShellContext) -> Analysis {
+    let mut analyser = walk::Analyser::new(ctx);
+    let words: Vec<Word> = argv.iter().map(|a| Word::literal(a)).collect();
+    let text = argv.join(" ");
+    analyser.simple(words, &walk::Env::top(ctx), &text);
+    analyser.finish()
+}
+
+/// The last path component of a command name.
+pub fn basename(name: &str) -> &str {
+    name.rsplit('/').next().unwrap_or(name)
+}
+
+/// Looks a bare command name up on `path_var` (stat only). Relative PATH entries (and the
+/// empty entry) are taken relative to `cwd`, as a shell would.
+pub fn resolve_on_path(name: &str, path_var: &str, cwd: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    if name.is_empty() || name.contains('/') {
+        return None;
+    }
+    for dir in path_var.split(':') {
+        let dir = if dir.is_empty() {
+            cwd.to_path_buf()
+        } else if dir.starts_with('/') {
+            PathBuf::from(dir)
+        } else {
+            cwd.join(dir)
+        };
+        let candidate = dir.join(name);
+        if let Ok(meta) = std::fs::metadata(&candidate) {
+            if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
+                return Some(candidate);
+            }
+        }
+    }
+    None
+}
+
+/// Lexical normalisation of `raw` against `cwd`: `~` expansion, `.`/`..`/`//` removal.
+pub fn normalize_path(raw: &str, home: &Path, cwd: &Path) -> PathBuf {
+    let joined: PathBuf = if raw == "~" {
+        home.to_path_buf()
+    } else if let Some(rest) = raw.strip_prefix("~/") {
+        home.join(rest)
+    } else if raw.starts_with('/') {
+        PathBuf::from(raw)
+    } else {
+        cwd.join(raw)
+    };
+    let mut out = PathBuf::from("/");
+    for comp in joined.components() {
+        match comp {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::Normal(c) => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+fn wrappers_quote_for_test(v: &str) -> String {
+    format!("'{}'", v.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+mod tests;

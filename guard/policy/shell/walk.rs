@@ -1,0 +1,621 @@
+//! The syntax-tree walk: statements, lists, pipelines, compound commands, redirections
+//! and here-documents, down to simple commands handed to the wrapper unwrapper.
+
+use super::{
+    normalize_path, parse, Analysis, Redirect, RedirectKind, Segment, ShellContext, Stdin, Word,
+    MAX_INPUT_BYTES, MAX_NODES, MAX_REPARSE_DEPTH, MAX_SEGMENTS, MAX_TREE_DEPTH,
+};
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use tree_sitter::Node;
+
+/// What the enclosing constructs impose on the commands below them.
+#[derive(Debug, Clone)]
+pub(crate) struct Env {
+    pub wrappers: Vec<String>,
+    pub privileged: bool,
+    /// Re-parse depth (`sh -c` inside `sh -c` ...).
+    pub depth: usize,
+    pub stdin: Stdin,
+    /// Redirections of an enclosing `{ …; } > f` or `( … ) < f`.
+    pub redirects: Vec<Redirect>,
+    /// Environment assignments of enclosing wrappers (`env FOO=1 sh -c …`).
+    pub env_assignments: Vec<String>,
+}
+
+impl Env {
+    pub fn top(_ctx: &ShellContext) -> Self {
+        Env {
+            wrappers: Vec::new(),
+            privileged: false,
+            depth: 0,
+            stdin: Stdin::Inherited,
+            redirects: Vec::new(),
+            env_assignments: Vec::new(),
+        }
+    }
+
+    fn with_stdin(&self, stdin: Stdin) -> Self {
+        let mut e = self.clone();
+        e.stdin = stdin;
+        e
+    }
+}
+
+pub(crate) struct Analyser<'c> {
+    pub ctx: &'c ShellContext,
+    nodes: usize,
+    tree_depth: usize,
+    segments: Vec<Segment>,
+    pub functions: HashSet<String>,
+    /// Directories later commands may run in; empty once a `cd` went somewhere unknown.
+    pub cwds: Vec<PathBuf>,
+    cwd_unknown: bool,
+    /// PATH lookups done so far: name -> (trusted, found, realpath).
+    pub resolved: HashMap<String, Resolved>,
+}
+
+/// A memoised command-name lookup: (trusted, found, realpath).
+pub(crate) type Resolved = (bool, Option<PathBuf>, Option<PathBuf>);
+
+/// Most candidate working directories tracked before giving up on them.
+const MAX_CWDS: usize = 8;
+
+impl<'c> Analyser<'c> {
+    pub fn new(ctx: &'c ShellContext) -> Self {
+        Analyser {
+            ctx,
+            nodes: 0,
+            tree_depth: 0,
+            segments: Vec::new(),
+            functions: HashSet::new(),
+            cwds: vec![ctx.cwd.clone()],
+            cwd_unknown: false,
+            resolved: HashMap::new(),
+        }
+    }
+
+    pub fn finish(self) -> Analysis {
+        Analysis {
+            segments: self.segments,
+        }
+    }
+
+    /// Records a segment the analyser could not understand.
+    pub fn problem(&mut self, text: &str, why: impl Into<String>, env: &Env) {
+        let seg = self.segment_base(text, Vec::new(), env);
+        self.push(Segment {
+            problem: Some(why.into()),
+            ..seg
+        });
+    }
+
+    /// A segment with the common fields filled from `env` and the analyser state.
+    pub fn segment_base(&self, text: &str, argv: Vec<Word>, env: &Env) -> Segment {
+        Segment {
+            text: text.to_string(),
+            argv,
+            program: None,
+            trusted_name: false,
+            resolved: None,
+            resolved_real: None,
+            redirects: env.redirects.clone(),
+            stdin: env.stdin.clone(),
+            wrappers: env.wrappers.clone(),
+            privileged: env.privileged,
+            env_assignments: env.env_assignments.clone(),
+            cwds: if self.cwd_unknown {
+                Vec::new()
+            } else {
+                self.cwds.clone()
+            },
+            function_call: false,
+            problem: None,
+        }
+    }
+
+    pub fn push(&mut self, seg: Segment) {
+        if self.segments.len() < MAX_SEGMENTS {
+            self.segments.push(seg);
+        } else if self.segments.len() == MAX_SEGMENTS {
+            let mut last = seg;
+            last.problem = Some("too many commands".into());
+            self.segments.push(last);
+        }
+    }
+
+    /// A `cd` (or `pushd`) to `target` (`None`: not static). The old directories stay
+    /// candidates: the `cd` may fail, or sit in a subshell.
+    pub fn change_dir(&mut self, target: Option<&str>) {
+        match target {
+            Some(t) if t != "-" => {
+                let mut next = Vec::new();
+                for cwd in &self.cwds {
+                    let p = normalize_path(t, &self.ctx.home, cwd);
+                    if !self.cwds.contains(&p) && !next.contains(&p) {
+                        next.push(p);
+                    }
+                }
+                self.cwds.extend(next);
+                if self.cwds.len() > MAX_CWDS {
+                    self.cwd_unknown = true;
+                }
+            }
+            _ => self.cwd_unknown = true,
+        }
+    }
+
+    /// Parses and walks one text (the top level, or a re-parsed `sh -c` argument).
+    pub fn text(&mut self, text: &str, env: &Env) {
+        if text.len() > MAX_INPUT_BYTES {
+            self.problem(text, "command text is too long to analyse", env);
+            return;
+        }
+        if env.depth > MAX_REPARSE_DEPTH {
+            self.problem(text, "shell nesting is too deep to analyse", env);
+            return;
+        }
+        if text.contains(|c: char| c.is_ascii_control() && c != '\n' && c != '\t') {
+            // A shell reads `\r` and other controls as word characters; the parser does
+            // not, so the two could disagree on what runs.
+            self.problem(text, "command text contains control characters", env);
+            return;
+        }
+        let Some(tree) = parse(text) else {
+            self.problem(text, "the shell parser gave up", env);
+            return;
+        };
+        let root = tree.root_node();
+        if root.has_error() {
+            self.problem(text, "shell syntax error", env);
+            return;
+        }
+        self.statement(root, text, env);
+    }
+
+    /// Counts a visited node; false once the budget is spent (a problem is recorded once).
+    fn budget(&mut self, node: Node, src: &str, env: &Env) -> bool {
+        self.nodes += 1;
+        if self.nodes == MAX_NODES + 1 {
+            self.problem(
+                &src[node.byte_range()],
+                "command is too complex to analyse",
+                env,
+            );
+        }
+        self.nodes <= MAX_NODES
+    }
+
+    pub fn statement(&mut self, node: Node, src: &str, env: &Env) {
+        if !self.budget(node, src, env) {
+            return;
+        }
+        if self.tree_depth >= MAX_TREE_DEPTH {
+            self.problem(
+                &src[node.byte_range()],
+                "command nesting is too deep to analyse",
+                env,
+            );
+            return;
+        }
+        self.tree_depth += 1;
+        self.statement_inner(node, src, env);
+        self.tree_depth -= 1;
+    }
+
+    fn statement_inner(&mut self, node: Node, src: &str, env: &Env) {
+        let text = &src[node.byte_range()];
+        match node.kind() {
+            "program" | "list" | "compound_statement" | "subshell" | "do_group" | "else_clause"
+            | "elif_clause" | "negated_command" => {
+                self.named_children(node, src, env);
+            }
+            "pipeline" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for (i, child) in children.into_iter().enumerate() {
+                    if child.kind() == "comment" {
+                        continue;
+                    }
+                    let e = if i == 0 {
+                        env.clone()
+                    } else {
+                        env.with_stdin(Stdin::Pipe)
+                    };
+                    self.statement(child, src, &e);
+                }
+            }
+            "redirected_statement" => self.redirected(node, src, env),
+            "command" => self.command(node, src, env, Vec::new()),
+            "function_definition" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    self.functions.insert(src[name.byte_range()].to_string());
+                }
+                if let Some(body) = node.child_by_field_name("body") {
+                    self.statement(body, src, env);
+                }
+            }
+            "if_statement"
+            | "while_statement"
+            | "for_statement"
+            | "c_style_for_statement"
+            | "case_statement"
+            | "case_item" => {
+                // Bodies are statements; conditions, loop values and patterns are words or
+                // expressions, scanned for substitutions.
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    if is_statement(child.kind()) {
+                        self.statement(child, src, env);
+                    } else {
+                        self.scan(child, src, env);
+                    }
+                }
+                if node.kind() == "for_statement" {
+                    // The loop variable takes unknown values; nothing else changes.
+                }
+            }
+            "variable_assignment" | "variable_assignments" => {
+                let names = self.assignments(node, src, env);
+                if !names.is_empty() {
+                    let mut e = env.clone();
+                    e.env_assignments.extend(names);
+                    let seg = self.segment_base(text, Vec::new(), &e);
+                    self.push(seg);
+                }
+            }
+            "declaration_command" | "unset_command" | "test_command" => {
+                // `export A=b`, `local x`, `unset x`, `[[ … ]]`: words only.
+                let mut names = Vec::new();
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut argv = Vec::new();
+                if let Some(first) = node.child(0) {
+                    argv.push(Word::literal(&src[first.byte_range()]));
+                }
+                for child in children {
+                    if child.kind() == "variable_assignment" {
+                        names.extend(self.assignments(child, src, env));
+                    } else {
+                        let w = self.word(child, src, env);
+                        argv.push(w);
+                    }
+                }
+                let mut e = env.clone();
+                e.env_assignments.extend(names);
+                let mut seg = self.segment_base(text, argv, &e);
+                seg.program = seg.argv.first().and_then(|w| w.value.clone());
+                seg.trusted_name = true;
+                self.push(seg);
+            }
+            "comment" => {}
+            kind => {
+                self.problem(text, format!("unsupported shell construct `{kind}`"), env);
+            }
+        }
+    }
+
+    fn named_children(&mut self, node: Node, src: &str, env: &Env) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        for child in children {
+            if is_statement(child.kind()) || child.kind() == "comment" {
+                self.statement(child, src, env);
+            } else {
+                self.scan(child, src, env);
+            }
+        }
+    }
+
+    /// The names assigned by a `variable_assignment(s)` node; values are scanned.
+    fn assignments(&mut self, node: Node, src: &str, env: &Env) -> Vec<String> {
+        let mut out = Vec::new();
+        if node.kind() == "variable_assignments" {
+            let mut cursor = node.walk();
+            let children: Vec<Node> = node.named_children(&mut cursor).collect();
+            for child in children {
+                out.extend(self.assignments(child, src, env));
+            }
+            return out;
+        }
+        if let Some(name) = node.child_by_field_name("name") {
+            out.push(src[name.byte_range()].to_string());
+        }
+        if let Some(value) = node.child_by_field_name("value") {
+            self.scan(value, src, env);
+        }
+        out
+    }
+
+    /// Walks a non-statement node only to analyse the commands inside its substitutions.
+    pub fn scan(&mut self, node: Node, src: &str, env: &Env) {
+        let _ = self.word(node, src, env);
+    }
+
+    fn redirected(&mut self, node: Node, src: &str, env: &Env) {
+        let mut redirects = Vec::new();
+        let mut stdin = None;
+        let mut extra_args = Vec::new();
+        let mut deferred = Vec::new();
+        let mut cursor = node.walk();
+        let children: Vec<(Option<&str>, Node)> = {
+            let mut v = Vec::new();
+            if cursor.goto_first_child() {
+                loop {
+                    v.push((cursor.field_name(), cursor.node()));
+                    if !cursor.goto_next_sibling() {
+                        break;
+                    }
+                }
+            }
+            v
+        };
+        let mut body = None;
+        for (field, child) in children {
+            if field == Some("body") {
+                body = Some(child);
+            } else if child.is_named() {
+                self.redirect(
+                    child,
+                    src,
+                    env,
+                    &mut redirects,
+                    &mut stdin,
+                    &mut extra_args,
+                    &mut deferred,
+                );
+            }
+        }
+        let mut e = env.clone();
+        e.redirects.extend(redirects);
+        if let Some(s) = stdin {
+            e.stdin = s;
+        }
+        match body {
+            Some(b) if b.kind() == "command" => self.command(b, src, &e, extra_args),
+            Some(b) => self.statement(b, src, &e),
+            None => {
+                let text = &src[node.byte_range()];
+                let seg = self.segment_base(text, extra_args, &e);
+                self.push(seg);
+            }
+        }
+        for (n, piped) in deferred {
+            let e2 = if piped {
+                env.with_stdin(Stdin::Pipe)
+            } else {
+                env.clone()
+            };
+            self.statement(n, src, &e2);
+        }
+    }
+
+    /// One redirection node. Here-document continuations (`cat <<EOF | sh`, `<<EOF && x`)
+    /// that tree-sitter-bash nests inside the redirect come back in `deferred` (with
+    /// "stdin is a pipe").
+    #[allow(clippy::too_many_arguments)]
+    fn redirect<'t>(
+        &mut self,
+        node: Node<'t>,
+        src: &str,
+        env: &Env,
+        out: &mut Vec<Redirect>,
+        stdin: &mut Option<Stdin>,
+        extra_args: &mut Vec<Word>,
+        deferred: &mut Vec<(Node<'t>, bool)>,
+    ) {
+        match node.kind() {
+            "file_redirect" => {
+                let mut op = "";
+                let mut dests = Vec::new();
+                let mut cursor = node.walk();
+                if cursor.goto_first_child() {
+                    loop {
+                        let n = cursor.node();
+                        if cursor.field_name() == Some("destination") {
+                            dests.push(n);
+                        } else if !n.is_named() {
+                            op = n.kind();
+                        }
+                        if !cursor.goto_next_sibling() {
+                            break;
+                        }
+                    }
+                }
+                for dest in dests {
+                    let target = self.word(dest, src, env);
+                    if let Some(r) = classify_redirect(op, target) {
+                        if r.kind != RedirectKind::Write {
+                            *stdin = Some(Stdin::File);
+                        }
+                        out.push(r);
+                    }
+                }
+            }
+            "heredoc_redirect" => {
+                let mut body_text: Option<String> = Some(String::new());
+                let mut cursor = node.walk();
+                let mut items = Vec::new();
+                if cursor.goto_first_child() {
+                    loop {
+                        items.push((cursor.field_name(), cursor.node()));
+                        if !cursor.goto_next_sibling() {
+                            break;
+                        }
+                    }
+                }
+                for (field, n) in items {
+                    match (field, n.kind()) {
+                        (_, "heredoc_body") => {
+                            let w = self.word(n, src, env);
+                            body_text = w.value;
+                        }
+                        (Some("argument"), _) => {
+                            let w = self.word(n, src, env);
+                            extra_args.push(w);
+                        }
+                        (Some("redirect"), _) => {
+                            self.redirect(n, src, env, out, stdin, extra_args, deferred);
+                        }
+                        (Some("right"), _) => deferred.push((n, false)),
+                        (_, "pipeline") => {
+                            let mut c2 = n.walk();
+                            for stage in n.named_children(&mut c2) {
+                                deferred.push((stage, true));
+                            }
+                        }
+                        (_, k) if is_statement(k) => deferred.push((n, true)),
+                        _ => {}
+                    }
+                }
+                *stdin = Some(Stdin::Here(body_text));
+            }
+            "herestring_redirect" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let mut value = None;
+                for child in children {
+                    if child.kind() == "file_descriptor" {
+                        continue;
+                    }
+                    value = self.word(child, src, env).value;
+                }
+                *stdin = Some(Stdin::Here(value));
+            }
+            _ => self.scan(node, src, env),
+        }
+    }
+
+    fn command(&mut self, node: Node, src: &str, env: &Env, mut argv_tail: Vec<Word>) {
+        let text = &src[node.byte_range()];
+        let start = self.segments.len();
+        let mut e = env.clone();
+        let mut argv = Vec::new();
+        let mut redirects = Vec::new();
+        let mut stdin = None;
+        let mut deferred = Vec::new();
+        let mut extra = Vec::new();
+        let mut cursor = node.walk();
+        let mut items = Vec::new();
+        if cursor.goto_first_child() {
+            loop {
+                items.push((cursor.field_name(), cursor.node()));
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        for (field, child) in items {
+            if !child.is_named() {
+                continue;
+            }
+            match (field, child.kind()) {
+                (_, "variable_assignment") => {
+                    let names = self.assignments(child, src, env);
+                    e.env_assignments.extend(names);
+                }
+                (Some("name"), _) => {
+                    let inner = child.named_child(0).unwrap_or(child);
+                    argv.push(self.word(inner, src, env));
+                }
+                (Some("redirect"), _)
+                | (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
+                    self.redirect(
+                        child,
+                        src,
+                        env,
+                        &mut redirects,
+                        &mut stdin,
+                        &mut extra,
+                        &mut deferred,
+                    );
+                }
+                (_, "subshell") => self.statement(child, src, env),
+                (_, "comment") => {}
+                _ => argv.push(self.word(child, src, env)),
+            }
+        }
+        argv.append(&mut extra);
+        argv.append(&mut argv_tail);
+        e.redirects.extend(redirects);
+        if let Some(s) = stdin {
+            e.stdin = s;
+        }
+        let mid = self.segments.len();
+        self.simple(argv, &e, text);
+        // The command itself before the commands its words substitute.
+        let end = self.segments.len();
+        if mid > start && end > mid {
+            self.segments[start..end].rotate_left(mid - start);
+        }
+        for (n, piped) in deferred {
+            let e2 = if piped {
+                env.with_stdin(Stdin::Pipe)
+            } else {
+                env.clone()
+            };
+            self.statement(n, src, &e2);
+        }
+    }
+}
+
+/// Statement node kinds of tree-sitter-bash.
+pub(crate) fn is_statement(kind: &str) -> bool {
+    matches!(
+        kind,
+        "redirected_statement"
+            | "variable_assignment"
+            | "variable_assignments"
+            | "command"
+            | "declaration_command"
+            | "unset_command"
+            | "test_command"
+            | "negated_command"
+            | "for_statement"
+            | "c_style_for_statement"
+            | "while_statement"
+            | "if_statement"
+            | "case_statement"
+            | "pipeline"
+            | "list"
+            | "subshell"
+            | "compound_statement"
+            | "function_definition"
+            | "do_group"
+            | "program"
+    )
+}
+
+/// Targets a redirection may name without touching a file.
+const HARMLESS_TARGETS: &[&str] = &[
+    "/dev/null",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/stdin",
+    "/dev/tty",
+    "/dev/fd/0",
+    "/dev/fd/1",
+    "/dev/fd/2",
+];
+
+/// Classifies a `file_redirect` by its operator; fd duplications and harmless targets
+/// give `None`.
+fn classify_redirect(op: &str, target: Word) -> Option<Redirect> {
+    if let Some(v) = &target.value {
+        if HARMLESS_TARGETS.contains(&v.as_str()) {
+            return None;
+        }
+        let is_fd = v == "-" || (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()));
+        if is_fd && matches!(op, ">&" | "<&" | ">&-" | "<&-") {
+            return None;
+        }
+    }
+    let kind = match op {
+        "<" => RedirectKind::Read,
+        "<>" => RedirectKind::ReadWrite,
+        "<&" | "<&-" => RedirectKind::Read,
+        _ => RedirectKind::Write,
+    };
+    Some(Redirect { kind, target })
+}

@@ -1,0 +1,208 @@
+//! Static word expansion: quotes, escapes, `~`/`$HOME`, glob detection. A word that needs
+//! run-time information (other variables, substitutions, arithmetic) has no value; the
+//! commands inside its substitutions are analysed as segments of their own.
+
+use super::walk::{is_statement, Analyser, Env};
+use super::{Stdin, Word};
+use tree_sitter::Node;
+
+/// Accumulates one word's value while walking its parts.
+struct Builder {
+    value: String,
+    known: bool,
+    glob: bool,
+    substitution: bool,
+    process_substitution: bool,
+}
+
+impl Analyser<'_> {
+    /// Evaluates a word node statically, analysing any commands it substitutes.
+    pub(crate) fn word(&mut self, node: Node, src: &str, env: &Env) -> Word {
+        let mut b = Builder {
+            value: String::new(),
+            known: true,
+            glob: false,
+            substitution: false,
+            process_substitution: false,
+        };
+        self.part(node, src, env, &mut b, 0);
+        Word {
+            value: b.known.then_some(b.value),
+            source: src[node.byte_range()].to_string(),
+            glob: b.glob,
+            substitution: b.substitution,
+            process_substitution: b.process_substitution,
+        }
+    }
+
+    fn part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
+        let text = &src[node.byte_range()];
+        if depth > super::MAX_TREE_DEPTH {
+            b.known = false;
+            return;
+        }
+        match node.kind() {
+            "word" => unquoted(text, b, &self.ctx.home.to_string_lossy()),
+            "number" if node.named_child_count() == 0 => b.value.push_str(text),
+            "raw_string" => {
+                b.value
+                    .push_str(text.trim_start_matches('\'').trim_end_matches('\''));
+            }
+            "string" | "translated_string" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.children(&mut cursor).collect();
+                let last = children.len().saturating_sub(1);
+                for (i, child) in children.into_iter().enumerate() {
+                    match child.kind() {
+                        "\"" | "$\"" if i == 0 || i == last => {}
+                        "string_content" => double_quoted(&src[child.byte_range()], b),
+                        _ if child.is_named() => self.part(child, src, env, b, depth + 1),
+                        _ => b.value.push_str(&src[child.byte_range()]),
+                    }
+                }
+            }
+            "heredoc_body" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.children(&mut cursor).collect();
+                let mut pos = node.start_byte();
+                for child in children {
+                    // Literal text between parts belongs to the body.
+                    b.value.push_str(&src[pos..child.start_byte()]);
+                    match child.kind() {
+                        "heredoc_content" => b.value.push_str(&src[child.byte_range()]),
+                        _ => self.part(child, src, env, b, depth + 1),
+                    }
+                    pos = child.end_byte();
+                }
+                b.value.push_str(&src[pos..node.end_byte()]);
+            }
+            "concatenation" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.children(&mut cursor).collect();
+                for child in children {
+                    if child.is_named() {
+                        self.part(child, src, env, b, depth + 1);
+                    } else {
+                        b.value.push_str(&src[child.byte_range()]);
+                    }
+                }
+            }
+            "simple_expansion" | "expansion" => {
+                if matches!(text, "$HOME" | "${HOME}") {
+                    b.value.push_str(&self.ctx.home.to_string_lossy());
+                } else {
+                    b.known = false;
+                    self.substitutions(node, src, env, b, depth);
+                }
+            }
+            "command_substitution" | "process_substitution" => {
+                b.known = false;
+                b.substitution = true;
+                if node.kind() == "process_substitution" {
+                    b.process_substitution = true;
+                }
+                let mut inner = env.clone();
+                // `>(cmd)` reads what the outer command writes: a pipe.
+                inner.stdin = if text.starts_with(">(") {
+                    Stdin::Pipe
+                } else {
+                    Stdin::Inherited
+                };
+                inner.redirects.clear();
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    if is_statement(child.kind()) {
+                        self.statement(child, src, &inner);
+                    } else {
+                        self.part(child, src, env, b, depth + 1);
+                    }
+                }
+            }
+            _ => {
+                // ansi_c_string, arithmetic, brace expansions, arrays, ...: unknown value.
+                b.known = false;
+                self.substitutions(node, src, env, b, depth);
+            }
+        }
+    }
+
+    /// Visits the children of an unknown construct for nested substitutions.
+    fn substitutions(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        for child in children {
+            if is_statement(child.kind()) {
+                self.statement(child, src, env);
+            } else {
+                let before = b.value.len();
+                self.part(child, src, env, b, depth + 1);
+                b.value.truncate(before);
+            }
+        }
+    }
+}
+
+/// An unquoted word: backslash escapes, glob characters, leading `~`.
+fn unquoted(text: &str, b: &mut Builder, home: &str) {
+    let mut rest = text;
+    if b.value.is_empty() {
+        if rest == "~" {
+            b.value.push_str(home);
+            return;
+        }
+        if let Some(r) = rest.strip_prefix("~/") {
+            b.value.push_str(home);
+            b.value.push('/');
+            rest = r;
+        } else if rest.starts_with('~') {
+            // `~user`: another user's home.
+            b.known = false;
+        }
+    }
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    if n != '\n' {
+                        b.value.push(n);
+                    }
+                }
+            }
+            '*' | '?' | '[' => {
+                b.glob = true;
+                b.value.push(c);
+            }
+            // Brace expansion (`{a,b}`, `{1..3}`); tree-sitter splits it into several
+            // words, so any brace marks the word.
+            '{' | '}' => {
+                b.glob = true;
+                b.value.push(c);
+            }
+            _ => b.value.push(c),
+        }
+    }
+}
+
+/// Text inside double quotes: only `\$ \` \" \\ \newline` are escapes.
+fn double_quoted(text: &str, b: &mut Builder) {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.peek() {
+                Some('$' | '`' | '"' | '\\') => {
+                    if let Some(n) = chars.next() {
+                        b.value.push(n);
+                    }
+                }
+                Some('\n') => {
+                    chars.next();
+                }
+                _ => b.value.push(c),
+            }
+        } else {
+            b.value.push(c);
+        }
+    }
+}

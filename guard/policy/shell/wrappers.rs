@@ -1,0 +1,539 @@
+//! Simple commands: peel wrappers (`env`, `sudo`, `sh -c`, `xargs`, `timeout`, ...) until the
+//! command that really runs is in argv[0], resolve it on PATH, track `cd`, and split
+//! `find -exec` into its own segment.
+
+use super::walk::{Analyser, Env, Resolved};
+use super::{basename, normalize_path, resolve_on_path, Redirect, RedirectKind, Stdin, Word};
+use std::path::PathBuf;
+
+/// Most wrappers peeled off one command (`nice nice nice …` cannot loop forever).
+const MAX_WRAPPERS: usize = 32;
+
+/// Shells whose `-c TEXT` is analysed as shell text.
+pub const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "yash"];
+
+/// Option grammar of one wrapper: short options taking a value, long ones taking a value.
+struct Opts {
+    short_value: &'static str,
+    long_value: &'static [&'static str],
+}
+
+/// Where the options of `args` end: index of the first operand, with the options seen
+/// (name, value). A non-static word in option position is an error.
+/// Options seen while skipping: (name, value).
+type Seen = Vec<(String, Option<String>)>;
+
+fn options(args: &[Word], opts: &Opts) -> Result<(usize, Seen), String> {
+    let mut seen = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        // A non-static word ends the options: it is the first operand.
+        let Some(a) = args[i].value.as_deref() else {
+            return Ok((i, seen));
+        };
+        if a == "--" {
+            return Ok((i + 1, seen));
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            if let Some((name, value)) = long.split_once('=') {
+                seen.push((format!("--{name}"), Some(value.to_string())));
+            } else if opts.long_value.contains(&long) {
+                let v = args.get(i + 1).and_then(|w| w.value.clone());
+                if v.is_none() {
+                    return Err(format!("value of --{long} is not static"));
+                }
+                seen.push((format!("--{long}"), v));
+                i += 1;
+            } else {
+                seen.push((format!("--{long}"), None));
+            }
+            i += 1;
+            continue;
+        }
+        if a.len() < 2 || !a.starts_with('-') {
+            return Ok((i, seen));
+        }
+        let chars: Vec<char> = a[1..].chars().collect();
+        let mut j = 0;
+        while j < chars.len() {
+            let c = chars[j];
+            if opts.short_value.contains(c) {
+                let attached: String = chars[j + 1..].iter().collect();
+                if attached.is_empty() {
+                    let v = args.get(i + 1).and_then(|w| w.value.clone());
+                    if v.is_none() {
+                        return Err(format!("value of -{c} is not static"));
+                    }
+                    seen.push((format!("-{c}"), v));
+                    i += 1;
+                } else {
+                    seen.push((format!("-{c}"), Some(attached)));
+                }
+                break;
+            }
+            seen.push((format!("-{c}"), None));
+            j += 1;
+        }
+        i += 1;
+    }
+    Ok((i, seen))
+}
+
+fn has(seen: &[(String, Option<String>)], names: &[&str]) -> bool {
+    seen.iter().any(|(n, _)| names.contains(&n.as_str()))
+}
+
+fn value_of<'a>(seen: &'a [(String, Option<String>)], names: &[&str]) -> Option<&'a str> {
+    seen.iter()
+        .rev()
+        .find(|(n, _)| names.contains(&n.as_str()))
+        .and_then(|(_, v)| v.as_deref())
+}
+
+/// What to do after looking at argv[0].
+enum Step {
+    /// argv[0] is the command: stop peeling.
+    Done,
+    /// A wrapper was peeled: continue with this argv.
+    Next(Vec<Word>),
+    /// Handled entirely (re-parsed text, or a problem was recorded).
+    Handled,
+}
+
+impl Analyser<'_> {
+    /// Is `name` a program the command table may trust by its basename, and where is it?
+    /// [`Self::resolve_uncached`], memoised for the analysis (stat calls dominate).
+    fn resolve(&mut self, name: &str) -> Resolved {
+        if let Some(hit) = self.resolved.get(name) {
+            return hit.clone();
+        }
+        let r = self.resolve_uncached(name);
+        self.resolved.insert(name.to_string(), r.clone());
+        r
+    }
+
+    fn resolve_uncached(&self, name: &str) -> Resolved {
+        if !name.contains('/') {
+            // The realpath is only needed for allowlist matching: decide() resolves it then.
+            let found = resolve_on_path(name, &self.ctx.path, &self.ctx.cwd);
+            return (true, found, None);
+        }
+        let lexical = normalize_path(name, &self.ctx.home, &self.ctx.cwd);
+        let real = std::fs::canonicalize(&lexical).ok();
+        let in_path_dir = |p: &PathBuf| {
+            p.parent().is_some_and(|parent| {
+                self.ctx
+                    .path
+                    .split(':')
+                    .filter(|d| d.starts_with('/'))
+                    .any(|d| normalize_path(d, &self.ctx.home, &self.ctx.cwd) == parent)
+            })
+        };
+        let trusted = name.starts_with('/')
+            && (in_path_dir(&lexical) || real.as_ref().is_some_and(in_path_dir));
+        (trusted, Some(lexical), real)
+    }
+
+    /// A simple command: peel wrappers, then record the segment(s).
+    pub(crate) fn simple(&mut self, argv: Vec<Word>, env: &Env, text: &str) {
+        let mut env = env.clone();
+        let mut argv = argv;
+        for _ in 0..MAX_WRAPPERS {
+            if argv.is_empty() {
+                let seg = self.segment_base(text, argv, &env);
+                self.push(seg);
+                return;
+            }
+            let Some(name) = argv[0].value.clone() else {
+                self.problem(text, "the command name is not static", &env);
+                return;
+            };
+            let (trusted, _, _) = self.resolve(&name);
+            if !trusted || (self.functions.contains(&name) && !name.contains('/')) {
+                break;
+            }
+            match self.peel(basename(&name), &argv, &mut env, text) {
+                Step::Done => break,
+                Step::Handled => return,
+                Step::Next(next) => argv = next,
+            }
+        }
+        self.finish_segment(argv, &env, text);
+    }
+
+    /// Peels one wrapper off `argv` (whose argv[0] is `base`).
+    fn peel(&mut self, base: &str, argv: &[Word], env: &mut Env, text: &str) -> Step {
+        let rest = &argv[1..];
+        let parsed = |opts: Opts| options(rest, &opts);
+        let wrap = |env: &mut Env, name: &str| env.wrappers.push(name.to_string());
+        match base {
+            "env" => {
+                let (idx, seen) = match parsed(Opts {
+                    short_value: "uCS",
+                    long_value: &["unset", "chdir", "split-string"],
+                }) {
+                    Ok(v) => v,
+                    Err(e) => return self.fail(text, &e, env),
+                };
+                wrap(env, "env");
+                if let Some(dir) = value_of(&seen, &["-C", "--chdir"]) {
+                    self.change_dir(Some(dir));
+                }
+                let mut i = idx;
+                // `env -` is `env -i`.
+                if rest.get(i).and_then(|w| w.value.as_deref()) == Some("-") {
+                    i += 1;
+                }
+                while let Some(w) = rest.get(i) {
+                    match w.value.as_deref().and_then(|v| v.split_once('=')) {
+                        Some((k, _)) if is_identifier(k) => {
+                            env.env_assignments.push(k.to_string());
+                            i += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                if let Some(split) = value_of(&seen, &["-S", "--split-string"]) {
+                    let mut joined = split.to_string();
+                    for w in &rest[i..] {
+                        match &w.value {
+                            Some(v) => {
+                                joined.push(' ');
+                                joined.push_str(&quote(v));
+                            }
+                            None => return self.fail(text, "env -S with non-static words", env),
+                        }
+                    }
+                    return self.reparse(&joined, env, "env -S");
+                }
+                if i >= rest.len() {
+                    return Step::Done;
+                }
+                Step::Next(rest[i..].to_vec())
+            }
+            "sudo" | "doas" => {
+                let opts = if base == "sudo" {
+                    Opts {
+                        short_value: "ughpCDrtUT",
+                        long_value: &[
+                            "user",
+                            "group",
+                            "host",
+                            "prompt",
+                            "close-from",
+                            "chdir",
+                            "role",
+                            "type",
+                            "other-user",
+                            "command-timeout",
+                        ],
+                    }
+                } else {
+                    Opts {
+                        short_value: "uC",
+                        long_value: &[],
+                    }
+                };
+                env.privileged = true;
+                let (idx, _) = match parsed(opts) {
+                    Ok(v) => v,
+                    Err(e) => return self.fail(text, &e, env),
+                };
+                wrap(env, base);
+                let mut i = idx;
+                while let Some(w) = rest.get(i) {
+                    match w.value.as_deref().and_then(|v| v.split_once('=')) {
+                        Some((k, _)) if is_identifier(k) => {
+                            env.env_assignments.push(k.to_string());
+                            i += 1;
+                        }
+                        _ => break,
+                    }
+                }
+                if i >= rest.len() {
+                    return Step::Done;
+                }
+                Step::Next(rest[i..].to_vec())
+            }
+            "nice" | "nohup" | "stdbuf" | "setsid" | "ionice" | "time" | "command" | "exec" => {
+                let opts = match base {
+                    "nice" => Opts {
+                        short_value: "n",
+                        long_value: &["adjustment"],
+                    },
+                    "stdbuf" => Opts {
+                        short_value: "ioe",
+                        long_value: &["input", "output", "error"],
+                    },
+                    "ionice" => Opts {
+                        short_value: "cn",
+                        long_value: &["class", "classdata"],
+                    },
+                    "time" => Opts {
+                        short_value: "of",
+                        long_value: &["output", "format"],
+                    },
+                    "exec" => Opts {
+                        short_value: "a",
+                        long_value: &[],
+                    },
+                    _ => Opts {
+                        short_value: "",
+                        long_value: &[],
+                    },
+                };
+                let (idx, seen) = match parsed(opts) {
+                    Ok(v) => v,
+                    Err(e) => return self.fail(text, &e, env),
+                };
+                if base == "command" && has(&seen, &["-v", "-V"]) {
+                    return Step::Done;
+                }
+                if base == "ionice" && has(&seen, &["-p", "-P", "-u"]) {
+                    return Step::Done;
+                }
+                if base == "time" {
+                    if let Some(out) = value_of(&seen, &["-o", "--output"]) {
+                        env.redirects.push(Redirect {
+                            kind: RedirectKind::Write,
+                            target: Word::literal(out),
+                        });
+                    }
+                }
+                if idx >= rest.len() {
+                    return Step::Done;
+                }
+                wrap(env, base);
+                Step::Next(rest[idx..].to_vec())
+            }
+            "timeout" => {
+                let (idx, _) = match parsed(Opts {
+                    short_value: "sk",
+                    long_value: &["signal", "kill-after"],
+                }) {
+                    Ok(v) => v,
+                    Err(e) => return self.fail(text, &e, env),
+                };
+                // The duration, then the command.
+                if idx + 1 >= rest.len() {
+                    return Step::Done;
+                }
+                wrap(env, base);
+                Step::Next(rest[idx + 1..].to_vec())
+            }
+            "busybox" => match rest.first().and_then(|w| w.value.as_deref()) {
+                Some(applet) if !applet.starts_with('-') => {
+                    wrap(env, base);
+                    Step::Next(rest.to_vec())
+                }
+                Some(_) | None if rest.is_empty() => Step::Done,
+                Some(_) => Step::Done,
+                None => self.fail(text, "busybox applet is not static", env),
+            },
+            "xargs" => self.peel_xargs(rest, env, text),
+            "eval" => {
+                let mut joined = String::new();
+                for w in rest {
+                    match &w.value {
+                        Some(v) => {
+                            if !joined.is_empty() {
+                                joined.push(' ');
+                            }
+                            joined.push_str(v);
+                        }
+                        None => return Step::Done,
+                    }
+                }
+                self.reparse(&joined, env, "eval")
+            }
+            shell if SHELLS.contains(&shell) => {
+                let (idx, seen) = match parsed(Opts {
+                    short_value: "oO",
+                    long_value: &["rcfile", "init-file"],
+                }) {
+                    Ok(v) => v,
+                    Err(e) => return self.fail(text, &e, env),
+                };
+                if !has(&seen, &["-c"]) {
+                    let reads_stdin = idx >= rest.len() || has(&seen, &["-s"]);
+                    return match (&env.stdin, reads_stdin) {
+                        (Stdin::Here(Some(body)), true) => {
+                            let body = body.clone();
+                            env.stdin = Stdin::Inherited;
+                            self.reparse(&body, env, &format!("{shell} <<here"))
+                        }
+                        (Stdin::Here(None), true) => {
+                            self.fail(text, "here-document fed to a shell is not static", env)
+                        }
+                        _ => Step::Done,
+                    };
+                }
+                let Some(script) = rest.get(idx) else {
+                    return self.fail(text, "shell -c without a command", env);
+                };
+                let Some(script) = script.value.clone() else {
+                    return self.fail(text, "shell -c text is not static", env);
+                };
+                self.reparse(&script, env, &format!("{shell} -c"))
+            }
+            _ => Step::Done,
+        }
+    }
+
+    fn peel_xargs(&mut self, rest: &[Word], env: &mut Env, text: &str) -> Step {
+        let (idx, seen) = match options(
+            rest,
+            &Opts {
+                short_value: "adEILlnPs",
+                long_value: &[
+                    "arg-file",
+                    "delimiter",
+                    "max-args",
+                    "max-lines",
+                    "max-procs",
+                    "max-chars",
+                    "process-slot-var",
+                    "eof",
+                ],
+            },
+        ) {
+            Ok(v) => v,
+            Err(e) => return self.fail(text, &e, env),
+        };
+        let replace = value_of(&seen, &["-I", "--replace"])
+            .map(str::to_string)
+            .or_else(|| has(&seen, &["-i", "--replace"]).then(|| "{}".to_string()));
+        if let Some(file) = value_of(&seen, &["-a", "--arg-file"]) {
+            env.redirects.push(Redirect {
+                kind: RedirectKind::Read,
+                target: Word::literal(file),
+            });
+        }
+        env.wrappers.push("xargs".into());
+        // GNU xargs gives its commands /dev/null as stdin.
+        env.stdin = Stdin::Inherited;
+        let input = Word::unknown("<xargs input>");
+        let mut next: Vec<Word> = if idx >= rest.len() {
+            vec![Word::literal("echo")]
+        } else {
+            rest[idx..].to_vec()
+        };
+        match replace {
+            Some(r) => {
+                for w in next.iter_mut().skip(1) {
+                    if w.value.as_deref().is_none_or(|v| v.contains(&r)) {
+                        *w = Word::unknown(&w.source);
+                    }
+                }
+                if next[0].value.as_deref().is_none_or(|v| v.contains(&r)) {
+                    next[0] = Word::unknown(&next[0].source);
+                }
+            }
+            None => next.push(input),
+        }
+        Step::Next(next)
+    }
+
+    fn fail(&mut self, text: &str, why: &str, env: &Env) -> Step {
+        self.problem(text, why.to_string(), env);
+        Step::Handled
+    }
+
+    fn reparse(&mut self, inner: &str, env: &Env, wrapper: &str) -> Step {
+        let mut e = env.clone();
+        e.wrappers.push(wrapper.to_string());
+        e.depth += 1;
+        self.text(inner, &e);
+        Step::Handled
+    }
+
+    /// Records the command, tracks `cd`, and splits out `find -exec` commands.
+    fn finish_segment(&mut self, argv: Vec<Word>, env: &Env, text: &str) {
+        let name = argv
+            .first()
+            .and_then(|w| w.value.clone())
+            .unwrap_or_default();
+        let (trusted, resolved, resolved_real) = self.resolve(&name);
+        let base = basename(&name).to_string();
+        let mut seg = self.segment_base(text, argv, env);
+        seg.function_call = !name.contains('/') && self.functions.contains(&name);
+        seg.program = Some(base.clone());
+        seg.trusted_name = trusted;
+        seg.resolved = resolved;
+        seg.resolved_real = resolved_real;
+        let execs = if trusted && base == "find" {
+            find_execs(&seg.argv)
+        } else {
+            Vec::new()
+        };
+        let cd_target = if trusted && matches!(base.as_str(), "cd" | "pushd" | "popd") {
+            let operands: Vec<&Word> = seg
+                .argv
+                .iter()
+                .skip(1)
+                .filter(|w| {
+                    !w.value
+                        .as_deref()
+                        .is_some_and(|v| v.starts_with('-') && v != "-")
+                })
+                .collect();
+            Some(match (base.as_str(), operands.first()) {
+                ("popd", _) => None,
+                (_, None) => Some(self.ctx.home.to_string_lossy().into_owned()),
+                (_, Some(w)) => w.value.clone().filter(|_| !w.glob),
+            })
+        } else {
+            None
+        };
+        self.push(seg);
+        if let Some(target) = cd_target {
+            self.change_dir(target.as_deref());
+        }
+        let mut inner_env = env.clone();
+        inner_env.wrappers.push("find -exec".into());
+        inner_env.redirects.clear();
+        inner_env.stdin = Stdin::Inherited;
+        for inner in execs {
+            self.simple(inner, &inner_env, text);
+        }
+    }
+}
+
+/// The commands of `find … -exec CMD … ;` (also `-execdir`, `-ok`, `-okdir`, `+`), with
+/// `{}` as an unknown word.
+fn find_execs(argv: &[Word]) -> Vec<Vec<Word>> {
+    let mut out = Vec::new();
+    let mut i = 1;
+    while i < argv.len() {
+        let v = argv[i].value.as_deref();
+        if matches!(v, Some("-exec" | "-execdir" | "-ok" | "-okdir")) {
+            let mut cmd = Vec::new();
+            i += 1;
+            while i < argv.len() && !matches!(argv[i].value.as_deref(), Some(";" | "+")) {
+                let w = &argv[i];
+                if w.value.as_deref().is_some_and(|v| v.contains("{}")) {
+                    cmd.push(Word::unknown(&w.source));
+                } else {
+                    cmd.push(w.clone());
+                }
+                i += 1;
+            }
+            if !cmd.is_empty() {
+                out.push(cmd);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+fn is_identifier(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Single-quotes a value for re-parsing.
+fn quote(v: &str) -> String {
+    format!("'{}'", v.replace('\'', r"'\''"))
+}

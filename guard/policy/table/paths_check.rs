@@ -1,0 +1,322 @@
+//! Path findings: sensitive paths (globs and containing directories too), writes into
+//! system directories or OpenClaw's approvals state, unknown operands, environment
+//! assignments that change what runs, and redirections.
+
+use super::{Classification, TableContext};
+use crate::policy::paths::{self, PathContext};
+use crate::policy::shell::{RedirectKind, Segment, Word};
+use crate::policy::verdict::Category;
+use std::path::{Path, PathBuf};
+
+/// Directories an agent never writes to (the Sanctum "write system" row is blocked).
+const SYSTEM_DIRS: &[&str] = &[
+    "/etc",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/boot",
+    "/opt",
+    "/root",
+    "/sys",
+    "/proc",
+    "/dev",
+    "/var/lib",
+    "/var/spool",
+    "/var/log",
+];
+
+/// Environment variables that make a program load or run other code.
+const CODE_ENV: &[&str] = &[
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "NODE_OPTIONS",
+    "NODE_PATH",
+    "PYTHONPATH",
+    "PYTHONSTARTUP",
+    "PYTHONHOME",
+    "PERL5OPT",
+    "PERL5LIB",
+    "RUBYOPT",
+    "RUBYLIB",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_PAGER",
+    "GIT_EDITOR",
+    "GIT_ASKPASS",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_DIR",
+    "PAGER",
+    "EDITOR",
+    "VISUAL",
+    "IFS",
+    "SHELLOPTS",
+    "BASHOPTS",
+];
+
+pub(crate) struct Checker<'a> {
+    seg: &'a Segment,
+    t: &'a TableContext<'a>,
+    ctxs: Vec<PathContext>,
+}
+
+impl<'a> Checker<'a> {
+    pub fn new(seg: &'a Segment, t: &'a TableContext<'a>) -> Self {
+        let ctxs = seg
+            .cwds
+            .iter()
+            .map(|cwd| PathContext {
+                home: t.home.to_path_buf(),
+                cwd: cwd.clone(),
+            })
+            .collect();
+        Checker { seg, t, ctxs }
+    }
+
+    pub fn env_assignments(&self, c: &mut Classification) {
+        for name in &self.seg.env_assignments {
+            if name == "PATH" {
+                c.add(
+                    Category::Unanalysable,
+                    "path-override",
+                    "changes PATH, so the programs that run cannot be known",
+                );
+            } else if CODE_ENV.contains(&name.as_str()) || name.starts_with("LD_") {
+                c.add(
+                    Category::RunCode,
+                    "env-code-injection",
+                    format!("sets {name}, which makes programs load or run other code"),
+                );
+            }
+        }
+    }
+
+    pub fn redirects(&self, c: &mut Classification) {
+        for r in &self.seg.redirects {
+            let v = r.target.value.as_deref().unwrap_or("");
+            if v.starts_with("/dev/tcp/") || v.starts_with("/dev/udp/") {
+                c.add(
+                    Category::HttpWrite,
+                    "network",
+                    format!("the shell opens a network connection to {v}"),
+                );
+            }
+            match r.kind {
+                RedirectKind::Read => self.read(c, &r.target),
+                RedirectKind::Write | RedirectKind::ReadWrite => {
+                    c.add(
+                        Category::Write,
+                        "redirect-write",
+                        format!("writes {}", r.target.display()),
+                    );
+                    self.write(c, &r.target);
+                }
+            }
+        }
+    }
+
+    /// The absolute forms of a static word, one per candidate working directory. `None`
+    /// (after recording why) when it cannot be known.
+    fn absolutes(&self, c: &mut Classification, w: &Word) -> Option<Vec<PathBuf>> {
+        let src = w.source.trim_matches('"');
+        if w.value.is_none()
+            && (src.starts_with("<(") || src.starts_with(">("))
+            && src.ends_with(')')
+        {
+            // A process substitution is a `/dev/fd` pipe; its command is its own segment.
+            return None;
+        }
+        let Some(v) = &w.value else {
+            c.add(
+                Category::Unanalysable,
+                "unknown-argument",
+                format!("argument `{}` is not static", short(&w.source)),
+            );
+            return None;
+        };
+        if self.ctxs.is_empty() && !v.starts_with('/') && !v.starts_with('~') {
+            c.add(
+                Category::Unanalysable,
+                "unknown-cwd",
+                format!(
+                    "`{}` is relative to a directory a `cd` made unknown",
+                    short(v)
+                ),
+            );
+            return None;
+        }
+        Some(
+            self.ctxs
+                .iter()
+                .map(|ctx| paths::absolute(v, ctx))
+                .collect(),
+        )
+    }
+
+    /// An operand the program reads.
+    pub fn read(&self, c: &mut Classification, w: &Word) {
+        if let Some(v) = &w.value {
+            if w.glob {
+                for ctx in &self.ctxs {
+                    if let Some(hit) = self.t.policy.sensitive().glob_may_match(v, ctx) {
+                        sensitive(c, v, &hit);
+                        return;
+                    }
+                }
+                return;
+            }
+        }
+        if let Some(list) = self.absolutes(c, w) {
+            for p in list {
+                if let Some(hit) = self.t.policy.sensitive().matches(&p) {
+                    sensitive(c, &p.to_string_lossy(), &hit);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// An operand the program writes (or creates, or deletes).
+    pub fn write(&self, c: &mut Classification, w: &Word) {
+        self.read(c, w);
+        if let Some(v) = &w.value {
+            if w.glob {
+                let prefix: String = v.chars().take_while(|ch| !"*?[{".contains(*ch)).collect();
+                for ctx in &self.ctxs {
+                    let p = paths::normalize(&prefix, ctx);
+                    system_or_approvals(c, self.t, &p);
+                }
+                return;
+            }
+            for ctx in &self.ctxs {
+                let p = paths::normalize(v, ctx);
+                system_or_approvals(c, self.t, &p);
+            }
+        }
+    }
+
+    /// A directory the program reads recursively (`grep -r`, `cp -r`, `rg`, `tar c`).
+    pub fn recursive_read(&self, c: &mut Classification, w: &Word) {
+        if let Some(hit) = self.contains(w) {
+            sensitive(c, w.display(), &hit);
+        }
+    }
+
+    /// A directory operand that contains a sensitive path, if it does.
+    pub fn contains(&self, w: &Word) -> Option<String> {
+        let v = w.value.as_ref()?;
+        for ctx in &self.ctxs {
+            let hit = if w.glob {
+                self.t.policy.sensitive().glob_may_contain(v, ctx)
+            } else {
+                self.t
+                    .policy
+                    .sensitive()
+                    .contains_sensitive(&paths::absolute(v, ctx))
+            };
+            if hit.is_some() {
+                return hit;
+            }
+        }
+        None
+    }
+
+    /// Is the (static) operand inside the workspace for every candidate cwd? `None` when
+    /// unknown. The workspace itself and its ancestors are not "inside".
+    pub fn inside_workspace(&self, w: &Word) -> Option<bool> {
+        let v = w.value.as_ref()?;
+        if self.ctxs.is_empty() {
+            return None;
+        }
+        let prefix: String = if w.glob {
+            v.chars().take_while(|ch| !"*?[{".contains(*ch)).collect()
+        } else {
+            v.clone()
+        };
+        let ws = paths::lexical_clean(self.t.workspace);
+        let ws_real = paths::resolve_lenient(&ws).unwrap_or_else(|| ws.clone());
+        Some(self.ctxs.iter().all(|ctx| {
+            let p = paths::normalize(&prefix, ctx);
+            let inside = p.starts_with(&ws) && (p != ws || w.glob);
+            let real_ok = paths::resolve_lenient(&paths::absolute(&prefix, ctx))
+                .is_none_or(|r| r.starts_with(&ws) || r.starts_with(&ws_real));
+            inside && real_ok
+        }))
+    }
+}
+
+fn sensitive(c: &mut Classification, what: &str, hit: &str) {
+    c.add(
+        Category::SensitivePath,
+        "sensitive-path",
+        format!("touches {} (sensitive: {hit})", short(what)),
+    );
+}
+
+/// Writes into system directories or OpenClaw's own state.
+fn system_or_approvals(c: &mut Classification, t: &TableContext, p: &Path) {
+    let openclaw = t.home.join(".openclaw");
+    if p.starts_with(&openclaw) {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        if name.starts_with("exec-approvals")
+            || name == "openclaw.json"
+            || name.ends_with(".sqlite")
+            || name.ends_with(".db")
+            || p == openclaw
+        {
+            c.add(
+                Category::ApprovalsOff,
+                "approvals-off",
+                format!(
+                    "writes OpenClaw's approvals or config state {}",
+                    p.display()
+                ),
+            );
+        } else {
+            c.add(
+                Category::ConfigChange,
+                "config-change",
+                format!("writes OpenClaw state {}", p.display()),
+            );
+        }
+        return;
+    }
+    let in_home = p.starts_with(t.home) && p != t.home;
+    if p == Path::new("/") || (!in_home && SYSTEM_DIRS.iter().any(|d| p.starts_with(d))) {
+        c.add(
+            Category::Privilege,
+            "system-path-write",
+            format!("writes the system path {}", p.display()),
+        );
+    }
+}
+
+/// Path findings for a non-exec file action.
+pub(crate) fn check_path(c: &mut Classification, t: &TableContext, path: &Path, write: bool) {
+    if let Some(hit) = t.policy.sensitive().matches(path) {
+        sensitive(c, &path.to_string_lossy(), &hit);
+    }
+    if write {
+        system_or_approvals(c, t, &paths::lexical_clean(path));
+    }
+}
+
+fn short(s: &str) -> String {
+    if s.chars().count() > 80 {
+        let mut out: String = s.chars().take(77).collect();
+        out.push_str("...");
+        out
+    } else {
+        s.to_string()
+    }
+}

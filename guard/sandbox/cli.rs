@@ -1,0 +1,113 @@
+//! `sanctum-guard sandbox -- CMD…`: one confined command with inherited stdio, for humans and
+//! container entrypoints. Exit code: the command's, 128+signal when killed, 125 when the
+//! sandbox could not be set up, 126/127 when the command could not be executed.
+
+use super::profile::{builtin_profiles, NetworkSpec};
+use super::spawn::prepare;
+use super::SandboxError;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+/// Exit code when confinement could not be set up.
+pub const EXIT_SETUP: i32 = 125;
+
+/// Options of the `sandbox` subcommand.
+#[derive(Debug, Clone)]
+pub struct SandboxArgs {
+    pub profile: String,
+    pub workspace: Option<PathBuf>,
+    pub network: Option<NetworkSpec>,
+    pub json_status: bool,
+    pub timeout_secs: Option<u64>,
+    pub argv: Vec<String>,
+}
+
+fn setup_failed(e: &SandboxError, json: bool) -> i32 {
+    if json {
+        let v = serde_json::json!({ "sandbox_status": null, "error": e.to_string() });
+        eprintln!("{v}");
+    }
+    eprintln!("sanctum-guard sandbox: {e}");
+    EXIT_SETUP
+}
+
+/// Runs the command and returns the process exit code.
+pub fn sandbox_main(args: SandboxArgs) -> i32 {
+    let Some(spec) = builtin_profiles().remove(&args.profile) else {
+        let e = SandboxError::Profile(format!("unknown profile {:?}", args.profile));
+        return setup_failed(&e, args.json_status);
+    };
+    let mut spec = spec;
+    if let Some(n) = args.network {
+        spec.network = n;
+    }
+    if let Some(t) = args.timeout_secs {
+        spec.timeout_secs = t;
+    }
+    let workspace = match args
+        .workspace
+        .clone()
+        .map(Ok)
+        .unwrap_or_else(std::env::current_dir)
+    {
+        Ok(w) => w,
+        Err(e) => return setup_failed(&SandboxError::Io(e), args.json_status),
+    };
+    let resolved = match spec.resolve(&workspace) {
+        Ok(r) => r,
+        Err(e) => return setup_failed(&e, args.json_status),
+    };
+    let prepared = match prepare(&resolved) {
+        Ok(p) => p,
+        Err(e) => return setup_failed(&e, args.json_status),
+    };
+    if args.json_status {
+        let v = serde_json::json!({ "sandbox_status": prepared.status });
+        eprintln!("{v}");
+    }
+    let env = prepared.env(&BTreeMap::new());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| resolved.workspace.clone());
+    let (mut cmd, stage) = match prepared.command(&args.argv, &cwd, &env) {
+        Ok(c) => c,
+        Err(e) => return setup_failed(&e, args.json_status),
+    };
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => match stage.classify(e) {
+            Err(setup) => return setup_failed(&setup, args.json_status),
+            Ok(exec_err) => {
+                eprintln!("sanctum-guard sandbox: {}: {exec_err}", args.argv[0]);
+                return if exec_err.kind() == std::io::ErrorKind::NotFound {
+                    127
+                } else {
+                    126
+                };
+            }
+        },
+    };
+    drop(cmd);
+    let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let timeout = resolved.timeout;
+    let watchdog = std::thread::spawn(move || {
+        if done_rx.recv_timeout(timeout) == Err(mpsc::RecvTimeoutError::Timeout) {
+            eprintln!(
+                "sanctum-guard sandbox: timed out after {timeout:?}, killing the process group"
+            );
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    });
+    let status = child.wait();
+    let _ = done_tx.send(());
+    let _ = watchdog.join();
+    // Background processes the command left behind die with it.
+    let _ = killpg(pgid, Signal::SIGKILL);
+    match status {
+        Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
+        Err(e) => setup_failed(&SandboxError::Io(e), args.json_status),
+    }
+}

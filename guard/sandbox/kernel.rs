@@ -1,0 +1,60 @@
+//! Probes of what this kernel and this process offer, done before any fork.
+
+use std::sync::OnceLock;
+
+/// The Landlock ABI version of the running kernel; 0 when Landlock is missing or disabled.
+/// Probed once per process.
+pub fn landlock_abi() -> u8 {
+    static ABI: OnceLock<u8> = OnceLock::new();
+    *ABI.get_or_init(probe_landlock_abi)
+}
+
+fn probe_landlock_abi() -> u8 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: landlock_create_ruleset with a NULL attr, size 0 and the VERSION flag only
+    // returns the ABI number (or -1/errno); it reads and writes no memory of ours.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u8::try_from(v.max(0)).unwrap_or(u8::MAX)
+}
+
+/// Whether seccomp filter mode with the actions we use is available (probed once).
+pub fn seccomp_available() -> bool {
+    static AVAIL: OnceLock<bool> = OnceLock::new();
+    *AVAIL.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/seccomp/actions_avail")
+            .map(|s| s.contains("errno") && s.contains("kill_process"))
+            .unwrap_or(false)
+    })
+}
+
+/// Whether this process may clear the capability bounding set (needs CAP_SETPCAP).
+pub fn can_drop_bounding() -> bool {
+    caps::has_cap(None, caps::CapSet::Effective, caps::Capability::CAP_SETPCAP).unwrap_or(false)
+}
+
+/// The effective capability mask of this process, from /proc/self/status.
+pub fn effective_caps() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("CapEff:"))?;
+    u64::from_str_radix(line.trim_start_matches("CapEff:").trim(), 16).ok()
+}
+
+/// The highest capability number the kernel knows (63 if unreadable: dropping unknown
+/// numbers only returns EINVAL). Read once.
+pub fn cap_last_cap() -> u32 {
+    static LAST: OnceLock<u32> = OnceLock::new();
+    *LAST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .filter(|&n: &u32| n < 64)
+            .unwrap_or(63)
+    })
+}

@@ -1,0 +1,166 @@
+//! `run`: one confined command with captured, capped output and a timeout that kills its whole
+//! process group. This is what the approvals socket's exec path calls.
+
+use super::profile::ResolvedProfile;
+use super::spawn::prepare;
+use super::status::EnforcementStatus;
+use super::SandboxError;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+
+/// One command to run confined.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    /// The request's overrides (filtered by the profile's allow-list).
+    pub env: BTreeMap<String, String>,
+    pub timeout: Duration,
+    /// Combined stdout+stderr bytes kept (200_000 for OpenClaw).
+    pub output_cap: usize,
+    pub profile: ResolvedProfile,
+}
+
+/// The result, shaped like OpenClaw's `system.run` result plus the enforcement status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    /// None when killed by a signal or not started.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub success: bool,
+    pub stdout: String,
+    pub stderr: String,
+    pub error: Option<String>,
+    pub enforcement: EnforcementStatus,
+    /// The signal that killed the command, if any (the CLI exits 128+signal).
+    #[serde(default)]
+    pub signal: Option<i32>,
+}
+
+/// Appended when output was cut, as OpenClaw's node host does.
+pub const TRUNCATED_MARK: &str = "\n... (truncated)";
+/// How long to wait for the pipes to close after the process group was killed.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// Reads both pipes to EOF, keeping the first `cap` bytes combined.
+async fn collect<A, B>(mut out: A, mut err: B, cap: usize) -> (Vec<u8>, Vec<u8>, bool)
+where
+    A: tokio::io::AsyncRead + Unpin,
+    B: tokio::io::AsyncRead + Unpin,
+{
+    let (mut o, mut e) = (Vec::new(), Vec::new());
+    let (mut bo, mut be) = ([0u8; 8192], [0u8; 8192]);
+    let (mut out_done, mut err_done, mut truncated) = (false, false, false);
+    while !(out_done && err_done) {
+        let (n, to_out) = tokio::select! {
+            r = out.read(&mut bo), if !out_done => (r.unwrap_or(0), true),
+            r = err.read(&mut be), if !err_done => (r.unwrap_or(0), false),
+        };
+        if n == 0 {
+            if to_out {
+                out_done = true
+            } else {
+                err_done = true
+            }
+            continue;
+        }
+        let room = cap.saturating_sub(o.len() + e.len());
+        let take = n.min(room);
+        truncated |= take < n;
+        if to_out {
+            o.extend_from_slice(&bo[..take]);
+        } else {
+            e.extend_from_slice(&be[..take]);
+        }
+    }
+    (o, e, truncated)
+}
+
+fn kill_group(pgid: Option<u32>) {
+    if let Some(pid) = pgid.and_then(|p| i32::try_from(p).ok()) {
+        // ESRCH (group already gone) is the normal case.
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+/// Runs `spec.argv` confined by `spec.profile`. `Err` means the sandbox could not be set up
+/// and nothing ran; a command that could not be executed is an `Ok` outcome with `error`.
+pub async fn run(spec: RunSpec) -> Result<RunOutcome, SandboxError> {
+    let prepared = prepare(&spec.profile)?;
+    let env = prepared.env(&spec.env);
+    let (cmd, stage) = prepared.command(&spec.argv, &spec.cwd, &env)?;
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let status = prepared.status.clone();
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            let exec_err = stage.classify(e)?;
+            return Ok(RunOutcome {
+                exit_code: None,
+                timed_out: false,
+                success: false,
+                stdout: String::new(),
+                stderr: String::new(),
+                error: Some(format!("exec {}: {exec_err}", spec.argv[0])),
+                enforcement: status,
+                signal: None,
+            });
+        }
+    };
+    drop(cmd);
+    let pgid = child.id();
+    let (out, err) = match (child.stdout.take(), child.stderr.take()) {
+        (Some(o), Some(e)) => (o, e),
+        _ => {
+            kill_group(pgid);
+            return Err(SandboxError::Io(std::io::Error::other(
+                "child pipes missing",
+            )));
+        }
+    };
+    let collector = tokio::spawn(collect(out, err, spec.output_cap));
+    let (exit, timed_out) = match tokio::time::timeout(spec.timeout, child.wait()).await {
+        Ok(r) => (r?, false),
+        Err(_) => {
+            kill_group(pgid);
+            (child.wait().await?, true)
+        }
+    };
+    // Background processes the command left behind die with it.
+    kill_group(pgid);
+    let (o, e, truncated) = match tokio::time::timeout(DRAIN_GRACE, collector).await {
+        Ok(Ok(r)) => r,
+        _ => (Vec::new(), b"output lost".to_vec(), true),
+    };
+    let mut stdout = String::from_utf8_lossy(&o).into_owned();
+    let mut stderr = String::from_utf8_lossy(&e).into_owned();
+    if truncated {
+        if stderr.is_empty() {
+            stdout.push_str(TRUNCATED_MARK);
+        } else {
+            stderr.push_str(TRUNCATED_MARK);
+        }
+    }
+    let exit_code = if timed_out { None } else { exit.code() };
+    Ok(RunOutcome {
+        exit_code,
+        timed_out,
+        success: !timed_out && exit_code == Some(0),
+        stdout,
+        stderr,
+        error: timed_out.then(|| format!("timed out after {:?}", spec.timeout)),
+        enforcement: status,
+        signal: exit.signal(),
+    })
+}

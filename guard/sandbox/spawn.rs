@@ -1,0 +1,191 @@
+//! Turns a resolved profile into a ready-to-fork plan (Landlock ruleset, BPF, rlimits, env)
+//! and builds the `std::process::Command` whose pre_exec hook applies it. Shared by `run`,
+//! the CLI and the benchmark, so they all measure and test the same code path.
+
+use super::child::{ChildPlan, Rlimit, STAGES};
+use super::profile::ResolvedProfile;
+use super::status::{EnforcementStatus, Level};
+use super::{env, kernel, landlock_rules, seccomp, SandboxError};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+/// A plan built once, spawnable many times.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    plan: Arc<ChildPlan>,
+    pub status: EnforcementStatus,
+    profile: ResolvedProfile,
+}
+
+const MIB: u64 = 1024 * 1024;
+
+fn rlimits(p: &ResolvedProfile) -> Vec<Rlimit> {
+    let l = &p.limits;
+    vec![
+        Rlimit {
+            resource: libc::RLIMIT_NPROC,
+            value: l.nproc,
+        },
+        Rlimit {
+            resource: libc::RLIMIT_AS,
+            value: l.address_space_mb.saturating_mul(MIB),
+        },
+        Rlimit {
+            resource: libc::RLIMIT_FSIZE,
+            value: l.file_size_mb.saturating_mul(MIB),
+        },
+        Rlimit {
+            resource: libc::RLIMIT_CPU,
+            value: l.cpu_secs,
+        },
+        Rlimit {
+            resource: libc::RLIMIT_NOFILE,
+            value: l.nofile,
+        },
+        Rlimit {
+            resource: libc::RLIMIT_CORE,
+            value: 0,
+        },
+    ]
+}
+
+/// Builds everything the child needs; fails (nothing runs) if the kernel lacks a feature the
+/// profile requires and degraded mode is not allowed.
+pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
+    let abi = kernel::landlock_abi();
+    let (ruleset, ll) = landlock_rules::build(profile, abi)?;
+    let mut missing = ll.missing.clone();
+    let (bpf, seccomp_on) = if kernel::seccomp_available() {
+        (seccomp::build(profile)?, true)
+    } else if profile.allow_degraded {
+        missing.push("seccomp".into());
+        (Arc::new(Vec::new()), false)
+    } else {
+        return Err(SandboxError::Unsupported {
+            missing: "seccomp filters".into(),
+            abi,
+        });
+    };
+    let drop_bounding = kernel::can_drop_bounding();
+    // Without CAP_SETPCAP we cannot clear the bounding set; a process without privileges has
+    // an empty effective set anyway, so "cleared" holds when we are not uid 0.
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let caps_cleared = drop_bounding || unsafe { libc::geteuid() } != 0;
+    let status = EnforcementStatus {
+        landlock_abi: abi,
+        landlock: ll.level,
+        fs_rights: ll.fs_rights,
+        net_rights: ll.net_rights,
+        scopes: ll.scopes,
+        seccomp: seccomp_on,
+        seccomp_parts: if seccomp_on {
+            seccomp::parts(profile)
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        } else {
+            vec![]
+        },
+        caps_cleared,
+        no_new_privs: true,
+        rlimits: true,
+        network: profile.network.to_string(),
+        missing,
+    };
+    if status.landlock == Level::None && !profile.allow_degraded {
+        return Err(SandboxError::Unsupported {
+            missing: "landlock".into(),
+            abi,
+        });
+    }
+    let plan = ChildPlan {
+        landlock: ruleset,
+        bpf,
+        rlimits: rlimits(profile),
+        drop_bounding,
+        cap_last: kernel::cap_last_cap(),
+        parent_pid: std::process::id() as libc::pid_t,
+    };
+    Ok(Prepared {
+        plan: Arc::new(plan),
+        status,
+        profile: profile.clone(),
+    })
+}
+
+/// The read end of the pipe on which a failing child names its setup stage.
+#[derive(Debug)]
+pub struct StagePipe(OwnedFd);
+
+impl StagePipe {
+    /// The stage at which setup failed, if the child reported one (call after spawn failed).
+    pub fn failed_stage(&self) -> Option<&'static str> {
+        let mut f = std::fs::File::from(self.0.try_clone().ok()?);
+        let mut b = [0u8; 1];
+        match f.read(&mut b) {
+            Ok(1) => STAGES.get(usize::from(b[0])).copied(),
+            _ => None,
+        }
+    }
+
+    /// Maps a spawn error: a reported stage means the sandbox failed (exit 125); otherwise
+    /// exec itself failed (command not found, exec denied).
+    pub fn classify(&self, err: std::io::Error) -> Result<std::io::Error, SandboxError> {
+        match self.failed_stage() {
+            Some(stage) => Err(SandboxError::Confinement { stage, source: err }),
+            None => Ok(err),
+        }
+    }
+}
+
+impl Prepared {
+    /// The child's environment: the guard's own variables and `overrides`, filtered by the
+    /// profile's allow-list, plus TMPDIR pointing at the private tmp.
+    pub fn env(&self, overrides: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let mut extra = Vec::new();
+        if let Some(t) = &self.profile.tmp {
+            extra.push((
+                "TMPDIR".to_string(),
+                t.path().to_string_lossy().into_owned(),
+            ));
+        }
+        env::build_env(std::env::vars(), overrides, &self.profile.env_allow, &extra)
+    }
+
+    pub fn profile(&self) -> &ResolvedProfile {
+        &self.profile
+    }
+
+    /// A command that runs `argv` confined. stdio is left to the caller.
+    pub fn command(
+        &self,
+        argv: &[String],
+        cwd: &Path,
+        env: &BTreeMap<String, String>,
+    ) -> Result<(Command, StagePipe), SandboxError> {
+        let (prog, args) = argv.split_first().ok_or(SandboxError::EmptyArgv)?;
+        let (read, write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)
+                .map_err(|e| SandboxError::Io(e.into()))?;
+        let mut cmd = Command::new(prog);
+        cmd.args(args).current_dir(cwd).env_clear().envs(env);
+        let plan = Arc::clone(&self.plan);
+        let stage_fd = std::os::fd::AsRawFd::as_raw_fd(&write);
+        let keep = Arc::new(write);
+        // SAFETY: ChildPlan::apply is async-signal-safe (raw syscalls on pre-built data, no
+        // allocation, no locks), as required after fork in a multithreaded parent; the stage
+        // pipe's write end stays open because the closure owns it.
+        unsafe {
+            cmd.pre_exec(move || {
+                let _ = &keep;
+                plan.apply(stage_fd)
+            });
+        }
+        Ok((cmd, StagePipe(read)))
+    }
+}

@@ -1,0 +1,124 @@
+//! `sanctum-guard serve`: wires the config, the audit log, the inbox, OpenClaw's approvals
+//! document (token and socket path), the policy and the socket server, prints where each file
+//! is (never the token), and stops cleanly on SIGTERM/SIGINT.
+
+use super::engine::Engine;
+use super::listener::ListenError;
+use super::oracle::{Oracle, OracleError};
+use super::server::{Server, ServerOptions};
+use crate::audit::{AuditError, AuditLog};
+use crate::config::{Config, ConfigError, Overrides};
+use crate::inbox::{Inbox, InboxError};
+use crate::openclaw::socket::{ensure_socket, SocketConfigError};
+use crate::openclaw::store::{Era, Store, StoreError};
+use serde_json::json;
+use std::sync::Arc;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::watch;
+
+/// Why `serve` could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("config: {0}")]
+    Config(#[from] ConfigError),
+    #[error("state dir: {0}")]
+    StateDir(ListenError),
+    #[error("socket: {0}")]
+    Listen(#[from] ListenError),
+    #[error("audit log: {0}")]
+    Audit(#[from] AuditError),
+    #[error("inbox: {0}")]
+    Inbox(#[from] InboxError),
+    #[error("OpenClaw approvals store: {0}")]
+    Store(#[from] StoreError),
+    #[error("OpenClaw socket settings: {0}")]
+    Socket(#[from] SocketConfigError),
+    #[error("policy: {0}")]
+    Oracle(#[from] OracleError),
+    #[error("signals: {0}")]
+    Signal(std::io::Error),
+}
+
+/// Runs the server until SIGTERM or SIGINT. Startup lines go to stderr.
+pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
+    let cfg = Config::load(overrides)?;
+    crate::config::ensure_state_dir(&cfg.state_dir).map_err(ServeError::StateDir)?;
+    let (audit, report) = AuditLog::open(&cfg.audit_path())?;
+    let (inbox, expired) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
+    let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
+    let sock = ensure_socket(&store)?;
+    let oracle = Oracle::load(&cfg, store)?;
+
+    eprintln!("sanctum-guard: config          {}", cfg.origin);
+    eprintln!("sanctum-guard: state dir       {}", cfg.state_dir.display());
+    eprintln!(
+        "sanctum-guard: inbox           {} ({expired} pending expired at start)",
+        cfg.inbox_path().display()
+    );
+    eprintln!(
+        "sanctum-guard: audit log       {} ({} records)",
+        cfg.audit_path().display(),
+        report.records
+    );
+    eprintln!(
+        "sanctum-guard: openclaw store  {} ({})",
+        oracle.store_path().display(),
+        oracle.era_name()
+    );
+    eprintln!("sanctum-guard: policy          {}", oracle.policy_origin());
+    eprintln!("sanctum-guard: socket          {}", sock.path.display());
+    eprintln!(
+        "sanctum-guard: allowed uids    {:?}",
+        cfg.socket.allowed_uids
+    );
+
+    audit
+        .record(
+            "startup",
+            json!({"pid":std::process::id(),"socket":sock.path,"stateDir":cfg.state_dir,
+                   "openclawStore":oracle.store_path(),"policy":oracle.policy_origin(),
+                   "expiredAtStart":expired,"version":env!("CARGO_PKG_VERSION")}),
+        )
+        .await?;
+
+    let mut opts = ServerOptions::new(sock.path.clone());
+    opts.read_timeout = cfg.socket.read_timeout;
+    opts.max_connections = cfg.socket.max_connections;
+    let engine = Arc::new(Engine::new(
+        sock.token,
+        &cfg.socket,
+        cfg.deadlines,
+        oracle,
+        inbox,
+        audit.clone(),
+    ));
+    let server = Server::bind(opts, engine.clone())?;
+    // OpenClaw may change its document while we run (a new allowlist entry, a new policy).
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let e = engine.clone();
+            let _ = tokio::task::spawn_blocking(move || e.oracle().reload()).await;
+        }
+    });
+
+    let (tx, rx) = watch::channel(false);
+    let mut term = signal(SignalKind::terminate()).map_err(ServeError::Signal)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(ServeError::Signal)?;
+    tokio::spawn(async move {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        eprintln!("sanctum-guard: {name}: stopping");
+        let _ = tx.send(true);
+    });
+    eprintln!("sanctum-guard: serving");
+    server.run(rx).await;
+    audit
+        .record("shutdown", json!({"pid":std::process::id()}))
+        .await?;
+    eprintln!("sanctum-guard: stopped");
+    Ok(())
+}

@@ -1,0 +1,58 @@
+//! Shared fixtures for the inbox tests: a gated exec request and its verdict.
+#![allow(dead_code)]
+
+use sanctum_guard::policy::request::{
+    Action, DecidedBy, Decision, DecisionKind, ExecAction, OpenClawAsk, Request, Source, Who,
+};
+use sanctum_guard::policy::verdict::{Category, Reason, Verdict, VerdictKind};
+
+pub fn now_ms() -> u64 {
+    sanctum_guard::inbox::now_ms()
+}
+
+pub fn exec_request(cmd: &str) -> Request {
+    Request {
+        id: format!("frame-{cmd}"),
+        who: Who {
+            agent_id: "main".into(),
+            session_key: Some("agent:main:main".into()),
+            source: Source::SocketRequest,
+        },
+        action: Action::Exec(ExecAction {
+            argv: cmd.split(' ').map(str::to_owned).collect(),
+            command: Some(cmd.into()),
+            cwd: Some("/work".into()),
+            env_keys: vec![],
+            resolved_path: None,
+        }),
+        received_at_ms: now_ms(),
+        deadline_ms: None,
+        openclaw: OpenClawAsk::default(),
+    }
+}
+
+pub fn ask_verdict(offered: &[DecisionKind]) -> Verdict {
+    Verdict {
+        kind: VerdictKind::Ask,
+        category: Category::Write,
+        reasons: vec![Reason::new("write", "writes a file")],
+        offered: offered.to_vec(),
+        segments: vec![],
+        profile: None,
+    }
+}
+
+pub const ALL: &[DecisionKind] = &[
+    DecisionKind::AllowOnce,
+    DecisionKind::AllowAlways,
+    DecisionKind::Deny,
+];
+
+pub fn human(kind: DecisionKind, who: &str) -> Decision {
+    Decision {
+        kind,
+        reason: None,
+        by: DecidedBy::Human(who.into()),
+        at_ms: now_ms(),
+    }
+}

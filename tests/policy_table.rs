@@ -1,0 +1,490 @@
+//! The policy table: every case of tests/data/policy_cases.tsv through `decide()` in a
+//! temporary agent home (real files and symlinks), and a sample through the real
+//! `sanctum-guard policy explain|check` binary (exit codes, `--json` shape).
+
+use sanctum_guard::openclaw::allow_always::cwd_argv_pattern;
+use sanctum_guard::policy::allowlist::{CompiledAllowlist, Rule};
+use sanctum_guard::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
+use sanctum_guard::policy::file::{embedded_default, Policy};
+use sanctum_guard::policy::request::{
+    Action, DecisionKind, ExecAction, OpenClawAsk, Request, Source, Who,
+};
+use sanctum_guard::policy::shell::{analyse, ShellContext};
+use sanctum_guard::policy::verdict::{Verdict, VerdictKind};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+struct Case {
+    line: usize,
+    command: String,
+    cwd: String,
+    verdict: String,
+    category: String,
+    openclaw: String,
+}
+
+/// Undoes the file's escapes: `\n`, `\r`, `\t`, `\\`.
+fn unescape(s: &str) -> String {
+    let mut out = String::new();
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            Some('\\') => out.push('\\'),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
+
+fn cases() -> Vec<Case> {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/policy_cases.tsv"),
+    )
+    .expect("policy_cases.tsv");
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|(i, l)| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f.len(), 5, "line {}: 5 tab-separated fields", i + 1);
+            Case {
+                line: i + 1,
+                command: unescape(f[0]),
+                cwd: f[1].to_string(),
+                verdict: f[2].to_string(),
+                category: f[3].to_string(),
+                openclaw: f[4].to_string(),
+            }
+        })
+        .collect()
+}
+
+/// A temporary agent home with secrets, a workspace with symlinks into the secrets, and
+/// a wrapper script.
+struct World {
+    _dir: tempfile::TempDir,
+    home: PathBuf,
+    ws: PathBuf,
+    policy: Policy,
+}
+
+fn world() -> World {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let ws = dir.path().join("ws");
+    for d in [".ssh", ".aws", ".openclaw", "projects"] {
+        std::fs::create_dir_all(home.join(d)).expect("mkdir");
+    }
+    std::fs::create_dir_all(ws.join("src")).expect("mkdir");
+    std::fs::write(home.join(".ssh/id_rsa"), "KEY").expect("write");
+    std::fs::write(home.join(".aws/credentials"), "AWS").expect("write");
+    std::fs::write(home.join(".env"), "TOKEN=x").expect("write");
+    std::fs::write(home.join("notes.txt"), "notes").expect("write");
+    std::fs::write(ws.join("a.txt"), "a").expect("write");
+    std::fs::write(ws.join(".env"), "PORT=1").expect("write");
+    std::fs::write(ws.join("run.sh"), "#!/bin/sh\ncat ~/.ssh/id_rsa\n").expect("write");
+    std::os::unix::fs::symlink(home.join(".ssh"), ws.join("sshlink")).expect("symlink");
+    std::os::unix::fs::symlink(home.join(".ssh/id_rsa"), ws.join("keylink")).expect("symlink");
+    let policy = embedded_default()
+        .with_agent_home(&home)
+        .expect("policy for home");
+    World {
+        _dir: dir,
+        home,
+        ws,
+        policy,
+    }
+}
+
+impl World {
+    fn subst(&self, s: &str) -> String {
+        s.replace("@HOME@", &self.home.to_string_lossy())
+            .replace("@WS@", &self.ws.to_string_lossy())
+    }
+
+    fn cwd(&self, c: &str) -> PathBuf {
+        match c {
+            "ws" => self.ws.clone(),
+            "home" => self.home.clone(),
+            other => PathBuf::from(other),
+        }
+    }
+
+    /// The DecideContext for a case's `openclaw` column.
+    fn context(&self, command: &str, cwd: &Path, spec: &str) -> DecideContext {
+        let mut ctx = DecideContext::standalone(&self.home, PATH, cwd);
+        ctx.workspace = Some(self.ws.clone());
+        if spec == "-" {
+            return ctx;
+        }
+        let (settings, entries) = spec.split_once(':').unwrap_or((spec, ""));
+        let (sec, ask) = settings.split_once('/').expect("SECURITY/ASK");
+        ctx.security = ExecSecurity::parse(sec).expect("security");
+        ctx.ask = ExecAsk::parse(ask).expect("ask");
+        let mut rules = Vec::new();
+        for e in entries.split(',').filter(|e| !e.is_empty()) {
+            if let Some(kind) = e.strip_prefix("@always") {
+                let grant_cwd = if kind == "-other-cwd" {
+                    PathBuf::from("/elsewhere")
+                } else {
+                    cwd.to_path_buf()
+                };
+                let sctx = ShellContext {
+                    home: self.home.clone(),
+                    path: PATH.into(),
+                    cwd: cwd.to_path_buf(),
+                };
+                for seg in analyse(command, &sctx).segments {
+                    let argv: Vec<String> =
+                        seg.argv.iter().map(|w| w.display().to_string()).collect();
+                    let path = seg.real_path().expect("resolved");
+                    rules.push(Rule {
+                        pattern: path.to_string_lossy().into_owned(),
+                        arg_pattern: Some(cwd_argv_pattern(&grant_cwd.to_string_lossy(), &argv)),
+                        allow_always: true,
+                    });
+                }
+            } else {
+                rules.push(Rule {
+                    pattern: e.to_string(),
+                    arg_pattern: None,
+                    allow_always: false,
+                });
+            }
+        }
+        ctx.allowlist = CompiledAllowlist::compile(&rules, &self.home);
+        ctx
+    }
+}
+
+fn request(command: &str, cwd: &Path) -> Request {
+    Request {
+        id: "t".into(),
+        who: Who {
+            agent_id: "main".into(),
+            session_key: None,
+            source: Source::SocketRequest,
+        },
+        action: Action::Exec(ExecAction {
+            command: Some(command.to_string()),
+            cwd: Some(cwd.to_path_buf()),
+            ..ExecAction::default()
+        }),
+        received_at_ms: 0,
+        deadline_ms: None,
+        openclaw: OpenClawAsk::default(),
+    }
+}
+
+fn kebab<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_value(v)
+        .expect("json")
+        .as_str()
+        .expect("string")
+        .to_string()
+}
+
+fn run_case(w: &World, case: &Case) -> (Verdict, String) {
+    let command = w.subst(&case.command);
+    let cwd = w.cwd(&case.cwd);
+    let ctx = w.context(&command, &cwd, &case.openclaw);
+    (decide(&w.policy, &ctx, &request(&command, &cwd)), command)
+}
+
+#[test]
+fn every_case_of_the_table() {
+    let w = world();
+    let cases = cases();
+    assert!(cases.len() >= 220, "only {} cases", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let (v, command) = run_case(&w, case);
+        let got = (kebab(&v.kind), kebab(&v.category));
+        if got != (case.verdict.clone(), case.category.clone()) {
+            failures.push(format!(
+                "line {}: {:?} (cwd {}, openclaw {}): want {} {}, got {} {} — {:?}",
+                case.line,
+                command,
+                case.cwd,
+                case.openclaw,
+                case.verdict,
+                case.category,
+                got.0,
+                got.1,
+                v.reasons.iter().map(|r| &r.message).collect::<Vec<_>>()
+            ));
+        }
+        // Invariants of every verdict.
+        assert!(!v.reasons.is_empty(), "line {}: no reasons", case.line);
+        assert_eq!(
+            v.kind == VerdictKind::Ask,
+            !v.offered.is_empty(),
+            "line {}: offered decisions only for ask",
+            case.line
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn offered_decisions_follow_persistence_and_openclaw() {
+    let w = world();
+    let ask = |cmd: &str, spec: &str, allowed: Option<Vec<DecisionKind>>| {
+        let ctx = w.context(cmd, &w.ws, spec);
+        let mut req = request(cmd, &w.ws);
+        req.openclaw.allowed_decisions = allowed;
+        decide(&w.policy, &ctx, &req)
+    };
+    use DecisionKind::*;
+    assert_eq!(
+        ask("touch x", "-", None).offered,
+        vec![AllowOnce, AllowAlways, Deny]
+    );
+    assert_eq!(ask("node -e 1", "-", None).offered, vec![AllowOnce, Deny]);
+    assert_eq!(ask("kill 1", "-", None).offered, vec![AllowOnce, Deny]);
+    assert_eq!(ask("$X", "-", None).offered, vec![AllowOnce, Deny]);
+    assert_eq!(
+        ask("touch x", "full/always", None).offered,
+        vec![AllowOnce, Deny]
+    );
+    assert_eq!(
+        ask("touch x", "-", Some(vec![AllowOnce, Deny])).offered,
+        vec![AllowOnce, Deny]
+    );
+    let v = ask("touch x", "-", Some(vec![Deny]));
+    assert_eq!(v.kind, VerdictKind::Deny);
+    assert_eq!(v.reasons[0].code, "no-allow-decision");
+    // The request's own security can only tighten the context's.
+    let ctx = w.context("ls", &w.ws, "-");
+    let mut req = request("ls", &w.ws);
+    req.openclaw.security = Some("deny".into());
+    assert_eq!(decide(&w.policy, &ctx, &req).kind, VerdictKind::Deny);
+    req.openclaw.security = Some("full".into());
+    req.openclaw.ask = Some("always".into());
+    assert_eq!(decide(&w.policy, &ctx, &req).kind, VerdictKind::Ask);
+    // Profiles follow the deciding category.
+    assert_eq!(ask("ls", "-", None).profile.as_deref(), Some("read-only"));
+    assert_eq!(
+        ask("touch x", "-", None).profile.as_deref(),
+        Some("workspace-write")
+    );
+}
+
+#[test]
+fn segments_carry_reasons_and_resolved_paths() {
+    let w = world();
+    let v = decide(
+        &w.policy,
+        &w.context("ls; rm -rf ~", &w.ws, "-"),
+        &request("ls; rm -rf ~", &w.ws),
+    );
+    assert_eq!(v.segments.len(), 2);
+    assert_eq!(v.segments[0].resolved_path.as_deref(), Some("/usr/bin/ls"));
+    assert_eq!(v.segments[0].verdict, VerdictKind::Allow);
+    assert_eq!(v.segments[1].verdict, VerdictKind::Deny);
+    assert!(v.reasons.iter().any(|r| r.code == "destructive-delete"));
+}
+
+// ---- the real binary ----
+
+fn bin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sanctum-guard"));
+    cmd.env("PATH", PATH);
+    cmd
+}
+
+#[test]
+fn cli_explain_matches_decide_with_exit_codes_and_json() {
+    let w = world();
+    let all = cases();
+    let sample: Vec<&Case> = all
+        .iter()
+        .filter(|c| c.openclaw == "-" && c.cwd == "ws")
+        .step_by(9)
+        .collect();
+    assert!(sample.len() >= 20);
+    for case in sample {
+        let (want, command) = run_case(&w, case);
+        let out = bin()
+            .env("HOME", &w.home)
+            .args(["policy", "explain", "--json", "--cwd"])
+            .arg(&w.ws)
+            .arg("--")
+            .arg(&command)
+            .output()
+            .expect("run sanctum-guard");
+        let code = out.status.code().expect("exit code");
+        let want_code = match want.kind {
+            VerdictKind::Allow => 0,
+            VerdictKind::Ask => 10,
+            VerdictKind::Deny => 20,
+        };
+        assert_eq!(code, want_code, "line {}: {command:?}", case.line);
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+        assert_eq!(json["verdict"], kebab(&want.kind), "line {}", case.line);
+        assert_eq!(
+            json["category"],
+            kebab(&want.category),
+            "line {}",
+            case.line
+        );
+        assert!(json["reasons"].as_array().is_some_and(|r| !r.is_empty()));
+        let segs = json["segments"].as_array().expect("segments");
+        assert_eq!(segs.len(), want.segments.len(), "line {}", case.line);
+        for s in segs {
+            assert!(s["category"].is_string() && s["verdict"].is_string() && s["argv"].is_array());
+        }
+    }
+}
+
+#[test]
+fn cli_explain_joins_words_and_prints_reasons() {
+    let w = world();
+    let out = bin()
+        .env("HOME", &w.home)
+        .args(["policy", "explain", "--cwd"])
+        .arg(&w.ws)
+        .args(["--", "ls;", "rm", "-rf", "~"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(20));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("verdict:  deny"), "{text}");
+    assert!(text.contains("category: destructive-delete"), "{text}");
+    assert!(text.contains("[destructive-delete]"), "{text}");
+    assert!(text.contains("segment 2: rm -rf"), "{text}");
+    // Missing command: usage error.
+    let out = bin().args(["policy", "explain"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn cli_policy_check_and_policy_errors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = dir.path().join("good.toml");
+    std::fs::write(
+        &good,
+        "version = 1\n[categories.read]\nstatus = \"gated\"\n",
+    )
+    .expect("write");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(
+        &bad,
+        "version = 1\n\n[categories.read]\nstatuz = \"gated\"\n",
+    )
+    .expect("write");
+    let out = bin()
+        .args(["policy", "check"])
+        .arg(&good)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("OK"));
+    let out = bin().args(["policy", "check"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(0), "embedded default");
+    let out = bin()
+        .args(["policy", "check"])
+        .arg(&bad)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(":4:"), "line:col in {err}");
+    // The gated read policy applies to explain; a broken one is exit 2.
+    let out = bin()
+        .args(["policy", "explain", "--policy"])
+        .arg(&good)
+        .args(["--", "cat", "a.txt"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(10));
+    let out = bin()
+        .args(["policy", "explain", "--policy"])
+        .arg(&bad)
+        .args(["--", "ls"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn non_exec_actions_sanctum_37_42_43() {
+    let w = world();
+    let ctx = w.context("", &w.ws, "-");
+    let run = |action: Action| {
+        let mut req = request("", &w.ws);
+        req.action = action;
+        decide(&w.policy, &ctx, &req)
+    };
+    // 37: fs.writeFile("pi.py") is a pending write with its digest; allow-always may persist.
+    let v = run(Action::FileWrite {
+        path: "pi.py".into(),
+        content_sha256: Some("ab".repeat(32)),
+    });
+    assert_eq!(
+        (v.kind, kebab(&v.category).as_str()),
+        (VerdictKind::Ask, "write")
+    );
+    assert_eq!(
+        v.offered,
+        vec![
+            DecisionKind::AllowOnce,
+            DecisionKind::AllowAlways,
+            DecisionKind::Deny
+        ]
+    );
+    // 42: process.exit() is gated, never persisted.
+    let v = run(Action::ProcessExit { code: Some(0) });
+    assert_eq!((v.kind, v.offered.len()), (VerdictKind::Ask, 2));
+    // 43: skill install is blocked.
+    assert_eq!(
+        run(Action::SkillInstall { name: "x".into() }).kind,
+        VerdictKind::Deny
+    );
+    // Browser: screenshot and launch blocked, navigation autonomous.
+    let browse = |a: &str| {
+        run(Action::Browser {
+            action: a.into(),
+            url: None,
+        })
+        .kind
+    };
+    assert_eq!(browse("screenshot"), VerdictKind::Deny);
+    assert_eq!(browse("launch"), VerdictKind::Deny);
+    assert_eq!(browse("goto"), VerdictKind::Allow);
+    // Reads of sensitive files are blocked whatever the tool.
+    let v = run(Action::FileRead {
+        path: w.home.join(".ssh/id_rsa"),
+    });
+    assert_eq!(
+        (v.kind, kebab(&v.category).as_str()),
+        (VerdictKind::Deny, "sensitive-path")
+    );
+    let v = run(Action::Http {
+        method: "POST".into(),
+        url: "https://e.com".into(),
+    });
+    assert_eq!(
+        (v.kind, kebab(&v.category).as_str()),
+        (VerdictKind::Ask, "http-write")
+    );
+}

@@ -1,0 +1,117 @@
+//! Shared fixtures of the sandbox tests: the CLI, the compiled attack probe, a workspace.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+pub fn guard() -> &'static str {
+    env!("CARGO_BIN_EXE_sanctum-guard")
+}
+
+/// tests/sandbox_probe.c compiled once per test binary (gcc is required).
+pub fn probe() -> &'static Path {
+    static PROBE: OnceLock<PathBuf> = OnceLock::new();
+    PROBE.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("sanctum-probe")
+            .tempdir()
+            .unwrap()
+            .keep();
+        let out = dir.join("probe");
+        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sandbox_probe.c");
+        let st = Command::new("gcc")
+            .args(["-O1", "-o"])
+            .arg(&out)
+            .arg(src)
+            .status()
+            .expect("gcc is required for the sandbox tests");
+        assert!(st.success(), "compiling the probe failed");
+        out
+    })
+}
+
+/// A git workspace (with .git/hooks and .git/config), a `sub/` dir and a file, plus an
+/// `outside` dir next to it holding `secret`.
+pub struct Ws {
+    pub root: tempfile::TempDir,
+    pub outside: tempfile::TempDir,
+}
+
+impl Ws {
+    pub fn new() -> Ws {
+        let root = tempfile::Builder::new()
+            .prefix("sanctum-ws")
+            .tempdir()
+            .unwrap();
+        let outside = tempfile::Builder::new()
+            .prefix("sanctum-out")
+            .tempdir()
+            .unwrap();
+        let st = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(root.path())
+            .status()
+            .expect("git is required");
+        assert!(st.success());
+        std::fs::create_dir(root.path().join("sub")).unwrap();
+        std::fs::write(root.path().join("file.txt"), "hello\n").unwrap();
+        std::fs::write(outside.path().join("secret"), "top secret\n").unwrap();
+        Ws { root, outside }
+    }
+    pub fn path(&self) -> &Path {
+        self.root.path()
+    }
+    pub fn out(&self) -> &Path {
+        self.outside.path()
+    }
+    pub fn out_str(&self) -> String {
+        self.outside.path().to_string_lossy().into_owned()
+    }
+}
+
+/// Runs `argv` under `sanctum-guard sandbox` with `opts`, cwd = the workspace.
+pub fn sandbox(ws: &Ws, opts: &[&str], argv: &[&str]) -> Output {
+    Command::new(guard())
+        .arg("sandbox")
+        .args(["--workspace", ws.path().to_str().unwrap()])
+        .args(opts)
+        .arg("--")
+        .args(argv)
+        .current_dir(ws.path())
+        .output()
+        .unwrap()
+}
+
+pub fn sh(ws: &Ws, profile: &str, script: &str) -> Output {
+    sandbox(ws, &["--profile", profile], &["/bin/sh", "-c", script])
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// Runs a probe mode and returns its one-line answer ("OK", "ERR EPERM", ...).
+pub fn probe_run(ws: &Ws, opts: &[&str], mode: &str, args: &[&str]) -> String {
+    let mut argv = vec![probe().to_str().unwrap(), mode];
+    argv.extend_from_slice(args);
+    let o = sandbox(ws, opts, &argv);
+    stdout(&o)
+}
+
+/// Processes whose command line contains `needle` (to prove a group was killed).
+pub fn procs_with(needle: &str) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(c) = std::fs::read(e.path().join("cmdline")) {
+            if String::from_utf8_lossy(&c).contains(needle) {
+                n += 1;
+            }
+        }
+    }
+    n
+}

@@ -1,0 +1,136 @@
+//! Crash test: pending requests, `kill -9` of the real `serve`, restart on the same state:
+//! the audit chain verifies, nothing was approved, pending entries are expired, and the
+//! restarted server serves again.
+
+mod socket_support;
+
+use serde_json::Value;
+use socket_support::*;
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "crash-test-token-0123456789abcdefg";
+
+fn entries(w: &World, state: &str) -> Vec<Value> {
+    let dir = w.guard_state.to_str().expect("utf8");
+    let (code, out, err) = guard_cli(
+        &[
+            "inbox",
+            "list",
+            "--state",
+            state,
+            "--json",
+            "--state-dir",
+            dir,
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "inbox list: {err}");
+    serde_json::from_str::<Value>(&out)
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn kill_9_with_pending_requests_then_restart() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let mut serve = Serve::start(&w, &[], &[]);
+    let sock = w.socket();
+    let clients: Vec<_> = (0..3)
+        .map(|i| {
+            let sock = sock.clone();
+            let line = request_line(
+                TOKEN,
+                &format!("crash{i}"),
+                &format!("touch /tmp/sg-crash-{i}"),
+            );
+            std::thread::spawn(move || raw_exchange(&sock, line.as_bytes(), true))
+        })
+        .collect();
+    let start = Instant::now();
+    while entries(&w, "pending").len() < 3 {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "requests never became pending"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    serve.child.kill9();
+    for c in clients {
+        let reply = c.join().expect("client");
+        assert!(
+            !reply.contains("allow"),
+            "a killed guard must not have allowed anything: {reply}"
+        );
+    }
+    let dir = w.guard_state.to_str().expect("utf8").to_owned();
+    let audit = w.guard_state.join("audit.jsonl");
+    let (code, out, err) = guard_cli(&["audit", "verify", audit.to_str().expect("utf8")], &[]);
+    assert_eq!(code, 0, "audit verify after kill -9: {out}{err}");
+
+    // While the guard is down, a stale approval must not be able to sneak through later.
+    let restarted = Serve::start(&w, &[], &[]);
+    assert!(
+        restarted.log().contains("3 pending expired at start"),
+        "{}",
+        restarted.log()
+    );
+    let all = entries(&w, "all");
+    assert_eq!(all.len(), 3, "{all:?}");
+    for e in &all {
+        assert_eq!(e["state"], "expired", "{e}");
+        assert_eq!(e["decision"]["kind"], "deny", "{e}");
+        assert_eq!(e["decision"]["reason"], "guard-restart", "{e}");
+    }
+    let id = all[0]["id"].as_str().expect("id");
+    let (code, _, _) = guard_cli(&["inbox", "approve", id, "--state-dir", &dir], &[]);
+    assert_ne!(code, 0, "an expired request cannot be approved");
+    assert!(entries(&w, "approved").is_empty());
+
+    let r = raw_exchange(&sock, request_line(TOKEN, "after", "ls").as_bytes(), true);
+    assert_eq!(first_json(&r)["decision"], "allow-once", "{r}");
+    drop(restarted);
+    let (code, out, err) = guard_cli(&["audit", "verify", audit.to_str().expect("utf8")], &[]);
+    assert_eq!(code, 0, "audit verify after restart: {out}{err}");
+}
+
+#[test]
+fn sigterm_answers_in_flight_clients_with_guard_shutdown() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let mut serve = Serve::start(&w, &[], &[]);
+    let sock = w.socket();
+    let line = request_line(TOKEN, "inflight", "touch /tmp/sg-shutdown");
+    let client = std::thread::spawn(move || raw_exchange(&sock, line.as_bytes(), true));
+    let start = Instant::now();
+    while entries(&w, "pending").is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "request never became pending"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let pid = nix::unistd::Pid::from_raw(serve.child.pid() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM");
+    let reply = client.join().expect("client");
+    assert_eq!(first_json(&reply)["decision"], "deny", "{reply}");
+    let status = serve
+        .child
+        .child
+        .take()
+        .expect("child")
+        .wait()
+        .expect("wait");
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "serve exits 0 on SIGTERM: {}",
+        serve.log()
+    );
+    assert!(!w.socket().exists(), "the socket file is removed at exit");
+    let audit = std::fs::read_to_string(w.guard_state.join("audit.jsonl")).expect("audit");
+    assert!(
+        audit.contains("guard-shutdown"),
+        "the shutdown deny is audited"
+    );
+}

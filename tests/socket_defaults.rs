@@ -1,0 +1,120 @@
+//! The embedded default on a "laptop": `serve` with no flags and no config, only HOME. It
+//! creates its state dir (0700), seeds OpenClaw's SQLite approvals store with a token and the
+//! default socket path (never the legacy JSON file), prints where everything is (never the
+//! token), and the real OpenClaw client reading that store's token gets answers.
+
+mod socket_support;
+
+use serde_json::json;
+use socket_support::*;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn no_flags_no_config_works_and_never_prints_the_token() {
+    let tmp = tempfile::Builder::new()
+        .prefix("sg-laptop-")
+        .tempdir()
+        .expect("tmp");
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let log = tmp.path().join("serve.log");
+    let mut serve = ChildGuard::new(
+        "serve",
+        Command::new(guard_bin())
+            .arg("serve")
+            .env("HOME", &home)
+            .env_remove("OPENCLAW_STATE_DIR")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("SANCTUM_CONFIG")
+            .env_remove("SANCTUM_STATE_DIR")
+            .stdin(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log"))
+            .spawn()
+            .expect("spawn"),
+    );
+    let sock = home.join(".openclaw/exec-approvals.sock");
+    let start = Instant::now();
+    while UnixStream::connect(&sock).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "serve did not start: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let state = home.join(".local/state/sanctum-guard");
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode(&state), 0o700);
+    assert!(state.join("inbox.db").is_file() && state.join("audit.jsonl").is_file());
+    assert_eq!(mode(&sock), 0o600);
+    assert!(
+        !home.join(".openclaw/exec-approvals.json").exists(),
+        "the legacy JSON file must never be created"
+    );
+
+    // The token OpenClaw's runtime would read: the SQLite row's raw_json.
+    let db =
+        rusqlite::Connection::open(home.join(".openclaw/state/openclaw.sqlite")).expect("sqlite");
+    let raw: String = db
+        .query_row(
+            "SELECT raw_json FROM exec_approvals_config WHERE config_key='current'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("approvals row");
+    let doc: serde_json::Value = serde_json::from_str(&raw).expect("json");
+    let token = doc["socket"]["token"].as_str().expect("token").to_owned();
+    assert_eq!(
+        token.len(),
+        32,
+        "OpenClaw's token shape: 24 bytes base64url"
+    );
+    assert_eq!(doc["socket"]["path"], sock.display().to_string());
+
+    let got = real_request(
+        NEW,
+        &sock,
+        &token,
+        &json!({"command":"ls","cwd":"/tmp"}),
+        5000,
+    );
+    assert_eq!(got, json!("allow-once"));
+
+    let text = std::fs::read_to_string(&log).expect("log");
+    for what in [
+        "inbox.db",
+        "audit.jsonl",
+        "openclaw.sqlite",
+        "exec-approvals.sock",
+        "serving",
+    ] {
+        assert!(text.contains(what), "startup lines name {what}: {text}");
+    }
+    assert!(!text.contains(&token), "the token is never printed");
+    audit_with_path(&state.join("audit.jsonl"), &token);
+    serve.kill9();
+}
+
+/// The audit log holds the startup and the decision, and not the token.
+fn audit_with_path(path: &std::path::Path, token: &str) {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains("\"kind\":\"startup\"") && text.contains("\"kind\":\"decision\"") {
+            assert!(
+                !text.contains(token),
+                "the token never reaches the audit log"
+            );
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "audit incomplete: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

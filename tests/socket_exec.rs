@@ -1,0 +1,160 @@
+//! The `exec` path with frames signed exactly like OpenClaw's node host (HMAC over
+//! `nonce:ts:requestJson`), against the real `serve`: autonomous runs under the sandbox,
+//! gated runs wait for the inbox (approved → run, denied → SYSTEM_RUN_DENIED user-denied,
+//! nobody → approval-timeout before the client's deadline), the output cap and the timeout.
+
+mod socket_support;
+
+use serde_json::{json, Value};
+use socket_support::*;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "exec-test-token-0123456789abcdefgh";
+
+fn exec(sock: &Path, argv: &[&str], cwd: &Path, timeout_ms: u64) -> Value {
+    let rj = json!({"command":argv,"rawCommand":argv.join(" "),"cwd":cwd,"env":{"LANG":"C"},
+        "timeoutMs":timeout_ms,"needsScreenRecording":false,"agentId":"main",
+        "sessionKey":"agent:main:main","approvalDecision":null})
+    .to_string();
+    let reply = raw_exchange(
+        sock,
+        exec_line(TOKEN, &fresh_nonce(), now_ms(), &rj).as_bytes(),
+        true,
+    );
+    let v = first_json(&reply);
+    assert_eq!(v["type"], "exec-res", "{reply}");
+    v
+}
+
+fn pending(w: &World) -> String {
+    let dir = w.guard_state.to_str().expect("utf8");
+    let start = Instant::now();
+    loop {
+        let (_, out, _) = guard_cli(&["inbox", "list", "--json", "--state-dir", dir], &[]);
+        if let Some(id) = serde_json::from_str::<Value>(&out)
+            .ok()
+            .and_then(|v| v.get(0).and_then(|e| e["id"].as_str().map(str::to_owned)))
+        {
+            return id;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no pending entry"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn autonomous_exec_runs_with_cap_and_timeout() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let _serve = Serve::start(&w, &[], &[]);
+    let sock = w.socket();
+
+    let v = exec(&sock, &["/bin/echo", "guard-ran"], &w.home, 5000);
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(
+        v["payload"],
+        json!({"exitCode":0,"timedOut":false,"success":true,"stdout":"guard-ran\n","stderr":"","error":null})
+    );
+
+    // ~589 KB of output: the head is kept, 200,000 bytes combined, then the marker.
+    let v = exec(&sock, &["/usr/bin/seq", "1", "100000"], &w.home, 5000);
+    let out = v["payload"]["stdout"].as_str().expect("stdout");
+    assert!(out.starts_with("1\n2\n3\n"), "{}", &out[..20]);
+    assert!(
+        out.ends_with("... (truncated)"),
+        "{}",
+        &out[out.len() - 40..]
+    );
+    assert!(
+        out.len() <= 200_000 + "\n... (truncated)".len(),
+        "{}",
+        out.len()
+    );
+
+    // The request's timeoutMs bounds the run; the process group is killed.
+    let start = Instant::now();
+    let v = exec(&sock, &["/usr/bin/sleep", "30"], &w.home, 800);
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["payload"]["timedOut"], true, "{v}");
+    assert_eq!(v["payload"]["success"], false, "{v}");
+    assert!(start.elapsed() < Duration::from_secs(10));
+
+    // A sensitive read is blocked with the policy's reason, in the node host's shape.
+    let key = format!("{}/.ssh/id_rsa", w.home.display());
+    let v = exec(&sock, &["/usr/bin/cat", &key], &w.home, 5000);
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["error"]["code"], "UNAVAILABLE");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("SYSTEM_RUN_DENIED: "),
+        "{v}"
+    );
+    assert_eq!(v["error"]["reason"], "sensitive-path", "{v}");
+}
+
+#[test]
+fn gated_exec_goes_through_the_inbox() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let cfg = w.tmp.path().join("guard.toml");
+    std::fs::write(&cfg, "[deadlines]\nexec_ms = 6000\nmargin_ms = 1000\n").expect("cfg");
+    let _serve = Serve::start(&w, &[], &["--config", cfg.to_str().expect("utf8")]);
+    let dir = w.guard_state.to_str().expect("utf8").to_owned();
+    // workspace-write lets the command write inside the workspace's directories (the root
+    // itself stays non-creatable, a sandbox rule), so the target sits in `out/`.
+    std::fs::create_dir_all(w.home.join("out")).expect("out dir");
+    let target = w.home.join("out/approved-file");
+    let argv = ["/usr/bin/touch".to_owned(), target.display().to_string()];
+
+    // Approved by a person → the guard runs it (in the workspace-write profile).
+    let (sock, home, a) = (w.socket(), w.home.clone(), argv.clone());
+    let client = std::thread::spawn(move || exec(&sock, &[&a[0], &a[1]], &home, 30_000));
+    let id = pending(&w);
+    assert!(!target.exists(), "nothing runs before the approval");
+    let (code, out, err) = guard_cli(&["inbox", "approve", &id, "--state-dir", &dir], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v = client.join().expect("client");
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["payload"]["exitCode"], 0, "{v}");
+    assert!(target.exists(), "the approved command ran");
+
+    // Denied by a person → SYSTEM_RUN_DENIED with reason user-denied.
+    let other = w.home.join("out/denied-file");
+    let (sock, home, o) = (w.socket(), w.home.clone(), other.display().to_string());
+    let client = std::thread::spawn(move || exec(&sock, &["/usr/bin/touch", &o], &home, 30_000));
+    let id = pending(&w);
+    let (code, out, err) = guard_cli(&["inbox", "deny", &id, "--state-dir", &dir], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v = client.join().expect("client");
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["error"]["reason"], "user-denied", "{v}");
+    assert_eq!(
+        v["error"]["message"], "SYSTEM_RUN_DENIED: user denied",
+        "{v}"
+    );
+    assert!(!other.exists());
+
+    // Nobody answers → the fallback denies before the client's deadline (6 s here).
+    let start = Instant::now();
+    let v = exec(
+        &w.socket(),
+        &["/usr/bin/touch", &other.display().to_string()],
+        &w.home,
+        30_000,
+    );
+    assert_eq!(v["error"]["reason"], "approval-timeout", "{v}");
+    assert!(
+        start.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(!other.exists());
+    audit_with(
+        &w,
+        &["\"kind\":\"exec\"", "user-denied", "approval-timeout"],
+    );
+}
