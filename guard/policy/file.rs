@@ -265,7 +265,8 @@ fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
     let mut home = None;
     let mut path = None;
     let mut categories: BTreeMap<Category, CategoryRule> = BTreeMap::new();
-    let mut profiles = BTreeMap::new();
+    // The sandbox's built-in profiles are the base; a layer may redefine them or add others.
+    let mut profiles = crate::sandbox::builtin_profiles();
     let mut sensitive_extra = Vec::new();
     for (layer, text, origin) in layers {
         if *layer.version.get_ref() != 1 {

@@ -2,7 +2,7 @@
 //! container entrypoints. Exit code: the command's, 128+signal when killed, 125 when the
 //! sandbox could not be set up, 126/127 when the command could not be executed.
 
-use super::profile::{builtin_profiles, NetworkSpec};
+use super::profile::{NetworkSpec, ProfileSpec};
 use super::spawn::prepare;
 use super::SandboxError;
 use nix::sys::signal::{killpg, Signal};
@@ -18,6 +18,8 @@ pub const EXIT_SETUP: i32 = 125;
 /// Options of the `sandbox` subcommand.
 #[derive(Debug, Clone)]
 pub struct SandboxArgs {
+    /// The profiles to choose from: the built-ins, or a policy file's (which include them).
+    pub profiles: BTreeMap<String, ProfileSpec>,
     pub profile: String,
     pub workspace: Option<PathBuf>,
     pub network: Option<NetworkSpec>,
@@ -37,8 +39,13 @@ fn setup_failed(e: &SandboxError, json: bool) -> i32 {
 
 /// Runs the command and returns the process exit code.
 pub fn sandbox_main(args: SandboxArgs) -> i32 {
-    let Some(spec) = builtin_profiles().remove(&args.profile) else {
-        let e = SandboxError::Profile(format!("unknown profile {:?}", args.profile));
+    let Some(spec) = args.profiles.get(&args.profile).cloned() else {
+        let known: Vec<&str> = args.profiles.keys().map(String::as_str).collect();
+        let e = SandboxError::Profile(format!(
+            "unknown profile {:?} (known: {})",
+            args.profile,
+            known.join(", ")
+        ));
         return setup_failed(&e, args.json_status);
     };
     let mut spec = spec;

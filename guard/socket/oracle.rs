@@ -86,8 +86,7 @@ impl Oracle {
             None => crate::policy::file::embedded_default(),
         };
         let policy_origin = policy.origin().to_owned();
-        let mut profiles = sandbox::builtin_profiles();
-        profiles.extend(policy.profiles().clone());
+        let profiles = policy.profiles().clone();
         let o = Oracle {
             policy,
             policy_origin,
