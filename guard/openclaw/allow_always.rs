@@ -11,11 +11,11 @@ pub const CWD_ARGV_PREFIX: &str = "sha256:cwd-argv:v1:";
 /// Prefix of the legacy argv-only hash; OpenClaw treats such entries as inactive.
 pub const LEGACY_ARGV_PREFIX: &str = "sha256:argv:";
 
-/// POSIX `path.normalize`: collapse `//`, drop `.`, resolve `..` lexically, keep a trailing
-/// slash, `""` becomes `"."`. OpenClaw normalises the cwd this way before hashing it.
+/// Node's `path.posix.normalize`, including its relative-path corner cases (`./`, `..`).
+/// OpenClaw normalises the cwd this way before hashing it.
 pub fn posix_normalize(path: &str) -> String {
     if path.is_empty() {
-        return ".".to_string();
+        return ".".into();
     }
     let absolute = path.starts_with('/');
     let trailing = path.ends_with('/');
@@ -34,14 +34,17 @@ pub fn posix_normalize(path: &str) -> String {
         }
     }
     let mut out = parts.join("/");
+    if out.is_empty() {
+        if absolute {
+            return "/".into();
+        }
+        return if trailing { "./".into() } else { ".".into() };
+    }
+    if trailing {
+        out.push('/');
+    }
     if absolute {
         out.insert(0, '/');
-    }
-    if out.is_empty() {
-        return if absolute { "/".into() } else { ".".into() };
-    }
-    if trailing && !out.ends_with('/') {
-        out.push('/');
     }
     out
 }

@@ -41,42 +41,8 @@ pub(super) fn node_basename(path: &str) -> &str {
     trimmed.rsplit('/').next().unwrap_or(trimmed)
 }
 
-/// Node's `path.posix.normalize`, including its relative-path corner cases (`./`, `..`).
-pub fn node_posix_normalize(path: &str) -> String {
-    if path.is_empty() {
-        return ".".into();
-    }
-    let absolute = path.starts_with('/');
-    let trailing = path.ends_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for part in path.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|p| *p != "..") {
-                    parts.pop();
-                } else if !absolute {
-                    parts.push("..");
-                }
-            }
-            other => parts.push(other),
-        }
-    }
-    let mut out = parts.join("/");
-    if out.is_empty() {
-        if absolute {
-            return "/".into();
-        }
-        return if trailing { "./".into() } else { ".".into() };
-    }
-    if trailing {
-        out.push('/');
-    }
-    if absolute {
-        out.insert(0, '/');
-    }
-    out
-}
+/// Node's `path.posix.normalize` (one implementation, shared with the allow-always hash).
+pub use crate::openclaw::allow_always::posix_normalize as node_posix_normalize;
 
 #[cfg(test)]
 mod tests {
