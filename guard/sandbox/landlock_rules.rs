@@ -1,4 +1,5 @@
-//! The Landlock ruleset of a profile, built in the parent before fork. Hard-requires every
+//! The Landlock rulesets of a profile, built in the parent before fork: a per-spawn base layer
+//! and a cached limits layer for deny_read/protected paths (see `Layers`). Hard-requires every
 //! right the profile needs (no silent best effort) unless the profile allows degraded mode.
 
 use super::landlock_cache::{self, Stamp};
