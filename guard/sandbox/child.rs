@@ -15,7 +15,10 @@ pub struct Rlimit {
 /// Everything the child applies, built in the parent.
 #[derive(Debug)]
 pub struct ChildPlan {
+    /// The per-spawn Landlock layer (roots, network, scopes).
     pub landlock: Option<OwnedFd>,
+    /// The cached layer capping deny_read and protected paths (shared between spawns).
+    pub landlock_limits: Option<std::sync::Arc<OwnedFd>>,
     pub bpf: std::sync::Arc<Vec<libc::sock_filter>>,
     pub rlimits: Vec<Rlimit>,
     pub drop_bounding: bool,
@@ -145,7 +148,9 @@ impl ChildPlan {
                 stage_fd,
                 5,
             )?;
-            if let Some(fd) = &self.landlock {
+            // Two layers: Landlock allows an access only if both do.
+            let layers = [self.landlock.as_ref(), self.landlock_limits.as_deref()];
+            for fd in layers.into_iter().flatten() {
                 check(
                     libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32),
                     stage_fd,

@@ -1,6 +1,8 @@
-//! The Landlock ruleset of a profile, built in the parent before fork. Hard-requires every
+//! The Landlock rulesets of a profile, built in the parent before fork: a per-spawn base layer
+//! and a cached limits layer for deny_read/protected paths (see `Layers`). Hard-requires every
 //! right the profile needs (no silent best effort) unless the profile allows degraded mode.
 
+use super::landlock_cache::{self, Stamp};
 use super::profile::{NetworkSpec, ResolvedProfile};
 use super::status::Level;
 use super::SandboxError;
@@ -11,6 +13,7 @@ use landlock::{
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The Landlock ABI a profile needs: 6 for abstract-unix and signal scoping (which implies
 /// TCP rules from 4 and truncate from 3).
@@ -98,6 +101,14 @@ fn grant(
     Ok(())
 }
 
+/// The result of a walk: grants, and every directory whose children were listed (with its
+/// identity and timestamps, so a cached ruleset can tell when a listing went stale).
+#[derive(Default)]
+struct Walk {
+    grants: Grants,
+    walked: Vec<(PathBuf, Stamp)>,
+}
+
 /// A path whose rights are capped: protected paths keep read rights only, deny-read paths
 /// get none.
 type Limit = (PathBuf, BitFlags<AccessFs>);
@@ -113,7 +124,7 @@ fn grant_limited(
     rights: BitFlags<AccessFs>,
     limits: &[Limit],
     abi: ABI,
-    out: &mut Grants,
+    out: &mut Walk,
 ) -> Result<(), SandboxError> {
     let mut rights = rights;
     for (p, mask) in limits {
@@ -129,7 +140,7 @@ fn grant_limited(
         return if rights.is_empty() {
             Ok(())
         } else {
-            grant(root, kind, rights, abi, out)
+            grant(root, kind, rights, abi, &mut out.grants)
         };
     }
     let mut here = rights;
@@ -140,8 +151,10 @@ fn grant_limited(
     // Recurse into real directories only (a symlink is never granted).
     match open_kind(root, kind)? {
         Some((fd, true)) => {
+            let st = nix::sys::stat::fstat(&fd).map_err(ll_err)?;
+            out.walked.push((root.to_path_buf(), Stamp::from_stat(&st)));
             if !here.is_empty() {
-                out.push((fd, here));
+                out.grants.push((fd, here));
             }
         }
         _ => return Ok(()),
@@ -159,12 +172,82 @@ fn grant_limited(
     Ok(())
 }
 
-/// Builds the ruleset for `profile` on a kernel with Landlock ABI `kernel_abi`. Returns the
-/// ruleset fd (None when Landlock is unavailable and degraded mode allowed) and the report.
+/// The two Landlock layers of a profile. A process is confined by both, and Landlock allows
+/// an access only if every layer does, so the effective rights are their intersection:
+/// - `base`: the roots (read, write) with their rights, network ports and scopes; one rule
+///   per root, built for every spawn (it names the per-run private tmp).
+/// - `limits`: every right on `/` except below the deny_read (no rights) and protected
+///   (read rights) paths. It is the expensive part (a walk granting every sibling of each
+///   limited path's ancestors) and depends only on the limit paths, so it is cached.
+///
+/// Why the intersection equals the former single ruleset: with `g` a root's rights, `M(p)`
+/// the product of the masks of the limits at or above `p`, and `RD` ReadDir on a listed
+/// ancestor, one walk gives `g∩M(p) ∪ g∩RD` at `p`; so
+/// `g ∩ (M(p) ∪ RD) = g∩M(p) ∪ g∩RD`, root by root, and a union over roots distributes over
+/// the intersection. Renames and links are checked per layer by the kernel (the moved file
+/// may gain rights in no layer), which can only refuse more, never allow more.
+#[derive(Debug)]
+pub struct Layers {
+    pub base: OwnedFd,
+    pub limits: Option<Arc<OwnedFd>>,
+}
+
+fn new_ruleset(
+    level: CompatLevel,
+    fs: BitFlags<AccessFs>,
+    net: BitFlags<AccessNet>,
+    scopes: BitFlags<Scope>,
+) -> Result<landlock::RulesetCreated, SandboxError> {
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(fs)
+        .map_err(ll_err)?;
+    if !net.is_empty() {
+        ruleset = ruleset.handle_access(net).map_err(ll_err)?;
+    }
+    if !scopes.is_empty() {
+        ruleset = ruleset.scope(scopes).map_err(ll_err)?;
+    }
+    ruleset.create().map_err(ll_err)
+}
+
+fn add_grants(
+    mut created: landlock::RulesetCreated,
+    grants: Grants,
+) -> Result<landlock::RulesetCreated, SandboxError> {
+    for (fd, rights) in grants {
+        created = created
+            .add_rule(PathBeneath::new(fd, rights))
+            .map_err(ll_err)?;
+    }
+    Ok(created)
+}
+
+fn into_fd(created: landlock::RulesetCreated) -> Result<OwnedFd, SandboxError> {
+    let fd: Option<OwnedFd> = created.into();
+    fd.ok_or_else(|| ll_err("ruleset has no fd"))
+}
+
+/// Builds the limits layer (every right on `/`, capped by `limits`) and the directories its
+/// walk listed.
+fn build_limits(
+    limits: &[Limit],
+    abi: ABI,
+    level: CompatLevel,
+) -> Result<(OwnedFd, Vec<(PathBuf, Stamp)>), SandboxError> {
+    let fs = AccessFs::from_all(abi);
+    let created = new_ruleset(level, fs, BitFlags::empty(), BitFlags::empty())?;
+    let mut walk = Walk::default();
+    grant_limited(Path::new("/"), None, fs, limits, abi, &mut walk)?;
+    Ok((into_fd(add_grants(created, walk.grants)?)?, walk.walked))
+}
+
+/// Builds both layers for `profile` on a kernel with Landlock ABI `kernel_abi` (None when
+/// Landlock is unavailable and degraded mode allowed) and the report.
 pub fn build(
     profile: &ResolvedProfile,
     kernel_abi: u8,
-) -> Result<(Option<OwnedFd>, LandlockReport), SandboxError> {
+) -> Result<(Option<Layers>, LandlockReport), SandboxError> {
     let mut missing = Vec::new();
     if kernel_abi < REQUIRED_ABI {
         missing.push(match kernel_abi {
@@ -207,38 +290,37 @@ pub fn build(
     } else {
         BitFlags::empty()
     };
-    let mut ruleset = Ruleset::default()
-        .set_compatibility(level)
-        .handle_access(fs)
-        .map_err(ll_err)?;
-    if !net.is_empty() {
-        ruleset = ruleset.handle_access(net).map_err(ll_err)?;
-    }
-    if !scopes.is_empty() {
-        ruleset = ruleset.scope(scopes).map_err(ll_err)?;
-    }
-    let mut created = ruleset.create().map_err(ll_err)?;
-
-    let mut grants: Grants = Vec::new();
     let read = AccessFs::from_read(abi);
-    let deny: Vec<Limit> = profile
+    let mut limits: Vec<Limit> = profile
         .deny_read
         .iter()
         .map(|p| (p.clone(), BitFlags::empty()))
         .collect();
-    for p in &profile.read {
-        grant_limited(p, None, read, &deny, abi, &mut grants)?;
-    }
-    let mut limits = deny.clone();
+    let deny_count = limits.len();
     limits.extend(profile.protected.iter().map(|p| (p.clone(), read)));
+
+    // Base layer: a root equal to a limited path keeps only the rights the limit allows
+    // (read roots are capped by deny_read only, as before); everything below a root is left
+    // to the limits layer.
+    let mut grants: Grants = Vec::new();
+    let cap = |root: &Path, rights: BitFlags<AccessFs>, lim: &[Limit]| {
+        lim.iter()
+            .filter(|(p, _)| p == root)
+            .fold(rights, |r, (_, m)| r & *m)
+    };
+    for p in &profile.read {
+        let rights = cap(p, read, &limits[..deny_count]);
+        if !rights.is_empty() {
+            grant(p, None, rights, abi, &mut grants)?;
+        }
+    }
     for p in &profile.write {
-        grant_limited(p, None, AccessFs::from_all(abi), &limits, abi, &mut grants)?;
+        let rights = cap(p, fs, &limits);
+        if !rights.is_empty() {
+            grant(p, None, rights, abi, &mut grants)?;
+        }
     }
-    for (fd, rights) in grants {
-        created = created
-            .add_rule(PathBeneath::new(fd, rights))
-            .map_err(ll_err)?;
-    }
+    let mut created = add_grants(new_ruleset(level, fs, net, scopes)?, grants)?;
     if let NetworkSpec::Ports(ports) = &profile.network {
         if net.is_empty() {
             missing.push("landlock tcp port rules (network unrestricted by landlock)".into());
@@ -249,8 +331,19 @@ pub fn build(
                 .map_err(ll_err)?;
         }
     }
-    let fd: Option<OwnedFd> = created.into();
-    let fd = fd.ok_or_else(|| ll_err("ruleset has no fd"))?;
+    let base = into_fd(created)?;
+    let limits_layer = if limits.is_empty() {
+        None
+    } else {
+        let key = landlock_cache::Key {
+            abi: kernel_abi,
+            degraded: profile.allow_degraded,
+            limits: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
+        };
+        Some(landlock_cache::get_or_build(key, || {
+            build_limits(&limits, abi, level)
+        })?)
+    };
     let report = LandlockReport {
         level: if missing.is_empty() {
             Level::Full
@@ -262,5 +355,9 @@ pub fn build(
         scopes: names!(scopes),
         missing,
     };
-    Ok((Some(fd), report))
+    let layers = Layers {
+        base,
+        limits: limits_layer,
+    };
+    Ok((Some(layers), report))
 }

@@ -6,6 +6,7 @@ pub mod child;
 pub mod cli;
 pub mod env;
 pub mod kernel;
+pub mod landlock_cache;
 pub mod landlock_rules;
 pub mod profile;
 pub mod run;

@@ -58,7 +58,11 @@ fn rlimits(p: &ResolvedProfile) -> Vec<Rlimit> {
 /// profile requires and degraded mode is not allowed.
 pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
     let abi = kernel::landlock_abi();
-    let (ruleset, ll) = landlock_rules::build(profile, abi)?;
+    let (layers, ll) = landlock_rules::build(profile, abi)?;
+    let (base, limits) = match layers {
+        Some(l) => (Some(l.base), l.limits),
+        None => (None, None),
+    };
     let mut missing = ll.missing.clone();
     let (bpf, seccomp_on) = if kernel::seccomp_available() {
         (seccomp::build(profile)?, true)
@@ -104,7 +108,8 @@ pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
         });
     }
     let plan = ChildPlan {
-        landlock: ruleset,
+        landlock: base,
+        landlock_limits: limits,
         bpf,
         rlimits: rlimits(profile),
         drop_bounding,

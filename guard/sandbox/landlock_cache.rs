@@ -1,0 +1,218 @@
+//! The cache of Landlock "limits" layers (see `landlock_rules::Layers`): building one walks
+//! every sibling of each secret's ancestors (~1.4 ms with the default deny_read list), while a
+//! ruleset fd may be given to `landlock_restrict_self` any number of times.
+//!
+//! Why a cached layer is never looser than a fresh one. A layer grants rights to inodes (the
+//! kernel pins them), not to names. It differs from a fresh build only where a name in a
+//! listed directory now points at another inode than at build time:
+//! - an entry created later (a new sibling, a secret created after the build) is no granted
+//!   inode: it gets only what its listed parent holds (ReadDir), i.e. stricter;
+//! - an entry deleted or replaced: its old inode stays granted but is no longer reachable by
+//!   that name; the new inode is not granted (stricter);
+//! - an entry renamed inside or into a listed directory (`mv ~/keys.bak ~/.ssh`) would carry
+//!   its grant to a denied name: looser. Every such change updates the listed directory's
+//!   mtime and ctime, so each use re-stats every listed directory (a few lstat calls) and
+//!   rebuilds when identity (dev, inode) or a timestamp differs. A listed directory replaced
+//!   as a whole changes its inode, and its parent is listed too (walks start at `/`).
+//!
+//! Timestamps come from a coarse clock: a change in the same tick as the listing could keep
+//! the old mtime. As in git's "racy index" rule, a layer whose listed directories changed
+//! less than `RACY` before the build began is used once and not cached. Entries also expire
+//! after `TTL` (bounding the effect of a wall-clock step backwards), and the cache holds at
+//! most `MAX_ENTRIES` layers.
+
+use super::SandboxError;
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Changes closer than this to the start of a build make the result uncacheable (well above
+/// one kernel tick, 10 ms at HZ=100).
+const RACY: Duration = Duration::from_millis(100);
+const TTL: Duration = Duration::from_secs(30);
+const MAX_ENTRIES: usize = 32;
+
+/// What a limits layer depends on: the limit paths with their masks and the ABI/compat mode.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub abi: u8,
+    pub degraded: bool,
+    pub limits: Vec<(PathBuf, u64)>,
+}
+
+/// Identity and change times of a listed directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    pub fn from_stat(st: &libc::stat) -> Stamp {
+        Stamp {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+        }
+    }
+
+    fn from_meta(m: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        }
+    }
+
+    /// Whether both timestamps lie before `limit` (seconds, nanoseconds since the epoch).
+    fn older_than(&self, limit: (i64, i64)) -> bool {
+        self.mtime < limit && self.ctime < limit
+    }
+}
+
+/// Whether every listed directory is still the same, unchanged directory (lstat: a
+/// directory replaced by a symlink counts as changed).
+fn still_valid(walked: &[(PathBuf, Stamp)]) -> bool {
+    walked.iter().all(|(path, stamp)| {
+        std::fs::symlink_metadata(path).is_ok_and(|m| Stamp::from_meta(&m) == *stamp)
+    })
+}
+
+struct Entry {
+    fd: Arc<OwnedFd>,
+    walked: Vec<(PathBuf, Stamp)>,
+    built: Instant,
+}
+
+type Cache = Mutex<HashMap<Key, Entry>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+fn epoch(t: SystemTime) -> (i64, i64) {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => (
+            i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+            i64::from(d.subsec_nanos()),
+        ),
+        // Before 1970: nothing can be older, so nothing is cached.
+        Err(_) => (i64::MIN, 0),
+    }
+}
+
+/// The cached layer for `key` if still valid, else `build()`'s (cached when not racy).
+/// `build` returns the ruleset and the directories it listed.
+pub fn get_or_build<F>(key: Key, build: F) -> Result<Arc<OwnedFd>, SandboxError>
+where
+    F: FnOnce() -> Result<(OwnedFd, Vec<(PathBuf, Stamp)>), SandboxError>,
+{
+    let hit = cache().lock().ok().and_then(|c| {
+        c.get(&key)
+            .filter(|e| e.built.elapsed() < TTL)
+            .map(|e| (Arc::clone(&e.fd), e.walked.clone()))
+    });
+    if let Some((fd, walked)) = hit {
+        if still_valid(&walked) {
+            return Ok(fd);
+        }
+    }
+    let started = SystemTime::now();
+    let (fd, walked) = build()?;
+    let fd = Arc::new(fd);
+    let limit = epoch(started.checked_sub(RACY).unwrap_or(UNIX_EPOCH));
+    let racy = walked.iter().any(|(_, s)| !s.older_than(limit));
+    if let Ok(mut c) = cache().lock() {
+        if racy {
+            c.remove(&key);
+        } else {
+            if c.len() >= MAX_ENTRIES {
+                c.retain(|_, e| e.built.elapsed() < TTL);
+                if c.len() >= MAX_ENTRIES {
+                    c.clear();
+                }
+            }
+            c.insert(
+                key,
+                Entry {
+                    fd: Arc::clone(&fd),
+                    walked,
+                    built: Instant::now(),
+                },
+            );
+        }
+    }
+    Ok(fd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(p: &std::path::Path) -> Key {
+        Key {
+            abi: 0,
+            degraded: false,
+            limits: vec![(p.join("secret"), 0)],
+        }
+    }
+
+    fn stamp_of(p: &std::path::Path) -> Stamp {
+        Stamp::from_meta(&std::fs::symlink_metadata(p).unwrap())
+    }
+
+    fn dummy_fd() -> OwnedFd {
+        OwnedFd::from(std::fs::File::open("/dev/null").unwrap())
+    }
+
+    #[test]
+    fn reused_until_a_listed_directory_changes_and_never_when_racy() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_path_buf();
+        let builds = std::cell::Cell::new(0);
+        let build = || {
+            builds.set(builds.get() + 1);
+            Ok((dummy_fd(), vec![(d.clone(), stamp_of(&d))]))
+        };
+        // Just created: racy, so built again on the next use.
+        get_or_build(key(&d), build).unwrap();
+        get_or_build(key(&d), build).unwrap();
+        assert_eq!(builds.get(), 2);
+        std::thread::sleep(RACY + Duration::from_millis(50));
+        let a = get_or_build(key(&d), build).unwrap();
+        let b = get_or_build(key(&d), build).unwrap();
+        assert_eq!(builds.get(), 3);
+        assert!(Arc::ptr_eq(&a, &b), "second use served from the cache");
+        // A rename inside the listed directory invalidates.
+        std::fs::write(d.join("keys.bak"), "k").unwrap();
+        std::fs::rename(d.join("keys.bak"), d.join("secret")).unwrap();
+        let c = get_or_build(key(&d), build).unwrap();
+        assert_eq!(builds.get(), 4);
+        assert!(!Arc::ptr_eq(&a, &c));
+    }
+
+    #[test]
+    fn replaced_directory_invalidates() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("home");
+        std::fs::create_dir(&d).unwrap();
+        let old = stamp_of(&d);
+        std::fs::rename(&d, dir.path().join("old")).unwrap();
+        std::fs::create_dir(&d).unwrap();
+        assert!(!still_valid(&[(d.clone(), old)]));
+        std::fs::remove_dir(&d).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("old"), &d).unwrap();
+        assert!(
+            !still_valid(&[(d, old)]),
+            "symlink to the old inode is a change"
+        );
+    }
+}
