@@ -6,6 +6,7 @@
 
 use super::allowlist::{AllowMatch, CompiledAllowlist, Target};
 use super::file::Policy;
+use super::fs_memo;
 use super::request::{Action, DecisionKind, ExecAction, Request, Status};
 use super::shell::{self, Analysis, Segment, ShellContext};
 use super::table::{self, Classification, TableContext};
@@ -100,6 +101,8 @@ struct Scored {
 
 /// Decides one request. Pure apart from `stat`/`realpath` of the paths the request names.
 pub fn decide(policy: &Policy, ctx: &DecideContext, req: &Request) -> Verdict {
+    // One decision asks the kernel each filesystem question once (see `fs_memo`).
+    let _memo = fs_memo::Scope::enter();
     // The sensitive list is built for the policy's agent home; follow the context's.
     let policy: Cow<Policy> = if policy.agent_home() == ctx.home {
         Cow::Borrowed(policy)

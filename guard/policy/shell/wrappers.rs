@@ -119,7 +119,7 @@ impl Analyser<'_> {
             return (true, found, None);
         }
         let lexical = normalize_path(name, &self.ctx.home, &self.ctx.cwd);
-        let real = std::fs::canonicalize(&lexical).ok();
+        let real = crate::policy::fs_memo::canonicalize(&lexical);
         let in_path_dir = |p: &PathBuf| {
             p.parent().is_some_and(|parent| {
                 self.ctx
