@@ -9,6 +9,7 @@ mod commands;
 mod commands_code;
 mod commands_dev;
 mod commands_files;
+mod commands_git;
 mod commands_http;
 mod paths_check;
 mod programs;

@@ -122,3 +122,14 @@ pub(super) fn read_all(k: &Checker, c: &mut Classification, args: &[Word], allow
         }
     }
 }
+
+/// Any of `args` is one of `any`.
+pub(super) fn has(args: &[&str], any: &[&str]) -> bool {
+    args.iter().any(|a| any.contains(a))
+}
+
+/// Short-flag cluster test (`-fdx` contains `f`).
+pub(super) fn has_short(args: &[&str], ch: char) -> bool {
+    args.iter()
+        .any(|a| a.starts_with('-') && !a.starts_with("--") && a[1..].contains(ch))
+}

@@ -152,7 +152,7 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             );
             read_all(k, c, args, true);
         }
-        "git" => super::commands_dev::git(k, c, args),
+        "git" => super::commands_git::git(k, c, args),
         "npm" | "pnpm" | "yarn" | "bun" | "npx" | "bunx" => {
             super::commands_dev::node_pm(k, c, p, args, seg)
         }
