@@ -5,8 +5,10 @@
 //! kept as a segment carrying a `problem`, so the policy can gate it (never allow it).
 
 mod path_lookup;
+mod redirects;
 mod walk;
 mod words;
+mod wrapper_args;
 mod wrappers;
 
 pub use path_lookup::resolve_on_path;

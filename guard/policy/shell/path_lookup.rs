@@ -3,8 +3,11 @@
 //! while each directory it searched is unchanged (same inode, mtime and ctime: creating,
 //! removing or renaming a name in a directory changes its mtime) and for at most [`TTL`]
 //! (a `chmod` of the file itself changes no directory). The directory `stat`s are shared
-//! by all segments of one decision through [`crate::policy::fs_memo`].
+//! by all segments of one decision through [`crate::policy::fs_memo`]. Also where the
+//! analyser decides whether a command name may be trusted by its basename.
 
+use super::normalize_path;
+use super::walk::{Analyser, Resolved};
 use crate::policy::fs_memo;
 use std::collections::HashMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -130,6 +133,41 @@ fn search(name: &str, path_var: &str, cwd: &Path) -> (Entry, bool) {
         at: Instant::now(),
     };
     (entry, cacheable)
+}
+
+impl Analyser<'_> {
+    /// Is `name` a program the command table may trust by its basename, and where is it?
+    /// [`Self::resolve_uncached`], memoised for the analysis (stat calls dominate).
+    pub(super) fn resolve(&mut self, name: &str) -> Resolved {
+        if let Some(hit) = self.resolved.get(name) {
+            return hit.clone();
+        }
+        let r = self.resolve_uncached(name);
+        self.resolved.insert(name.to_string(), r.clone());
+        r
+    }
+
+    fn resolve_uncached(&self, name: &str) -> Resolved {
+        if !name.contains('/') {
+            // The realpath is only needed for allowlist matching: decide() resolves it then.
+            let found = resolve_on_path(name, &self.ctx.path, &self.ctx.cwd);
+            return (true, found, None);
+        }
+        let lexical = normalize_path(name, &self.ctx.home, &self.ctx.cwd);
+        let real = crate::policy::fs_memo::canonicalize(&lexical);
+        let in_path_dir = |p: &PathBuf| {
+            p.parent().is_some_and(|parent| {
+                self.ctx
+                    .path
+                    .split(':')
+                    .filter(|d| d.starts_with('/'))
+                    .any(|d| normalize_path(d, &self.ctx.home, &self.ctx.cwd) == parent)
+            })
+        };
+        let trusted = name.starts_with('/')
+            && (in_path_dir(&lexical) || real.as_ref().is_some_and(in_path_dir));
+        (trusted, Some(lexical), real)
+    }
 }
 
 #[cfg(test)]
