@@ -3,7 +3,12 @@
 //! while each directory it searched is unchanged (same inode, mtime and ctime: creating,
 //! removing or renaming a name in a directory changes its mtime) and for at most [`TTL`]
 //! (a `chmod` of the file itself changes no directory). The directory `stat`s are shared
-//! by all segments of one decision through [`crate::policy::fs_memo`]. Also where the
+//! by all segments of one decision through [`crate::policy::fs_memo`], and an entry checked
+//! less than [`RECHECK`] ago is not checked again: at thousands of requests a second the
+//! stamps would otherwise cost as many `stat`s as the look-up they replace. That window is
+//! far shorter than the gap between a decision and the exec it allows (OpenClaw runs the
+//! command later, after any human approval), which PATH resolution at decision time
+//! already cannot close. Also where the
 //! analyser decides whether a command name may be trusted by its basename.
 
 use super::normalize_path;
@@ -17,6 +22,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// Longest an answer is reused.
 const TTL: Duration = Duration::from_secs(2);
+/// An entry whose directories were checked this recently is reused without a check.
+const RECHECK: Duration = Duration::from_millis(50);
 /// A directory changed this recently may change again within the same timestamp tick
 /// (coarse kernel clocks), so a look-up through it is not cached.
 const RACY: Duration = Duration::from_millis(100);
@@ -60,6 +67,8 @@ struct Entry {
     /// The directories searched, in order, and their stamps then (`None`: missing).
     searched: Vec<(PathBuf, Option<Stamp>)>,
     at: Instant,
+    /// When `searched` was last found unchanged.
+    checked: Instant,
 }
 
 type Key = (String, String, PathBuf);
@@ -77,13 +86,25 @@ pub fn resolve_on_path(name: &str, path_var: &str, cwd: &Path) -> Option<PathBuf
     }
     let key: Key = (name.to_string(), path_var.to_string(), cwd.to_path_buf());
     let hit = cache().lock().ok().and_then(|map| {
-        map.get(&key)
-            .filter(|e| e.at.elapsed() < TTL)
-            .map(|e| (e.found.clone(), e.searched.clone()))
+        map.get(&key).filter(|e| e.at.elapsed() < TTL).map(|e| {
+            (
+                e.found.clone(),
+                e.checked.elapsed() < RECHECK,
+                e.searched.clone(),
+            )
+        })
     });
-    // Checked outside the lock: the `stat`s must not serialise other threads.
-    if let Some((found, searched)) = hit {
+    if let Some((found, fresh, searched)) = hit {
+        if fresh {
+            return found;
+        }
+        // Checked outside the lock: the `stat`s must not serialise other threads.
         if searched.iter().all(|(d, s)| Stamp::of(d) == *s) {
+            if let Ok(mut map) = cache().lock() {
+                if let Some(e) = map.get_mut(&key) {
+                    e.checked = Instant::now();
+                }
+            }
             return found;
         }
     }
@@ -127,10 +148,12 @@ fn search(name: &str, path_var: &str, cwd: &Path) -> (Entry, bool) {
             cacheable = false;
         }
     }
+    let now = Instant::now();
     let entry = Entry {
         found,
         searched,
-        at: Instant::now(),
+        at: now,
+        checked: now,
     };
     (entry, cacheable)
 }
@@ -195,11 +218,13 @@ mod tests {
         assert_eq!(resolve_on_path("tool", &path, cwd), Some(b.join("tool")));
         assert_eq!(resolve_on_path("tool", &path, cwd), Some(b.join("tool")));
         executable(&a.join("tool"));
+        std::thread::sleep(RECHECK);
         assert_eq!(resolve_on_path("tool", &path, cwd), Some(a.join("tool")));
         std::thread::sleep(RACY + Duration::from_millis(20));
         assert_eq!(resolve_on_path("tool", &path, cwd), Some(a.join("tool")));
         std::fs::remove_file(a.join("tool")).expect("rm");
         std::fs::remove_file(b.join("tool")).expect("rm");
+        std::thread::sleep(RECHECK);
         assert_eq!(resolve_on_path("tool", &path, cwd), None);
     }
 
