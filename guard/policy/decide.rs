@@ -233,7 +233,8 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
             allowlisted: false,
         });
     }
-    let mut verdict = combine(policy, &scored);
+    let all_allowlisted = scored.iter().all(|s| s.allowlisted);
+    let mut verdict = combine(policy, scored);
 
     if security == ExecSecurity::Deny {
         verdict.kind = VerdictKind::Deny;
@@ -244,10 +245,7 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
                 "OpenClaw's exec security is `deny`",
             ),
         );
-    } else if security == ExecSecurity::Allowlist
-        && ask == ExecAsk::Off
-        && scored.iter().any(|s| !s.allowlisted)
-    {
+    } else if security == ExecSecurity::Allowlist && ask == ExecAsk::Off && !all_allowlisted {
         verdict.kind = VerdictKind::Deny;
         verdict.reasons.insert(
             0,
@@ -335,7 +333,7 @@ fn score_segment(
 }
 
 /// Strictest segment decides; reasons from every non-autonomous segment.
-fn combine(policy: &Policy, scored: &[Scored]) -> Verdict {
+fn combine(policy: &Policy, scored: Vec<Scored>) -> Verdict {
     let status = scored
         .iter()
         .map(|s| s.status)
@@ -381,8 +379,8 @@ fn combine(policy: &Policy, scored: &[Scored]) -> Verdict {
         category,
         reasons,
         offered,
-        segments: scored.iter().map(|s| s.verdict.clone()).collect(),
         profile: policy.profile(category).map(str::to_string),
+        segments: scored.into_iter().map(|s| s.verdict).collect(),
     }
 }
 
@@ -427,7 +425,7 @@ fn decide_action(policy: &Policy, ctx: &DecideContext, req: &Request, action: &A
     let c = table::classify_action(action, &t);
     let (status, category, reasons, gated) = score(policy, &c);
     let text = serde_json::to_string(action).unwrap_or_default();
-    let scored = [Scored {
+    let scored = vec![Scored {
         verdict: SegmentVerdict {
             text,
             argv: Vec::new(),
@@ -441,7 +439,7 @@ fn decide_action(policy: &Policy, ctx: &DecideContext, req: &Request, action: &A
         inline_eval: c.inline_eval,
         allowlisted: false,
     }];
-    let mut verdict = combine(policy, &scored);
+    let mut verdict = combine(policy, scored);
     finish_offered(&mut verdict, req);
     verdict
 }
