@@ -67,7 +67,9 @@ impl<'c> Analyser<'c> {
             ctx,
             nodes: 0,
             tree_depth: 0,
-            segments: Vec::new(),
+            // Sized for a typical pipeline up front: regrowing a Vec of large segments
+            // makes glibc consolidate its free lists on every decision.
+            segments: Vec::with_capacity(8),
             functions: HashSet::new(),
             cwds: vec![ctx.cwd.clone()],
             cwd_unknown: false,
