@@ -22,6 +22,7 @@ pub use js::{js_trim, node_posix_normalize};
 use crate::openclaw::allow_always::{cwd_argv_pattern, CWD_ARGV_PREFIX, LEGACY_ARGV_PREFIX};
 use glob::GlobIndex;
 use js::{js_units, node_basename};
+use std::collections::HashMap;
 use std::path::Path;
 
 /// One allowlist entry, as OpenClaw stores it.
@@ -63,8 +64,9 @@ pub enum AllowMatch {
 enum ArgMatcher {
     /// No argPattern: the pattern alone allows (a path-only match, lowest priority).
     PathOnly,
-    /// `sha256:cwd-argv:v1:<hex>`: equal to the hash of this argv + cwd.
-    CwdHash(String),
+    /// `sha256:cwd-argv:v1:<hex>`: equal to the hash of this argv + cwd. The hash itself
+    /// lives in [`CompiledAllowlist::grants`], so a lookup compares it once, not per entry.
+    CwdHash,
     /// An ECMAScript regex over argv[1..]; `nul` = NUL-joined subject.
     Regex { re: regress::Regex, nul: bool },
     /// Legacy hash, allow-always without a cwd-bound hash, or an invalid regex.
@@ -75,6 +77,10 @@ enum ArgMatcher {
 #[derive(Debug)]
 pub struct CompiledAllowlist {
     args: Vec<ArgMatcher>,
+    /// `sha256:cwd-argv:v1:` grants, by hash: the entries carrying that hash, indexed like
+    /// `paths`/`names`. Kept out of those, so a lookup hashes its argv once and probes one
+    /// map instead of visiting every grant for the same executable.
+    grants: HashMap<String, Grants>,
     /// First bare `*` entry (no argPattern, not allow-always).
     wildcard: Option<usize>,
     /// Patterns with a path selector (`/`, `\`, `~`): matched against the real path.
@@ -94,6 +100,7 @@ impl CompiledAllowlist {
             home
         };
         let mut args = Vec::with_capacity(rules.len());
+        let mut grants: HashMap<String, (Vec<_>, Vec<_>)> = HashMap::new();
         let mut wildcard = None;
         let mut paths = Vec::new();
         let mut names = Vec::new();
@@ -103,18 +110,41 @@ impl CompiledAllowlist {
             if pattern == "*" && arg.is_none() && !rule.allow_always && wildcard.is_none() {
                 wildcard = Some(i);
             }
-            args.push(compile_arg(arg, rule.allow_always));
+            let matcher = compile_arg(arg, rule.allow_always);
+            let grant = match (&matcher, arg) {
+                (ArgMatcher::CwdHash, Some(a)) => Some(a),
+                _ => None,
+            };
+            args.push(matcher);
             if pattern.is_empty() {
                 continue;
             }
-            if has_path_selector(pattern) {
+            if let Some(hash) = grant {
+                let (paths, names) = grants.entry(hash.to_string()).or_default();
+                if has_path_selector(pattern) {
+                    paths.push((i, normalize_pattern(pattern, &home)));
+                } else if pattern != "*" {
+                    names.push((i, normalize_pattern(pattern, &home)));
+                }
+            } else if has_path_selector(pattern) {
                 paths.push((i, normalize_pattern(pattern, &home)));
             } else if pattern != "*" {
                 names.push((i, normalize_pattern(pattern, &home)));
             }
         }
+        let grants = grants
+            .into_iter()
+            .map(|(hash, (paths, names))| {
+                let g = Grants {
+                    paths: GlobIndex::build(paths),
+                    names: GlobIndex::build(names),
+                };
+                (hash, g)
+            })
+            .collect();
         CompiledAllowlist {
             args,
+            grants,
             wildcard,
             paths: GlobIndex::build(paths),
             names: GlobIndex::build(names),
@@ -170,40 +200,57 @@ impl CompiledAllowlist {
             real
         };
 
-        let mut hits = Vec::new();
-        let (lit, glob) = match_targets(&trust);
-        self.paths.hits(&lit, &glob, &mut hits);
-        if !has_path_selector(raw) {
-            let (lit, glob) = match_targets(node_basename(&resolved));
-            self.names.hits(&lit, &glob, &mut hits);
-        }
-        hits.sort_unstable();
-        hits.dedup();
+        let by_path = match_targets(&trust);
+        let by_name = (!has_path_selector(raw)).then(|| match_targets(node_basename(&resolved)));
+        let lookup = |paths: &GlobIndex, names: &GlobIndex| {
+            let mut hits = Vec::new();
+            paths.hits(&by_path.0, &by_path.1, &mut hits);
+            if let Some((lit, glob)) = &by_name {
+                names.hits(lit, glob, &mut hits);
+            }
+            hits.sort_unstable();
+            hits.dedup();
+            hits
+        };
 
+        // The first grant (in entry order) for exactly this argv + cwd whose pattern matches.
+        let granted = if self.grants.is_empty() {
+            None
+        } else {
+            self.grants
+                .get(&cwd_argv_pattern(target.cwd, target.argv))
+                .and_then(|g| lookup(&g.paths, &g.names).first().copied())
+        };
         let mut path_only = None;
-        let mut cwd_hash: Option<String> = None;
-        for rule in hits {
+        for rule in lookup(&self.paths, &self.names) {
+            if granted.is_some_and(|g| g < rule) {
+                break;
+            }
             match &self.args[rule] {
                 ArgMatcher::PathOnly => {
                     path_only.get_or_insert(rule);
-                }
-                ArgMatcher::CwdHash(want) => {
-                    let have =
-                        cwd_hash.get_or_insert_with(|| cwd_argv_pattern(target.cwd, target.argv));
-                    if have == want {
-                        return Some((rule, Hit::AllowAlways));
-                    }
                 }
                 ArgMatcher::Regex { re, nul } => {
                     if arg_regex_matches(re, *nul, target.argv) {
                         return Some((rule, Hit::Pattern));
                     }
                 }
-                ArgMatcher::Never => {}
+                // Grants are only in `grants`.
+                ArgMatcher::CwdHash | ArgMatcher::Never => {}
             }
+        }
+        if let Some(rule) = granted {
+            return Some((rule, Hit::AllowAlways));
         }
         path_only.map(|rule| (rule, Hit::Pattern))
     }
+}
+
+/// The grants sharing one `sha256:cwd-argv:v1:` hash.
+#[derive(Debug)]
+struct Grants {
+    paths: GlobIndex,
+    names: GlobIndex,
 }
 
 /// How an entry matched (see [`AllowMatch`]).
@@ -218,7 +265,7 @@ fn compile_arg(arg: Option<&str>, allow_always: bool) -> ArgMatcher {
     match arg {
         None if allow_always => ArgMatcher::Never,
         None => ArgMatcher::PathOnly,
-        Some(a) if a.starts_with(CWD_ARGV_PREFIX) => ArgMatcher::CwdHash(a.to_string()),
+        Some(a) if a.starts_with(CWD_ARGV_PREFIX) => ArgMatcher::CwdHash,
         Some(_) if allow_always => ArgMatcher::Never,
         Some(a) if a.starts_with(LEGACY_ARGV_PREFIX) => ArgMatcher::Never,
         Some(a) => {

@@ -6,6 +6,7 @@
 
 use super::allowlist::{AllowMatch, CompiledAllowlist, Target};
 use super::file::Policy;
+use super::fs_memo;
 use super::request::{Action, DecisionKind, ExecAction, Request, Status};
 use super::shell::{self, Analysis, Segment, ShellContext};
 use super::table::{self, Classification, TableContext};
@@ -100,6 +101,8 @@ struct Scored {
 
 /// Decides one request. Pure apart from `stat`/`realpath` of the paths the request names.
 pub fn decide(policy: &Policy, ctx: &DecideContext, req: &Request) -> Verdict {
+    // One decision asks the kernel each filesystem question once (see `fs_memo`).
+    let _memo = fs_memo::Scope::enter();
     // The sensitive list is built for the policy's agent home; follow the context's.
     let policy: Cow<Policy> = if policy.agent_home() == ctx.home {
         Cow::Borrowed(policy)
@@ -230,7 +233,8 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
             allowlisted: false,
         });
     }
-    let mut verdict = combine(policy, &scored);
+    let all_allowlisted = scored.iter().all(|s| s.allowlisted);
+    let mut verdict = combine(policy, scored);
 
     if security == ExecSecurity::Deny {
         verdict.kind = VerdictKind::Deny;
@@ -241,10 +245,7 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
                 "OpenClaw's exec security is `deny`",
             ),
         );
-    } else if security == ExecSecurity::Allowlist
-        && ask == ExecAsk::Off
-        && scored.iter().any(|s| !s.allowlisted)
-    {
+    } else if security == ExecSecurity::Allowlist && ask == ExecAsk::Off && !all_allowlisted {
         verdict.kind = VerdictKind::Deny;
         verdict.reasons.insert(
             0,
@@ -332,7 +333,7 @@ fn score_segment(
 }
 
 /// Strictest segment decides; reasons from every non-autonomous segment.
-fn combine(policy: &Policy, scored: &[Scored]) -> Verdict {
+fn combine(policy: &Policy, scored: Vec<Scored>) -> Verdict {
     let status = scored
         .iter()
         .map(|s| s.status)
@@ -378,8 +379,8 @@ fn combine(policy: &Policy, scored: &[Scored]) -> Verdict {
         category,
         reasons,
         offered,
-        segments: scored.iter().map(|s| s.verdict.clone()).collect(),
         profile: policy.profile(category).map(str::to_string),
+        segments: scored.into_iter().map(|s| s.verdict).collect(),
     }
 }
 
@@ -424,7 +425,7 @@ fn decide_action(policy: &Policy, ctx: &DecideContext, req: &Request, action: &A
     let c = table::classify_action(action, &t);
     let (status, category, reasons, gated) = score(policy, &c);
     let text = serde_json::to_string(action).unwrap_or_default();
-    let scored = [Scored {
+    let scored = vec![Scored {
         verdict: SegmentVerdict {
             text,
             argv: Vec::new(),
@@ -438,7 +439,7 @@ fn decide_action(policy: &Policy, ctx: &DecideContext, req: &Request, action: &A
         inline_eval: c.inline_eval,
         allowlisted: false,
     }];
-    let mut verdict = combine(policy, &scored);
+    let mut verdict = combine(policy, scored);
     finish_offered(&mut verdict, req);
     verdict
 }

@@ -4,6 +4,7 @@ pub mod allowlist;
 pub mod decide;
 pub mod explain;
 pub mod file;
+pub mod fs_memo;
 pub mod paths;
 pub mod request;
 pub mod shell;

@@ -6,6 +6,7 @@
 mod glob;
 
 use super::file::PolicyError;
+use super::fs_memo;
 use glob::{glob_hits_rule, has_glob_chars, rule_literal, GlobWord};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::collections::VecDeque;
@@ -137,18 +138,18 @@ pub fn resolve_lenient(path: &Path) -> Option<PathBuf> {
         }
         let candidate = current.join(&name);
         if exists {
-            match std::fs::symlink_metadata(&candidate) {
-                Ok(meta) if meta.file_type().is_symlink() => {
+            match fs_memo::symlink_metadata(&candidate) {
+                Some(meta) if meta.file_type().is_symlink() => {
                     followed += 1;
                     if followed > MAX_SYMLINKS {
                         return None;
                     }
-                    let target = std::fs::read_link(&candidate).ok()?;
+                    let target = fs_memo::read_link(&candidate)?;
                     push_front_components(&mut queue, &target, &mut current);
                     continue;
                 }
-                Ok(_) => {}
-                Err(_) => exists = false,
+                Some(_) => {}
+                None => exists = false,
             }
         }
         current = candidate;
@@ -344,7 +345,7 @@ impl SensitivePaths {
             }
         }
         for p in candidates {
-            if std::fs::metadata(&p).is_ok_and(|m| !m.is_dir()) {
+            if fs_memo::metadata(&p).is_some_and(|m| !m.is_dir()) {
                 continue;
             }
             let ps = path_components(&p);

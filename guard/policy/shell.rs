@@ -4,10 +4,14 @@
 //! here matches regular expressions over raw text. Anything the analyser cannot pin down is
 //! kept as a segment carrying a `problem`, so the policy can gate it (never allow it).
 
+mod path_lookup;
+mod redirects;
 mod walk;
 mod words;
+mod wrapper_args;
 mod wrappers;
 
+pub use path_lookup::resolve_on_path;
 pub use wrappers::SHELLS;
 
 use std::cell::RefCell;
@@ -150,7 +154,7 @@ impl Segment {
     pub fn real_path(&self) -> Option<PathBuf> {
         self.resolved_real
             .clone()
-            .or_else(|| std::fs::canonicalize(self.resolved.as_ref()?).ok())
+            .or_else(|| crate::policy::fs_memo::canonicalize(self.resolved.as_ref()?))
     }
 }
 
@@ -233,31 +237,6 @@ pub fn analyse_argv(argv: &[String], ctx: &ShellContext) -> Analysis {
 /// The last path component of a command name.
 pub fn basename(name: &str) -> &str {
     name.rsplit('/').next().unwrap_or(name)
-}
-
-/// Looks a bare command name up on `path_var` (stat only). Relative PATH entries (and the
-/// empty entry) are taken relative to `cwd`, as a shell would.
-pub fn resolve_on_path(name: &str, path_var: &str, cwd: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    if name.is_empty() || name.contains('/') {
-        return None;
-    }
-    for dir in path_var.split(':') {
-        let dir = if dir.is_empty() {
-            cwd.to_path_buf()
-        } else if dir.starts_with('/') {
-            PathBuf::from(dir)
-        } else {
-            cwd.join(dir)
-        };
-        let candidate = dir.join(name);
-        if let Ok(meta) = std::fs::metadata(&candidate) {
-            if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
-                return Some(candidate);
-            }
-        }
-    }
-    None
 }
 
 /// Lexical normalisation of `raw` against `cwd`: `~` expansion, `.`/`..`/`//` removal.

@@ -4,12 +4,15 @@
 //! caller lets the strictest decide. Policy `[[commands]]` overrides replace the table's
 //! own entry for a program, never the path checks.
 
+mod args;
 mod commands;
 mod commands_code;
 mod commands_dev;
 mod commands_files;
+mod commands_git;
 mod commands_http;
 mod paths_check;
+mod programs;
 
 use super::file::Policy;
 use super::request::Action;

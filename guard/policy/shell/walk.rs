@@ -1,9 +1,9 @@
-//! The syntax-tree walk: statements, lists, pipelines, compound commands, redirections
-//! and here-documents, down to simple commands handed to the wrapper unwrapper.
+//! The syntax-tree walk: statements, lists, pipelines and compound commands, down to simple
+//! commands handed to the wrapper unwrapper (redirections are in `redirects`).
 
 use super::{
-    normalize_path, parse, Analysis, Redirect, RedirectKind, Segment, ShellContext, Stdin, Word,
-    MAX_INPUT_BYTES, MAX_NODES, MAX_REPARSE_DEPTH, MAX_SEGMENTS, MAX_TREE_DEPTH,
+    normalize_path, parse, Analysis, Redirect, Segment, ShellContext, Stdin, Word, MAX_INPUT_BYTES,
+    MAX_NODES, MAX_REPARSE_DEPTH, MAX_SEGMENTS, MAX_TREE_DEPTH,
 };
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -35,7 +35,7 @@ impl Env {
         }
     }
 
-    fn with_stdin(&self, stdin: Stdin) -> Self {
+    pub(super) fn with_stdin(&self, stdin: Stdin) -> Self {
         let mut e = self.clone();
         e.stdin = stdin;
         e
@@ -67,7 +67,9 @@ impl<'c> Analyser<'c> {
             ctx,
             nodes: 0,
             tree_depth: 0,
-            segments: Vec::new(),
+            // Sized for a typical pipeline up front: regrowing a Vec of large segments
+            // makes glibc consolidate its free lists on every decision.
+            segments: Vec::with_capacity(8),
             functions: HashSet::new(),
             cwds: vec![ctx.cwd.clone()],
             cwd_unknown: false,
@@ -333,161 +335,7 @@ impl<'c> Analyser<'c> {
         let _ = self.word(node, src, env);
     }
 
-    fn redirected(&mut self, node: Node, src: &str, env: &Env) {
-        let mut redirects = Vec::new();
-        let mut stdin = None;
-        let mut extra_args = Vec::new();
-        let mut deferred = Vec::new();
-        let mut cursor = node.walk();
-        let children: Vec<(Option<&str>, Node)> = {
-            let mut v = Vec::new();
-            if cursor.goto_first_child() {
-                loop {
-                    v.push((cursor.field_name(), cursor.node()));
-                    if !cursor.goto_next_sibling() {
-                        break;
-                    }
-                }
-            }
-            v
-        };
-        let mut body = None;
-        for (field, child) in children {
-            if field == Some("body") {
-                body = Some(child);
-            } else if child.is_named() {
-                self.redirect(
-                    child,
-                    src,
-                    env,
-                    &mut redirects,
-                    &mut stdin,
-                    &mut extra_args,
-                    &mut deferred,
-                );
-            }
-        }
-        let mut e = env.clone();
-        e.redirects.extend(redirects);
-        if let Some(s) = stdin {
-            e.stdin = s;
-        }
-        match body {
-            Some(b) if b.kind() == "command" => self.command(b, src, &e, extra_args),
-            Some(b) => self.statement(b, src, &e),
-            None => {
-                let text = &src[node.byte_range()];
-                let seg = self.segment_base(text, extra_args, &e);
-                self.push(seg);
-            }
-        }
-        for (n, piped) in deferred {
-            let e2 = if piped {
-                env.with_stdin(Stdin::Pipe)
-            } else {
-                env.clone()
-            };
-            self.statement(n, src, &e2);
-        }
-    }
-
-    /// One redirection node. Here-document continuations (`cat <<EOF | sh`, `<<EOF && x`)
-    /// that tree-sitter-bash nests inside the redirect come back in `deferred` (with
-    /// "stdin is a pipe").
-    #[allow(clippy::too_many_arguments)]
-    fn redirect<'t>(
-        &mut self,
-        node: Node<'t>,
-        src: &str,
-        env: &Env,
-        out: &mut Vec<Redirect>,
-        stdin: &mut Option<Stdin>,
-        extra_args: &mut Vec<Word>,
-        deferred: &mut Vec<(Node<'t>, bool)>,
-    ) {
-        match node.kind() {
-            "file_redirect" => {
-                let mut op = "";
-                let mut dests = Vec::new();
-                let mut cursor = node.walk();
-                if cursor.goto_first_child() {
-                    loop {
-                        let n = cursor.node();
-                        if cursor.field_name() == Some("destination") {
-                            dests.push(n);
-                        } else if !n.is_named() {
-                            op = n.kind();
-                        }
-                        if !cursor.goto_next_sibling() {
-                            break;
-                        }
-                    }
-                }
-                for dest in dests {
-                    let target = self.word(dest, src, env);
-                    if let Some(r) = classify_redirect(op, target) {
-                        if r.kind != RedirectKind::Write {
-                            *stdin = Some(Stdin::File);
-                        }
-                        out.push(r);
-                    }
-                }
-            }
-            "heredoc_redirect" => {
-                let mut body_text: Option<String> = Some(String::new());
-                let mut cursor = node.walk();
-                let mut items = Vec::new();
-                if cursor.goto_first_child() {
-                    loop {
-                        items.push((cursor.field_name(), cursor.node()));
-                        if !cursor.goto_next_sibling() {
-                            break;
-                        }
-                    }
-                }
-                for (field, n) in items {
-                    match (field, n.kind()) {
-                        (_, "heredoc_body") => {
-                            let w = self.word(n, src, env);
-                            body_text = w.value;
-                        }
-                        (Some("argument"), _) => {
-                            let w = self.word(n, src, env);
-                            extra_args.push(w);
-                        }
-                        (Some("redirect"), _) => {
-                            self.redirect(n, src, env, out, stdin, extra_args, deferred);
-                        }
-                        (Some("right"), _) => deferred.push((n, false)),
-                        (_, "pipeline") => {
-                            let mut c2 = n.walk();
-                            for stage in n.named_children(&mut c2) {
-                                deferred.push((stage, true));
-                            }
-                        }
-                        (_, k) if is_statement(k) => deferred.push((n, true)),
-                        _ => {}
-                    }
-                }
-                *stdin = Some(Stdin::Here(body_text));
-            }
-            "herestring_redirect" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                let mut value = None;
-                for child in children {
-                    if child.kind() == "file_descriptor" {
-                        continue;
-                    }
-                    value = self.word(child, src, env).value;
-                }
-                *stdin = Some(Stdin::Here(value));
-            }
-            _ => self.scan(node, src, env),
-        }
-    }
-
-    fn command(&mut self, node: Node, src: &str, env: &Env, mut argv_tail: Vec<Word>) {
+    pub(super) fn command(&mut self, node: Node, src: &str, env: &Env, mut argv_tail: Vec<Word>) {
         let text = &src[node.byte_range()];
         let start = self.segments.len();
         let mut e = env.clone();
@@ -585,37 +433,4 @@ pub(crate) fn is_statement(kind: &str) -> bool {
             | "do_group"
             | "program"
     )
-}
-
-/// Targets a redirection may name without touching a file.
-const HARMLESS_TARGETS: &[&str] = &[
-    "/dev/null",
-    "/dev/stdout",
-    "/dev/stderr",
-    "/dev/stdin",
-    "/dev/tty",
-    "/dev/fd/0",
-    "/dev/fd/1",
-    "/dev/fd/2",
-];
-
-/// Classifies a `file_redirect` by its operator; fd duplications and harmless targets
-/// give `None`.
-fn classify_redirect(op: &str, target: Word) -> Option<Redirect> {
-    if let Some(v) = &target.value {
-        if HARMLESS_TARGETS.contains(&v.as_str()) {
-            return None;
-        }
-        let is_fd = v == "-" || (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()));
-        if is_fd && matches!(op, ">&" | "<&" | ">&-" | "<&-") {
-            return None;
-        }
-    }
-    let kind = match op {
-        "<" => RedirectKind::Read,
-        "<>" => RedirectKind::ReadWrite,
-        "<&" | "<&-" => RedirectKind::Read,
-        _ => RedirectKind::Write,
-    };
-    Some(Redirect { kind, target })
 }

@@ -1,94 +1,16 @@
 //! Simple commands: peel wrappers (`env`, `sudo`, `sh -c`, `xargs`, `timeout`, ...) until the
-//! command that really runs is in argv[0], resolve it on PATH, track `cd`, and split
-//! `find -exec` into its own segment.
+//! command that really runs is in argv[0], resolve it (`path_lookup`), track `cd`, and split
+//! `find -exec` into its own segment. Option grammars are in `wrapper_args`.
 
-use super::walk::{Analyser, Env, Resolved};
-use super::{basename, normalize_path, resolve_on_path, Redirect, RedirectKind, Stdin, Word};
-use std::path::PathBuf;
+use super::walk::{Analyser, Env};
+use super::wrapper_args::{find_execs, has, is_identifier, options, quote, value_of, Opts};
+use super::{basename, Redirect, RedirectKind, Stdin, Word};
 
 /// Most wrappers peeled off one command (`nice nice nice …` cannot loop forever).
 const MAX_WRAPPERS: usize = 32;
 
 /// Shells whose `-c TEXT` is analysed as shell text.
 pub const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh", "yash"];
-
-/// Option grammar of one wrapper: short options taking a value, long ones taking a value.
-struct Opts {
-    short_value: &'static str,
-    long_value: &'static [&'static str],
-}
-
-/// Where the options of `args` end: index of the first operand, with the options seen
-/// (name, value). A non-static word in option position is an error.
-/// Options seen while skipping: (name, value).
-type Seen = Vec<(String, Option<String>)>;
-
-fn options(args: &[Word], opts: &Opts) -> Result<(usize, Seen), String> {
-    let mut seen = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        // A non-static word ends the options: it is the first operand.
-        let Some(a) = args[i].value.as_deref() else {
-            return Ok((i, seen));
-        };
-        if a == "--" {
-            return Ok((i + 1, seen));
-        }
-        if let Some(long) = a.strip_prefix("--") {
-            if let Some((name, value)) = long.split_once('=') {
-                seen.push((format!("--{name}"), Some(value.to_string())));
-            } else if opts.long_value.contains(&long) {
-                let v = args.get(i + 1).and_then(|w| w.value.clone());
-                if v.is_none() {
-                    return Err(format!("value of --{long} is not static"));
-                }
-                seen.push((format!("--{long}"), v));
-                i += 1;
-            } else {
-                seen.push((format!("--{long}"), None));
-            }
-            i += 1;
-            continue;
-        }
-        if a.len() < 2 || !a.starts_with('-') {
-            return Ok((i, seen));
-        }
-        let chars: Vec<char> = a[1..].chars().collect();
-        let mut j = 0;
-        while j < chars.len() {
-            let c = chars[j];
-            if opts.short_value.contains(c) {
-                let attached: String = chars[j + 1..].iter().collect();
-                if attached.is_empty() {
-                    let v = args.get(i + 1).and_then(|w| w.value.clone());
-                    if v.is_none() {
-                        return Err(format!("value of -{c} is not static"));
-                    }
-                    seen.push((format!("-{c}"), v));
-                    i += 1;
-                } else {
-                    seen.push((format!("-{c}"), Some(attached)));
-                }
-                break;
-            }
-            seen.push((format!("-{c}"), None));
-            j += 1;
-        }
-        i += 1;
-    }
-    Ok((i, seen))
-}
-
-fn has(seen: &[(String, Option<String>)], names: &[&str]) -> bool {
-    seen.iter().any(|(n, _)| names.contains(&n.as_str()))
-}
-
-fn value_of<'a>(seen: &'a [(String, Option<String>)], names: &[&str]) -> Option<&'a str> {
-    seen.iter()
-        .rev()
-        .find(|(n, _)| names.contains(&n.as_str()))
-        .and_then(|(_, v)| v.as_deref())
-}
 
 /// What to do after looking at argv[0].
 enum Step {
@@ -101,39 +23,6 @@ enum Step {
 }
 
 impl Analyser<'_> {
-    /// Is `name` a program the command table may trust by its basename, and where is it?
-    /// [`Self::resolve_uncached`], memoised for the analysis (stat calls dominate).
-    fn resolve(&mut self, name: &str) -> Resolved {
-        if let Some(hit) = self.resolved.get(name) {
-            return hit.clone();
-        }
-        let r = self.resolve_uncached(name);
-        self.resolved.insert(name.to_string(), r.clone());
-        r
-    }
-
-    fn resolve_uncached(&self, name: &str) -> Resolved {
-        if !name.contains('/') {
-            // The realpath is only needed for allowlist matching: decide() resolves it then.
-            let found = resolve_on_path(name, &self.ctx.path, &self.ctx.cwd);
-            return (true, found, None);
-        }
-        let lexical = normalize_path(name, &self.ctx.home, &self.ctx.cwd);
-        let real = std::fs::canonicalize(&lexical).ok();
-        let in_path_dir = |p: &PathBuf| {
-            p.parent().is_some_and(|parent| {
-                self.ctx
-                    .path
-                    .split(':')
-                    .filter(|d| d.starts_with('/'))
-                    .any(|d| normalize_path(d, &self.ctx.home, &self.ctx.cwd) == parent)
-            })
-        };
-        let trusted = name.starts_with('/')
-            && (in_path_dir(&lexical) || real.as_ref().is_some_and(in_path_dir));
-        (trusted, Some(lexical), real)
-    }
-
     /// A simple command: peel wrappers, then record the segment(s).
     pub(crate) fn simple(&mut self, argv: Vec<Word>, env: &Env, text: &str) {
         let mut env = env.clone();
@@ -497,43 +386,4 @@ impl Analyser<'_> {
             self.simple(inner, &inner_env, text);
         }
     }
-}
-
-/// The commands of `find … -exec CMD … ;` (also `-execdir`, `-ok`, `-okdir`, `+`), with
-/// `{}` as an unknown word.
-fn find_execs(argv: &[Word]) -> Vec<Vec<Word>> {
-    let mut out = Vec::new();
-    let mut i = 1;
-    while i < argv.len() {
-        let v = argv[i].value.as_deref();
-        if matches!(v, Some("-exec" | "-execdir" | "-ok" | "-okdir")) {
-            let mut cmd = Vec::new();
-            i += 1;
-            while i < argv.len() && !matches!(argv[i].value.as_deref(), Some(";" | "+")) {
-                let w = &argv[i];
-                if w.value.as_deref().is_some_and(|v| v.contains("{}")) {
-                    cmd.push(Word::unknown(&w.source));
-                } else {
-                    cmd.push(w.clone());
-                }
-                i += 1;
-            }
-            if !cmd.is_empty() {
-                out.push(cmd);
-            }
-        }
-        i += 1;
-    }
-    out
-}
-
-fn is_identifier(s: &str) -> bool {
-    !s.is_empty()
-        && !s.starts_with(|c: char| c.is_ascii_digit())
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
-}
-
-/// Single-quotes a value for re-parsing.
-fn quote(v: &str) -> String {
-    format!("'{}'", v.replace('\'', r"'\''"))
 }

@@ -1,7 +1,7 @@
 //! Code runners of the table: shells without `-c` and interpreters (inline code, scripts,
 //! programs read from a pipe: pipe-to-shell).
 
-use super::commands::{flag, operands_skipping, opt_values, read_all, v};
+use super::args::{flag, operands_skipping, opt_values, read_all, v};
 use super::paths_check::Checker;
 use super::{stdin_is_pipe, Classification};
 use crate::policy::shell::{Segment, Stdin, Word};

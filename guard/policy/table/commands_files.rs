@@ -2,7 +2,7 @@
 //! `rm` (recursive deletes outside the workspace, or of directories holding sensitive
 //! paths, are destructive).
 
-use super::commands::{flag, operands, operands_skipping, opt_values, v};
+use super::args::{flag, operands, operands_skipping, opt_values, v};
 use super::paths_check::Checker;
 use super::Classification;
 use crate::policy::shell::Word;

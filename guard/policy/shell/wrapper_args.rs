@@ -1,0 +1,124 @@
+//! The option grammar of wrapper commands (where `sudo -u x`'s options end and its command
+//! starts) and the argv helpers the unwrapper shares.
+
+use super::Word;
+
+/// Option grammar of one wrapper: short options taking a value, long ones taking a value.
+pub(super) struct Opts {
+    pub short_value: &'static str,
+    pub long_value: &'static [&'static str],
+}
+
+/// Where the options of `args` end: index of the first operand, with the options seen
+/// (name, value). A non-static word in option position is an error.
+/// Options seen while skipping: (name, value).
+pub(super) type Seen = Vec<(String, Option<String>)>;
+
+pub(super) fn options(args: &[Word], opts: &Opts) -> Result<(usize, Seen), String> {
+    let mut seen = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        // A non-static word ends the options: it is the first operand.
+        let Some(a) = args[i].value.as_deref() else {
+            return Ok((i, seen));
+        };
+        if a == "--" {
+            return Ok((i + 1, seen));
+        }
+        if let Some(long) = a.strip_prefix("--") {
+            if let Some((name, value)) = long.split_once('=') {
+                seen.push((format!("--{name}"), Some(value.to_string())));
+            } else if opts.long_value.contains(&long) {
+                let v = args.get(i + 1).and_then(|w| w.value.clone());
+                if v.is_none() {
+                    return Err(format!("value of --{long} is not static"));
+                }
+                seen.push((format!("--{long}"), v));
+                i += 1;
+            } else {
+                seen.push((format!("--{long}"), None));
+            }
+            i += 1;
+            continue;
+        }
+        if a.len() < 2 || !a.starts_with('-') {
+            return Ok((i, seen));
+        }
+        let chars: Vec<char> = a[1..].chars().collect();
+        let mut j = 0;
+        while j < chars.len() {
+            let c = chars[j];
+            if opts.short_value.contains(c) {
+                let attached: String = chars[j + 1..].iter().collect();
+                if attached.is_empty() {
+                    let v = args.get(i + 1).and_then(|w| w.value.clone());
+                    if v.is_none() {
+                        return Err(format!("value of -{c} is not static"));
+                    }
+                    seen.push((format!("-{c}"), v));
+                    i += 1;
+                } else {
+                    seen.push((format!("-{c}"), Some(attached)));
+                }
+                break;
+            }
+            seen.push((format!("-{c}"), None));
+            j += 1;
+        }
+        i += 1;
+    }
+    Ok((i, seen))
+}
+
+pub(super) fn has(seen: &[(String, Option<String>)], names: &[&str]) -> bool {
+    seen.iter().any(|(n, _)| names.contains(&n.as_str()))
+}
+
+pub(super) fn value_of<'a>(
+    seen: &'a [(String, Option<String>)],
+    names: &[&str],
+) -> Option<&'a str> {
+    seen.iter()
+        .rev()
+        .find(|(n, _)| names.contains(&n.as_str()))
+        .and_then(|(_, v)| v.as_deref())
+}
+
+/// The commands of `find … -exec CMD … ;` (also `-execdir`, `-ok`, `-okdir`, `+`), with
+/// `{}` as an unknown word.
+pub(super) fn find_execs(argv: &[Word]) -> Vec<Vec<Word>> {
+    let mut out = Vec::new();
+    let mut i = 1;
+    while i < argv.len() {
+        let v = argv[i].value.as_deref();
+        if matches!(v, Some("-exec" | "-execdir" | "-ok" | "-okdir")) {
+            let mut cmd = Vec::new();
+            i += 1;
+            while i < argv.len() && !matches!(argv[i].value.as_deref(), Some(";" | "+")) {
+                let w = &argv[i];
+                if w.value.as_deref().is_some_and(|v| v.contains("{}")) {
+                    cmd.push(Word::unknown(&w.source));
+                } else {
+                    cmd.push(w.clone());
+                }
+                i += 1;
+            }
+            if !cmd.is_empty() {
+                out.push(cmd);
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+pub(super) fn is_identifier(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// Single-quotes a value for re-parsing.
+pub(super) fn quote(v: &str) -> String {
+    format!("'{}'", v.replace('\'', r"'\''"))
+}
