@@ -488,3 +488,34 @@ fn non_exec_actions_sanctum_37_42_43() {
         (VerdictKind::Ask, "http-write")
     );
 }
+
+/// A name the table knows (`ls`, `cat`) found on PATH outside the system directories is the
+/// agent's own program: at least run-code, never autonomous. Blocked names stay blocked.
+#[test]
+fn known_names_outside_system_dirs_are_code() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = world();
+    let bin = tempfile::tempdir().unwrap();
+    for name in ["ls", "cat", "sudo"] {
+        let p = bin.path().join(name);
+        std::fs::write(&p, "#!/bin/sh\necho pwned\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let path = format!("{}:{PATH}", bin.path().display());
+    let ctx = DecideContext::standalone(&w.home, &path, &w.ws);
+    for text in ["ls -la", "cat a.txt", "ls | wc -l"] {
+        let v = decide(&w.policy, &ctx, &request(text, &w.ws));
+        assert_eq!(v.kind, VerdictKind::Ask, "{text}: {v:?}");
+        assert!(
+            v.reasons.iter().any(|r| r.code == "untrusted-location"),
+            "{text}: {:?}",
+            v.reasons
+        );
+    }
+    let v = decide(&w.policy, &ctx, &request("sudo id", &w.ws));
+    assert_eq!(v.kind, VerdictKind::Deny, "{v:?}");
+    // The same names from the system directories are autonomous.
+    let sys = DecideContext::standalone(&w.home, PATH, &w.ws);
+    let v = decide(&w.policy, &sys, &request("ls -la", &w.ws));
+    assert_eq!(v.kind, VerdictKind::Allow, "{v:?}");
+}

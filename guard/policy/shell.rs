@@ -112,6 +112,77 @@ pub enum Stdin {
     File,
 }
 
+/// System directories whose programs the command table may classify by name. Real locations
+/// only: `/bin` and `/sbin` are listed for systems without the merged `/usr`.
+pub const TRUSTED_DIRS: [&str; 6] = [
+    "/usr/bin",
+    "/bin",
+    "/usr/sbin",
+    "/sbin",
+    "/usr/local/bin",
+    "/usr/local/sbin",
+];
+
+/// Names bash runs as builtins, before any PATH lookup.
+pub const SHELL_BUILTINS: [&str; 56] = [
+    ".",
+    ":",
+    "[",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "continue",
+    "declare",
+    "dirs",
+    "disown",
+    "echo",
+    "enable",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "test",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+];
+
 /// One simple command the text may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
@@ -125,6 +196,10 @@ pub struct Segment {
     /// argv[0] was a bare name looked up on PATH, or a path into a PATH directory: the
     /// command table may trust its name. A program elsewhere (`./ls`) is just code.
     pub trusted_name: bool,
+    /// argv[0] is a shell builtin, or an executable in a system directory
+    /// ([`TRUSTED_DIRS`]). A program found anywhere else (a PATH entry the agent may write,
+    /// a `node_modules/.bin`, or nowhere) may be anything, so it is at least run-code.
+    pub trusted_location: bool,
     /// The executable as found: the PATH entry, or the path as given (normalised).
     pub resolved: Option<PathBuf>,
     /// `realpath` of `resolved`, when argv[0] was a path that exists. For a name found

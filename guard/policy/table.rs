@@ -15,7 +15,7 @@ mod paths_check;
 mod programs;
 
 use super::file::Policy;
-use super::request::Action;
+use super::request::{Action, Status};
 use super::shell::{Segment, Stdin};
 use super::verdict::{Category, Reason};
 use std::path::{Path, PathBuf};
@@ -86,6 +86,24 @@ pub fn classify_segment(seg: &Segment, t: &TableContext) -> Classification {
     commands::classify(seg, t, &checker, &mut c);
     if c.findings.is_empty() {
         c.add(Category::RunCode, "unknown-program", "runs a program");
+    }
+    let autonomous_only = c
+        .findings
+        .iter()
+        .all(|f| t.policy.status(f.category) == Status::Autonomous);
+    if !seg.trusted_location && autonomous_only {
+        let place = seg.resolved.as_ref().map_or_else(
+            || "is not found on the agent's PATH".to_string(),
+            |p| format!("is {}, outside the system directories", p.display()),
+        );
+        c.add(
+            Category::RunCode,
+            "untrusted-location",
+            format!(
+                "`{}` {place}: it may be any program",
+                seg.program.as_deref().unwrap_or("")
+            ),
+        );
     }
     c
 }

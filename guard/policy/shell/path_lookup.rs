@@ -158,6 +158,18 @@ fn search(name: &str, path_var: &str, cwd: &Path) -> (Entry, bool) {
     (entry, cacheable)
 }
 
+/// Is argv[0] a shell builtin, or an executable whose directory is a system directory? Only
+/// then may the command table trust its name: `ls` found in a directory the agent can write
+/// is the agent's own code.
+pub(super) fn trusted_location(name: &str, resolved: Option<&Path>) -> bool {
+    if !name.contains('/') && super::SHELL_BUILTINS.contains(&name) {
+        return true;
+    }
+    resolved
+        .and_then(Path::parent)
+        .is_some_and(|dir| super::TRUSTED_DIRS.iter().any(|t| dir == Path::new(t)))
+}
+
 impl Analyser<'_> {
     /// Is `name` a program the command table may trust by its basename, and where is it?
     /// [`Self::resolve_uncached`], memoised for the analysis (stat calls dominate).

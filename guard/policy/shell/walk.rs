@@ -99,6 +99,7 @@ impl<'c> Analyser<'c> {
             argv,
             program: None,
             trusted_name: false,
+            trusted_location: false,
             resolved: None,
             resolved_real: None,
             redirects: env.redirects.clone(),
@@ -289,6 +290,7 @@ impl<'c> Analyser<'c> {
                 let mut seg = self.segment_base(text, argv, &e);
                 seg.program = seg.argv.first().and_then(|w| w.value.clone());
                 seg.trusted_name = true;
+                seg.trusted_location = true;
                 self.push(seg);
             }
             "comment" => {}

@@ -2,6 +2,7 @@
 //! command that really runs is in argv[0], resolve it (`path_lookup`), track `cd`, and split
 //! `find -exec` into its own segment. Option grammars are in `wrapper_args`.
 
+use super::path_lookup::trusted_location;
 use super::walk::{Analyser, Env};
 use super::wrapper_args::{find_execs, has, is_identifier, options, quote, value_of, Opts};
 use super::{basename, Redirect, RedirectKind, Stdin, Word};
@@ -348,6 +349,7 @@ impl Analyser<'_> {
         seg.function_call = !name.contains('/') && self.functions.contains(&name);
         seg.program = Some(base.clone());
         seg.trusted_name = trusted;
+        seg.trusted_location = trusted_location(&name, resolved.as_deref());
         seg.resolved = resolved;
         seg.resolved_real = resolved_real;
         let execs = if trusted && base == "find" {
