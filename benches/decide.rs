@@ -11,6 +11,10 @@ use sanctum_guard::policy::verdict::VerdictKind;
 use std::hint::black_box;
 use std::path::Path;
 
+/// The allocator the binary uses (guard/main.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const PIPELINE: &str = "cat a.txt | grep -i foo | sort | tee out.txt | head -n 5";
 
 fn rules(cwd: &str) -> Vec<Rule> {

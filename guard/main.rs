@@ -9,6 +9,11 @@ use sanctum_guard::policy::request::{DecidedBy, Decision, DecisionKind};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// mimalloc: the policy core allocates many small strings per decision; glibc's allocator
+/// cost ~25% of `decide()` (benches/decide.rs declares the same allocator).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "sanctum-guard",
