@@ -363,7 +363,17 @@ async fn events_added_resolved_expired() {
     assert!(seen.iter().any(
         |e| matches!(e, InboxEvent::Resolved(r) if r.id == t1.id && r.state == State::Approved)
     ));
-    assert!(seen.iter().any(|e| matches!(e, InboxEvent::Expired(r) if r.id == t2.id && r.decision.reason.as_deref() == Some("approval-timeout"))));
+    assert!(
+        seen.iter().any(|e| matches!(e, InboxEvent::Expired(r) if r.id == t2.id && r.decision.reason.as_deref() == Some("approval-timeout"))),
+        "{seen:?}"
+    );
+    // Exactly one event per resolution, even when the poller races this process's own write.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(400), rx.recv())
+            .await
+            .is_err(),
+        "a duplicate event"
+    );
     assert!(seen
         .iter()
         .any(|e| matches!(e, InboxEvent::Expired(r) if r.id == t3.id)));

@@ -284,11 +284,11 @@ impl Inbox {
                 }
                 Ok(Err(e)) => {
                     tracing::error!(id = %id, error = %e, "inbox: expiry failed; answering deny");
-                    inner.deliver(&id, fallback_deny("approval-timeout"));
+                    let _ = inner.deliver(&id, fallback_deny("approval-timeout"));
                 }
                 Err(e) => {
                     tracing::error!(id = %id, error = %e, "inbox: expiry task failed");
-                    inner.deliver(&id, fallback_deny("approval-timeout"));
+                    let _ = inner.deliver(&id, fallback_deny("approval-timeout"));
                 }
             }
         });
@@ -390,8 +390,13 @@ impl Inner {
         Ok(())
     }
 
+    /// Answers the ticket and tells subscribers, once per entry: the poller and this
+    /// process's own resolve can both see the same row leave `pending`, and only the one that
+    /// takes the waiter announces it.
     fn announce(&self, r: &Resolved) {
-        self.deliver(&r.id, r.decision.clone());
+        if !self.deliver(&r.id, r.decision.clone()) {
+            return;
+        }
         let ev = if r.state == State::Expired {
             InboxEvent::Expired(r.clone())
         } else {
@@ -400,13 +405,18 @@ impl Inner {
         let _ = self.events.send(ev);
     }
 
-    fn deliver(&self, id: &str, d: Decision) {
+    /// Sends `d` to the entry's ticket; false when it was already answered.
+    fn deliver(&self, id: &str, d: Decision) -> bool {
         let tx = match self.waiters.lock() {
             Ok(mut w) => w.remove(id),
             Err(p) => p.into_inner().remove(id),
         };
-        if let Some(tx) = tx {
-            let _ = tx.send(d);
+        match tx {
+            Some(tx) => {
+                let _ = tx.send(d);
+                true
+            }
+            None => false,
         }
     }
 }
