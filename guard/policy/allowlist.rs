@@ -20,9 +20,9 @@ mod js;
 pub use js::{js_trim, node_posix_normalize};
 
 use crate::openclaw::allow_always::{cwd_argv_pattern, CWD_ARGV_PREFIX, LEGACY_ARGV_PREFIX};
+use foldhash::{HashMap, HashMapExt};
 use glob::GlobIndex;
 use js::{js_units, node_basename};
-use std::collections::HashMap;
 use std::path::Path;
 
 /// One allowlist entry, as OpenClaw stores it.

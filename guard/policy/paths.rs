@@ -9,7 +9,6 @@ use super::file::PolicyError;
 use super::fs_memo;
 use glob::{glob_hits_rule, has_glob_chars, rule_literal, GlobWord};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
@@ -126,53 +125,48 @@ pub fn lexical_clean(path: &Path) -> PathBuf {
 /// Resolves symlinks the way the kernel would, but tolerates a missing tail and dangling
 /// links (a write through a dangling link creates its target). `None` on a symlink loop.
 pub fn resolve_lenient(path: &Path) -> Option<PathBuf> {
-    let mut queue: VecDeque<OsString> = VecDeque::new();
+    // Names still to walk, the next one last; `current` grows and shrinks in place.
+    let mut pending: Vec<OsString> = Vec::new();
     let mut current = PathBuf::from("/");
-    push_front_components(&mut queue, path, &mut current);
+    push_front_components(&mut pending, path, &mut current);
     let mut followed = 0usize;
     let mut exists = true;
-    while let Some(name) = queue.pop_front() {
+    while let Some(name) = pending.pop() {
         if name == ".." {
             current.pop();
             continue;
         }
-        let candidate = current.join(&name);
+        current.push(&name);
         if exists {
-            match fs_memo::symlink_metadata(&candidate) {
+            match fs_memo::symlink_metadata(&current) {
                 Some(meta) if meta.file_type().is_symlink() => {
                     followed += 1;
                     if followed > MAX_SYMLINKS {
                         return None;
                     }
-                    let target = fs_memo::read_link(&candidate)?;
-                    push_front_components(&mut queue, &target, &mut current);
+                    let target = fs_memo::read_link(&current)?;
+                    current.pop();
+                    push_front_components(&mut pending, &target, &mut current);
                     continue;
                 }
                 Some(_) => {}
                 None => exists = false,
             }
         }
-        current = candidate;
     }
     Some(current)
 }
 
-/// Queues `path`'s components before what is left; an absolute path restarts at `/`.
-fn push_front_components(queue: &mut VecDeque<OsString>, path: &Path, current: &mut PathBuf) {
-    let mut names = Vec::new();
-    for comp in path.components() {
+/// Queues `path`'s components before what is left (`pending` is walked from its end); an
+/// absolute path restarts at `/` (a root can only be the first component).
+fn push_front_components(pending: &mut Vec<OsString>, path: &Path, current: &mut PathBuf) {
+    for comp in path.components().rev() {
         match comp {
-            Component::RootDir | Component::Prefix(_) => {
-                *current = PathBuf::from("/");
-                names.clear();
-            }
+            Component::RootDir | Component::Prefix(_) => *current = PathBuf::from("/"),
             Component::CurDir => {}
-            Component::ParentDir => names.push(OsString::from("..")),
-            Component::Normal(n) => names.push(n.to_os_string()),
+            Component::ParentDir => pending.push(OsString::from("..")),
+            Component::Normal(n) => pending.push(n.to_os_string()),
         }
-    }
-    for name in names.into_iter().rev() {
-        queue.push_front(name);
     }
 }
 
@@ -261,6 +255,10 @@ impl SensitivePaths {
             return None;
         }
         let resolved = resolve_lenient(path)?;
+        // No symlink on the way: the answer is the lexical one, already known to be a miss.
+        if resolved.as_os_str() == lexical.as_os_str() {
+            return None;
+        }
         self.match_lexical(&resolved)
     }
 

@@ -14,8 +14,8 @@ mod wrappers;
 pub use path_lookup::resolve_on_path;
 pub use wrappers::SHELLS;
 
+use foldhash::{HashMap, HashMapExt};
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The environment the text would run in.

@@ -2,8 +2,8 @@
 //! finds the matching patterns among thousands without testing each one.
 
 use super::js::js_units;
+use foldhash::{HashMap, HashMapExt};
 use regex::{RegexSet, RegexSetBuilder};
-use std::collections::HashMap;
 
 /// Patterns indexed for lookup: exact patterns in a hash map; globs grouped by their literal
 /// prefix (the text before the first wildcard, which a target must start with). A small

@@ -14,7 +14,7 @@
 use super::normalize_path;
 use super::walk::{Analyser, Resolved};
 use crate::policy::fs_memo;
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -87,11 +87,14 @@ pub fn resolve_on_path(name: &str, path_var: &str, cwd: &Path) -> Option<PathBuf
     let key: Key = (name.to_string(), path_var.to_string(), cwd.to_path_buf());
     let hit = cache().lock().ok().and_then(|map| {
         map.get(&key).filter(|e| e.at.elapsed() < TTL).map(|e| {
-            (
-                e.found.clone(),
-                e.checked.elapsed() < RECHECK,
-                e.searched.clone(),
-            )
+            let fresh = e.checked.elapsed() < RECHECK;
+            // The directory list is only needed to re-check a stale entry.
+            let searched = if fresh {
+                Vec::new()
+            } else {
+                e.searched.clone()
+            };
+            (e.found.clone(), fresh, searched)
         })
     });
     if let Some((found, fresh, searched)) = hit {

@@ -5,7 +5,7 @@ use super::{
     normalize_path, parse, Analysis, Redirect, Segment, ShellContext, Stdin, Word, MAX_INPUT_BYTES,
     MAX_NODES, MAX_REPARSE_DEPTH, MAX_SEGMENTS, MAX_TREE_DEPTH,
 };
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::path::PathBuf;
 use tree_sitter::Node;
 

@@ -6,7 +6,7 @@ use super::{Classification, TableContext};
 use crate::policy::paths::{self, PathContext};
 use crate::policy::shell::{RedirectKind, Segment, Word};
 use crate::policy::verdict::Category;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// Directories an agent never writes to (the Sanctum "write system" row is blocked).
 const SYSTEM_DIRS: &[&str] = &[
@@ -262,8 +262,10 @@ fn sensitive(c: &mut Classification, what: &str, hit: &str) {
 
 /// Writes into system directories or OpenClaw's own state.
 fn system_or_approvals(c: &mut Classification, t: &TableContext, p: &Path) {
-    let openclaw = t.home.join(".openclaw");
-    if p.starts_with(&openclaw) {
+    // `strip_prefix` is `starts_with`'s own component walk: one pass answers both "under
+    // home" and "under ~/.openclaw" without building `home/.openclaw`.
+    let under_home = p.strip_prefix(t.home).ok();
+    if let Some(rest) = under_home.filter(|r| r.starts_with(".openclaw")) {
         let name = p
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
@@ -272,7 +274,7 @@ fn system_or_approvals(c: &mut Classification, t: &TableContext, p: &Path) {
             || name == "openclaw.json"
             || name.ends_with(".sqlite")
             || name.ends_with(".db")
-            || p == openclaw
+            || rest == Path::new(".openclaw")
         {
             c.add(
                 Category::ApprovalsOff,
@@ -291,14 +293,38 @@ fn system_or_approvals(c: &mut Classification, t: &TableContext, p: &Path) {
         }
         return;
     }
-    let in_home = p.starts_with(t.home) && p != t.home;
-    if p == Path::new("/") || (!in_home && SYSTEM_DIRS.iter().any(|d| p.starts_with(d))) {
+    let in_home = under_home.is_some() && p != t.home;
+    if p == Path::new("/") || (!in_home && in_system_dir(p)) {
         c.add(
             Category::Privilege,
             "system-path-write",
             format!("writes the system path {}", p.display()),
         );
     }
+}
+
+/// `SYSTEM_DIRS.iter().any(|d| p.starts_with(d))`, walking `p`'s components once instead
+/// of once per entry (every entry is `/` plus one or two names).
+fn in_system_dir(p: &Path) -> bool {
+    let mut comps = p.components();
+    if comps.next() != Some(Component::RootDir) {
+        return false;
+    }
+    fn name(c: Option<Component<'_>>) -> Option<&std::ffi::OsStr> {
+        match c {
+            Some(Component::Normal(n)) => Some(n),
+            _ => None,
+        }
+    }
+    let Some(first) = name(comps.next()) else {
+        return false;
+    };
+    let second = name(comps.next());
+    SYSTEM_DIRS.iter().any(|d| {
+        let mut names = d.split('/').skip(1);
+        names.next().is_some_and(|n| first == n)
+            && names.next().is_none_or(|n| second.is_some_and(|s| s == n))
+    })
 }
 
 /// Path findings for a non-exec file action.
@@ -318,5 +344,49 @@ fn short(s: &str) -> String {
         out
     } else {
         s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod system_dir_tests {
+    use super::*;
+
+    /// The one-pass check answers exactly as `Path::starts_with` over every entry.
+    #[test]
+    fn in_system_dir_matches_starts_with() {
+        assert!(SYSTEM_DIRS
+            .iter()
+            .all(|d| d.starts_with('/') && d.matches('/').count() <= 2 && !d.ends_with('/')));
+        let cases = [
+            "/",
+            "/etc",
+            "/etc/",
+            "/etc/passwd",
+            "/etcx",
+            "/usr/bin/x",
+            "//usr/bin",
+            "/./usr",
+            "/var",
+            "/var/lib",
+            "/var/lib/x",
+            "/var/libx",
+            "/var//log/a",
+            "/var/./log",
+            "/var/tmp",
+            "/home/u/.openclaw",
+            "etc/passwd",
+            "./etc",
+            "/../etc",
+            "/proc/1/root",
+            "/tmp/a",
+            "/var/spool/cron",
+            "/lib64/ld.so",
+            "/opt",
+        ];
+        for c in cases {
+            let p = Path::new(c);
+            let want = SYSTEM_DIRS.iter().any(|d| p.starts_with(d));
+            assert_eq!(in_system_dir(p), want, "{c}");
+        }
     }
 }
