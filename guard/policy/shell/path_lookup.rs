@@ -86,16 +86,20 @@ pub fn resolve_on_path(name: &str, path_var: &str, cwd: &Path) -> Option<PathBuf
     }
     let key: Key = (name.to_string(), path_var.to_string(), cwd.to_path_buf());
     let hit = cache().lock().ok().and_then(|map| {
-        map.get(&key).filter(|e| e.at.elapsed() < TTL).map(|e| {
-            let fresh = e.checked.elapsed() < RECHECK;
-            // The directory list is only needed to re-check a stale entry.
-            let searched = if fresh {
-                Vec::new()
-            } else {
-                e.searched.clone()
-            };
-            (e.found.clone(), fresh, searched)
-        })
+        // One clock read answers both ages.
+        let now = Instant::now();
+        map.get(&key)
+            .filter(|e| now.duration_since(e.at) < TTL)
+            .map(|e| {
+                let fresh = now.duration_since(e.checked) < RECHECK;
+                // The directory list is only needed to re-check a stale entry.
+                let searched = if fresh {
+                    Vec::new()
+                } else {
+                    e.searched.clone()
+                };
+                (e.found.clone(), fresh, searched)
+            })
     });
     if let Some((found, fresh, searched)) = hit {
         if fresh {
