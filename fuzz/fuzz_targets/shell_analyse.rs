@@ -4,8 +4,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use sanctum_guard::policy::decide::{decide, DecideContext};
+use sanctum_guard::policy::explain::cli_request;
 use sanctum_guard::policy::file::embedded_default;
-use sanctum_guard::policy::request::{Action, ExecAction, OpenClawAsk, Request, Source, Who};
 use sanctum_guard::policy::shell::{analyse, ShellContext, MAX_SEGMENTS};
 use sanctum_guard::policy::verdict::VerdictKind;
 use std::path::Path;
@@ -27,22 +27,7 @@ fuzz_target!(|data: &[u8]| {
         .with_agent_home(Path::new("/home/node"))
         .expect("default policy");
     let dctx = DecideContext::standalone(&ctx.home, &ctx.path, &ctx.cwd);
-    let req = Request {
-        id: "fuzz".into(),
-        who: Who {
-            agent_id: "main".into(),
-            session_key: None,
-            source: Source::Cli,
-        },
-        action: Action::Exec(ExecAction {
-            command: Some(text.to_string()),
-            cwd: Some("/workspace".into()),
-            ..ExecAction::default()
-        }),
-        received_at_ms: 0,
-        deadline_ms: None,
-        openclaw: OpenClawAsk::default(),
-    };
+    let req = cli_request(text, Path::new("/workspace"));
     let verdict = decide(&policy, &dctx, &req);
     if analysis.has_problem() {
         assert_ne!(verdict.kind, VerdictKind::Allow, "unanalysable text allowed: {text:?}");

@@ -12,7 +12,12 @@ use std::path::Path;
 /// defaults them to the environment's), with no OpenClaw constraints.
 pub fn explain(policy: &Policy, cwd: &Path, text: &str) -> Verdict {
     let ctx = DecideContext::standalone(policy.agent_home(), policy.agent_path(), cwd);
-    let req = Request {
+    decide(policy, &ctx, &cli_request(text, cwd))
+}
+
+/// Shell text asked from the command line: no OpenClaw constraints, agent `main`.
+pub fn cli_request(text: &str, cwd: &Path) -> Request {
+    Request {
         id: "cli".into(),
         who: Who {
             agent_id: "main".into(),
@@ -27,8 +32,7 @@ pub fn explain(policy: &Policy, cwd: &Path, text: &str) -> Verdict {
         received_at_ms: 0,
         deadline_ms: None,
         openclaw: OpenClawAsk::default(),
-    };
-    decide(policy, &ctx, &req)
+    }
 }
 
 /// The documented exit code of a verdict: 0 allow, 10 ask, 20 deny.

@@ -54,6 +54,15 @@ pub fn deny_message(reason: &str) -> String {
     }
 }
 
+/// The requester: OpenClaw's agent id (`main` when absent or empty) and session key.
+fn who(agent_id: Option<&str>, session_key: Option<String>, source: Source) -> Who {
+    Who {
+        agent_id: agent_id.filter(|s| !s.is_empty()).unwrap_or("main").into(),
+        session_key,
+        source,
+    }
+}
+
 /// A `request` frame as a Request: the shell text is what gets analysed. The frame does not
 /// carry the client's timeout, so the deadline is the documented default (15 s) minus the
 /// margin; a caller passing a shorter `timeoutMs` to the Node client may time out first.
@@ -65,15 +74,11 @@ pub fn request_from_prompt(
 ) -> Request {
     Request {
         id: id.into(),
-        who: Who {
-            agent_id: r
-                .agent_id
-                .clone()
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "main".into()),
-            session_key: r.session_key.clone(),
-            source: Source::SocketRequest,
-        },
+        who: who(
+            r.agent_id.as_deref(),
+            r.session_key.clone(),
+            Source::SocketRequest,
+        ),
         action: Action::Exec(ExecAction {
             argv: r.command_argv.clone().unwrap_or_default(),
             command: Some(r.command.clone()),
@@ -101,15 +106,11 @@ pub fn request_from_prompt(
 pub fn request_from_exec(id: &str, r: &ExecRequest, received_ms: u64, deadline_ms: u64) -> Request {
     Request {
         id: id.into(),
-        who: Who {
-            agent_id: r
-                .agent_id
-                .clone()
-                .filter(|s| !s.is_empty())
-                .unwrap_or_else(|| "main".into()),
-            session_key: r.session_key.clone(),
-            source: Source::SocketExec,
-        },
+        who: who(
+            r.agent_id.as_deref(),
+            r.session_key.clone(),
+            Source::SocketExec,
+        ),
         action: Action::Exec(ExecAction {
             argv: r.command.clone(),
             command: None,

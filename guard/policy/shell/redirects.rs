@@ -1,7 +1,7 @@
 //! Redirections and here-documents: what a `redirected_statement` reads from and writes
 //! to, and the stdin it gives the statement inside.
 
-use super::walk::{is_statement, Analyser, Env};
+use super::walk::{children_with_fields, is_statement, Analyser, Env};
 use super::{Redirect, RedirectKind, Stdin, Word};
 use tree_sitter::Node;
 
@@ -108,16 +108,7 @@ impl Analyser<'_> {
             }
             "heredoc_redirect" => {
                 let mut body_text: Option<String> = Some(String::new());
-                let mut cursor = node.walk();
-                let mut items = Vec::new();
-                if cursor.goto_first_child() {
-                    loop {
-                        items.push((cursor.field_name(), cursor.node()));
-                        if !cursor.goto_next_sibling() {
-                            break;
-                        }
-                    }
-                }
+                let items = children_with_fields(node);
                 for (field, n) in items {
                     match (field, n.kind()) {
                         (_, "heredoc_body") => {

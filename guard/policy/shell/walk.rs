@@ -9,6 +9,21 @@ use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::path::PathBuf;
 use tree_sitter::Node;
 
+/// A node's children (named and anonymous) with their grammar field names, in order.
+pub(super) fn children_with_fields(node: Node<'_>) -> Vec<(Option<&'static str>, Node<'_>)> {
+    let mut cursor = node.walk();
+    let mut items = Vec::new();
+    if cursor.goto_first_child() {
+        loop {
+            items.push((cursor.field_name(), cursor.node()));
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    items
+}
+
 /// What the enclosing constructs impose on the commands below them.
 #[derive(Debug, Clone)]
 pub(crate) struct Env {
@@ -346,16 +361,7 @@ impl<'c> Analyser<'c> {
         let mut stdin = None;
         let mut deferred = Vec::new();
         let mut extra = Vec::new();
-        let mut cursor = node.walk();
-        let mut items = Vec::new();
-        if cursor.goto_first_child() {
-            loop {
-                items.push((cursor.field_name(), cursor.node()));
-                if !cursor.goto_next_sibling() {
-                    break;
-                }
-            }
-        }
+        let items = children_with_fields(node);
         for (field, child) in items {
             if !child.is_named() {
                 continue;
