@@ -1,4 +1,5 @@
-//! Spawn cost of `/bin/true`: plain `std::process::Command`, our confined spawn (the same
+//! Spawn cost of `/bin/true`: plain `std::process::Command` (posix_spawn, a vfork), plain
+//! fork+exec (the same Command with an empty pre_exec hook, which makes std fork), our confined spawn (the same
 //! `prepare` + `Prepared::command` path `run` uses, minus tokio) and bwrap with namespaces, in
 //! one run. "sanctum confined" is the read-only profile without deny_read; the default one,
 //! whose secrets force a walk of their parents' siblings (cached between spawns), is shown
@@ -10,6 +11,7 @@
 
 use sanctum_guard::sandbox::{builtin_profiles, prepare, ResolvedProfile};
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -96,11 +98,19 @@ fn main() {
         confined(&bare, &ws, &env);
         per_request(&ws);
     }
+    let forked = || {
+        let mut c = Command::new("/bin/true");
+        // SAFETY: an empty hook; it only makes std fork instead of posix_spawn.
+        unsafe { c.pre_exec(|| Ok(())) };
+        c
+    };
     let (mut plain, mut ours, mut bw, mut prep) = (vec![], vec![], vec![], vec![]);
+    let mut fork = vec![];
     let (mut full, mut prep_full, mut write) = (vec![], vec![], vec![]);
     for _ in 0..n {
         write.push(per_request(&ws));
         plain.push(spawn_wait(Command::new("/bin/true")));
+        fork.push(spawn_wait(forked()));
         ours.push(confined(&bare, &ws, &env));
         full.push(confined(&profile, &ws, &env));
         bw.push(spawn_wait(bwrap()));
@@ -119,6 +129,7 @@ fn main() {
         &mut full,
         &mut prep_full,
         &mut write,
+        &mut fork,
     ] {
         v.sort();
     }
@@ -128,6 +139,7 @@ fn main() {
     println!("{:<28} {:>10} {:>10}", "variant", "median ms", "p90 ms");
     for (name, v) in [
         ("plain (std Command)", &plain),
+        ("plain fork+exec", &fork),
         ("sanctum confined", &ours),
         ("  of which prepare()", &prep),
         ("confined + deny_read walk", &full),
@@ -144,6 +156,12 @@ fn main() {
     println!(
         "overhead over plain: ours {o:.3} ms, with deny_read {f:.3} ms, workspace-write \
          per request {w:.3} ms; bwrap {b:.3} ms"
+    );
+    println!(
+        "over plain fork+exec (what the child pays for confinement alone): ours {:.3} ms, \
+         with deny_read {:.3} ms",
+        med(&ours) - med(&fork),
+        med(&full) - med(&fork)
     );
     println!(
         "ratios: confined/plain {:.2}x, bwrap/confined {:.2}x, our overhead / bwrap's {:.3}",

@@ -89,54 +89,124 @@ pub fn build(profile: &ResolvedProfile) -> Result<Arc<Vec<libc::sock_filter>>, S
     Ok(prog)
 }
 
-/// A binary search over the syscall numbers `body` compares against, answering ALLOW at once
-/// for every other number and jumping to `body` for the rest. Sound because seccompiler's body
-/// allows (mismatch action) any syscall without a chain, and every chain starts with a JEQ of
-/// its number, so the set of JEQ/JGT/JGE constants is a superset of the chained syscalls
-/// (constants >= `MAX_NR` are argument values: no x86_64 syscall number comes near it).
-/// Why: the kernel emulates the filter for every syscall number when it is attached (the
-/// action cache) and the linear chain made that the largest part of a spawn. Expects the
-/// syscall number in A (the prefix leaves it there). None if a jump would not fit in 8 bits.
-fn fast_path(body: &[libc::sock_filter]) -> Option<Vec<libc::sock_filter>> {
-    let mut nrs: Vec<u32> = body
-        .iter()
-        .filter(|f| matches!(f.code, JEQ_K | JGT_K | JGE_K) && f.k < MAX_NR)
-        .map(|f| f.k)
-        .collect();
-    nrs.sort_unstable();
-    nrs.dedup();
-    if nrs.is_empty() {
-        return None;
+/// One syscall's rules as seccompiler compiled them, cut out of a single-syscall filter.
+struct Chain {
+    nr: u32,
+    /// Starts with seccompiler's `JEQ nr` (A holds the number on entry); every path ends in a
+    /// RET or falls off the end, which the caller follows with RET ALLOW (the mismatch action).
+    insns: Vec<libc::sock_filter>,
+}
+
+impl Chain {
+    /// The action when the chain answers without looking at arguments (seccompiler's form for
+    /// a rule-less syscall: `JEQ nr,0,1; JA 1; JA 2; RET match; RET mismatch`).
+    fn unconditional(&self) -> Option<u32> {
+        match self.insns.as_slice() {
+            [eq, a, b, m, _]
+                if eq.code == JEQ_K
+                    && a.code == JA
+                    && a.k == 1
+                    && b.code == JA
+                    && b.k == 2
+                    && m.code == RET_K =>
+            {
+                Some(m.k)
+            }
+            _ => None,
+        }
     }
-    // Placeholder JA targets (u32::MAX) are patched to the end of the tree afterwards.
-    fn tree(nrs: &[u32], out: &mut Vec<libc::sock_filter>) -> Option<()> {
-        if let [nr] = nrs {
-            out.push(insn(JEQ_K, 0, 1, *nr));
-            out.push(insn(JA, 0, 0, u32::MAX));
+}
+
+/// Compiles the rules of one syscall with seccompiler and cuts its chain out of the program
+/// (`LD arch; JEQ; RET KILL; LD nr; chain; RET mismatch`). Any other shape is an error: the
+/// layout is seccompiler's, so a new version that changes it must fail here, not misfilter.
+fn chain(rules: &[Value]) -> Result<Chain, SandboxError> {
+    let doc = serde_json::json!({ "one": {
+        "mismatch_action": "allow",
+        "match_action": { "errno": libc::EPERM },
+        "filter": rules,
+    }});
+    let bytes = serde_json::to_vec(&doc).map_err(sc_err)?;
+    let mut map =
+        seccompiler::compile_from_json(bytes.as_slice(), TargetArch::x86_64).map_err(sc_err)?;
+    let prog = map
+        .remove("one")
+        .ok_or_else(|| sc_err("compiled filter missing"))?;
+    let prog: Vec<libc::sock_filter> = prog.iter().map(|f| insn(f.code, f.jt, f.jf, f.k)).collect();
+    match prog.as_slice() {
+        [_, _, _, ld, eq, .., last]
+            if ld.code == LD_W_ABS
+                && ld.k == 0
+                && eq.code == JEQ_K
+                && (eq.jt, eq.jf) == (0, 1)
+                && eq.k < MAX_NR
+                && (last.code, last.k) == (RET_K, RET_ALLOW) =>
+        {
+            Ok(Chain {
+                nr: eq.k,
+                insns: prog[4..prog.len() - 1].to_vec(),
+            })
+        }
+        _ => Err(sc_err("unexpected seccompiler output layout")),
+    }
+}
+
+/// A binary search over the syscall numbers that have rules: a number without rules gets
+/// ALLOW within a few comparisons, an unconditional deny returns at its leaf, a conditional
+/// one jumps straight to its own chain. Why not seccompiler's single linear program: when a
+/// filter is attached the kernel emulates it for every syscall number (the action cache) and
+/// JIT-compiles it, so a long linear chain was most of a spawn's cost. Expects the syscall
+/// number in A (the prefix leaves it there). None if a jump would not fit in 8 bits.
+fn dispatch(chains: &[Chain]) -> Option<Vec<libc::sock_filter>> {
+    const TO_CHAIN: u32 = u32::MAX;
+    // Leaves for chained syscalls hold JA TO_CHAIN; `jt` records which chain (patched below).
+    fn tree(chains: &[&Chain], idx: &[usize], out: &mut Vec<libc::sock_filter>) -> Option<()> {
+        if let ([c], [i]) = (chains, idx) {
+            out.push(insn(JEQ_K, 0, 1, c.nr));
+            out.push(match c.unconditional() {
+                Some(action) => insn(RET_K, 0, 0, action),
+                None => insn(JA, u8::try_from(*i).ok()?, 0, TO_CHAIN),
+            });
             out.push(insn(RET_K, 0, 0, RET_ALLOW));
             return Some(());
         }
-        let mid = (nrs.len() - 1) / 2;
+        let mid = (chains.len() - 1) / 2;
         let at = out.len();
-        out.push(insn(JGT_K, 0, 0, nrs[mid]));
-        tree(&nrs[..=mid], out)?;
+        out.push(insn(JGT_K, 0, 0, chains[mid].nr));
+        tree(&chains[..=mid], &idx[..=mid], out)?;
         out[at].jt = u8::try_from(out.len() - at - 1).ok()?;
-        tree(&nrs[mid + 1..], out)
+        tree(&chains[mid + 1..], &idx[mid + 1..], out)
     }
+    let mut sorted: Vec<&Chain> = chains.iter().collect();
+    sorted.sort_by_key(|c| c.nr);
+    if sorted.is_empty() || sorted.windows(2).any(|w| w[0].nr == w[1].nr) {
+        return None;
+    }
+    let idx: Vec<usize> = (0..sorted.len()).collect();
     let mut out = Vec::new();
-    tree(&nrs, &mut out)?;
-    let len = out.len();
-    for (i, f) in out.iter_mut().enumerate() {
-        if f.code == JA {
-            f.k = u32::try_from(len - i - 1).ok()?;
+    tree(&sorted, &idx, &mut out)?;
+    // Each conditional chain once, after the tree, followed by the mismatch action.
+    let mut starts = vec![0usize; sorted.len()];
+    for (i, c) in sorted.iter().enumerate() {
+        if c.unconditional().is_none() {
+            starts[i] = out.len();
+            out.extend_from_slice(&c.insns);
+            out.push(insn(RET_K, 0, 0, RET_ALLOW));
+        }
+    }
+    for i in 0..out.len() {
+        if out[i].code == JA && out[i].k == TO_CHAIN {
+            let target = starts[usize::from(out[i].jt)];
+            out[i] = insn(JA, 0, 0, u32::try_from(target.checked_sub(i + 1)?).ok()?);
         }
     }
     Some(out)
 }
 
-/// The prefix, then the JSON parts merged into one seccompiler filter (one program, one
-/// seccomp(2) call in the child).
-fn compile(part_names: &[&str]) -> Result<Vec<libc::sock_filter>, SandboxError> {
+/// The JSON rules of the named parts, merged: seccompiler merges all entries of one syscall
+/// into one rule list, where a condition-less entry would be lost, so an unconditional deny
+/// replaces the conditional ones.
+fn merged_rules(part_names: &[&str]) -> Result<Vec<Value>, SandboxError> {
     let doc: Value = serde_json::from_str(EXEC_CHILD_JSON).map_err(sc_err)?;
     let mut rules: Vec<Value> = Vec::new();
     for &name in part_names {
@@ -147,8 +217,6 @@ fn compile(part_names: &[&str]) -> Result<Vec<libc::sock_filter>, SandboxError> 
             .ok_or_else(|| sc_err(format!("filter {name} missing in exec-child.json")))?;
         rules.extend(list.iter().cloned());
     }
-    // seccompiler merges all entries of one syscall into one rule list, where a condition-less
-    // entry would be lost: an unconditional deny must replace the conditional ones.
     let unconditional: Vec<Value> = rules
         .iter()
         .filter(|r| r.get("args").is_none())
@@ -157,21 +225,35 @@ fn compile(part_names: &[&str]) -> Result<Vec<libc::sock_filter>, SandboxError> 
     rules.retain(|r| {
         r.get("args").is_none() || !r.get("syscall").is_some_and(|n| unconditional.contains(n))
     });
-    let merged = serde_json::json!({ "merged": {
-        "mismatch_action": "allow",
-        "match_action": { "errno": libc::EPERM },
-        "filter": rules,
-    }});
-    let bytes = serde_json::to_vec(&merged).map_err(sc_err)?;
-    let mut map =
-        seccompiler::compile_from_json(bytes.as_slice(), TargetArch::x86_64).map_err(sc_err)?;
-    let body = map
-        .remove("merged")
-        .ok_or_else(|| sc_err("compiled filter missing"))?;
-    let body: Vec<libc::sock_filter> = body.iter().map(|f| insn(f.code, f.jt, f.jf, f.k)).collect();
+    Ok(rules)
+}
+
+/// The prefix, then the dispatch tree over one seccompiler chain per syscall (one program,
+/// one seccomp(2) call in the child).
+fn compile(part_names: &[&str]) -> Result<Vec<libc::sock_filter>, SandboxError> {
+    let rules = merged_rules(part_names)?;
+    let mut names: Vec<&Value> = Vec::new();
+    for r in &rules {
+        let n = r
+            .get("syscall")
+            .ok_or_else(|| sc_err("rule without syscall"))?;
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    let chains = names
+        .iter()
+        .map(|n| {
+            let group: Vec<Value> = rules
+                .iter()
+                .filter(|r| r.get("syscall") == Some(n))
+                .cloned()
+                .collect();
+            chain(&group)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut prog = prefix();
-    prog.extend(fast_path(&body).unwrap_or_default());
-    prog.extend(body);
+    prog.extend(dispatch(&chains).ok_or_else(|| sc_err("filter dispatch does not fit"))?);
     if prog.len() > 4096 {
         return Err(sc_err(format!(
             "filter too long: {} instructions",
@@ -187,16 +269,17 @@ mod tests {
     use crate::sandbox::builtin_profiles;
 
     /// A cBPF interpreter for the instructions our filters use.
-    fn eval(prog: &[libc::sock_filter], nr: u32, args: u64) -> u32 {
+    fn eval(prog: &[libc::sock_filter], nr: u32, args: [u64; 6]) -> u32 {
         let data = |off: u32| -> u32 {
             match off {
                 0 => nr,
                 4 => AUDIT_ARCH_X86_64,
                 o if o >= 16 => {
+                    let arg = args[((o - 16) / 8) as usize];
                     if (o - 16) % 8 == 0 {
-                        args as u32
+                        arg as u32
                     } else {
-                        (args >> 32) as u32
+                        (arg >> 32) as u32
                     }
                 }
                 _ => 0,
@@ -221,26 +304,82 @@ mod tests {
         }
     }
 
+    /// What seccompiler alone makes of the merged rules: one linear program.
+    fn reference(part_names: &[&str]) -> Vec<libc::sock_filter> {
+        let doc = serde_json::json!({ "merged": {
+            "mismatch_action": "allow",
+            "match_action": { "errno": libc::EPERM },
+            "filter": merged_rules(part_names).unwrap(),
+        }});
+        let bytes = serde_json::to_vec(&doc).unwrap();
+        let mut map = seccompiler::compile_from_json(bytes.as_slice(), TargetArch::x86_64).unwrap();
+        let mut prog = prefix();
+        prog.extend(
+            map.remove("merged")
+                .unwrap()
+                .iter()
+                .map(|f| insn(f.code, f.jt, f.jf, f.k)),
+        );
+        prog
+    }
+
+    /// Argument values the rules compare against, and neighbours of them.
+    const ARGS: [u64; 16] = [
+        0,
+        1,
+        2,
+        3,
+        5,
+        10,
+        16,
+        262,
+        0o2000,
+        0o4000,
+        0o6755,
+        0x5412,
+        0x541C,
+        0x2_0000,
+        0x1000_0000,
+        u64::MAX,
+    ];
+
     #[test]
-    fn fast_path_changes_no_answer() {
+    fn dispatch_answers_like_seccompiler_alone() {
         let dir = tempfile::tempdir().unwrap();
         for (_, spec) in builtin_profiles() {
             let mut p = spec.resolve(dir.path()).unwrap();
             for net in [NetworkSpec::None, NetworkSpec::Ports(vec![443])] {
                 p.network = net;
                 let key = parts(&p);
-                let full = compile(&key).unwrap();
-                let fast = fast_path(&full[prefix().len()..]).unwrap();
-                let mut slow = prefix();
-                slow.extend_from_slice(&full[prefix().len() + fast.len()..]);
+                let ours = compile(&key).unwrap();
+                let slow = reference(&key);
+                assert!(ours.len() < slow.len(), "{} >= {}", ours.len(), slow.len());
                 for nr in (0..2048).chain([X32_SYSCALL_BIT - 1, X32_SYSCALL_BIT, u32::MAX]) {
-                    for args in [0, 1, 2, 3, u64::MAX, 0x8_0000, 0xffff_ffff] {
-                        assert_eq!(eval(&full, nr, args), eval(&slow, nr, args), "nr {nr}");
+                    for a0 in ARGS {
+                        for a1 in ARGS {
+                            for a2 in [0, 2, 262, 0o2000, 0o4000] {
+                                let args = [a0, a1, a2, a0, a1, a2];
+                                assert_eq!(
+                                    eval(&ours, nr, args),
+                                    eval(&slow, nr, args),
+                                    "nr {nr} args {args:?}"
+                                );
+                            }
+                        }
                     }
                 }
-                // The fast path answers most syscalls within a few instructions.
-                assert_eq!(eval(&full, libc::SYS_getpid as u32, 0), RET_ALLOW);
-                assert_eq!(eval(&full, libc::SYS_kexec_load as u32, 0), RET_ERRNO | 1);
+                // Most syscalls are answered within a few instructions.
+                assert_eq!(eval(&ours, libc::SYS_getpid as u32, [0; 6]), RET_ALLOW);
+                assert_eq!(
+                    eval(&ours, libc::SYS_kexec_load as u32, [0; 6]),
+                    RET_ERRNO | 1
+                );
+                let ns = [0x1000_0000, 0, 0, 0, 0, 0];
+                assert_eq!(eval(&ours, libc::SYS_clone as u32, ns), RET_ERRNO | 1);
+                assert_eq!(
+                    eval(&ours, libc::SYS_clone as u32, [0x11, 0, 0, 0, 0, 0]),
+                    RET_ALLOW
+                );
             }
         }
     }
