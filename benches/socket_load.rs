@@ -55,6 +55,23 @@ fn token_of(oc_state: &Path) -> String {
     v["socket"]["token"].as_str().expect("token").to_owned()
 }
 
+/// CPU time (user + system) the process has used, from /proc/PID/stat.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|i| f.get(*i).and_then(|v| v.parse::<u64>().ok()))
+        .sum();
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as u64;
+    Duration::from_nanos(ticks * 1_000_000_000 / hz.max(1))
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -91,6 +108,7 @@ fn main() {
         .stderr(std::fs::File::create(&log).expect("log"))
         .spawn()
         .expect("spawn serve");
+    let serve_pid = child.id();
     let _serve = Kill(child);
     let sock = oc.join("exec-approvals.sock");
     let start = Instant::now();
@@ -131,6 +149,7 @@ fn main() {
     let done = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
     let t0 = Instant::now();
+    let cpu0 = cpu_time(serve_pid);
     let handles: Vec<_> = (0..clients)
         .map(|_| {
             let (stop, done, failed, sock, line) = (
@@ -158,11 +177,18 @@ fn main() {
         let _ = h.join();
     }
     let el = t0.elapsed().as_secs_f64();
+    let cpu = cpu_time(serve_pid).saturating_sub(cpu0);
     let n = done.load(Ordering::Relaxed);
     println!(
         "throughput: {:.0} autonomous decisions/s ({n} allowed, {} failed, {clients} clients, {el:.1} s)",
         n as f64 / el,
         failed.load(Ordering::Relaxed)
+    );
+    // Steadier than the rate on a shared machine: what one decision costs the guard.
+    println!(
+        "guard CPU: {:.1} µs per decision ({:.0}% of one core)",
+        cpu.as_secs_f64() * 1e6 / n.max(1) as f64,
+        cpu.as_secs_f64() * 100.0 / el
     );
 
     // 2. Latency at a paced 1,000 req/s, from each request's scheduled time.

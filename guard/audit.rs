@@ -9,11 +9,16 @@
 //! returns only once its record is written and fsynced (`sync_data`).
 //!
 //! Writers: one writer thread per log in a process, fed by a channel, so callers never
-//! interleave. It group-commits: records queued while an fsync runs go out together in one
-//! `write` + one `sync_data` (each still acknowledged only once on disk), which keeps the
-//! log from capping the guard at one fsync per decision. Between processes (the server and
-//! the `inbox` command line) an exclusive `flock` is held around each batch, and when the
-//! file grew under another writer the tail is re-read so the chain stays one chain.
+//! interleave; it also redacts, off the callers' threads. It group-commits: records queued
+//! while an fsync runs go out together in one `write` + one `sync_data` (each still
+//! acknowledged only once on disk), which keeps the log from capping the guard at one fsync
+//! per decision. Detached records ([`AuditLog::record_detached`], for answers that run
+//! nothing) are nobody's wait: under steady load the writer collects them once per [`TICK`]
+//! instead of being woken for each, writes them, and fsyncs within [`SYNC_WINDOW`]. They
+//! survive a guard crash once written (the page cache has them) and a power loss once synced.
+//! Between processes (the server and the `inbox` command line) an exclusive `flock` is held
+//! around each batch, and when the file grew under another writer the tail is re-read so the
+//! chain stays one chain.
 //!
 //! Crash recovery: an append returns only after its full line is on disk, so a last line
 //! without `\n` was never acknowledged. On open such a torn tail is cut off and recorded in a
@@ -39,7 +44,9 @@ use sha2::{Digest, Sha256};
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
 use writer::Writer;
 
 /// The `prev` of the first record.
@@ -101,23 +108,60 @@ pub struct OpenReport {
 #[derive(Clone, Debug)]
 pub struct AuditLog {
     tx: mpsc::Sender<Job>,
+    /// The writer thread, unparked for records somebody waits for.
+    writer: std::thread::Thread,
     path: PathBuf,
 }
 
 /// Most records one batch carries.
 const MAX_BATCH: usize = 1024;
 
+/// Longest a detached record stays written but not fsynced.
+pub const SYNC_WINDOW: Duration = Duration::from_millis(10);
+
+/// Longest a detached record waits in memory, under steady load, before it is written.
+pub const TICK: Duration = Duration::from_millis(1);
+
 #[derive(Debug)]
 struct Job {
-    kind: String,
-    fields: Value,
+    kind: &'static str,
+    fields: Fields,
     reply: Reply,
+}
+
+/// A record's fields, or how to build them: built on the writer thread, so the caller's
+/// (event-loop) thread does not pay for turning typed values into JSON.
+pub type FieldsFn = Box<dyn FnOnce() -> Value + Send>;
+
+enum Fields {
+    Ready(Value),
+    Later(FieldsFn),
+}
+
+impl Fields {
+    fn into_value(self) -> Value {
+        match self {
+            Fields::Ready(v) => v,
+            Fields::Later(f) => f(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Fields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fields::Ready(v) => v.fmt(f),
+            Fields::Later(_) => f.write_str("<built on the writer thread>"),
+        }
+    }
 }
 
 #[derive(Debug)]
 enum Reply {
     Blocking(mpsc::SyncSender<Result<u64, AuditError>>),
     Async(tokio::sync::oneshot::Sender<Result<u64, AuditError>>),
+    /// Nobody waits; a failure (of the write or of the later fsync) clears this flag.
+    Detached(Arc<AtomicBool>),
 }
 
 impl Reply {
@@ -129,6 +173,11 @@ impl Reply {
             }
             Reply::Async(tx) => {
                 let _ = tx.send(r);
+            }
+            Reply::Detached(ok) => {
+                if r.is_err() {
+                    ok.store(false, Ordering::Relaxed);
+                }
             }
         }
     }
@@ -172,13 +221,16 @@ impl AuditLog {
             bad_tail_line: found.bad_tail.map(|(line, _)| line),
         };
         let (tx, rx) = mpsc::channel();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("audit-writer".into())
             .spawn(move || run_writer(w, rx))
-            .map_err(io)?;
+            .map_err(io)?
+            .thread()
+            .clone();
         Ok((
             AuditLog {
                 tx,
+                writer,
                 path: path.to_owned(),
             },
             report,
@@ -187,26 +239,38 @@ impl AuditLog {
 
     /// Appends one record (redacting `fields` first) and returns its `seq` once it is on
     /// disk. Blocks until then: from async code use [`AuditLog::record`].
-    pub fn append(&self, kind: &str, mut fields: Value) -> Result<u64, AuditError> {
-        redact(&mut fields);
+    pub fn append(&self, kind: &'static str, fields: Value) -> Result<u64, AuditError> {
         let (tx, rx) = mpsc::sync_channel(1);
-        self.submit(kind, fields, Reply::Blocking(tx))?;
+        self.submit(kind, Fields::Ready(fields), Reply::Blocking(tx))?;
+        self.writer.unpark();
         rx.recv().map_err(|_| AuditError::Closed)?
     }
 
     /// [`AuditLog::append`] for async callers: waits for the fsync without blocking a
     /// runtime thread.
-    pub async fn record(&self, kind: &str, mut fields: Value) -> Result<u64, AuditError> {
-        redact(&mut fields);
+    pub async fn record(&self, kind: &'static str, fields: Value) -> Result<u64, AuditError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.submit(kind, fields, Reply::Async(tx))?;
+        self.submit(kind, Fields::Ready(fields), Reply::Async(tx))?;
+        self.writer.unpark();
         rx.await.map_err(|_| AuditError::Closed)?
     }
 
-    fn submit(&self, kind: &str, fields: Value, reply: Reply) -> Result<(), AuditError> {
+    /// Queues a record without waiting: written with the next batch, fsynced within
+    /// [`SYNC_WINDOW`]. If writing or syncing it fails, `ok` is cleared (the caller then
+    /// refuses to allow anything: fail closed); a closed log clears it at once.
+    pub fn record_detached(&self, kind: &'static str, fields: FieldsFn, ok: &Arc<AtomicBool>) {
+        if self
+            .submit(kind, Fields::Later(fields), Reply::Detached(Arc::clone(ok)))
+            .is_err()
+        {
+            ok.store(false, Ordering::Relaxed);
+        }
+    }
+
+    fn submit(&self, kind: &'static str, fields: Fields, reply: Reply) -> Result<(), AuditError> {
         self.tx
             .send(Job {
-                kind: kind.to_owned(),
+                kind,
                 fields,
                 reply,
             })
@@ -219,10 +283,67 @@ impl AuditLog {
     }
 }
 
-/// The writer thread: takes what is queued (up to [`MAX_BATCH`]), writes it as one batch,
-/// answers each caller. Ends when every [`AuditLog`] clone is gone.
+/// Replies whose records are written but not yet fsynced.
+#[derive(Default)]
+struct Unsynced {
+    replies: Vec<(Reply, u64)>,
+    since: Option<Instant>,
+}
+
+impl Unsynced {
+    /// fsyncs and answers everyone (or tells everyone it failed).
+    fn sync(&mut self, w: &mut Writer) {
+        let res = w.sync();
+        if let Err(e) = &res {
+            tracing::error!(error = %e, "audit: fsync failed");
+        }
+        for (reply, seq) in self.replies.drain(..) {
+            reply.send(match &res {
+                Ok(()) => Ok(seq),
+                Err(e) => Err(AuditError::Write(e.to_string())),
+            });
+        }
+        self.since = None;
+    }
+}
+
+/// The writer thread: takes what is queued (up to [`MAX_BATCH`]), redacts it, writes it as
+/// one batch and fsyncs it, then answers each caller; a batch of detached records only waits
+/// for its fsync up to [`SYNC_WINDOW`] (or the next waited-for record). Ends, after a last
+/// fsync, when every [`AuditLog`] clone is gone.
 fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>) {
-    while let Ok(first) = rx.recv() {
+    let mut unsynced = Unsynced::default();
+    // True while detached records keep arriving: then the writer takes them once per TICK
+    // instead of being woken for each (a waited-for record unparks it at once).
+    let mut ticking = false;
+    loop {
+        let first = if ticking {
+            std::thread::park_timeout(TICK);
+            match rx.try_recv() {
+                Ok(j) => j,
+                Err(mpsc::TryRecvError::Disconnected) => break,
+                Err(mpsc::TryRecvError::Empty) => {
+                    ticking = false;
+                    if unsynced.since.is_some_and(|t| t.elapsed() >= SYNC_WINDOW) {
+                        unsynced.sync(&mut w);
+                    }
+                    continue;
+                }
+            }
+        } else {
+            let got = match unsynced.since {
+                None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+                Some(t) => rx.recv_timeout(SYNC_WINDOW.saturating_sub(t.elapsed())),
+            };
+            match got {
+                Ok(j) => j,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    unsynced.sync(&mut w);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        };
         let mut jobs = vec![first];
         while jobs.len() < MAX_BATCH {
             match rx.try_recv() {
@@ -231,11 +352,15 @@ fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>) {
             }
         }
         let mut replies = Vec::with_capacity(jobs.len());
+        let mut waited = false;
         let batch: Vec<(String, Value)> = jobs
             .into_iter()
             .map(|j| {
+                let mut fields = j.fields.into_value();
+                redact(&mut fields);
+                waited |= !matches!(j.reply, Reply::Detached(_));
                 replies.push(j.reply);
-                (j.kind, j.fields)
+                (j.kind.to_owned(), fields)
             })
             .collect();
         let res = w.with_lock(|w| {
@@ -245,9 +370,12 @@ fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>) {
         });
         match res {
             Ok(seqs) => {
-                for (reply, seq) in replies.into_iter().zip(seqs) {
-                    reply.send(Ok(seq));
+                unsynced.replies.extend(replies.into_iter().zip(seqs));
+                let since = *unsynced.since.get_or_insert_with(Instant::now);
+                if waited || since.elapsed() >= SYNC_WINDOW {
+                    unsynced.sync(&mut w);
                 }
+                ticking = !waited;
             }
             Err(e) => {
                 tracing::error!(error = %e, "audit: append failed");
@@ -257,5 +385,8 @@ fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>) {
                 }
             }
         }
+    }
+    if unsynced.since.is_some() {
+        unsynced.sync(&mut w);
     }
 }

@@ -419,3 +419,69 @@ impl TapMkdir for PathBuf {
         self
     }
 }
+
+/// Detached records (autonomous answers) reach the file without anybody waiting: at once
+/// when a waited-for record follows (same chain, in order), and on their own within the
+/// sync window. Their fields are built and redacted on the writer thread.
+#[test]
+fn detached_records_are_written_in_order_and_redacted() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let (log, _) = AuditLog::open(&path).unwrap();
+    let ok = Arc::new(AtomicBool::new(true));
+    for i in 0..50 {
+        let fields =
+            move || json!({"i": i, "cmd": format!("curl -H 'Authorization: Bearer abcdef{i}'")});
+        log.record_detached("decision", Box::new(fields), &ok);
+    }
+    // A waited-for record after them: when it returns, everything before it is on disk.
+    assert_eq!(log.append("request", json!({"after": true})).unwrap(), 51);
+    let got = lines(&path);
+    assert_eq!(got.len(), 51);
+    for (i, line) in got.iter().take(50).enumerate() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["fields"]["i"], i, "order");
+        let cmd = v["fields"]["cmd"].as_str().unwrap();
+        assert!(!cmd.contains("abcdef"), "not redacted: {cmd}");
+        assert!(cmd.contains("[redacted]"), "{cmd}");
+    }
+    // Alone, a detached record is still written (and fsynced) within the sync window.
+    log.record_detached("decision", Box::new(|| json!({"alone": true})), &ok);
+    let t = std::time::Instant::now();
+    while lines(&path).len() < 52 {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "never written"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(ok.load(Ordering::Relaxed));
+    assert_eq!(
+        audit::verify(&path).unwrap(),
+        Verification::Ok { records: 52 }
+    );
+}
+
+/// A log that cannot be written (a full disk: /dev/full answers ENOSPC) clears the flag a
+/// detached record carries, so the caller stops allowing (fail closed), and a waited-for
+/// record gets the error itself.
+#[test]
+fn detached_record_on_a_full_disk_clears_the_health_flag() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let (log, _) = AuditLog::open(Path::new("/dev/full")).unwrap();
+    let ok = Arc::new(AtomicBool::new(true));
+    log.record_detached("decision", Box::new(|| json!({"x": 1})), &ok);
+    let t = std::time::Instant::now();
+    while ok.load(Ordering::Relaxed) {
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(2),
+            "flag never cleared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let err = log.append("request", json!({})).unwrap_err().to_string();
+    assert!(err.contains("No space left"), "{err}");
+}

@@ -156,14 +156,18 @@ fn dangerous_syscalls_fail_even_with_caps() {
 
 #[test]
 fn no_container_left_running() {
-    // Runs after a container (any order is fine: each uses --rm and waits for exit).
-    let _ = in_container(&[], "true");
+    // Its own labelled container: the other tests run theirs concurrently, so "no container
+    // of this image" would race with them.
+    let label = format!("sanctum-test=left-{}", std::process::id());
+    let o = in_container(&["--label", &label], "true");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let o = Command::new("podman")
-        .args(["ps", "-q", "--filter", &format!("ancestor={IMAGE}")])
+        .args(["ps", "-aq", "--filter", &format!("label={label}")])
         .output()
         .unwrap();
+    assert!(o.status.success());
     assert!(
         String::from_utf8_lossy(&o.stdout).trim().is_empty(),
-        "containers left behind"
+        "container left behind after --rm run"
     );
 }

@@ -350,3 +350,35 @@ fn a_silent_client_gets_read_timeout_not_silence() {
     );
     good_request_is_allowed(&w);
 }
+
+/// A line that arrives late and in pieces (not there when the connection is accepted, so
+/// the server waits for it on the event loop instead of answering at once) is answered the
+/// same way, and so is a line sent before the client half-closes or not at all.
+#[test]
+fn a_line_sent_late_and_in_pieces_is_answered() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let _serve = Serve::start(&w, &HIGH_RATE, &[]);
+    let line = request_line(TOKEN, "late", "ls");
+    let (a, b) = line.as_bytes().split_at(line.len() / 2);
+    for half_close in [true, false] {
+        let mut s = UnixStream::connect(w.socket()).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        std::thread::sleep(Duration::from_millis(150));
+        s.write_all(a).expect("first half");
+        std::thread::sleep(Duration::from_millis(150));
+        s.write_all(b).expect("second half");
+        if half_close {
+            s.shutdown(std::net::Shutdown::Write).expect("half-close");
+        }
+        let mut out = String::new();
+        s.read_to_string(&mut out).expect("reply, then close");
+        let v = first_json(&out);
+        assert_eq!(
+            (v["decision"].as_str(), v["id"].as_str()),
+            (Some("allow-once"), Some("late")),
+            "{out}"
+        );
+    }
+    good_request_is_allowed(&w);
+}

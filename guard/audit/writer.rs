@@ -197,13 +197,14 @@ impl Writer {
 
     fn append_locked(&mut self, kind: &str, fields: Value) -> Result<u64, AuditError> {
         let seqs = self.append_batch(vec![(kind.to_owned(), fields)])?;
+        self.sync()?;
         seqs.first()
             .copied()
             .ok_or_else(|| AuditError::Write("empty batch".into()))
     }
 
-    /// Appends records (fields already redacted) with one `write` and one `sync_data`: the
-    /// group commit that lets many concurrent callers share an fsync. Call under
+    /// Appends records (fields already redacted) with one `write`; [`Writer::sync`] makes
+    /// them durable, so many concurrent callers share an fsync. Call under
     /// [`Writer::with_lock`] after [`Writer::resync`]. On error the in-memory chain head is
     /// left as it was and the next batch re-reads the tail from the file.
     pub(super) fn append_batch(
@@ -231,11 +232,7 @@ impl Writer {
             seqs.push(seq);
             seq += 1;
         }
-        let written = self
-            .file
-            .write_all(&out)
-            .and_then(|()| self.file.sync_data());
-        if let Err(e) = written {
+        if let Err(e) = self.file.write_all(&out) {
             self.len = u64::MAX;
             return Err(self.io(e));
         }
@@ -243,5 +240,10 @@ impl Writer {
         self.next_seq = seq;
         self.prev = prev;
         Ok(seqs)
+    }
+
+    /// fsyncs what was appended (the lock is not needed: it only orders appends).
+    pub(super) fn sync(&mut self) -> Result<(), AuditError> {
+        self.file.sync_data().map_err(|e| self.io(e))
     }
 }

@@ -12,7 +12,7 @@ use super::oracle::Oracle;
 use super::wire::{
     self, ExecError, ExecFrame, ExecRequest, Frame, FrameKind, RejectReason, Reply, RequestFrame,
 };
-use crate::audit::AuditLog;
+use crate::audit::{self, AuditLog};
 use crate::config::{Deadlines, SocketSettings};
 use crate::inbox::{Cancel, Inbox};
 use crate::policy::request::{Decision, DecisionKind, Request, Source};
@@ -48,6 +48,11 @@ pub struct Engine {
     audit_ok: Arc<AtomicBool>,
 }
 
+/// A value as audit JSON (Null if it cannot be encoded, which our types never are).
+fn js<T: serde::Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
 impl Engine {
     pub fn new(
         token: String,
@@ -81,7 +86,7 @@ impl Engine {
 
     /// Appends to the audit log (fsynced, off the async threads) before the reply is sent,
     /// so no answer leaves without its record. Returns false when the log failed.
-    async fn record(&self, kind: &str, fields: serde_json::Value) -> bool {
+    async fn record(&self, kind: &'static str, fields: serde_json::Value) -> bool {
         match self.audit.record(kind, fields).await {
             Ok(_) => true,
             Err(e) => {
@@ -92,20 +97,14 @@ impl Engine {
         }
     }
 
-    /// Queues a record and replies without waiting for its fsync (the writer's next group
-    /// commit makes it durable, within one fsync). Used where the reply runs nothing: policy
+    /// Queues a record and replies without waiting for it (written with the writer's next
+    /// batch, fsynced within `audit::SYNC_WINDOW`). Used where the reply runs nothing: policy
     /// answers to `request` frames and rejections, so an autonomous decision costs no fsync
     /// of latency. A failed write marks the log unhealthy and every later allow becomes a
     /// deny `audit-unavailable` (fail closed).
-    fn record_soon(&self, kind: &'static str, fields: serde_json::Value) {
-        let audit = self.audit.clone();
-        let ok = self.audit_ok.clone();
-        tokio::spawn(async move {
-            if let Err(e) = audit.record(kind, fields).await {
-                ok.store(false, Ordering::Relaxed);
-                tracing::error!(error = %e, kind, "audit append failed");
-            }
-        });
+    /// `fields` is built on the audit writer thread, off the event loop.
+    fn record_soon(&self, kind: &'static str, fields: audit::FieldsFn) {
+        self.audit.record_detached(kind, fields, &self.audit_ok);
     }
 
     /// Audits a rejection that happened before a frame was decoded (read errors).
@@ -116,11 +115,9 @@ impl Engine {
         reason: RejectReason,
         message: &str,
     ) {
-        self.record_soon(
-            "rejection",
-            json!({"source":"socket","peer":{"uid":peer.uid,"pid":peer.pid},"id":id,
-                   "reason":reason.as_str(),"message":message}),
-        );
+        let fields = json!({"source":"socket","peer":{"uid":peer.uid,"pid":peer.pid},"id":id,
+                            "reason":reason.as_str(),"message":message});
+        self.record_soon("rejection", Box::new(move || fields));
     }
 
     async fn reject(
@@ -309,8 +306,6 @@ impl Engine {
         mut shutdown: watch::Receiver<bool>,
     ) -> (Decision, Verdict) {
         let verdict = self.oracle.decide(req);
-        let req_json = serde_json::to_value(req).unwrap_or(serde_json::Value::Null);
-        let verdict_json = serde_json::to_value(&verdict).unwrap_or(serde_json::Value::Null);
         let decision = match verdict.kind {
             VerdictKind::Allow => policy_decision(DecisionKind::AllowOnce, None),
             VerdictKind::Deny => policy_decision(DecisionKind::Deny, Some(deny_reason(&verdict))),
@@ -323,14 +318,14 @@ impl Engine {
                     Err(e) => {
                         tracing::error!(error = %e, "inbox submit failed; denying");
                         let d = fallback(&format!("inbox-unavailable: {e}"));
-                        self.record("decision", json!({"peer":peer_json(peer),"request":req_json,"verdict":verdict_json,"decision":d})).await;
+                        self.record("decision", json!({"peer":peer_json(peer),"request":js(req),"verdict":js(&verdict),"decision":d})).await;
                         return (d, verdict);
                     }
                 };
                 self.record(
                     "request",
                     json!({"peer":peer_json(peer),"inboxId":ticket.id,"requestHash":ticket.request_hash,
-                           "deadlineMs":deadline,"request":req_json,"verdict":verdict_json}),
+                           "deadlineMs":deadline,"request":js(req),"verdict":js(&verdict)}),
                 )
                 .await;
                 let id = ticket.id.clone();
@@ -359,13 +354,19 @@ impl Engine {
                 return (d, verdict);
             }
         };
-        let fields = json!({"peer":peer_json(peer),"request":req_json,"verdict":verdict_json,"decision":decision});
+        let (p, r, v, d) = (
+            peer_json(peer),
+            req.clone(),
+            verdict.clone(),
+            decision.clone(),
+        );
+        let fields = move || json!({"peer":p,"request":js(&r),"verdict":js(&v),"decision":js(&d)});
         let audited = if req.who.source == Source::SocketRequest {
-            self.record_soon("decision", fields);
+            self.record_soon("decision", Box::new(fields));
             self.audit_ok.load(Ordering::Relaxed)
         } else {
             // An exec runs next: its decision is on disk first.
-            self.record("decision", fields).await
+            self.record("decision", fields()).await
         };
         if !audited && decision.kind != DecisionKind::Deny {
             return (fallback("audit-unavailable"), verdict);
