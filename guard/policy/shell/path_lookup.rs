@@ -64,6 +64,9 @@ impl Stamp {
 #[derive(Debug)]
 struct Entry {
     found: Option<PathBuf>,
+    /// `found`'s realpath (what allowlist path globs match), resolved with it: reused as
+    /// long as the look-up is (a name replaced by a symlink changes its directory's stamp).
+    real: Option<PathBuf>,
     /// The directories searched, in order, and their stamps then (`None`: missing).
     searched: Vec<(PathBuf, Option<Stamp>)>,
     at: Instant,
@@ -81,8 +84,13 @@ fn cache() -> &'static Mutex<HashMap<Key, Entry>> {
 /// Looks a bare command name up on `path_var`. Relative PATH entries (and the empty entry)
 /// are taken relative to `cwd`, as a shell would.
 pub fn resolve_on_path(name: &str, path_var: &str, cwd: &Path) -> Option<PathBuf> {
+    resolve_with_real(name, path_var, cwd).0
+}
+
+/// [`resolve_on_path`] and the realpath of what it found.
+fn resolve_with_real(name: &str, path_var: &str, cwd: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
     if name.is_empty() || name.contains('/') {
-        return None;
+        return (None, None);
     }
     let key: Key = (name.to_string(), path_var.to_string(), cwd.to_path_buf());
     let hit = cache().lock().ok().and_then(|map| {
@@ -98,7 +106,7 @@ pub fn resolve_on_path(name: &str, path_var: &str, cwd: &Path) -> Option<PathBuf
                 } else {
                     e.searched.clone()
                 };
-                (e.found.clone(), fresh, searched)
+                ((e.found.clone(), e.real.clone()), fresh, searched)
             })
     });
     if let Some((found, fresh, searched)) = hit {
@@ -116,7 +124,7 @@ pub fn resolve_on_path(name: &str, path_var: &str, cwd: &Path) -> Option<PathBuf
         }
     }
     let (entry, cacheable) = search(name, path_var, cwd);
-    let found = entry.found.clone();
+    let found = (entry.found.clone(), entry.real.clone());
     if cacheable {
         if let Ok(mut map) = cache().lock() {
             if map.len() >= MAX_ENTRIES {
@@ -155,9 +163,11 @@ fn search(name: &str, path_var: &str, cwd: &Path) -> (Entry, bool) {
             cacheable = false;
         }
     }
+    let real = found.as_deref().and_then(fs_memo::canonicalize);
     let now = Instant::now();
     let entry = Entry {
         found,
+        real,
         searched,
         at: now,
         checked: now,
@@ -191,9 +201,8 @@ impl Analyser<'_> {
 
     fn resolve_uncached(&self, name: &str) -> Resolved {
         if !name.contains('/') {
-            // The realpath is only needed for allowlist matching: decide() resolves it then.
-            let found = resolve_on_path(name, &self.ctx.path, &self.ctx.cwd);
-            return (true, found, None);
+            let (found, real) = resolve_with_real(name, &self.ctx.path, &self.ctx.cwd);
+            return (true, found, real);
         }
         let lexical = normalize_path(name, &self.ctx.home, &self.ctx.cwd);
         let real = crate::policy::fs_memo::canonicalize(&lexical);

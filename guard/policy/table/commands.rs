@@ -2,18 +2,16 @@
 
 use super::args::{flag, operands, operands_skipping, opt_values, read_all, v};
 use super::paths_check::Checker;
-use super::programs::{
-    DELETE, ENUMERATE, GREPS, INTERPRETERS, NETWORK, NO_FILES, PRIVILEGE, READ, WRITE_ALL,
-};
+use super::programs::{listed, Listed};
 use super::{Classification, TableContext};
-use crate::policy::shell::{Segment, Word, SHELLS};
+use crate::policy::shell::{Segment, Word};
 use crate::policy::verdict::Category;
 
 pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Classification) {
     let argv = &seg.argv;
-    let name = v(&argv[0]).to_string();
+    let name = v(&argv[0]);
     let args = &argv[1..];
-    let prog = seg.program.clone().unwrap_or_default();
+    let prog = seg.program.as_deref().unwrap_or_default();
 
     // Chat-style slash commands OpenClaw accepts as text.
     if name == "/elevated" || name == "/exec" {
@@ -60,13 +58,17 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
         read_all(k, c, args, true);
         return;
     }
-    let override_name = seg
-        .resolved
-        .as_ref()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|| name.clone());
-    let sargs: Vec<String> = args.iter().map(|w| w.display().to_string()).collect();
-    if let Some(cat) = t.policy.command_override(&override_name, &sargs) {
+    let overridden = if t.policy.commands().is_empty() {
+        None
+    } else {
+        let override_name = seg
+            .resolved
+            .as_ref()
+            .map_or_else(|| name.to_string(), |p| p.to_string_lossy().into_owned());
+        let sargs: Vec<String> = args.iter().map(|w| w.display().to_string()).collect();
+        t.policy.command_override(&override_name, &sargs)
+    };
+    if let Some(cat) = overridden {
         c.add(
             cat,
             "policy-command",
@@ -76,10 +78,10 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
         return;
     }
 
-    let p = prog.as_str();
-    match p {
-        _ if NO_FILES.contains(&p) => no_files(seg, p, args, c),
-        _ if ENUMERATE.contains(&p) => {
+    let p = prog;
+    match (p, listed(p)) {
+        (_, Some(Listed::NoFiles)) => no_files(seg, p, args, c),
+        (_, Some(Listed::Enumerate)) => {
             c.add(
                 Category::Enumerate,
                 "enumerate",
@@ -87,8 +89,8 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             );
             read_all(k, c, args, false);
         }
-        "find" => super::commands_files::find(k, c, args),
-        _ if READ.contains(&p) => {
+        ("find", _) => super::commands_files::find(k, c, args),
+        (_, Some(Listed::Read)) => {
             c.add(Category::Read, "read", format!("`{p}` reads files"));
             let outputs = if p == "sort" {
                 opt_values(args, &["-o"], &["output"])
@@ -111,13 +113,15 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             }
             read_all(k, c, args, false);
         }
-        "env" | "printenv" => {
+        ("env" | "printenv", _) => {
             c.add(Category::Read, "read-env", "prints the environment");
         }
-        _ if GREPS.contains(&p) => super::commands_files::grep(k, c, p, args),
-        "sed" => super::commands_files::sed(k, c, args),
-        "awk" | "gawk" | "mawk" | "nawk" | "busybox" => super::commands_files::awk(k, c, p, args),
-        _ if WRITE_ALL.contains(&p) => {
+        (_, Some(Listed::Grep)) => super::commands_files::grep(k, c, p, args),
+        ("sed", _) => super::commands_files::sed(k, c, args),
+        ("awk" | "gawk" | "mawk" | "nawk" | "busybox", _) => {
+            super::commands_files::awk(k, c, p, args)
+        }
+        (_, Some(Listed::WriteAll)) => {
             c.add(
                 Category::Write,
                 "write",
@@ -138,13 +142,16 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
                 k.write(c, w);
             }
         }
-        "cp" | "install" | "ln" | "rsync" | "tar" | "zip" | "unzip" | "dd" | "patch" | "gzip"
-        | "gunzip" | "bzip2" | "xz" | "7z" => super::commands_files::copy_like(k, c, p, args),
-        _ if DELETE.contains(&p) => super::commands_files::rm(k, c, p, args),
-        "curl" => super::commands_http::curl(k, c, args),
-        "wget" => super::commands_http::wget(k, c, args),
-        "http" | "https" | "xh" | "httpie" => super::commands_http::httpie(c, args),
-        _ if NETWORK.contains(&p) => {
+        (
+            "cp" | "install" | "ln" | "rsync" | "tar" | "zip" | "unzip" | "dd" | "patch" | "gzip"
+            | "gunzip" | "bzip2" | "xz" | "7z",
+            _,
+        ) => super::commands_files::copy_like(k, c, p, args),
+        (_, Some(Listed::Delete)) => super::commands_files::rm(k, c, p, args),
+        ("curl", _) => super::commands_http::curl(k, c, args),
+        ("wget", _) => super::commands_http::wget(k, c, args),
+        ("http" | "https" | "xh" | "httpie", _) => super::commands_http::httpie(c, args),
+        (_, Some(Listed::Network)) => {
             c.add(
                 Category::HttpWrite,
                 "network",
@@ -152,14 +159,17 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             );
             read_all(k, c, args, true);
         }
-        "git" => super::commands_git::git(k, c, args),
-        "npm" | "pnpm" | "yarn" | "bun" | "npx" | "bunx" => {
+        ("git", _) => super::commands_git::git(k, c, args),
+        ("npm" | "pnpm" | "yarn" | "bun" | "npx" | "bunx", _) => {
             super::commands_dev::node_pm(k, c, p, args, seg)
         }
-        "pip" | "pip3" | "pipx" | "uv" | "cargo" | "gem" | "go" | "brew" | "composer" | "conda"
-        | "poetry" => super::commands_dev::other_pm(k, c, p, args),
-        "openclaw" | "clawhub" => super::commands_dev::openclaw(c, p, args),
-        "systemctl" | "service" => {
+        (
+            "pip" | "pip3" | "pipx" | "uv" | "cargo" | "gem" | "go" | "brew" | "composer" | "conda"
+            | "poetry",
+            _,
+        ) => super::commands_dev::other_pm(k, c, p, args),
+        ("openclaw" | "clawhub", _) => super::commands_dev::openclaw(c, p, args),
+        ("systemctl" | "service", _) => {
             let sub: Vec<&str> = operands(args).iter().map(|w| v(w)).collect();
             let read_only = [
                 "status",
@@ -187,7 +197,7 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
                 );
             }
         }
-        "crontab" => {
+        ("crontab", _) => {
             if flag(args, "l", &[]) {
                 c.add(Category::Enumerate, "enumerate", "lists the crontab");
             } else {
@@ -198,7 +208,7 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
                 );
             }
         }
-        "docker" | "podman" | "kubectl" | "nerdctl" => {
+        ("docker" | "podman" | "kubectl" | "nerdctl", _) => {
             let sub = operands(args)
                 .first()
                 .map(|w| v(w).to_string())
@@ -220,7 +230,7 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
                 );
             }
         }
-        "kill" | "pkill" | "killall" | "skill" | "xkill" => {
+        ("kill" | "pkill" | "killall" | "skill" | "xkill", _) => {
             if p == "kill" && flag(args, "lL", &["list", "table"]) {
                 c.add(Category::Enumerate, "enumerate", "lists signals");
             } else {
@@ -231,7 +241,7 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
                 );
             }
         }
-        _ if PRIVILEGE.contains(&p) => {
+        (_, Some(Listed::Privilege)) => {
             c.add(
                 Category::Privilege,
                 "privilege",
@@ -239,11 +249,11 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             );
             read_all(k, c, args, true);
         }
-        _ if SHELLS.contains(&p) => super::commands_code::shell(seg, k, c, p, args),
-        _ if INTERPRETERS.contains(&p) || p.starts_with("python3.") => {
+        (_, Some(Listed::Shell)) => super::commands_code::shell(seg, k, c, p, args),
+        (_, kind) if kind == Some(Listed::Interpreter) || p.starts_with("python3.") => {
             super::commands_code::interpreter(seg, k, c, p, args)
         }
-        "source" | "." => match operands(args).first() {
+        ("source" | ".", _) => match operands(args).first() {
             Some(w) if w.substitution => c.add(
                 Category::PipeToShell,
                 "pipe-to-shell",
@@ -263,7 +273,7 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
                 format!("`{p}` runs a script"),
             ),
         },
-        "eval" => {
+        ("eval", _) => {
             if args.iter().any(|w| w.substitution) {
                 c.add(
                     Category::PipeToShell,
@@ -278,7 +288,7 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
                 );
             }
         }
-        "trap" => {
+        ("trap", _) => {
             if operands(args).len() >= 2 {
                 c.add(
                     Category::Unanalysable,

@@ -1,6 +1,10 @@
 //! The program lists the command table classifies by: which programs read, write,
 //! delete, enumerate, escalate, reach the network or interpret code.
 
+use crate::policy::shell::SHELLS;
+use foldhash::HashMap;
+use std::sync::LazyLock;
+
 /// Programs that take no file operands: their words are never paths.
 pub(super) const NO_FILES: &[&str] = &[
     "echo",
@@ -238,3 +242,63 @@ pub(super) const INTERPRETERS: &[&str] = &[
     "julia",
     "R",
 ];
+
+/// Which list of this file (or [`SHELLS`]) a program is in. The lists are disjoint (tested),
+/// so one map lookup replaces scanning each list in turn, per segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Listed {
+    NoFiles,
+    Enumerate,
+    Read,
+    Grep,
+    WriteAll,
+    Delete,
+    Network,
+    Privilege,
+    Shell,
+    Interpreter,
+}
+
+const LISTS: [(Listed, &[&str]); 10] = [
+    (Listed::NoFiles, NO_FILES),
+    (Listed::Enumerate, ENUMERATE),
+    (Listed::Read, READ),
+    (Listed::Grep, GREPS),
+    (Listed::WriteAll, WRITE_ALL),
+    (Listed::Delete, DELETE),
+    (Listed::Network, NETWORK),
+    (Listed::Privilege, PRIVILEGE),
+    (Listed::Shell, SHELLS),
+    (Listed::Interpreter, INTERPRETERS),
+];
+
+/// The list `program` is in, if any.
+pub(super) fn listed(program: &str) -> Option<Listed> {
+    static MAP: LazyLock<HashMap<&'static str, Listed>> = LazyLock::new(|| {
+        LISTS
+            .iter()
+            .flat_map(|(kind, names)| names.iter().map(move |n| (*n, *kind)))
+            .collect()
+    });
+    MAP.get(program).copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Disjoint lists make the map answer what the old first-list-wins scan answered.
+    #[test]
+    fn lists_are_disjoint_and_all_mapped() {
+        let mut seen = std::collections::HashMap::new();
+        for (kind, names) in LISTS {
+            for n in names {
+                if let Some(other) = seen.insert(*n, kind) {
+                    panic!("{n} is in both {other:?} and {kind:?}");
+                }
+                assert_eq!(listed(n), Some(kind), "{n}");
+            }
+        }
+        assert_eq!(listed("no-such-program"), None);
+    }
+}
