@@ -5,7 +5,8 @@
 //! a stall is not hidden). Prints the figures.
 //!
 //! `cargo bench --bench socket_load`. Env: SANCTUM_BENCH_DIR (parent of the temp dir, e.g.
-//! /dev/shm), SANCTUM_BENCH_SECS (default 5), SANCTUM_BENCH_CLIENTS (default 4).
+//! /dev/shm), SANCTUM_BENCH_SECS (default 5), SANCTUM_BENCH_CLIENTS (default 4),
+//! SANCTUM_BENCH_BIN (a guard binary other than this build's).
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -95,7 +96,11 @@ fn main() {
     );
     std::fs::create_dir_all(&home).expect("home");
     let log = tmp.path().join("serve.log");
-    let child = Command::new(env!("CARGO_BIN_EXE_sanctum-guard"))
+    // SANCTUM_BENCH_BIN: another build of the guard, to compare two builds on one machine.
+    let bin = std::env::var_os("SANCTUM_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_sanctum-guard")));
+    let child = Command::new(bin)
         .args(["serve", "--state-dir"])
         .arg(&guard)
         .arg("--openclaw-state")

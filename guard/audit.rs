@@ -120,7 +120,7 @@ const MAX_BATCH: usize = 1024;
 pub const SYNC_WINDOW: Duration = Duration::from_millis(10);
 
 /// Longest a detached record waits in memory, under steady load, before it is written.
-pub const TICK: Duration = Duration::from_millis(1);
+pub const TICK: Duration = Duration::from_micros(200);
 
 #[derive(Debug)]
 struct Job {
