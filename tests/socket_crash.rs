@@ -134,3 +134,40 @@ fn sigterm_answers_in_flight_clients_with_guard_shutdown() {
         "the shutdown deny is audited"
     );
 }
+
+/// Autonomous answers do not wait for their audit record, but the record follows within
+/// `audit::TICK` (written) and `audit::SYNC_WINDOW` (fsynced): after a burst of answers and
+/// a pause longer than both, a `kill -9` loses none of them.
+#[test]
+fn kill_9_after_autonomous_answers_loses_no_record() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let mut serve = Serve::start(
+        &w,
+        &[
+            ("SANCTUM_SOCKET_RATE_PER_SEC", "100000"),
+            ("SANCTUM_SOCKET_RATE_BURST", "100000"),
+        ],
+        &[],
+    );
+    let sock = w.socket();
+    for i in 0..300 {
+        let r = raw_exchange(
+            &sock,
+            request_line(TOKEN, &format!("burst{i}"), "ls").as_bytes(),
+            true,
+        );
+        assert_eq!(first_json(&r)["decision"], "allow-once", "{r}");
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    serve.child.kill9();
+    let audit = w.guard_state.join("audit.jsonl");
+    let text = std::fs::read_to_string(&audit).expect("audit log");
+    for i in 0..300 {
+        assert!(
+            text.contains(&format!("\"id\":\"burst{i}\"")),
+            "the answer to burst{i} is not in the audit log"
+        );
+    }
+    let (code, out, err) = guard_cli(&["audit", "verify", audit.to_str().expect("utf8")], &[]);
+    assert_eq!(code, 0, "audit verify after kill -9: {out}{err}");
+}
