@@ -151,53 +151,93 @@ fn chain(rules: &[Value]) -> Result<Chain, SandboxError> {
     }
 }
 
-/// A binary search over the syscall numbers that have rules: a number without rules gets
-/// ALLOW within a few comparisons, an unconditional deny returns at its leaf, a conditional
-/// one jumps straight to its own chain. Why not seccompiler's single linear program: when a
-/// filter is attached the kernel emulates it for every syscall number (the action cache) and
-/// JIT-compiles it, so a long linear chain was most of a spawn's cost. Expects the syscall
-/// number in A (the prefix leaves it there). None if a jump would not fit in 8 bits.
+/// Where a dispatch jump goes, resolved once the layout is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// The shared `RET ALLOW` (seccompiler's mismatch action).
+    Allow,
+    /// The shared `RET action` for an unconditional rule.
+    Ret(u32),
+    /// The start of a conditional syscall's chain (index into the sorted chains).
+    Chain(usize),
+}
+
+/// Which field of an instruction a [`Target`] fills.
+#[derive(Debug, Clone, Copy)]
+enum Field {
+    Jt,
+    Jf,
+    K,
+}
+
+/// A binary search over the syscall numbers that have rules: a number without rules reaches
+/// the shared ALLOW within a few comparisons, an unconditional rule is one `JEQ` whose true
+/// branch is the shared RET of its action, a conditional one jumps to its own chain. Why not
+/// seccompiler's single linear program: when a filter is attached the kernel emulates it for
+/// every syscall number (the action cache) and JIT-compiles it, so both the length of the
+/// walk and the number of instructions are paid on every spawn. Expects the syscall number
+/// in A (the prefix leaves it there). None if a jump would not fit in 8 bits.
 fn dispatch(chains: &[Chain]) -> Option<Vec<libc::sock_filter>> {
-    const TO_CHAIN: u32 = u32::MAX;
-    // Leaves for chained syscalls hold JA TO_CHAIN; `jt` records which chain (patched below).
-    fn tree(chains: &[&Chain], idx: &[usize], out: &mut Vec<libc::sock_filter>) -> Option<()> {
-        if let ([c], [i]) = (chains, idx) {
-            out.push(insn(JEQ_K, 0, 1, c.nr));
-            out.push(match c.unconditional() {
-                Some(action) => insn(RET_K, 0, 0, action),
-                None => insn(JA, u8::try_from(*i).ok()?, 0, TO_CHAIN),
-            });
-            out.push(insn(RET_K, 0, 0, RET_ALLOW));
+    type Fixups = Vec<(usize, Field, Target)>;
+    fn tree(
+        chains: &[(usize, &Chain)],
+        out: &mut Vec<libc::sock_filter>,
+        fix: &mut Fixups,
+    ) -> Option<()> {
+        if let [(i, c)] = chains {
+            let at = out.len();
+            out.push(insn(JEQ_K, 0, 0, c.nr));
+            fix.push((at, Field::Jf, Target::Allow));
+            match c.unconditional() {
+                Some(action) => fix.push((at, Field::Jt, Target::Ret(action))),
+                None => {
+                    out.push(insn(JA, 0, 0, 0));
+                    fix.push((at + 1, Field::K, Target::Chain(*i)));
+                }
+            }
             return Some(());
         }
         let mid = (chains.len() - 1) / 2;
         let at = out.len();
-        out.push(insn(JGT_K, 0, 0, chains[mid].nr));
-        tree(&chains[..=mid], &idx[..=mid], out)?;
+        out.push(insn(JGT_K, 0, 0, chains[mid].1.nr));
+        tree(&chains[..=mid], out, fix)?;
         out[at].jt = u8::try_from(out.len() - at - 1).ok()?;
-        tree(&chains[mid + 1..], &idx[mid + 1..], out)
+        tree(&chains[mid + 1..], out, fix)
     }
     let mut sorted: Vec<&Chain> = chains.iter().collect();
     sorted.sort_by_key(|c| c.nr);
     if sorted.is_empty() || sorted.windows(2).any(|w| w[0].nr == w[1].nr) {
         return None;
     }
-    let idx: Vec<usize> = (0..sorted.len()).collect();
-    let mut out = Vec::new();
-    tree(&sorted, &idx, &mut out)?;
-    // Each conditional chain once, after the tree, followed by the mismatch action.
-    let mut starts = vec![0usize; sorted.len()];
+    let indexed: Vec<(usize, &Chain)> = sorted.iter().copied().enumerate().collect();
+    let (mut out, mut fix) = (Vec::new(), Fixups::new());
+    tree(&indexed, &mut out, &mut fix)?;
+    // The shared returns, right after the tree (within 8-bit reach of every leaf).
+    let mut rets: Vec<(Target, usize)> = vec![(Target::Allow, out.len())];
+    out.push(insn(RET_K, 0, 0, RET_ALLOW));
+    for c in &sorted {
+        if let Some(action) = c.unconditional() {
+            if !rets.iter().any(|(t, _)| *t == Target::Ret(action)) {
+                rets.push((Target::Ret(action), out.len()));
+                out.push(insn(RET_K, 0, 0, action));
+            }
+        }
+    }
+    // Each conditional chain once, followed by the mismatch action.
     for (i, c) in sorted.iter().enumerate() {
         if c.unconditional().is_none() {
-            starts[i] = out.len();
+            rets.push((Target::Chain(i), out.len()));
             out.extend_from_slice(&c.insns);
             out.push(insn(RET_K, 0, 0, RET_ALLOW));
         }
     }
-    for i in 0..out.len() {
-        if out[i].code == JA && out[i].k == TO_CHAIN {
-            let target = starts[usize::from(out[i].jt)];
-            out[i] = insn(JA, 0, 0, u32::try_from(target.checked_sub(i + 1)?).ok()?);
+    for (at, field, target) in fix {
+        let pos = rets.iter().find(|(t, _)| *t == target)?.1;
+        let off = pos.checked_sub(at + 1)?;
+        match field {
+            Field::Jt => out[at].jt = u8::try_from(off).ok()?,
+            Field::Jf => out[at].jf = u8::try_from(off).ok()?,
+            Field::K => out[at].k = u32::try_from(off).ok()?,
         }
     }
     Some(out)
