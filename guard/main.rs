@@ -305,6 +305,12 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         openclaw_state: a.openclaw_state,
         policy: a.policy,
     };
+    // Before any thread exists (the bounding set is per thread, inherited at creation).
+    match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {
+        Ok(0) => {}
+        Ok(n) => eprintln!("sanctum-guard: bounding set    cleared ({n} capabilities)"),
+        Err(e) => eprintln!("sanctum-guard: warning: bounding set not cleared ({e}); each confined child still clears its own"),
+    }
     // One event-loop thread: each request is microseconds of work, and on a small machine
     // cross-thread wake-ups cost more than they bring. Blocking work (SQLite, fsync, spawn)
     // runs on the blocking pool and the audit writer thread.

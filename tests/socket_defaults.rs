@@ -96,7 +96,36 @@ fn no_flags_no_config_works_and_never_prints_the_token() {
     }
     assert!(!text.contains(&token), "the token is never printed");
     audit_with_path(&state.join("audit.jsonl"), &token);
+    bounding_set_cleared_in_every_thread(serve.pid(), &text);
     serve.kill9();
+}
+
+/// Run by root (with CAP_SETPCAP), `serve` clears its own capability bounding set before it
+/// starts any thread, so every thread (the audit writer's, the blocking pool's) has none.
+fn bounding_set_cleared_in_every_thread(pid: u32, startup: &str) {
+    let own = std::fs::read_to_string("/proc/self/status").expect("status");
+    let setpcap = own
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .is_some_and(|eff| eff & (1 << 8) != 0);
+    if !setpcap {
+        return; // Not root here: nothing to clear, nothing to check.
+    }
+    assert!(startup.contains("bounding set    cleared"), "{startup}");
+    let tasks: Vec<_> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .expect("tasks")
+        .map(|e| e.expect("task").path())
+        .collect();
+    assert!(tasks.len() >= 2, "serve runs more than one thread: {tasks:?}");
+    for t in tasks {
+        let status = std::fs::read_to_string(t.join("status")).expect("task status");
+        assert!(
+            status.contains("CapBnd:\t0000000000000000"),
+            "{}: {status}",
+            t.display()
+        );
+    }
 }
 
 /// The audit log holds the startup and the decision, and not the token.

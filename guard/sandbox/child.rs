@@ -123,8 +123,14 @@ impl ChildPlan {
             )?;
             if self.drop_bounding {
                 for cap in 0..=self.cap_last {
+                    // Reading is cheap; a drop rebuilds the credentials, so only present
+                    // capabilities are dropped (after `serve` cleared its own set, none).
+                    // A number this kernel does not know reads as EINVAL: nothing to drop.
+                    if libc::prctl(libc::PR_CAPBSET_READ, cap as libc::c_ulong) <= 0 {
+                        continue;
+                    }
                     let rc = libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong);
-                    if rc < 0 && *libc::__errno_location() != libc::EINVAL {
+                    if rc < 0 {
                         return Err(fail(stage_fd, 4));
                     }
                 }

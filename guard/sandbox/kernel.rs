@@ -39,6 +39,23 @@ pub fn can_drop_bounding() -> bool {
     caps::has_cap(None, caps::CapSet::Effective, caps::Capability::CAP_SETPCAP).unwrap_or(false)
 }
 
+/// Clears the calling thread's capability bounding set, so that nothing it (or a thread it
+/// creates later) executes can regain a capability through file capabilities or a
+/// setuid-root binary; the guard itself keeps its current capabilities. `serve` calls it
+/// before starting any thread: the bounding set is per thread, inherited at creation. Each
+/// confined child then finds nothing left to drop (one cheap read per capability instead of
+/// a credentials update). Returns how many were dropped (0 without CAP_SETPCAP).
+pub fn clear_own_bounding_set() -> Result<usize, caps::errors::CapsError> {
+    if !can_drop_bounding() {
+        return Ok(0);
+    }
+    let present = caps::read(None, caps::CapSet::Bounding)?;
+    for cap in &present {
+        caps::drop(None, caps::CapSet::Bounding, *cap)?;
+    }
+    Ok(present.len())
+}
+
 /// The effective capability mask of this process, from /proc/self/status.
 pub fn effective_caps() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
