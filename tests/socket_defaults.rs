@@ -117,7 +117,10 @@ fn bounding_set_cleared_in_every_thread(pid: u32, startup: &str) {
         .expect("tasks")
         .map(|e| e.expect("task").path())
         .collect();
-    assert!(tasks.len() >= 2, "serve runs more than one thread: {tasks:?}");
+    assert!(
+        tasks.len() >= 2,
+        "serve runs more than one thread: {tasks:?}"
+    );
     for t in tasks {
         let status = std::fs::read_to_string(t.join("status")).expect("task status");
         assert!(
