@@ -171,3 +171,37 @@ fn kill_9_after_autonomous_answers_loses_no_record() {
     let (code, out, err) = guard_cli(&["audit", "verify", audit.to_str().expect("utf8")], &[]);
     assert_eq!(code, 0, "audit verify after kill -9: {out}{err}");
 }
+
+/// With `[socket] durable_answers = true` the answer waits for its record's fsync: the moment
+/// the client has its answer, the record is in the file, and a `kill -9` right then loses
+/// nothing.
+#[test]
+fn durable_answers_are_in_the_log_before_the_reply() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let cfg = w.tmp.path().join("guard.toml");
+    std::fs::write(&cfg, "[socket]\ndurable_answers = true\n").expect("cfg");
+    let mut serve = Serve::start(&w, &[], &["--config", cfg.to_str().expect("utf8")]);
+    let sock = w.socket();
+    let audit = w.guard_state.join("audit.jsonl");
+    for i in 0..20 {
+        let id = format!("durable{i}");
+        let r = raw_exchange(&sock, request_line(TOKEN, &id, "ls").as_bytes(), true);
+        assert_eq!(first_json(&r)["decision"], "allow-once", "{r}");
+        let text = std::fs::read_to_string(&audit).expect("audit log");
+        assert!(
+            text.contains(&format!("\"id\":\"{id}\"")),
+            "{id} answered before its record was written"
+        );
+    }
+    // A rejection too.
+    let r = raw_exchange(&sock, b"{\"type\":\"nope\"}\n", true);
+    assert_eq!(first_json(&r)["decision"], "deny", "{r}");
+    let text = std::fs::read_to_string(&audit).expect("audit log");
+    assert!(
+        text.contains("\"kind\":\"rejection\""),
+        "rejection not recorded before the reply"
+    );
+    serve.child.kill9();
+    let (code, out, err) = guard_cli(&["audit", "verify", audit.to_str().expect("utf8")], &[]);
+    assert_eq!(code, 0, "audit verify after kill -9: {out}{err}");
+}

@@ -46,6 +46,8 @@ pub struct Engine {
     audit: AuditLog,
     /// False once an audit write failed: allows are refused from then on.
     audit_ok: Arc<AtomicBool>,
+    /// Answers that run nothing also wait for their record's fsync.
+    durable_answers: bool,
 }
 
 /// A value as audit JSON (Null if it cannot be encoded, which our types never are).
@@ -73,6 +75,7 @@ impl Engine {
             inbox,
             audit,
             audit_ok: Arc::new(AtomicBool::new(true)),
+            durable_answers: socket.durable_answers,
         }
     }
 
@@ -101,14 +104,19 @@ impl Engine {
     /// batch, fsynced within `audit::SYNC_WINDOW`). Used where the reply runs nothing: policy
     /// answers to `request` frames and rejections, so an autonomous decision costs no fsync
     /// of latency. A failed write marks the log unhealthy and every later allow becomes a
-    /// deny `audit-unavailable` (fail closed).
-    /// `fields` is built on the audit writer thread, off the event loop.
-    fn record_soon(&self, kind: &'static str, fields: audit::FieldsFn) {
+    /// deny `audit-unavailable` (fail closed). With `durable_answers`, waits like
+    /// [`Self::record`]. `fields` is built on the audit writer thread, off the event loop.
+    /// Returns false when the log is (known to be) failing.
+    async fn record_soon(&self, kind: &'static str, fields: audit::FieldsFn) -> bool {
+        if self.durable_answers {
+            return self.record(kind, fields()).await;
+        }
         self.audit.record_detached(kind, fields, &self.audit_ok);
+        self.audit_ok.load(Ordering::Relaxed)
     }
 
     /// Audits a rejection that happened before a frame was decoded (read errors).
-    pub fn audit_rejection(
+    pub async fn audit_rejection(
         &self,
         peer: &Peer,
         id: Option<&str>,
@@ -117,7 +125,8 @@ impl Engine {
     ) {
         let fields = json!({"source":"socket","peer":{"uid":peer.uid,"pid":peer.pid},"id":id,
                             "reason":reason.as_str(),"message":message});
-        self.record_soon("rejection", Box::new(move || fields));
+        self.record_soon("rejection", Box::new(move || fields))
+            .await;
     }
 
     async fn reject(
@@ -128,7 +137,8 @@ impl Engine {
         reason: RejectReason,
         message: &str,
     ) -> Reply {
-        self.audit_rejection(peer, id.as_deref(), reason, message);
+        self.audit_rejection(peer, id.as_deref(), reason, message)
+            .await;
         Reply::reject(id, kind, reason, message)
     }
 
@@ -362,8 +372,7 @@ impl Engine {
         );
         let fields = move || json!({"peer":p,"request":js(&r),"verdict":js(&v),"decision":js(&d)});
         let audited = if req.who.source == Source::SocketRequest {
-            self.record_soon("decision", Box::new(fields));
-            self.audit_ok.load(Ordering::Relaxed)
+            self.record_soon("decision", Box::new(fields)).await
         } else {
             // An exec runs next: its decision is on disk first.
             self.record("decision", fields()).await

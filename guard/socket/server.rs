@@ -276,12 +276,14 @@ async fn handle_connection(
     let (conn, line) = Conn::Plain(stream).read_line(timeout).await;
     let reply = match line {
         LineRead::Gone => {
-            engine.audit_rejection(
-                &peer,
-                None,
-                RejectReason::Eof,
-                "connection reset while reading",
-            );
+            engine
+                .audit_rejection(
+                    &peer,
+                    None,
+                    RejectReason::Eof,
+                    "connection reset while reading",
+                )
+                .await;
             return;
         }
         LineRead::Reject(reason) => {
@@ -290,7 +292,7 @@ async fn handle_connection(
                 RejectReason::ReadTimeout => "no complete request line in time",
                 _ => "connection closed before a newline",
             };
-            engine.audit_rejection(&peer, None, reason, message);
+            engine.audit_rejection(&peer, None, reason, message).await;
             Reply::reject(None, FrameKind::Unknown, reason, message)
         }
         LineRead::Line(line) => engine.respond(&peer, &line, shutdown).await,
