@@ -151,14 +151,14 @@ fn chain(rules: &[Value]) -> Result<Chain, SandboxError> {
     }
 }
 
-/// Where a dispatch jump goes, resolved once the layout is known.
+/// What a range of syscall numbers gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {
-    /// The shared `RET ALLOW` (seccompiler's mismatch action).
+    /// RET ALLOW (seccompiler's mismatch action).
     Allow,
-    /// The shared `RET action` for an unconditional rule.
+    /// RET with this action (an unconditional rule).
     Ret(u32),
-    /// The start of a conditional syscall's chain (index into the sorted chains).
+    /// The chain of a syscall with argument checks (index into the sorted chains).
     Chain(usize),
 }
 
@@ -167,77 +167,112 @@ enum Target {
 enum Field {
     Jt,
     Jf,
-    K,
 }
 
-/// A binary search over the syscall numbers that have rules: a number without rules reaches
-/// the shared ALLOW within a few comparisons, an unconditional rule is one `JEQ` whose true
-/// branch is the shared RET of its action, a conditional one jumps to its own chain. Why not
-/// seccompiler's single linear program: when a filter is attached the kernel emulates it for
-/// every syscall number (the action cache) and JIT-compiles it, so both the length of the
-/// walk and the number of instructions are paid on every spawn. Expects the syscall number
-/// in A (the prefix leaves it there). None if a jump would not fit in 8 bits.
+/// The dispatch: a binary search (`JGE` on range boundaries) over the syscall numbers, cut
+/// into ranges that share one answer: no rule (ALLOW), one unconditional action (a run of
+/// neighbouring numbers denied alike is one range), or one syscall's own seccompiler chain
+/// for argument checks. The search's last comparisons jump straight to shared RETs (or to a
+/// `JA` per chain), so the whole program stays short. Why not seccompiler's single linear
+/// program: when a filter is attached the kernel JIT-compiles it and emulates it for every
+/// syscall number (the action cache), so both the instruction count and the length of the
+/// walk are paid on every spawn. Expects the syscall number in A (the prefix leaves it there).
+/// None if a jump would not fit in 8 bits.
 fn dispatch(chains: &[Chain]) -> Option<Vec<libc::sock_filter>> {
+    let mut sorted: Vec<&Chain> = chains.iter().collect();
+    sorted.sort_by_key(|c| c.nr);
+    if sorted.windows(2).any(|w| w[0].nr == w[1].nr) {
+        return None;
+    }
+    // Ranges as (first number, target), covering 0..=u32::MAX, neighbours differing.
+    let mut ranges: Vec<(u32, Target)> = vec![(0, Target::Allow)];
+    let mut push = |from: u32, t: Target| {
+        match ranges.last_mut() {
+            // The previous range is empty (this number follows a denied neighbour): reuse it.
+            Some(last) if last.0 == from => last.1 = t,
+            Some(last) if last.1 == t => return,
+            _ => ranges.push((from, t)),
+        }
+        let n = ranges.len();
+        if n >= 2 && ranges[n - 2].1 == ranges[n - 1].1 {
+            ranges.pop();
+        }
+    };
+    for (i, c) in sorted.iter().enumerate() {
+        push(
+            c.nr,
+            c.unconditional().map_or(Target::Chain(i), Target::Ret),
+        );
+        push(c.nr.checked_add(1)?, Target::Allow);
+    }
+    // A chain's range is exactly its number, so ranges.first() == (0, ..) always holds.
     type Fixups = Vec<(usize, Field, Target)>;
-    fn tree(
-        chains: &[(usize, &Chain)],
+    /// Emits the search over `ranges` (at least two); returns nothing, records jumps to
+    /// leaves in `fix` and patches jumps to inner nodes itself.
+    fn node(
+        ranges: &[(u32, Target)],
         out: &mut Vec<libc::sock_filter>,
         fix: &mut Fixups,
     ) -> Option<()> {
-        if let [(i, c)] = chains {
-            let at = out.len();
-            out.push(insn(JEQ_K, 0, 0, c.nr));
-            fix.push((at, Field::Jf, Target::Allow));
-            match c.unconditional() {
-                Some(action) => fix.push((at, Field::Jt, Target::Ret(action))),
-                None => {
-                    out.push(insn(JA, 0, 0, 0));
-                    fix.push((at + 1, Field::K, Target::Chain(*i)));
-                }
-            }
-            return Some(());
-        }
-        let mid = (chains.len() - 1) / 2;
+        let mid = ranges.len() / 2;
+        let (left, right) = ranges.split_at(mid);
         let at = out.len();
-        out.push(insn(JGT_K, 0, 0, chains[mid].1.nr));
-        tree(&chains[..=mid], out, fix)?;
-        out[at].jt = u8::try_from(out.len() - at - 1).ok()?;
-        tree(&chains[mid + 1..], out, fix)
-    }
-    let mut sorted: Vec<&Chain> = chains.iter().collect();
-    sorted.sort_by_key(|c| c.nr);
-    if sorted.is_empty() || sorted.windows(2).any(|w| w[0].nr == w[1].nr) {
-        return None;
-    }
-    let indexed: Vec<(usize, &Chain)> = sorted.iter().copied().enumerate().collect();
-    let (mut out, mut fix) = (Vec::new(), Fixups::new());
-    tree(&indexed, &mut out, &mut fix)?;
-    // The shared returns, right after the tree (within 8-bit reach of every leaf).
-    let mut rets: Vec<(Target, usize)> = vec![(Target::Allow, out.len())];
-    out.push(insn(RET_K, 0, 0, RET_ALLOW));
-    for c in &sorted {
-        if let Some(action) = c.unconditional() {
-            if !rets.iter().any(|(t, _)| *t == Target::Ret(action)) {
-                rets.push((Target::Ret(action), out.len()));
-                out.push(insn(RET_K, 0, 0, action));
+        // A >= first number of the right half: go right (jt), else left (jf).
+        out.push(insn(JGE_K, 0, 0, right[0].0));
+        for (half, field) in [(left, Field::Jf), (right, Field::Jt)] {
+            if let [(_, leaf)] = half {
+                fix.push((at, field, *leaf));
+            } else {
+                let off = u8::try_from(out.len() - at - 1).ok()?;
+                match field {
+                    Field::Jt => out[at].jt = off,
+                    Field::Jf => out[at].jf = off,
+                }
+                node(half, out, fix)?;
             }
         }
+        Some(())
     }
-    // Each conditional chain once, followed by the mismatch action.
+    let (mut out, mut fix) = (Vec::new(), Fixups::new());
+    if ranges.len() < 2 {
+        out.push(insn(RET_K, 0, 0, RET_ALLOW));
+        return Some(out);
+    }
+    node(&ranges, &mut out, &mut fix)?;
+    // The leaves, right after the search: shared RETs, and one JA per chain (a chain may lie
+    // beyond an 8-bit jump; JA takes 32 bits).
+    let mut leaves: Vec<(Target, usize)> = Vec::new();
+    for &(_, t) in &ranges {
+        if leaves.iter().any(|(l, _)| *l == t) {
+            continue;
+        }
+        leaves.push((t, out.len()));
+        out.push(match t {
+            Target::Allow => insn(RET_K, 0, 0, RET_ALLOW),
+            Target::Ret(action) => insn(RET_K, 0, 0, action),
+            Target::Chain(_) => insn(JA, 0, 0, 0),
+        });
+    }
+    let mut chain_at = Vec::new();
     for (i, c) in sorted.iter().enumerate() {
         if c.unconditional().is_none() {
-            rets.push((Target::Chain(i), out.len()));
+            chain_at.push((i, out.len()));
             out.extend_from_slice(&c.insns);
             out.push(insn(RET_K, 0, 0, RET_ALLOW));
         }
     }
+    for &(t, at) in &leaves {
+        if let Target::Chain(i) = t {
+            let start = chain_at.iter().find(|(c, _)| *c == i)?.1;
+            out[at].k = u32::try_from(start.checked_sub(at + 1)?).ok()?;
+        }
+    }
     for (at, field, target) in fix {
-        let pos = rets.iter().find(|(t, _)| *t == target)?.1;
-        let off = pos.checked_sub(at + 1)?;
+        let pos = leaves.iter().find(|(t, _)| *t == target)?.1;
+        let off = u8::try_from(pos.checked_sub(at + 1)?).ok()?;
         match field {
-            Field::Jt => out[at].jt = u8::try_from(off).ok()?,
-            Field::Jf => out[at].jf = u8::try_from(off).ok()?,
-            Field::K => out[at].k = u32::try_from(off).ok()?,
+            Field::Jt => out[at].jt = off,
+            Field::Jf => out[at].jf = off,
         }
     }
     Some(out)
