@@ -11,6 +11,7 @@
 
 use sanctum_guard::sandbox::{builtin_profiles, prepare, ResolvedProfile};
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -64,7 +65,32 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
+/// Set in the helper process that runs bwrap (see `main`).
+const BWRAP_RUNNER: &str = "SANCTUM_BENCH_BWRAP_RUNNER";
+
+/// The helper: one bwrap run per input line, its duration in nanoseconds per output line.
+fn bwrap_runner() {
+    let mut out = std::io::stdout();
+    for line in std::io::stdin().lines() {
+        if line.is_err() {
+            return;
+        }
+        let mut c = Command::new("bwrap");
+        c.args(&BWRAP[..10]);
+        let d = spawn_wait(c);
+        if writeln!(out, "{}", d.as_nanos())
+            .and_then(|()| out.flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
 fn main() {
+    if std::env::var_os(BWRAP_RUNNER).is_some() {
+        return bwrap_runner();
+    }
     let n: usize = std::env::var("SANCTUM_BENCH_N")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -81,25 +107,29 @@ fn main() {
     bare.deny_read.clear();
     let bare = bare.resolve(&ws).expect("profile"); // startup
     let env = BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]);
-    // bwrap runs from a thread started before the bounding set is cleared below (as root it
-    // needs its capabilities); the rest runs on this thread, cleared as `serve` clears its own
-    // at startup, so the confined spawns pay what they pay under `serve`.
-    let (to_bwrap, bwrap_rx) = std::sync::mpsc::channel::<()>();
-    let (bwrap_tx, from_bwrap) = std::sync::mpsc::channel::<Duration>();
-    std::thread::spawn(move || {
-        while bwrap_rx.recv().is_ok() {
-            let mut c = Command::new("bwrap");
-            c.args(&BWRAP[..10]);
-            if bwrap_tx.send(spawn_wait(c)).is_err() {
-                return;
-            }
-        }
-    });
-    let bwrap = || {
-        to_bwrap.send(()).expect("bwrap thread"); // startup
-        from_bwrap.recv().expect("bwrap thread") // startup
+    // bwrap runs from a helper process (this binary again) started before the bounding set
+    // is cleared below: as root it needs its capabilities. This process stays single-threaded
+    // and clears its set as `serve` does at startup, so the confined spawns pay what they pay
+    // under `serve`.
+    let mut runner = Command::new(std::env::current_exe().expect("exe")) // startup
+        .env(BWRAP_RUNNER, "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("bwrap runner"); // startup
+    let mut to_runner = runner.stdin.take().expect("runner stdin"); // startup
+    let mut from_runner = BufReader::new(runner.stdout.take().expect("runner stdout")); // startup
+    let mut bwrap = || {
+        to_runner.write_all(b"\n").expect("runner"); // startup
+        let mut line = String::new();
+        from_runner.read_line(&mut line).expect("runner"); // startup
+        Duration::from_nanos(line.trim().parse().expect("runner answer")) // startup
     };
     let cleared = sanctum_guard::sandbox::kernel::clear_own_bounding_set().expect("bounding"); // startup
+    assert!(
+        cleared == 0 || sanctum_guard::sandbox::kernel::bounding_set_empty_everywhere(),
+        "the bench must clear its set while single-threaded, like serve"
+    );
     let write_spec = builtin_profiles()["workspace-write"].clone();
     let per_request = |ws: &Path| {
         let t = Instant::now();
@@ -211,4 +241,6 @@ fn main() {
         );
     }
     println!("(fork+exec itself costs {fk:.3} ms more than posix_spawn here)");
+    drop(to_runner); // EOF: the runner ends
+    let _ = runner.wait();
 }

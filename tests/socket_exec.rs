@@ -95,6 +95,17 @@ fn autonomous_exec_runs_with_cap_and_timeout() {
         "{v}"
     );
     assert_eq!(v["error"]["reason"], "sensitive-path", "{v}");
+
+    // The command's capability sets are all empty, whether the child dropped its bounding
+    // set itself or (serve run as root) found it already cleared by serve.
+    let v = exec(&sock, &["/usr/bin/cat", "/proc/self/status"], &w.home, 5000);
+    let status = v["payload"]["stdout"].as_str().expect("stdout");
+    for key in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert!(
+            status.contains(&format!("{key}:\t0000000000000000")),
+            "{key} not empty: {status}"
+        );
+    }
 }
 
 #[test]

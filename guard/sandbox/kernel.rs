@@ -42,18 +42,59 @@ pub fn can_drop_bounding() -> bool {
 /// Clears the calling thread's capability bounding set, so that nothing it (or a thread it
 /// creates later) executes can regain a capability through file capabilities or a
 /// setuid-root binary; the guard itself keeps its current capabilities. `serve` calls it
-/// before starting any thread: the bounding set is per thread, inherited at creation. Each
-/// confined child then finds nothing left to drop (one cheap read per capability instead of
-/// a credentials update). Returns how many were dropped (0 without CAP_SETPCAP).
-pub fn clear_own_bounding_set() -> Result<usize, caps::errors::CapsError> {
+/// before starting any thread: the bounding set is per thread, inherited at creation, and can
+/// only shrink. Called while the process has one thread, success means no thread will ever
+/// hold a bounding capability again ([`bounding_set_empty_everywhere`]), and confined children
+/// skip their own drop loop. Returns how many were dropped (0 without CAP_SETPCAP).
+pub fn clear_own_bounding_set() -> std::io::Result<usize> {
     if !can_drop_bounding() {
         return Ok(0);
     }
-    let present = caps::read(None, caps::CapSet::Bounding)?;
-    for cap in &present {
-        caps::drop(None, caps::CapSet::Bounding, *cap)?;
+    let single = threads() == Some(1);
+    let mut dropped = 0;
+    // Every number the kernel knows (not only those the caps crate names).
+    for cap in 0..=cap_last_cap() {
+        if bounding_has(cap)? {
+            // SAFETY: prctl(PR_CAPBSET_DROP) takes an integer and changes only this thread's
+            // credentials; no memory is passed.
+            if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap)) } < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            dropped += 1;
+        }
     }
-    Ok(present.len())
+    let mut empty = true;
+    for cap in 0..=cap_last_cap() {
+        empty &= !bounding_has(cap)?;
+    }
+    if single && empty {
+        EMPTY_EVERYWHERE.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    Ok(dropped)
+}
+
+/// Whether the calling thread's bounding set holds `cap`.
+fn bounding_has(cap: u32) -> std::io::Result<bool> {
+    // SAFETY: prctl(PR_CAPBSET_READ) takes an integer and reads this thread's credentials.
+    match unsafe { libc::prctl(libc::PR_CAPBSET_READ, libc::c_ulong::from(cap)) } {
+        r if r < 0 => Err(std::io::Error::last_os_error()),
+        r => Ok(r > 0),
+    }
+}
+
+static EMPTY_EVERYWHERE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// True once [`clear_own_bounding_set`] emptied the bounding set of a single-threaded
+/// process: every thread since inherited the empty set, and no set can grow back.
+pub fn bounding_set_empty_everywhere() -> bool {
+    EMPTY_EVERYWHERE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// This process's thread count, from /proc/self/status.
+fn threads() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("Threads:"))?;
+    line.trim_start_matches("Threads:").trim().parse().ok()
 }
 
 /// The effective capability mask of this process, from /proc/self/status.

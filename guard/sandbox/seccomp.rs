@@ -26,6 +26,7 @@ const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
 const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
 const JGE_K: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
 const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+#[cfg(test)] // seccompiler emits it in chains; only the test interpreter names it.
 const JGT_K: u16 = 0x25; // BPF_JMP | BPF_JGT | BPF_K
 const JA: u16 = 0x05; // BPF_JMP | BPF_JA
 const RET_ALLOW: u32 = 0x7fff_0000;
@@ -36,21 +37,30 @@ fn insn(code: u16, jt: u8, jf: u8, k: u32) -> libc::sock_filter {
     libc::sock_filter { code, jt, jf, k }
 }
 
-/// The hand-written prefix. seccompiler kills foreign arches itself but does not check the
-/// x32 bit, and it has one action per filter, so ENOSYS for clone3 lives here.
+/// The hand-written prefix: foreign arches die; A then holds the syscall number.
 fn prefix() -> Vec<libc::sock_filter> {
     vec![
         insn(LD_W_ABS, 0, 0, 4), // seccomp_data.arch
         insn(JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
         insn(RET_K, 0, 0, RET_KILL_PROCESS),
         insn(LD_W_ABS, 0, 0, 0), // seccomp_data.nr
-        insn(JGE_K, 0, 1, X32_SYSCALL_BIT),
-        insn(RET_K, 0, 0, RET_KILL_PROCESS),
-        insn(JEQ_K, 0, 1, NR_CLONE3),
-        insn(RET_K, 0, 0, RET_ERRNO | libc::ENOSYS as u32),
-        insn(JEQ_K, 1, 0, NR_SETXATTRAT),
-        insn(JEQ_K, 0, 1, NR_REMOVEXATTRAT),
-        insn(RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
+    ]
+}
+
+/// Hand-written answers, searched like the JSON rules (inclusive number ranges): x32
+/// numbers die (seccompiler does not check the x32 bit), clone3 gets ENOSYS (its flags sit
+/// behind a pointer; glibc and Node fall back to clone, whose flags the JSON checks), and
+/// the xattr calls newer than seccompiler's syscall table get EPERM.
+fn special_spans() -> [(u32, u32, u32); 4] {
+    [
+        (NR_CLONE3, NR_CLONE3, RET_ERRNO | libc::ENOSYS as u32),
+        (NR_SETXATTRAT, NR_SETXATTRAT, RET_ERRNO | libc::EPERM as u32),
+        (
+            NR_REMOVEXATTRAT,
+            NR_REMOVEXATTRAT,
+            RET_ERRNO | libc::EPERM as u32,
+        ),
+        (X32_SYSCALL_BIT, u32::MAX, RET_KILL_PROCESS),
     ]
 }
 
@@ -181,7 +191,19 @@ enum Field {
 fn dispatch(chains: &[Chain]) -> Option<Vec<libc::sock_filter>> {
     let mut sorted: Vec<&Chain> = chains.iter().collect();
     sorted.sort_by_key(|c| c.nr);
-    if sorted.windows(2).any(|w| w[0].nr == w[1].nr) {
+    // (first, last, target), sorted; overlapping spans (a JSON rule for a number the prefix
+    // answers, or one syscall twice) are a build error.
+    let mut spans: Vec<(u32, u32, Target)> = sorted
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let t = c.unconditional().map_or(Target::Chain(i), Target::Ret);
+            (c.nr, c.nr, t)
+        })
+        .chain(special_spans().map(|(a, b, r)| (a, b, Target::Ret(r))))
+        .collect();
+    spans.sort_by_key(|s| s.0);
+    if spans.windows(2).any(|w| w[1].0 <= w[0].1) {
         return None;
     }
     // Ranges as (first number, target), covering 0..=u32::MAX, neighbours differing.
@@ -198,14 +220,12 @@ fn dispatch(chains: &[Chain]) -> Option<Vec<libc::sock_filter>> {
             ranges.pop();
         }
     };
-    for (i, c) in sorted.iter().enumerate() {
-        push(
-            c.nr,
-            c.unconditional().map_or(Target::Chain(i), Target::Ret),
-        );
-        push(c.nr.checked_add(1)?, Target::Allow);
+    for (first, last, t) in spans {
+        push(first, t);
+        if let Some(next) = last.checked_add(1) {
+            push(next, Target::Allow);
+        }
     }
-    // A chain's range is exactly its number, so ranges.first() == (0, ..) always holds.
     type Fixups = Vec<(usize, Field, Target)>;
     /// Emits the search over `ranges` (at least two); returns nothing, records jumps to
     /// leaves in `fix` and patches jumps to inner nodes itself.
@@ -388,7 +408,20 @@ mod tests {
         }});
         let bytes = serde_json::to_vec(&doc).unwrap();
         let mut map = seccompiler::compile_from_json(bytes.as_slice(), TargetArch::x86_64).unwrap();
-        let mut prog = prefix();
+        // The documented prefix, written out as a linear check.
+        let mut prog = vec![
+            insn(LD_W_ABS, 0, 0, 4),
+            insn(JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
+            insn(RET_K, 0, 0, RET_KILL_PROCESS),
+            insn(LD_W_ABS, 0, 0, 0),
+            insn(JGE_K, 0, 1, X32_SYSCALL_BIT),
+            insn(RET_K, 0, 0, RET_KILL_PROCESS),
+            insn(JEQ_K, 0, 1, NR_CLONE3),
+            insn(RET_K, 0, 0, RET_ERRNO | libc::ENOSYS as u32),
+            insn(JEQ_K, 1, 0, NR_SETXATTRAT),
+            insn(JEQ_K, 0, 1, NR_REMOVEXATTRAT),
+            insn(RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
+        ];
         prog.extend(
             map.remove("merged")
                 .unwrap()
