@@ -1,6 +1,7 @@
-//! The cached Landlock limits layer against the real kernel: a layer built before a change
-//! in a listed directory must never make a denied path readable afterwards, and siblings
-//! created later become readable once the cache notices the change.
+//! The cached Landlock layers against the real kernel. Limits layer: a layer built before a
+//! change in a listed directory must never make a denied path readable afterwards, and
+//! siblings created later become readable once the cache notices the change. Base layer: a
+//! write root replaced by another directory is granted as the new one, never the old.
 
 use sanctum_guard::sandbox::{builtin_profiles, prepare, ProfileSpec};
 use std::collections::BTreeMap;
@@ -71,4 +72,46 @@ fn secret_created_after_the_cache_was_filled_stays_unreadable() {
     let o = cat(&p, &p.join("notes.txt"));
     assert!(o.status.success(), "{o:?}");
     assert_eq!(o.stdout, b"hello");
+}
+
+/// `sh -c script` under a profile that writes only `root` (no private tmp: its base layer is
+/// cached between spawns).
+fn write_into(ws: &Path, root: &Path, script: &str) -> std::process::Output {
+    let mut spec = builtin_profiles()["read-only"].clone();
+    spec.deny_read.clear();
+    spec.write = vec![root.to_string_lossy().into_owned(), "/dev/null".into()];
+    let profile = spec.resolve(ws).unwrap();
+    assert!(profile.tmp.is_none(), "this profile must be cacheable");
+    let prepared = prepare(&profile).unwrap();
+    let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script.to_string()];
+    let (mut cmd, _stage) = prepared
+        .command(&argv, ws, &prepared.env(&BTreeMap::new()))
+        .unwrap();
+    cmd.output().unwrap()
+}
+
+#[test]
+fn replaced_write_root_is_granted_as_the_new_directory_only() {
+    let ws = workspace();
+    let p = ws.path().canonicalize().unwrap();
+    let root = p.join("out");
+    std::fs::create_dir(&root).unwrap();
+    // Warm the cache: two spawns, the second a cache hit.
+    for i in 0..2 {
+        let o = write_into(&p, &root, &format!("echo {i} > {}/f{i}", root.display()));
+        assert!(o.status.success(), "{o:?}");
+    }
+    // Replace the root: the old directory moves aside, a new one takes its name.
+    let old = p.join("old-out");
+    std::fs::rename(&root, &old).unwrap();
+    std::fs::create_dir(&root).unwrap();
+    let o = write_into(&p, &root, &format!("echo new > {}/g", root.display()));
+    assert!(o.status.success(), "the new root must be writable: {o:?}");
+    assert_eq!(std::fs::read_to_string(root.join("g")).unwrap(), "new\n");
+    let o = write_into(&p, &root, &format!("echo stale > {}/h", old.display()));
+    assert!(
+        !o.status.success(),
+        "the old root must not be writable: {o:?}"
+    );
+    assert!(!old.join("h").exists());
 }

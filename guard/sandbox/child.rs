@@ -15,8 +15,8 @@ pub struct Rlimit {
 /// Everything the child applies, built in the parent.
 #[derive(Debug)]
 pub struct ChildPlan {
-    /// The per-spawn Landlock layer (roots, network, scopes).
-    pub landlock: Option<OwnedFd>,
+    /// The base Landlock layer (roots, network, scopes), cached unless it names a private tmp.
+    pub landlock: Option<std::sync::Arc<OwnedFd>>,
     /// The cached layer capping deny_read and protected paths (shared between spawns).
     pub landlock_limits: Option<std::sync::Arc<OwnedFd>>,
     pub bpf: std::sync::Arc<Vec<libc::sock_filter>>,
@@ -155,7 +155,7 @@ impl ChildPlan {
                 5,
             )?;
             // Two layers: Landlock allows an access only if both do.
-            let layers = [self.landlock.as_ref(), self.landlock_limits.as_deref()];
+            let layers = [self.landlock.as_deref(), self.landlock_limits.as_deref()];
             for fd in layers.into_iter().flatten() {
                 check(
                     libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32),

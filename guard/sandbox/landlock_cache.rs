@@ -15,6 +15,13 @@
 //!   rebuilds when identity (dev, inode) or a timestamp differs. A listed directory replaced
 //!   as a whole changes its inode, and its parent is listed too (walks start at `/`).
 //!
+//! Base layers (one rule per root, network ports, scopes) are cached too, except when a
+//! profile names a per-run private tmp. A base layer grants each root's rights to the inode
+//! the root's path named when it was opened (last component not followed), so a cached one
+//! equals a fresh build exactly when every root path still names the same inode (dev, inode),
+//! or still names nothing; each use checks that with one lstat per root. The ruleset pins
+//! those inodes, so their numbers cannot be reused by other files while it is cached.
+//!
 //! Timestamps come from a coarse clock: a change in the same tick as the listing could keep
 //! the old mtime. As in git's "racy index" rule, a layer whose listed directories changed
 //! less than `RACY` before the build began is used once and not cached. Entries also expire
@@ -85,17 +92,50 @@ fn still_valid(walked: &[(PathBuf, Stamp)]) -> bool {
     })
 }
 
-struct Entry {
+struct Entry<W> {
     fd: Arc<OwnedFd>,
-    walked: Vec<(PathBuf, Stamp)>,
+    /// What a use re-checks before trusting `fd`.
+    check: W,
     built: Instant,
 }
 
-type Cache = Mutex<HashMap<Key, Entry>>;
+type Cache<K, W> = Mutex<HashMap<K, Entry<W>>>;
 
-fn cache() -> &'static Cache {
-    static CACHE: OnceLock<Cache> = OnceLock::new();
+fn limits_cache() -> &'static Cache<Key, Vec<(PathBuf, Stamp)>> {
+    static CACHE: OnceLock<Cache<Key, Vec<(PathBuf, Stamp)>>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
+}
+
+/// The entry for `key` younger than [`TTL`], if any: its layer and what to re-check.
+fn lookup<K: std::hash::Hash + Eq, W: Clone>(
+    cache: &Cache<K, W>,
+    key: &K,
+) -> Option<(Arc<OwnedFd>, W)> {
+    cache.lock().ok().and_then(|c| {
+        c.get(key)
+            .filter(|e| e.built.elapsed() < TTL)
+            .map(|e| (Arc::clone(&e.fd), e.check.clone()))
+    })
+}
+
+/// Stores a layer (at most [`MAX_ENTRIES`]: expired entries go first, then all).
+fn store<K: std::hash::Hash + Eq, W>(cache: &Cache<K, W>, key: K, fd: &Arc<OwnedFd>, check: W) {
+    if let Ok(mut c) = cache.lock() {
+        if c.len() >= MAX_ENTRIES {
+            c.retain(|_, e| e.built.elapsed() < TTL);
+            if c.len() >= MAX_ENTRIES {
+                c.clear();
+            }
+        }
+        c.insert(
+            key,
+            Entry {
+                fd: Arc::clone(fd),
+                check,
+                built: Instant::now(),
+            },
+        );
+    }
 }
 
 fn epoch(t: SystemTime) -> (i64, i64) {
@@ -115,12 +155,8 @@ pub fn get_or_build<F>(key: Key, build: F) -> Result<Arc<OwnedFd>, SandboxError>
 where
     F: FnOnce() -> Result<(OwnedFd, Vec<(PathBuf, Stamp)>), SandboxError>,
 {
-    let hit = cache().lock().ok().and_then(|c| {
-        c.get(&key)
-            .filter(|e| e.built.elapsed() < TTL)
-            .map(|e| (Arc::clone(&e.fd), e.walked.clone()))
-    });
-    if let Some((fd, walked)) = hit {
+    let cache = limits_cache();
+    if let Some((fd, walked)) = lookup(cache, &key) {
         if still_valid(&walked) {
             return Ok(fd);
         }
@@ -129,27 +165,58 @@ where
     let (fd, walked) = build()?;
     let fd = Arc::new(fd);
     let limit = epoch(started.checked_sub(RACY).unwrap_or(UNIX_EPOCH));
-    let racy = walked.iter().any(|(_, s)| !s.older_than(limit));
-    if let Ok(mut c) = cache().lock() {
-        if racy {
+    if walked.iter().any(|(_, s)| !s.older_than(limit)) {
+        if let Ok(mut c) = cache.lock() {
             c.remove(&key);
-        } else {
-            if c.len() >= MAX_ENTRIES {
-                c.retain(|_, e| e.built.elapsed() < TTL);
-                if c.len() >= MAX_ENTRIES {
-                    c.clear();
-                }
-            }
-            c.insert(
-                key,
-                Entry {
-                    fd: Arc::clone(&fd),
-                    walked,
-                    built: Instant::now(),
-                },
-            );
+        }
+    } else {
+        store(cache, key, &fd, walked);
+    }
+    Ok(fd)
+}
+
+/// What a base layer depends on: its roots with their rights, the TCP ports, ABI and mode.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BaseKey {
+    pub abi: u8,
+    pub degraded: bool,
+    pub roots: Vec<(PathBuf, u64)>,
+    pub ports: Vec<u16>,
+}
+
+/// The inode a root path named when its rule was made (dev, inode); None: no rule was made
+/// (the path was missing, or a symlink, which is never granted).
+pub type Ident = Option<(u64, u64)>;
+
+/// Whether each root path still names what it named at build time (lstat: the last
+/// component is not followed, as when it was opened).
+fn roots_unchanged(roots: &[(PathBuf, Ident)]) -> bool {
+    roots.iter().all(|(path, was)| {
+        let now = std::fs::symlink_metadata(path).ok();
+        match (was, now) {
+            (Some(id), Some(m)) => *id == (m.dev(), m.ino()),
+            (None, None) => true,
+            _ => false,
+        }
+    })
+}
+
+/// The cached base layer for `key` if every root still names the same inode, else
+/// `build()`'s. `build` returns the ruleset and each root's [`Ident`].
+pub fn base_get_or_build<F>(key: BaseKey, build: F) -> Result<Arc<OwnedFd>, SandboxError>
+where
+    F: FnOnce() -> Result<(OwnedFd, Vec<(PathBuf, Ident)>), SandboxError>,
+{
+    static CACHE: OnceLock<Cache<BaseKey, Vec<(PathBuf, Ident)>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some((fd, roots)) = lookup(cache, &key) {
+        if roots_unchanged(&roots) {
+            return Ok(fd);
         }
     }
+    let (fd, roots) = build()?;
+    let fd = Arc::new(fd);
+    store(cache, key, &fd, roots);
     Ok(fd)
 }
 
@@ -214,5 +281,53 @@ mod tests {
             !still_valid(&[(d, old)]),
             "symlink to the old inode is a change"
         );
+    }
+
+    #[test]
+    fn base_layer_reused_while_roots_name_the_same_inodes() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        let missing = dir.path().join("missing");
+        let key = BaseKey {
+            abi: 0,
+            degraded: false,
+            roots: vec![(root.clone(), 1), (missing.clone(), 1)],
+            ports: vec![],
+        };
+        let builds = std::cell::Cell::new(0);
+        let build = || {
+            builds.set(builds.get() + 1);
+            // What a real build records: each root's inode as it is now, or nothing.
+            let ident = |p: &std::path::Path| {
+                std::fs::symlink_metadata(p)
+                    .ok()
+                    .map(|m| (m.dev(), m.ino()))
+            };
+            let idents = vec![
+                (root.clone(), ident(&root)),
+                (missing.clone(), ident(&missing)),
+            ];
+            Ok((dummy_fd(), idents))
+        };
+        let a = base_get_or_build(key.clone(), build).unwrap();
+        // Contents changing do not matter (no timestamps): still the same inode.
+        std::fs::write(root.join("f"), "x").unwrap();
+        let b = base_get_or_build(key.clone(), build).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(builds.get(), 1);
+        // A root that was missing now exists: rebuilt.
+        std::fs::create_dir(&missing).unwrap();
+        base_get_or_build(key.clone(), build).unwrap();
+        assert_eq!(builds.get(), 2);
+        std::fs::remove_dir(&missing).unwrap();
+        base_get_or_build(key.clone(), build).unwrap();
+        base_get_or_build(key.clone(), build).unwrap();
+        assert_eq!(builds.get(), 3, "cached again once the build matches");
+        // The root replaced by another directory: rebuilt.
+        std::fs::rename(&root, dir.path().join("aside")).unwrap();
+        std::fs::create_dir(&root).unwrap();
+        base_get_or_build(key, build).unwrap();
+        assert_eq!(builds.get(), 4);
     }
 }

@@ -83,13 +83,14 @@ fn open_kind(path: &Path, is_dir: Option<bool>) -> Result<Option<(OwnedFd, bool)
     }
 }
 
-fn grant(
+/// Opens `path` and queues its rule; returns the fd it queued (None: nothing granted).
+fn grant<'a>(
     path: &Path,
     kind: Option<bool>,
     dir_rights: BitFlags<AccessFs>,
     abi: ABI,
-    out: &mut Grants,
-) -> Result<(), SandboxError> {
+    out: &'a mut Grants,
+) -> Result<Option<&'a OwnedFd>, SandboxError> {
     if let Some((fd, is_dir)) = open_kind(path, kind)? {
         let rights = if is_dir {
             dir_rights
@@ -97,8 +98,9 @@ fn grant(
             dir_rights & AccessFs::from_file(abi)
         };
         out.push((fd, rights));
+        return Ok(out.last().map(|(fd, _)| fd));
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The result of a walk: grants, and every directory whose children were listed (with its
@@ -140,7 +142,7 @@ fn grant_limited(
         return if rights.is_empty() {
             Ok(())
         } else {
-            grant(root, kind, rights, abi, &mut out.grants)
+            grant(root, kind, rights, abi, &mut out.grants).map(|_| ())
         };
     }
     let mut here = rights;
@@ -175,7 +177,8 @@ fn grant_limited(
 /// The two Landlock layers of a profile. A process is confined by both, and Landlock allows
 /// an access only if every layer does, so the effective rights are their intersection:
 /// - `base`: the roots (read, write) with their rights, network ports and scopes; one rule
-///   per root, built for every spawn (it names the per-run private tmp).
+///   per root. Cached while every root names the same inode, except when it names a per-run
+///   private tmp (see `landlock_cache`).
 /// - `limits`: every right on `/` except below the deny_read (no rights) and protected
 ///   (read rights) paths. It is the expensive part (a walk granting every sibling of each
 ///   limited path's ancestors) and depends only on the limit paths, so it is cached.
@@ -188,7 +191,7 @@ fn grant_limited(
 /// may gain rights in no layer), which can only refuse more, never allow more.
 #[derive(Debug)]
 pub struct Layers {
-    pub base: OwnedFd,
+    pub base: Arc<OwnedFd>,
     pub limits: Option<Arc<OwnedFd>>,
 }
 
@@ -302,36 +305,60 @@ pub fn build(
     // Base layer: a root equal to a limited path keeps only the rights the limit allows
     // (read roots are capped by deny_read only, as before); everything below a root is left
     // to the limits layer.
-    let mut grants: Grants = Vec::new();
     let cap = |root: &Path, rights: BitFlags<AccessFs>, lim: &[Limit]| {
         lim.iter()
             .filter(|(p, _)| p == root)
             .fold(rights, |r, (_, m)| r & *m)
     };
+    let mut roots: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
     for p in &profile.read {
-        let rights = cap(p, read, &limits[..deny_count]);
-        if !rights.is_empty() {
-            grant(p, None, rights, abi, &mut grants)?;
-        }
+        roots.push((p.clone(), cap(p, read, &limits[..deny_count])));
     }
     for p in &profile.write {
-        let rights = cap(p, fs, &limits);
-        if !rights.is_empty() {
-            grant(p, None, rights, abi, &mut grants)?;
-        }
+        roots.push((p.clone(), cap(p, fs, &limits)));
     }
-    let mut created = add_grants(new_ruleset(level, fs, net, scopes)?, grants)?;
-    if let NetworkSpec::Ports(ports) = &profile.network {
-        if net.is_empty() {
-            missing.push("landlock tcp port rules (network unrestricted by landlock)".into());
-        }
-        for &port in ports {
-            created = created
-                .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
-                .map_err(ll_err)?;
-        }
+    roots.retain(|(_, rights)| !rights.is_empty());
+    let ports = match &profile.network {
+        NetworkSpec::Ports(ports) => ports.clone(),
+        NetworkSpec::None => Vec::new(),
+    };
+    if matches!(profile.network, NetworkSpec::Ports(_)) && net.is_empty() {
+        missing.push("landlock tcp port rules (network unrestricted by landlock)".into());
     }
-    let base = into_fd(created)?;
+    let build_base =
+        || -> Result<(OwnedFd, Vec<(PathBuf, landlock_cache::Ident)>), SandboxError> {
+            let mut grants: Grants = Vec::new();
+            let mut idents = Vec::new();
+            for (p, rights) in &roots {
+                let ident = match grant(p, None, *rights, abi, &mut grants)? {
+                    Some(fd) => {
+                        let st = nix::sys::stat::fstat(fd).map_err(ll_err)?;
+                        Some((st.st_dev, st.st_ino))
+                    }
+                    None => None,
+                };
+                idents.push((p.clone(), ident));
+            }
+            let mut created = add_grants(new_ruleset(level, fs, net, scopes)?, grants)?;
+            for &port in &ports {
+                created = created
+                    .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+                    .map_err(ll_err)?;
+            }
+            Ok((into_fd(created)?, idents))
+        };
+    // A per-run private tmp makes every base layer different: nothing to reuse.
+    let base = if profile.tmp.is_some() {
+        Arc::new(build_base()?.0)
+    } else {
+        let key = landlock_cache::BaseKey {
+            abi: kernel_abi,
+            degraded: profile.allow_degraded,
+            roots: roots.iter().map(|(p, r)| (p.clone(), r.bits())).collect(),
+            ports: ports.clone(),
+        };
+        landlock_cache::base_get_or_build(key, build_base)?
+    };
     let limits_layer = if limits.is_empty() {
         None
     } else {
