@@ -99,6 +99,27 @@ struct Scored {
     allowlisted: bool,
 }
 
+impl Scored {
+    /// A request classified as one whole (no shell segment, no allowlist).
+    fn whole(policy: &Policy, c: &Classification, text: String, argv: Vec<String>) -> Scored {
+        let (status, category, reasons, gated) = score(policy, c);
+        Scored {
+            verdict: SegmentVerdict {
+                text,
+                argv,
+                resolved_path: None,
+                category,
+                verdict: status.into(),
+                reasons,
+            },
+            status,
+            gated,
+            inline_eval: c.inline_eval,
+            allowlisted: false,
+        }
+    }
+}
+
 /// Decides one request. Pure apart from `stat`/`realpath` of the paths the request names.
 pub fn decide(policy: &Policy, ctx: &DecideContext, req: &Request) -> Verdict {
     // One decision asks the kernel each filesystem question once (see `fs_memo`).
@@ -217,21 +238,8 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
     if scored.is_empty() {
         let mut c = Classification::default();
         c.add(Category::Unanalysable, "unanalysable", "no command to run");
-        let (status, category, reasons, gated) = score(policy, &c);
-        scored.push(Scored {
-            verdict: SegmentVerdict {
-                text: exec.command.clone().unwrap_or_default(),
-                argv: exec.argv.clone(),
-                resolved_path: None,
-                category,
-                verdict: status.into(),
-                reasons,
-            },
-            status,
-            gated,
-            inline_eval: false,
-            allowlisted: false,
-        });
+        let text = exec.command.clone().unwrap_or_default();
+        scored.push(Scored::whole(policy, &c, text, exec.argv.clone()));
     }
     let all_allowlisted = scored.iter().all(|s| s.allowlisted);
     let mut verdict = combine(policy, scored);
@@ -423,22 +431,8 @@ fn decide_action(policy: &Policy, ctx: &DecideContext, req: &Request, action: &A
         cwd: &ctx.cwd,
     };
     let c = table::classify_action(action, &t);
-    let (status, category, reasons, gated) = score(policy, &c);
     let text = serde_json::to_string(action).unwrap_or_default();
-    let scored = vec![Scored {
-        verdict: SegmentVerdict {
-            text,
-            argv: Vec::new(),
-            resolved_path: None,
-            category,
-            verdict: status.into(),
-            reasons,
-        },
-        status,
-        gated,
-        inline_eval: c.inline_eval,
-        allowlisted: false,
-    }];
+    let scored = vec![Scored::whole(policy, &c, text, Vec::new())];
     let mut verdict = combine(policy, scored);
     finish_offered(&mut verdict, req);
     verdict

@@ -54,14 +54,7 @@ impl Analyser<'_> {
                 self.push(seg);
             }
         }
-        for (n, piped) in deferred {
-            let e2 = if piped {
-                env.with_stdin(Stdin::Pipe)
-            } else {
-                env.clone()
-            };
-            self.statement(n, src, &e2);
-        }
+        self.deferred(deferred, src, env);
     }
 
     /// One redirection node. Here-document continuations (`cat <<EOF | sh`, `<<EOF && x`)

@@ -204,6 +204,19 @@ impl<'c> Analyser<'c> {
         self.nodes <= MAX_NODES
     }
 
+    /// Analyses statements found nested in another construct, after it: those that read
+    /// the construct's output (`piped`) with stdin from a pipe.
+    pub(super) fn deferred(&mut self, deferred: Vec<(Node, bool)>, src: &str, env: &Env) {
+        for (n, piped) in deferred {
+            let e2 = if piped {
+                env.with_stdin(Stdin::Pipe)
+            } else {
+                env.clone()
+            };
+            self.statement(n, src, &e2);
+        }
+    }
+
     pub fn statement(&mut self, node: Node, src: &str, env: &Env) {
         if !self.budget(node, src, env) {
             return;
@@ -405,14 +418,7 @@ impl<'c> Analyser<'c> {
         if mid > start && end > mid {
             self.segments[start..end].rotate_left(mid - start);
         }
-        for (n, piped) in deferred {
-            let e2 = if piped {
-                env.with_stdin(Stdin::Pipe)
-            } else {
-                env.clone()
-            };
-            self.statement(n, src, &e2);
-        }
+        self.deferred(deferred, src, env);
     }
 }
 

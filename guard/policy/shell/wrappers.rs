@@ -74,15 +74,7 @@ impl Analyser<'_> {
                 if rest.get(i).and_then(|w| w.value.as_deref()) == Some("-") {
                     i += 1;
                 }
-                while let Some(w) = rest.get(i) {
-                    match w.value.as_deref().and_then(|v| v.split_once('=')) {
-                        Some((k, _)) if is_identifier(k) => {
-                            env.env_assignments.push(k.to_string());
-                            i += 1;
-                        }
-                        _ => break,
-                    }
-                }
+                i = skip_assignments(rest, i, env);
                 if let Some(split) = value_of(&seen, &["-S", "--split-string"]) {
                     let mut joined = split.to_string();
                     for w in &rest[i..] {
@@ -131,15 +123,7 @@ impl Analyser<'_> {
                 };
                 wrap(env, base);
                 let mut i = idx;
-                while let Some(w) = rest.get(i) {
-                    match w.value.as_deref().and_then(|v| v.split_once('=')) {
-                        Some((k, _)) if is_identifier(k) => {
-                            env.env_assignments.push(k.to_string());
-                            i += 1;
-                        }
-                        _ => break,
-                    }
-                }
+                i = skip_assignments(rest, i, env);
                 if i >= rest.len() {
                     return Step::Done;
                 }
@@ -388,4 +372,21 @@ impl Analyser<'_> {
             self.simple(inner, &inner_env, text);
         }
     }
+}
+
+/// Skips the `NAME=value` words from `rest[i]` on (recording the names, as `env` and `sudo`
+/// set them for the command); returns the index of the first other word.
+fn skip_assignments(rest: &[Word], mut i: usize, env: &mut Env) -> usize {
+    while let Some((k, _)) = rest
+        .get(i)
+        .and_then(|w| w.value.as_deref())
+        .and_then(|v| v.split_once('='))
+    {
+        if !is_identifier(k) {
+            break;
+        }
+        env.env_assignments.push(k.to_string());
+        i += 1;
+    }
+    i
 }
