@@ -49,7 +49,8 @@ fn spawn_wait(mut c: Command) -> Duration {
 fn confined(profile: &ResolvedProfile, ws: &Path, env: &BTreeMap<String, String>) -> Duration {
     let argv = vec!["/bin/true".to_string()];
     let t = Instant::now();
-    // The whole per-spawn cost: ruleset built for each spawn, as `run` does.
+    // The whole per-spawn cost: prepare() for each spawn, as `run` does (cached layers are
+    // re-validated, the workspace-write variant builds its base layer every time).
     let p = prepare(profile).expect("prepare"); // startup
     let (mut c, _stage) = p.command(&argv, ws, env).expect("command"); // startup
     c.stdin(Stdio::null())
