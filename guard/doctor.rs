@@ -2,7 +2,9 @@
 //! spawn), with a non-zero exit when a layer the sandbox requires is missing.
 
 use crate::sandbox::landlock_rules::REQUIRED_ABI;
-use crate::sandbox::{builtin_profiles, kernel, prepare, EnforcementStatus};
+use crate::sandbox::{
+    builtin_profiles, kernel, prepare, ChildStdio, EnforcementStatus, SpawnError,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -32,18 +34,16 @@ fn trial() -> Result<EnforcementStatus, String> {
     let profile = spec.resolve(&dir).map_err(|e| e.to_string())?;
     let prepared = prepare(&profile).map_err(|e| e.to_string())?;
     let argv = vec!["/bin/true".to_string()];
-    let (mut cmd, stage) = prepared
-        .command(&argv, &dir, &BTreeMap::new())
-        .map_err(|e| e.to_string())?;
-    let st = match cmd.status() {
-        Ok(s) => s,
-        Err(e) => {
-            return Err(match stage.classify(e) {
-                Err(setup) => setup.to_string(),
-                Ok(exec) => format!("exec /bin/true: {exec}"),
-            })
-        }
-    };
+    let mut child = prepared
+        .spawn(&argv, &dir, &BTreeMap::new(), ChildStdio::null())
+        .map_err(|e| match e {
+            SpawnError::Sandbox(setup) => setup.to_string(),
+            SpawnError::Exec(exec) => format!("exec /bin/true: {exec}"),
+        })?;
+    let st = child
+        .exited_blocking()
+        .and_then(|()| child.finish())
+        .map_err(|e| format!("wait /bin/true: {e}"))?;
     if !st.success() {
         return Err(format!("/bin/true exited with {st}"));
     }

@@ -3,7 +3,9 @@
 //! siblings created later become readable once the cache notices the change. Base layer: a
 //! write root replaced by another directory is granted as the new one, never the old.
 
-use sanctum_guard::sandbox::{builtin_profiles, prepare, ProfileSpec};
+use sanctum_guard::sandbox::{
+    builtin_profiles, prepare, run_prepared, Prepared, ProfileSpec, RunOutcome, RunSpec,
+};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -16,18 +18,32 @@ fn spec() -> ProfileSpec {
 }
 
 /// `cat path` confined by a freshly prepared plan (as `run` does per request).
-fn cat(ws: &Path, path: &Path) -> std::process::Output {
+fn cat(ws: &Path, path: &Path) -> RunOutcome {
     let profile = spec().resolve(ws).unwrap();
     let prepared = prepare(&profile).unwrap();
-    let argv = vec!["/bin/cat".to_string(), path.to_string_lossy().into_owned()];
-    let (mut cmd, _stage) = prepared
-        .command(&argv, ws, &prepared.env(&BTreeMap::new()))
-        .unwrap();
-    cmd.output().unwrap()
+    output(&prepared, ws, &["/bin/cat", &path.to_string_lossy()])
 }
 
-fn denied(o: &std::process::Output) -> bool {
-    !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("Permission denied")
+/// Runs `argv` under an already prepared plan, as the socket's exec path does.
+fn output(prepared: &Prepared, ws: &Path, argv: &[&str]) -> RunOutcome {
+    let spec = RunSpec {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        cwd: ws.to_path_buf(),
+        env: BTreeMap::new(),
+        timeout: Duration::from_secs(30),
+        output_cap: 200_000,
+        profile: prepared.profile().clone(),
+    };
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(run_prepared(prepared, &spec))
+        .unwrap()
+}
+
+fn denied(o: &RunOutcome) -> bool {
+    !o.success && o.stderr.contains("Permission denied")
 }
 
 /// A workspace outside /tmp (whose constant churn would keep the layer uncached), old enough
@@ -47,8 +63,8 @@ fn renaming_a_granted_sibling_onto_a_denied_name_never_exposes_it() {
     // Warm the cache: the sibling is readable, twice (the second use is a cache hit).
     for _ in 0..2 {
         let o = cat(&p, &p.join("keys.bak/id"));
-        assert!(o.status.success(), "{o:?}");
-        assert_eq!(o.stdout, b"PRIVATE KEY");
+        assert!(o.success, "{o:?}");
+        assert_eq!(o.stdout, "PRIVATE KEY");
     }
     std::fs::rename(p.join("keys.bak"), p.join(".ssh")).unwrap();
     let o = cat(&p, &p.join(".ssh/id"));
@@ -61,7 +77,7 @@ fn secret_created_after_the_cache_was_filled_stays_unreadable() {
     let ws = workspace();
     let p = ws.path().canonicalize().unwrap();
     for _ in 0..2 {
-        assert!(cat(&p, &p.join("keys.bak/id")).status.success());
+        assert!(cat(&p, &p.join("keys.bak/id")).success);
     }
     std::fs::create_dir(p.join(".ssh")).unwrap();
     std::fs::write(p.join(".ssh/id"), "NEW KEY").unwrap();
@@ -70,24 +86,20 @@ fn secret_created_after_the_cache_was_filled_stays_unreadable() {
     // A sibling created after the cache was filled is readable: the cache saw the change.
     std::fs::write(p.join("notes.txt"), "hello").unwrap();
     let o = cat(&p, &p.join("notes.txt"));
-    assert!(o.status.success(), "{o:?}");
-    assert_eq!(o.stdout, b"hello");
+    assert!(o.success, "{o:?}");
+    assert_eq!(o.stdout, "hello");
 }
 
 /// `sh -c script` under a profile that writes only `root` (no private tmp: its base layer is
 /// cached between spawns).
-fn write_into(ws: &Path, root: &Path, script: &str) -> std::process::Output {
+fn write_into(ws: &Path, root: &Path, script: &str) -> RunOutcome {
     let mut spec = builtin_profiles()["read-only"].clone();
     spec.deny_read.clear();
     spec.write = vec![root.to_string_lossy().into_owned(), "/dev/null".into()];
     let profile = spec.resolve(ws).unwrap();
     assert!(profile.tmp.is_none(), "this profile must be cacheable");
     let prepared = prepare(&profile).unwrap();
-    let argv = vec!["/bin/sh".to_string(), "-c".to_string(), script.to_string()];
-    let (mut cmd, _stage) = prepared
-        .command(&argv, ws, &prepared.env(&BTreeMap::new()))
-        .unwrap();
-    cmd.output().unwrap()
+    output(&prepared, ws, &["/bin/sh", "-c", script])
 }
 
 #[test]
@@ -99,19 +111,16 @@ fn replaced_write_root_is_granted_as_the_new_directory_only() {
     // Warm the cache: two spawns, the second a cache hit.
     for i in 0..2 {
         let o = write_into(&p, &root, &format!("echo {i} > {}/f{i}", root.display()));
-        assert!(o.status.success(), "{o:?}");
+        assert!(o.success, "{o:?}");
     }
     // Replace the root: the old directory moves aside, a new one takes its name.
     let old = p.join("old-out");
     std::fs::rename(&root, &old).unwrap();
     std::fs::create_dir(&root).unwrap();
     let o = write_into(&p, &root, &format!("echo new > {}/g", root.display()));
-    assert!(o.status.success(), "the new root must be writable: {o:?}");
+    assert!(o.success, "the new root must be writable: {o:?}");
     assert_eq!(std::fs::read_to_string(root.join("g")).unwrap(), "new\n");
     let o = write_into(&p, &root, &format!("echo stale > {}/h", old.display()));
-    assert!(
-        !o.status.success(),
-        "the old root must not be writable: {o:?}"
-    );
+    assert!(!o.success, "the old root must not be writable: {o:?}");
     assert!(!old.join("h").exists());
 }

@@ -3,7 +3,9 @@
 
 mod sandbox_util;
 use sanctum_guard::sandbox::landlock_rules;
-use sanctum_guard::sandbox::{builtin_profiles, prepare, run, Level, RunSpec, SandboxError};
+use sanctum_guard::sandbox::{
+    builtin_profiles, prepare, run, run_prepared, Level, RunSpec, SandboxError,
+};
 use sandbox_util::*;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -277,17 +279,14 @@ async fn toctou_swap_after_build_does_not_widen_access() {
     // Swap the granted `sub` dir for a symlink to the outside after the ruleset was built.
     std::fs::rename(ws.path().join("sub"), ws.path().join("sub.old")).unwrap();
     std::os::unix::fs::symlink(ws.out(), ws.path().join("sub")).unwrap();
-    let argv = vec![
-        "/bin/sh".to_string(),
-        "-c".into(),
-        "echo x > sub/swapped".into(),
-    ];
-    let (mut cmd, _stage) = prepared
-        .command(&argv, ws.path(), &prepared.env(&BTreeMap::new()))
-        .unwrap();
-    let o = cmd.output().unwrap();
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("Permission denied"));
+    let s = spec(
+        &ws,
+        "workspace-write",
+        &["/bin/sh", "-c", "echo x > sub/swapped"],
+    );
+    let o = run_prepared(&prepared, &s).await.unwrap();
+    assert!(!o.success);
+    assert!(o.stderr.contains("Permission denied"), "{o:?}");
     assert!(
         !ws.out().join("swapped").exists(),
         "rules bind to the inode, not the path"

@@ -1,9 +1,10 @@
-//! What runs in the child between fork and exec. Everything here is async-signal-safe: raw
-//! syscalls on data prepared before fork, no allocation, no locks. On failure the stage number
-//! is written to a pipe so the parent can tell "sandbox setup failed" from "exec failed".
+//! The confinement steps the child applies to itself between clone and exec. Everything here
+//! is async-signal-safe and safe in a child that shares the parent's memory (see
+//! `launch.rs`): raw syscalls on data prepared before the clone, no allocation, no locks, no
+//! writes to memory other than the child's own stack. A failure names its [`Stage`] so the
+//! parent can tell "sandbox setup failed" from "the command could not be executed".
 
-use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 
 /// One setrlimit call.
 #[derive(Debug, Clone, Copy)]
@@ -27,18 +28,75 @@ pub struct ChildPlan {
     pub parent_pid: libc::pid_t,
 }
 
-/// Stages, in order; the index is what the child reports.
-pub const STAGES: [&str; 9] = [
-    "setsid",
-    "parent-death signal",
-    "rlimits",
-    "close fds",
-    "capabilities",
-    "no_new_privs",
-    "landlock",
-    "seccomp",
-    "parent gone",
-];
+/// The steps of a child's life before exec, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Stage {
+    Signals,
+    Stdio,
+    /// Entering the working directory: the command cannot start, the sandbox is intact.
+    Chdir,
+    Setsid,
+    ParentDeathSignal,
+    ParentGone,
+    Rlimits,
+    CloseFds,
+    Capabilities,
+    NoNewPrivs,
+    Landlock,
+    Seccomp,
+    /// execve of every candidate path failed: the command cannot start.
+    Exec,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 13] = [
+        Stage::Signals,
+        Stage::Stdio,
+        Stage::Chdir,
+        Stage::Setsid,
+        Stage::ParentDeathSignal,
+        Stage::ParentGone,
+        Stage::Rlimits,
+        Stage::CloseFds,
+        Stage::Capabilities,
+        Stage::NoNewPrivs,
+        Stage::Landlock,
+        Stage::Seccomp,
+        Stage::Exec,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Signals => "signal handlers",
+            Stage::Stdio => "stdio",
+            Stage::Chdir => "working directory",
+            Stage::Setsid => "setsid",
+            Stage::ParentDeathSignal => "parent-death signal",
+            Stage::ParentGone => "parent gone",
+            Stage::Rlimits => "rlimits",
+            Stage::CloseFds => "close fds",
+            Stage::Capabilities => "capabilities",
+            Stage::NoNewPrivs => "no_new_privs",
+            Stage::Landlock => "landlock",
+            Stage::Seccomp => "seccomp",
+            Stage::Exec => "exec",
+        }
+    }
+
+    /// Whether a failure here means the confinement could not be set up (rather than the
+    /// command not being startable in a sound sandbox).
+    pub fn is_confinement(self) -> bool {
+        !matches!(self, Stage::Chdir | Stage::Exec)
+    }
+}
+
+/// Where the child stopped, and the errno of the failing call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    pub stage: Stage,
+    pub errno: i32,
+}
 
 #[repr(C)]
 struct CapHeader {
@@ -59,53 +117,57 @@ const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
 const SECUREBITS: libc::c_ulong = 0x01 | 0x02 | 0x20 | 0x40 | 0x80;
 const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
 
-fn fail(stage_fd: RawFd, stage: usize) -> io::Error {
-    let err = io::Error::last_os_error();
-    let byte = [stage as u8];
-    // SAFETY: write(2) of one byte from a stack buffer to a pipe fd we own; async-signal-safe.
-    unsafe { libc::write(stage_fd, byte.as_ptr().cast(), 1) };
-    err
+/// The errno of the call that just failed.
+pub(super) fn errno() -> i32 {
+    std::io::Error::last_os_error()
+        .raw_os_error()
+        .unwrap_or(libc::EIO)
 }
 
-fn check(rc: libc::c_long, stage_fd: RawFd, stage: usize) -> io::Result<()> {
+/// `Err` at `stage` when a syscall returned a negative value.
+pub(super) fn check(rc: libc::c_long, stage: Stage) -> Result<(), Failure> {
     if rc < 0 {
-        Err(fail(stage_fd, stage))
+        Err(Failure {
+            stage,
+            errno: errno(),
+        })
     } else {
         Ok(())
     }
 }
 
 impl ChildPlan {
-    /// Applies the plan to the calling (forked, single-threaded) process.
+    /// Applies the plan to the calling process.
     ///
     /// # Safety
-    /// Call only in a child between fork and exec; it changes process-wide state.
-    pub unsafe fn apply(&self, stage_fd: RawFd) -> io::Result<()> {
+    /// Call only in a child between clone and exec; it changes process-wide state.
+    pub unsafe fn apply(&self) -> Result<(), Failure> {
         // SAFETY (whole block): each call is a raw syscall on integers or on memory owned by
-        // `self`, which the fork copied and nothing else mutates; none allocates or locks.
+        // `self`, which the parent keeps alive and unchanged until the child has exec'd;
+        // none allocates or locks.
         unsafe {
-            check(libc::setsid().into(), stage_fd, 0)?;
+            check(libc::setsid().into(), Stage::Setsid)?;
             check(
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong).into(),
-                stage_fd,
-                1,
+                Stage::ParentDeathSignal,
             )?;
             // The parent may have died before the line above: then nobody would kill us.
             if libc::getppid() != self.parent_pid {
-                *libc::__errno_location() = libc::ESRCH;
-                return Err(fail(stage_fd, 8));
+                return Err(Failure {
+                    stage: Stage::ParentGone,
+                    errno: libc::ESRCH,
+                });
             }
             for r in &self.rlimits {
                 let lim = libc::rlimit {
                     rlim_cur: r.value,
                     rlim_max: r.value,
                 };
-                check(libc::setrlimit(r.resource, &lim).into(), stage_fd, 2)?;
+                check(libc::setrlimit(r.resource, &lim).into(), Stage::Rlimits)?;
             }
             check(
                 libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC),
-                stage_fd,
-                3,
+                Stage::CloseFds,
             )?;
             // Caps: securebits first (needs CAP_SETPCAP), then ambient, bounding, the rest.
             let _ = libc::prctl(libc::PR_SET_SECUREBITS, SECUREBITS);
@@ -118,8 +180,7 @@ impl ChildPlan {
                     0,
                 )
                 .into(),
-                stage_fd,
-                4,
+                Stage::Capabilities,
             )?;
             if self.drop_bounding {
                 for cap in 0..=self.cap_last {
@@ -129,10 +190,10 @@ impl ChildPlan {
                     if libc::prctl(libc::PR_CAPBSET_READ, cap as libc::c_ulong) <= 0 {
                         continue;
                     }
-                    let rc = libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong);
-                    if rc < 0 {
-                        return Err(fail(stage_fd, 4));
-                    }
+                    check(
+                        libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong).into(),
+                        Stage::Capabilities,
+                    )?;
                 }
             }
             let mut hdr = CapHeader {
@@ -146,21 +207,18 @@ impl ChildPlan {
             }; 2];
             check(
                 libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()),
-                stage_fd,
-                4,
+                Stage::Capabilities,
             )?;
             check(
                 libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into(),
-                stage_fd,
-                5,
+                Stage::NoNewPrivs,
             )?;
             // Two layers: Landlock allows an access only if both do.
             let layers = [self.landlock.as_deref(), self.landlock_limits.as_deref()];
             for fd in layers.into_iter().flatten() {
                 check(
                     libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32),
-                    stage_fd,
-                    6,
+                    Stage::Landlock,
                 )?;
             }
             if self.bpf.is_empty() {
@@ -177,10 +235,24 @@ impl ChildPlan {
                     0u32,
                     &prog as *const libc::sock_fprog,
                 ),
-                stage_fd,
-                7,
+                Stage::Seccomp,
             )?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stage;
+
+    /// The child reports a stage by discriminant and the parent reads it back by index.
+    #[test]
+    fn stage_discriminants_are_indexes_of_all() {
+        for (i, s) in Stage::ALL.iter().enumerate() {
+            assert_eq!(usize::from(*s as u8), i, "{s:?}");
+        }
+        let confinement = Stage::ALL.iter().filter(|s| !s.is_confinement()).count();
+        assert_eq!(confinement, 2, "only chdir and exec are the command's own failures");
     }
 }

@@ -2,6 +2,7 @@
 //! container entrypoints. Exit code: the command's, 128+signal when killed, 125 when the
 //! sandbox could not be set up, 126/127 when the command could not be executed.
 
+use super::launch::{ChildStdio, SpawnError};
 use super::profile::{NetworkSpec, ProfileSpec};
 use super::spawn::prepare;
 use super::SandboxError;
@@ -78,28 +79,22 @@ pub fn sandbox_main(args: SandboxArgs) -> i32 {
     }
     let env = prepared.env(&BTreeMap::new());
     let cwd = std::env::current_dir().unwrap_or_else(|_| resolved.workspace.clone());
-    let (mut cmd, stage) = match prepared.command(&args.argv, &cwd, &env) {
+    let mut child = match prepared.spawn(&args.argv, &cwd, &env, ChildStdio::inherit()) {
         Ok(c) => c,
-        Err(e) => return setup_failed(&e, args.json_status),
+        Err(SpawnError::Sandbox(setup)) => return setup_failed(&setup, args.json_status),
+        Err(SpawnError::Exec(exec_err)) => {
+            eprintln!("sanctum-guard sandbox: {}: {exec_err}", args.argv[0]);
+            return if exec_err.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+        }
     };
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => match stage.classify(e) {
-            Err(setup) => return setup_failed(&setup, args.json_status),
-            Ok(exec_err) => {
-                eprintln!("sanctum-guard sandbox: {}: {exec_err}", args.argv[0]);
-                return if exec_err.kind() == std::io::ErrorKind::NotFound {
-                    127
-                } else {
-                    126
-                };
-            }
-        },
-    };
-    drop(cmd);
     let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let timeout = resolved.timeout;
+    // The leader stays unreaped until the watchdog is joined, so `pgid` names our group.
     let watchdog = std::thread::spawn(move || {
         if done_rx.recv_timeout(timeout) == Err(mpsc::RecvTimeoutError::Timeout) {
             eprintln!(
@@ -108,12 +103,11 @@ pub fn sandbox_main(args: SandboxArgs) -> i32 {
             let _ = killpg(pgid, Signal::SIGKILL);
         }
     });
-    let status = child.wait();
+    let exited = child.exited_blocking();
     let _ = done_tx.send(());
     let _ = watchdog.join();
     // Background processes the command left behind die with it.
-    let _ = killpg(pgid, Signal::SIGKILL);
-    match status {
+    match exited.and_then(|()| child.finish()) {
         Ok(s) => s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0)),
         Err(e) => setup_failed(&SandboxError::Io(e), args.json_status),
     }

@@ -1,4 +1,4 @@
-//! Probes of what this kernel and this process offer, done before any fork.
+//! Probes of what this kernel and this process offer, done before any spawn.
 
 use std::sync::OnceLock;
 

@@ -1,4 +1,4 @@
-//! The Landlock rulesets of a profile, built in the parent before fork: a base layer and a
+//! The Landlock rulesets of a profile, built in the parent before the spawn: a base layer and a
 //! limits layer for deny_read/protected paths, both cached and re-validated per use (see
 //! `Layers` and `landlock_cache`). Hard-requires every
 //! right the profile needs (no silent best effort) unless the profile allows degraded mode.

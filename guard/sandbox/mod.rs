@@ -1,6 +1,6 @@
 //! Confinement for every process the guard runs for the agent: Landlock, seccomp, capability
 //! drops, rlimits, an environment allow-list, and a spawn with output caps and timeouts.
-//! All `unsafe` code of the project lives in this module tree (`child.rs`, `kernel.rs`).
+//! All `unsafe` code of the project lives in this module tree.
 
 pub mod child;
 pub mod cli;
@@ -8,6 +8,8 @@ pub mod env;
 pub mod kernel;
 pub mod landlock_cache;
 pub mod landlock_rules;
+pub mod launch;
+pub mod process;
 pub mod profile;
 pub mod run;
 pub mod seccomp;
@@ -15,8 +17,10 @@ pub mod spawn;
 pub mod status;
 pub mod tmpdir;
 
+pub use launch::{ChildIo, ChildStdio, SpawnError};
+pub use process::ConfinedChild;
 pub use profile::{builtin_profiles, Limits, NetworkSpec, ProfileSpec, ResolvedProfile};
-pub use run::{run, RunOutcome, RunSpec};
+pub use run::{run, run_prepared, RunOutcome, RunSpec};
 pub use spawn::{prepare, Prepared};
 pub use status::{EnforcementStatus, Level};
 
@@ -38,6 +42,8 @@ pub enum SandboxError {
     },
     #[error("empty argv")]
     EmptyArgv,
+    #[error("invalid command: {0}")]
+    Command(String),
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
 }

@@ -1,19 +1,19 @@
 //! `run`: one confined command with captured, capped output and a timeout that kills its whole
 //! process group. This is what the approvals socket's exec path calls.
 
+use super::launch::{ChildIo, ChildStdio, SpawnError};
 use super::profile::ResolvedProfile;
-use super::spawn::prepare;
+use super::spawn::{prepare, Prepared};
 use super::status::EnforcementStatus;
 use super::SandboxError;
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
 
 /// One command to run confined.
 #[derive(Debug, Clone)]
@@ -83,62 +83,58 @@ where
     (o, e, truncated)
 }
 
-fn kill_group(pgid: Option<u32>) {
-    if let Some(pid) = pgid.and_then(|p| i32::try_from(p).ok()) {
-        // ESRCH (group already gone) is the normal case.
-        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-    }
-}
-
 /// Runs `spec.argv` confined by `spec.profile`. `Err` means the sandbox could not be set up
 /// and nothing ran; a command that could not be executed is an `Ok` outcome with `error`.
 pub async fn run(spec: RunSpec) -> Result<RunOutcome, SandboxError> {
     let prepared = prepare(&spec.profile)?;
+    run_prepared(&prepared, &spec).await
+}
+
+/// [`run`] with a plan already prepared (from `spec.profile`, whose confinement it applies).
+pub async fn run_prepared(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome, SandboxError> {
     let env = prepared.env(&spec.env);
-    let (cmd, stage) = prepared.command(&spec.argv, &spec.cwd, &env)?;
-    let mut cmd = tokio::process::Command::from(cmd);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
+    let (out_r, out_w) = pipe()?;
+    let (err_r, err_w) = pipe()?;
+    let stdio = ChildStdio {
+        stdin: ChildIo::Null,
+        stdout: ChildIo::Fd(out_w),
+        stderr: ChildIo::Fd(err_w),
+    };
     let status = prepared.status.clone();
-    let mut child = match cmd.spawn() {
+    // The write ends are closed here once the child has its copies, so EOF means it is done.
+    let mut child = match prepared.spawn(&spec.argv, &spec.cwd, &env, stdio) {
         Ok(c) => c,
-        Err(e) => {
-            let exec_err = stage.classify(e)?;
+        Err(SpawnError::Sandbox(e)) => return Err(e),
+        Err(SpawnError::Exec(e)) => {
             return Ok(RunOutcome {
                 exit_code: None,
                 timed_out: false,
                 success: false,
                 stdout: String::new(),
                 stderr: String::new(),
-                error: Some(format!("exec {}: {exec_err}", spec.argv[0])),
+                error: Some(format!("exec {}: {e}", spec.argv[0])),
                 enforcement: status,
                 signal: None,
             });
         }
     };
-    drop(cmd);
-    let pgid = child.id();
-    let (out, err) = match (child.stdout.take(), child.stderr.take()) {
-        (Some(o), Some(e)) => (o, e),
-        _ => {
-            kill_group(pgid);
-            return Err(SandboxError::Io(std::io::Error::other(
-                "child pipes missing",
-            )));
-        }
-    };
+    let out = pipe::Receiver::from_owned_fd(out_r)?;
+    let err = pipe::Receiver::from_owned_fd(err_r)?;
     let collector = tokio::spawn(collect(out, err, spec.output_cap));
-    let (exit, timed_out) = match tokio::time::timeout(spec.timeout, child.wait()).await {
-        Ok(r) => (r?, false),
+    let timed_out = match tokio::time::timeout(spec.timeout, child.exited()).await {
+        Ok(r) => {
+            r?;
+            false
+        }
         Err(_) => {
-            kill_group(pgid);
-            (child.wait().await?, true)
+            child.kill_group();
+            child.exited().await?;
+            true
         }
     };
-    // Background processes the command left behind die with it.
-    kill_group(pgid);
+    // Background processes the command left behind die with it (before the leader is
+    // reaped, so the group id still names only them).
+    let exit = child.finish()?;
     let (o, e, truncated) = match tokio::time::timeout(DRAIN_GRACE, collector).await {
         Ok(Ok(r)) => r,
         _ => (Vec::new(), b"output lost".to_vec(), true),
@@ -163,4 +159,9 @@ pub async fn run(spec: RunSpec) -> Result<RunOutcome, SandboxError> {
         enforcement: status,
         signal: exit.signal(),
     })
+}
+
+/// A close-on-exec pipe: (read end, write end).
+fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
+    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| SandboxError::Io(e.into()))
 }

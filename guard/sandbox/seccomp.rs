@@ -1,5 +1,5 @@
 //! The exec-child seccomp filter: `seccomp/exec-child.json` (seccompiler's JSON format, a
-//! deny-list returning EPERM) compiled before fork, behind a hand-written prefix that kills
+//! deny-list returning EPERM) compiled before the spawn, behind a hand-written prefix that kills
 //! non-x86_64 arches and x32 syscall numbers and answers clone3 with ENOSYS.
 
 use super::profile::{NetworkSpec, ResolvedProfile};

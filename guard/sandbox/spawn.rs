@@ -1,17 +1,15 @@
-//! Turns a resolved profile into a ready-to-fork plan (Landlock ruleset, BPF, rlimits, env)
-//! and builds the `std::process::Command` whose pre_exec hook applies it. Shared by `run`,
-//! the CLI and the benchmark, so they all measure and test the same code path.
+//! Turns a resolved profile into a ready-to-spawn plan (Landlock ruleset, BPF, rlimits, env)
+//! and starts commands under it (`launch.rs`). Shared by `run`, the CLI, `doctor` and the
+//! benchmark, so they all measure and test the same code path.
 
-use super::child::{ChildPlan, Rlimit, STAGES};
+use super::child::{ChildPlan, Rlimit};
+use super::launch::{launch, ChildStdio, ExecArgs, SpawnError};
+use super::process::ConfinedChild;
 use super::profile::ResolvedProfile;
 use super::status::{EnforcementStatus, Level};
 use super::{env, kernel, landlock_rules, seccomp, SandboxError};
 use std::collections::BTreeMap;
-use std::io::Read;
-use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 /// A plan built once, spawnable many times.
@@ -124,31 +122,6 @@ pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
     })
 }
 
-/// The read end of the pipe on which a failing child names its setup stage.
-#[derive(Debug)]
-pub struct StagePipe(OwnedFd);
-
-impl StagePipe {
-    /// The stage at which setup failed, if the child reported one (call after spawn failed).
-    pub fn failed_stage(&self) -> Option<&'static str> {
-        let mut f = std::fs::File::from(self.0.try_clone().ok()?);
-        let mut b = [0u8; 1];
-        match f.read(&mut b) {
-            Ok(1) => STAGES.get(usize::from(b[0])).copied(),
-            _ => None,
-        }
-    }
-
-    /// Maps a spawn error: a reported stage means the sandbox failed (exit 125); otherwise
-    /// exec itself failed (command not found, exec denied).
-    pub fn classify(&self, err: std::io::Error) -> Result<std::io::Error, SandboxError> {
-        match self.failed_stage() {
-            Some(stage) => Err(SandboxError::Confinement { stage, source: err }),
-            None => Ok(err),
-        }
-    }
-}
-
 impl Prepared {
     /// The child's environment: the guard's own variables and `overrides`, filtered by the
     /// profile's allow-list, plus TMPDIR pointing at the private tmp.
@@ -167,31 +140,16 @@ impl Prepared {
         &self.profile
     }
 
-    /// A command that runs `argv` confined. stdio is left to the caller.
-    pub fn command(
+    /// Starts `argv` confined, in `cwd`, with exactly the environment `env` (see
+    /// [`Prepared::env`]). Returns once the command has exec'd.
+    pub fn spawn(
         &self,
         argv: &[String],
         cwd: &Path,
         env: &BTreeMap<String, String>,
-    ) -> Result<(Command, StagePipe), SandboxError> {
-        let (prog, args) = argv.split_first().ok_or(SandboxError::EmptyArgv)?;
-        let (read, write) =
-            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)
-                .map_err(|e| SandboxError::Io(e.into()))?;
-        let mut cmd = Command::new(prog);
-        cmd.args(args).current_dir(cwd).env_clear().envs(env);
-        let plan = Arc::clone(&self.plan);
-        let stage_fd = std::os::fd::AsRawFd::as_raw_fd(&write);
-        let keep = Arc::new(write);
-        // SAFETY: ChildPlan::apply is async-signal-safe (raw syscalls on pre-built data, no
-        // allocation, no locks), as required after fork in a multithreaded parent; the stage
-        // pipe's write end stays open because the closure owns it.
-        unsafe {
-            cmd.pre_exec(move || {
-                let _ = &keep;
-                plan.apply(stage_fd)
-            });
-        }
-        Ok((cmd, StagePipe(read)))
+        stdio: ChildStdio,
+    ) -> Result<ConfinedChild, SpawnError> {
+        let exec = ExecArgs::new(argv, cwd, env)?;
+        launch(&self.plan, &exec, stdio)
     }
 }

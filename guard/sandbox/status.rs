@@ -11,7 +11,7 @@ pub enum Level {
     None,
 }
 
-/// The honest status of one confined run. Built before fork from what the kernel offers; the
+/// The honest status of one confined run. Built before the spawn from what the kernel offers; the
 /// child fails (and nothing runs) if any layer listed here as enforced cannot be applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnforcementStatus {
