@@ -14,14 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn spec(ws: &Ws, argv: &[&str]) -> RunSpec {
-    RunSpec {
-        argv: argv.iter().map(|s| s.to_string()).collect(),
-        cwd: ws.path().to_path_buf(),
-        env: BTreeMap::new(),
-        timeout: Duration::from_secs(30),
-        output_cap: 200_000,
-        profile: builtin_profiles()["read-only"].resolve(ws.path()).unwrap(),
-    }
+    run_spec(ws, "read-only", argv)
 }
 
 /// The `Sig*` mask of /proc/self/status named `key`, as the confined command sees it.

@@ -11,14 +11,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 fn spec(ws: &Ws, profile: &str, argv: &[&str]) -> RunSpec {
-    RunSpec {
-        argv: argv.iter().map(|s| s.to_string()).collect(),
-        cwd: ws.path().to_path_buf(),
-        env: BTreeMap::new(),
-        timeout: Duration::from_secs(30),
-        output_cap: 200_000,
-        profile: builtin_profiles()[profile].resolve(ws.path()).unwrap(),
-    }
+    run_spec(ws, profile, argv)
 }
 
 fn probe_argv<'a>(mode: &'a str, arg: &'a str) -> Vec<&'a str> {

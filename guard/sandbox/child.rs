@@ -253,6 +253,9 @@ mod tests {
             assert_eq!(usize::from(*s as u8), i, "{s:?}");
         }
         let confinement = Stage::ALL.iter().filter(|s| !s.is_confinement()).count();
-        assert_eq!(confinement, 2, "only chdir and exec are the command's own failures");
+        assert_eq!(
+            confinement, 2,
+            "only chdir and exec are the command's own failures"
+        );
     }
 }

@@ -115,3 +115,18 @@ pub fn procs_with(needle: &str) -> usize {
     }
     n
 }
+
+/// What `sandbox::run` gets from the socket for `argv` in `ws` under the built-in `profile`:
+/// no env overrides, a 30 s timeout, OpenClaw's 200,000-byte output cap.
+pub fn run_spec(ws: &Ws, profile: &str, argv: &[&str]) -> sanctum_guard::sandbox::RunSpec {
+    sanctum_guard::sandbox::RunSpec {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        cwd: ws.path().to_path_buf(),
+        env: std::collections::BTreeMap::new(),
+        timeout: std::time::Duration::from_secs(30),
+        output_cap: 200_000,
+        profile: sanctum_guard::sandbox::builtin_profiles()[profile]
+            .resolve(ws.path())
+            .unwrap(),
+    }
+}
