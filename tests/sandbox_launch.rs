@@ -138,6 +138,10 @@ fn guard_signal_handlers_never_run_in_the_child() {
     }
     stop.store(true, Ordering::Relaxed);
     sender.join().unwrap();
+    eprintln!(
+        "children killed by the storm: {by_signal}/300, signals sent: {}",
+        hits.load(Ordering::Relaxed)
+    );
     // SAFETY: back to the default action.
     unsafe { libc::signal(libc::SIGUSR1, libc::SIG_DFL) };
     assert!(
