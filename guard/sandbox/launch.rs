@@ -258,15 +258,13 @@ pub fn launch(
     }
     // SAFETY: CLONE_PIDFD stored a new fd that nothing else owns.
     let child = ConfinedChild::new(pid, unsafe { OwnedFd::from_raw_fd(pidfd) });
-    let stage = args.report.stage.load(Ordering::Acquire);
-    let Some(stage) = usize::try_from(stage)
-        .ok()
-        .and_then(|i| Stage::ALL.get(i).copied())
-    else {
+    let Ok(index) = usize::try_from(args.report.stage.load(Ordering::Acquire)) else {
         return Ok(child);
     };
-    // The child has exited: reap it now rather than leave a zombie.
+    // The child has exited: reap it now rather than leave a zombie. A stage number we do
+    // not know still means the child failed before exec: a confinement failure.
     drop(child);
+    let stage = Stage::ALL.get(index).copied().unwrap_or(Stage::Signals);
     Err(failure(
         Failure {
             stage,
