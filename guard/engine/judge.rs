@@ -1,9 +1,8 @@
-//! The socket's view of the rest of the guard: the policy (verdicts), OpenClaw's approvals
-//! document (effective security/ask/allowlist per agent, cached and reloaded when OpenClaw
-//! changes it; `allow-always` entries written back) and the sandbox (approved runs).
+//! The judge: the policy (verdicts) over OpenClaw's approvals document (effective
+//! security/ask/allowlist per agent, cached and reloaded when OpenClaw changes it;
+//! `allow-always` entries written back), and the sandbox runner for approved execs.
 
-use super::wire::{ExecPayload, ExecRequest};
-use crate::config::Config;
+use crate::app::config::Config;
 use crate::openclaw::allow_always::{append_allow_always, Grant};
 use crate::openclaw::document::ApprovalsDocument;
 use crate::openclaw::resolve;
@@ -13,15 +12,15 @@ use crate::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
 use crate::policy::file::{Policy, PolicyError};
 use crate::policy::request::Request;
 use crate::policy::verdict::{Category, Verdict, VerdictKind};
-use crate::sandbox::{self, ProfileSpec, RunSpec, SandboxError};
+use crate::sandbox::{self, ProfileSpec, RunOutcome, RunSpec, SandboxError};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-/// Errors of the oracle's I/O (policy file, OpenClaw store, sandbox).
+/// Errors of the judge's I/O (policy file, OpenClaw store, sandbox).
 #[derive(Debug, thiserror::Error)]
-pub enum OracleError {
+pub enum JudgeError {
     #[error("{0}")]
     Policy(#[from] PolicyError),
     #[error("{0}")]
@@ -69,8 +68,16 @@ fn context_for(policy: &Policy, eff: &resolve::EffectivePolicy) -> DecideContext
     }
 }
 
+/// What an approved exec asks to run: the door's argv, cwd and environment overrides.
+#[derive(Debug, Clone)]
+pub struct ExecSpec {
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+    pub env: BTreeMap<String, String>,
+}
+
 /// Policy + OpenClaw document + sandbox, as the engine calls them.
-pub struct Oracle {
+pub struct Judge {
     policy: Policy,
     policy_origin: String,
     store: Store,
@@ -78,16 +85,16 @@ pub struct Oracle {
     profiles: BTreeMap<String, ProfileSpec>,
 }
 
-impl Oracle {
+impl Judge {
     /// Loads the policy (file or embedded) and reads the approvals document once.
-    pub fn load(cfg: &Config, store: Store) -> Result<Oracle, OracleError> {
+    pub fn load(cfg: &Config, store: Store) -> Result<Judge, JudgeError> {
         let policy = match &cfg.policy {
             Some(p) => crate::policy::file::load(p)?,
             None => crate::policy::file::embedded_default(),
         };
         let policy_origin = policy.origin().to_owned();
         let profiles = policy.profiles().clone();
-        let o = Oracle {
+        let o = Judge {
             policy,
             policy_origin,
             store,
@@ -172,7 +179,7 @@ impl Oracle {
         &self,
         req: &Request,
         verdict: &Verdict,
-    ) -> Result<usize, OracleError> {
+    ) -> Result<usize, JudgeError> {
         let cwd = match &req.action {
             crate::policy::request::Action::Exec(e) => e
                 .cwd
@@ -200,13 +207,13 @@ impl Oracle {
                         cwd: &cwd,
                     })
                     .collect();
-                added = append_allow_always(doc, &agent, &grants, super::engine::now_ms());
+                added = append_allow_always(doc, &agent, &grants, super::decision::now_ms());
                 Ok(added > 0)
             })?;
-            Ok::<usize, OracleError>(added)
+            Ok::<usize, JudgeError>(added)
         })
         .await
-        .map_err(|e| OracleError::Join(e.to_string()))??;
+        .map_err(|e| JudgeError::Join(e.to_string()))??;
         self.reload();
         Ok(added)
     }
@@ -215,9 +222,9 @@ impl Oracle {
     pub async fn run(
         &self,
         verdict: &Verdict,
-        er: &ExecRequest,
+        er: ExecSpec,
         budget: Duration,
-    ) -> Result<ExecPayload, OracleError> {
+    ) -> Result<RunOutcome, JudgeError> {
         let name = verdict
             .profile
             .clone()
@@ -225,7 +232,7 @@ impl Oracle {
         let spec = self
             .profiles
             .get(&name)
-            .ok_or_else(|| OracleError::NoProfile(name.clone()))?;
+            .ok_or_else(|| JudgeError::NoProfile(name.clone()))?;
         let cwd = er
             .cwd
             .as_ref()
@@ -240,21 +247,14 @@ impl Oracle {
             .unwrap_or_else(|| cwd.clone());
         let profile = spec.resolve(&workspace)?;
         let outcome = sandbox::run(RunSpec {
-            argv: er.command.clone(),
+            argv: er.argv,
             cwd,
-            env: er.env.clone().unwrap_or_default(),
+            env: er.env,
             timeout: budget,
-            output_cap: super::engine::OUTPUT_CAP,
+            output_cap: super::OUTPUT_CAP,
             profile,
         })
         .await?;
-        Ok(ExecPayload {
-            exit_code: outcome.exit_code,
-            timed_out: outcome.timed_out,
-            success: outcome.success,
-            stdout: outcome.stdout,
-            stderr: outcome.stderr,
-            error: outcome.error,
-        })
+        Ok(outcome)
     }
 }
