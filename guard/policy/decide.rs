@@ -263,17 +263,21 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
             ),
         );
     }
-    if ask == ExecAsk::Always && verdict.kind != VerdictKind::Deny {
-        if verdict.kind == VerdictKind::Allow {
-            verdict.reasons.insert(
-                0,
-                Reason::new(
-                    "openclaw-ask-always",
-                    "OpenClaw asks for every command (ask=always)",
-                ),
-            );
-        }
+    // OpenClaw's `ask` says when it consults the guard; the guard is that approver, so
+    // `ask=always` does not make a person answer what the table runs by itself (DESIGN §2).
+    // It only narrows what a person may answer: OpenClaw offers no allow-always then.
+    if policy.ask_every_command() && verdict.kind == VerdictKind::Allow {
+        verdict.reasons.insert(
+            0,
+            Reason::new(
+                "policy-ask-every-command",
+                "the policy has a person answer every command (ask_every_command = true)",
+            ),
+        );
         verdict.kind = VerdictKind::Ask;
+        verdict.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
+    }
+    if ask == ExecAsk::Always && verdict.kind == VerdictKind::Ask {
         verdict.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
     }
     finish_offered(&mut verdict, req);
