@@ -285,13 +285,11 @@ fn offered_decisions_follow_persistence_and_openclaw() {
     req.action = request("touch x", &w.ws).action;
     assert_eq!(decide(&w.policy, &ctx, &req).kind, VerdictKind::Ask);
     // The operator's switch: a person answers every command, reads included.
-    let everyone = sanctum_guard::policy::file::parse(
-        "version = 1\nask_every_command = true\n",
-        "test",
-    )
-    .expect("policy")
-    .with_agent_home(&w.home)
-    .expect("home");
+    let everyone =
+        sanctum_guard::policy::file::parse("version = 1\nask_every_command = true\n", "test")
+            .expect("policy")
+            .with_agent_home(&w.home)
+            .expect("home");
     let v = decide(&everyone, &ctx, &request("ls", &w.ws));
     assert_eq!(v.kind, VerdictKind::Ask);
     assert_eq!(v.reasons[0].code, "policy-ask-every-command");

@@ -296,6 +296,10 @@ struct ServeArgs {
     /// Policy file; default: the embedded policy.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// The only tree approved runs may write; default: the config's, the policy's, OpenClaw's
+    /// agents.defaults.workspace, else <openclaw state>/workspace.
+    #[arg(long)]
+    workspace: Option<PathBuf>,
 }
 
 fn run_serve(a: ServeArgs) -> ExitCode {
@@ -304,6 +308,7 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         state_dir: a.state_dir,
         openclaw_state: a.openclaw_state,
         policy: a.policy,
+        workspace: a.workspace,
     };
     // Before any thread exists (the bounding set is per thread, inherited at creation).
     match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {
