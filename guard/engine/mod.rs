@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// The OpenClaw combined output cap (openclaw-protocol.md §3.4).
+/// The OpenClaw combined output cap (docs/openclaw-protocol.md §3.4).
 pub const OUTPUT_CAP: usize = 200_000;
 
 /// Everything the pipeline needs, built once by the app wiring (`serve`).
