@@ -14,6 +14,7 @@ pub mod policy;
 
 pub mod audit;
 pub mod inbox;
+#[allow(unsafe_code)]
 pub mod sandbox;
 
 pub mod app;

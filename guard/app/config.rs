@@ -143,6 +143,8 @@ pub struct Config {
     pub policy: Option<PathBuf>,
     /// The deployment's writable workspace, when the config names one (see [`Config::workspace`]).
     pub workspace: Option<PathBuf>,
+    /// `$HOME` of the guard's environment (expands `~` in OpenClaw's stored paths).
+    pub home: Option<PathBuf>,
     pub socket: SocketSettings,
     pub deadlines: Deadlines,
     /// Which file was read, for the startup lines.
@@ -160,7 +162,8 @@ pub struct Overrides {
 }
 
 impl Config {
-    /// Loads with the real process environment.
+    /// Loads with the real process environment: the one place the guard reads it.
+    #[allow(clippy::disallowed_methods)]
     pub fn load(o: &Overrides) -> Result<Config, ConfigError> {
         Self::load_with(o, &|k| std::env::var(k).ok())
     }
@@ -328,6 +331,7 @@ impl Config {
             openclaw_state_dir,
             policy,
             workspace,
+            home: env("HOME").filter(|h| h.starts_with('/')).map(PathBuf::from),
             socket,
             deadlines,
             origin,

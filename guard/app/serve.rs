@@ -51,7 +51,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let (audit, report) = AuditLog::open(&cfg.audit_path())?;
     let (inbox, expired) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
     let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
-    let sock = ensure_socket(&store)?;
+    let sock = ensure_socket(&store, cfg.home.as_deref())?;
     let judge = Judge::load(&cfg, store)?;
 
     let workspace = ensure_workspace(&cfg, &judge.deployment().workspace)?;

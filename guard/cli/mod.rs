@@ -132,7 +132,18 @@ enum AuditCmd {
 }
 
 fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
-    let dir = opts.state_dir.unwrap_or_else(inbox::default_state_dir);
+    // The state dir is the deployment's, resolved exactly as `serve` resolves it.
+    let overrides = sanctum_guard::app::config::Overrides {
+        state_dir: opts.state_dir.clone(),
+        ..Default::default()
+    };
+    let dir = match sanctum_guard::app::config::Config::load(&overrides) {
+        Ok(c) => c.state_dir,
+        Err(e) => {
+            eprintln!("inbox: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let db = dir.join(inbox::DB_FILE);
     if !db.exists() {
         eprintln!("error: no inbox at {}", db.display());

@@ -42,7 +42,7 @@ pub struct Engine {
 #[derive(Debug)]
 pub enum RunResult {
     /// The command ran (whatever its exit status).
-    Ran(RunOutcome),
+    Ran(Box<RunOutcome>),
     /// The guard is stopping: the run was abandoned (its process group killed).
     Shutdown,
     /// The sandbox could not run it; the message says why. Nothing ran.
@@ -247,7 +247,7 @@ impl Engine {
                            "error":o.error}),
                 )
                 .await;
-                RunResult::Ran(o)
+                RunResult::Ran(Box::new(o))
             }
             Err(e) => {
                 self.record(
