@@ -1,6 +1,7 @@
 //! The exec-child seccomp filter: `seccomp/exec-child.json` (seccompiler's JSON format, a
 //! deny-list returning EPERM) compiled before the spawn, behind a hand-written prefix that kills
-//! non-x86_64 arches and x32 syscall numbers and answers clone3 with ENOSYS.
+//! non-x86_64 arches and x32 syscall numbers and answers a few calls by number (clone3 and
+//! inotify with ENOSYS, syscalls newer than seccompiler's table with EPERM).
 
 use super::profile::{NetworkSpec, ResolvedProfile};
 use super::SandboxError;
@@ -18,6 +19,10 @@ const NR_CLONE3: u32 = 435;
 /// Newer than seccompiler's syscall table, so matched by number here.
 const NR_SETXATTRAT: u32 = 463;
 const NR_REMOVEXATTRAT: u32 = 466;
+/// file_setattr(2) (Linux 6.17): chattr-style flags by path, newer than seccompiler's table.
+const NR_FILE_SETATTR: u32 = 469;
+const NR_INOTIFY_INIT: u32 = 253;
+const NR_INOTIFY_INIT1: u32 = 294;
 
 const RET_KILL_PROCESS: u32 = 0x8000_0000;
 const RET_ERRNO: u32 = 0x0005_0000;
@@ -49,17 +54,21 @@ fn prefix() -> Vec<libc::sock_filter> {
 
 /// Hand-written answers, searched like the JSON rules (inclusive number ranges): x32
 /// numbers die (seccompiler does not check the x32 bit), clone3 gets ENOSYS (its flags sit
-/// behind a pointer; glibc and Node fall back to clone, whose flags the JSON checks), and
-/// the xattr calls newer than seccompiler's syscall table get EPERM.
-fn special_spans() -> [(u32, u32, u32); 4] {
+/// behind a pointer; glibc and Node fall back to clone, whose flags the JSON checks), the
+/// xattr/attr calls newer than seccompiler's syscall table get EPERM, and inotify gets ENOSYS:
+/// a watch needs only read permission, which Landlock does not check, so a watch on a
+/// deny-read directory would leak the names and timing of what happens in it; ENOSYS is
+/// "no inotify in this kernel", on which tail, glib and inotify-tools fall back to polling.
+fn special_spans() -> [(u32, u32, u32); 7] {
+    let enosys = RET_ERRNO | libc::ENOSYS as u32;
+    let eperm = RET_ERRNO | libc::EPERM as u32;
     [
-        (NR_CLONE3, NR_CLONE3, RET_ERRNO | libc::ENOSYS as u32),
-        (NR_SETXATTRAT, NR_SETXATTRAT, RET_ERRNO | libc::EPERM as u32),
-        (
-            NR_REMOVEXATTRAT,
-            NR_REMOVEXATTRAT,
-            RET_ERRNO | libc::EPERM as u32,
-        ),
+        (NR_INOTIFY_INIT, NR_INOTIFY_INIT, enosys),
+        (NR_INOTIFY_INIT1, NR_INOTIFY_INIT1, enosys),
+        (NR_CLONE3, NR_CLONE3, enosys),
+        (NR_SETXATTRAT, NR_SETXATTRAT, eperm),
+        (NR_REMOVEXATTRAT, NR_REMOVEXATTRAT, eperm),
+        (NR_FILE_SETATTR, NR_FILE_SETATTR, eperm),
         (X32_SYSCALL_BIT, u32::MAX, RET_KILL_PROCESS),
     ]
 }
@@ -408,20 +417,18 @@ mod tests {
         }});
         let bytes = serde_json::to_vec(&doc).unwrap();
         let mut map = seccompiler::compile_from_json(bytes.as_slice(), TargetArch::x86_64).unwrap();
-        // The documented prefix, written out as a linear check.
+        // The documented prefix, then each hand-written span as a linear check.
         let mut prog = vec![
             insn(LD_W_ABS, 0, 0, 4),
             insn(JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
             insn(RET_K, 0, 0, RET_KILL_PROCESS),
             insn(LD_W_ABS, 0, 0, 0),
-            insn(JGE_K, 0, 1, X32_SYSCALL_BIT),
-            insn(RET_K, 0, 0, RET_KILL_PROCESS),
-            insn(JEQ_K, 0, 1, NR_CLONE3),
-            insn(RET_K, 0, 0, RET_ERRNO | libc::ENOSYS as u32),
-            insn(JEQ_K, 1, 0, NR_SETXATTRAT),
-            insn(JEQ_K, 0, 1, NR_REMOVEXATTRAT),
-            insn(RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
         ];
+        for (first, last, ret) in special_spans() {
+            prog.push(insn(JGE_K, 0, 2, first));
+            prog.push(insn(JGT_K, 1, 0, last));
+            prog.push(insn(RET_K, 0, 0, ret));
+        }
         prog.extend(
             map.remove("merged")
                 .unwrap()
@@ -432,15 +439,24 @@ mod tests {
     }
 
     /// Argument values the rules compare against, and neighbours of them.
-    const ARGS: [u64; 16] = [
+    const ARGS: [u64; 25] = [
         0,
         1,
         2,
         3,
+        4,
         5,
+        6,
+        8,
         10,
         16,
+        30,
+        132,
         262,
+        0x1000,
+        0x5410,
+        0x4008_6602,
+        0x2000_0000,
         0o2000,
         0o4000,
         0o6755,
@@ -465,7 +481,7 @@ mod tests {
                 for nr in (0..2048).chain([X32_SYSCALL_BIT - 1, X32_SYSCALL_BIT, u32::MAX]) {
                     for a0 in ARGS {
                         for a1 in ARGS {
-                            for a2 in [0, 2, 262, 0o2000, 0o4000] {
+                            for a2 in [0, 2, 6, 23, 30, 262, 0o2000, 0o4000] {
                                 let args = [a0, a1, a2, a0, a1, a2];
                                 assert_eq!(
                                     eval(&ours, nr, args),
