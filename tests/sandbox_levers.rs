@@ -178,12 +178,21 @@ fn own_process_still_adjustable() {
         "sched_setattr",
     ] {
         assert_eq!(
-            probe_run(&ws, &["--profile", "workspace-write"], "lever", &[lever, "0"]),
+            probe_run(
+                &ws,
+                &["--profile", "workspace-write"],
+                "lever",
+                &[lever, "0"]
+            ),
             "OK",
             "{lever} on itself"
         );
     }
-    let o = sh(&ws, "read-only", "nice -n 5 true && ulimit -n 64 && ionice -c 3 true");
+    let o = sh(
+        &ws,
+        "read-only",
+        "nice -n 5 true && ulimit -n 64 && ionice -c 3 true",
+    );
     assert!(o.status.success(), "{}", stderr(&o));
 }
 

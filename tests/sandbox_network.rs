@@ -15,45 +15,141 @@ use std::net::TcpListener;
 const ATTACKS: &[(&str, [&str; 5], &str)] = &[
     // The Landlock rule itself, from every address form.
     ("connect v4", ["connect", "2", "1", "0", "4"], "ERR EACCES"),
-    ("connect IPPROTO_TCP", ["connect", "2", "1", "6", "4"], "ERR EACCES"),
-    ("connect nonblock|cloexec", ["connect", "2", "526337", "0", "4"], "ERR EACCES"),
+    (
+        "connect IPPROTO_TCP",
+        ["connect", "2", "1", "6", "4"],
+        "ERR EACCES",
+    ),
+    (
+        "connect nonblock|cloexec",
+        ["connect", "2", "526337", "0", "4"],
+        "ERR EACCES",
+    ),
     ("connect v6", ["connect", "10", "1", "0", "6"], "ERR EACCES"),
-    ("connect v4-mapped", ["connect", "10", "1", "0", "m"], "ERR EACCES"),
-    ("v4 addr on v6 socket", ["connect", "10", "1", "0", "4"], "ERR EINVAL"),
-    ("disconnect then connect", ["unspec_then_connect", "2", "1", "0", "4"], "ERR EACCES"),
+    (
+        "connect v4-mapped",
+        ["connect", "10", "1", "0", "m"],
+        "ERR EACCES",
+    ),
+    (
+        "v4 addr on v6 socket",
+        ["connect", "10", "1", "0", "4"],
+        "ERR EINVAL",
+    ),
+    (
+        "disconnect then connect",
+        ["unspec_then_connect", "2", "1", "0", "4"],
+        "ERR EACCES",
+    ),
     ("bind", ["bind", "2", "1", "0", "4"], "ERR EACCES"),
-    ("bind AF_UNSPEC", ["bind", "2", "1", "0", "u"], "ERR EAFNOSUPPORT"),
+    (
+        "bind AF_UNSPEC",
+        ["bind", "2", "1", "0", "u"],
+        "ERR EAFNOSUPPORT",
+    ),
     // Implicit connect: TCP Fast Open never calls connect(2).
-    ("sendto MSG_FASTOPEN v4", ["fastopen", "2", "1", "0", "4"], "ERR EPERM"),
-    ("sendto MSG_FASTOPEN v6", ["fastopen", "10", "1", "0", "6"], "ERR EPERM"),
-    ("sendto MSG_FASTOPEN mapped", ["fastopen", "10", "1", "0", "m"], "ERR EPERM"),
-    ("sendto MSG_FASTOPEN|DONTWAIT", ["fastopen_nosig", "2", "1", "0", "4"], "ERR EPERM"),
-    ("sendmsg MSG_FASTOPEN", ["sendmsg_fastopen", "2", "1", "0", "4"], "ERR EPERM"),
-    ("sendmsg MSG_FASTOPEN v6", ["sendmsg_fastopen", "10", "1", "0", "6"], "ERR EPERM"),
-    ("sendmmsg MSG_FASTOPEN", ["sendmmsg_fastopen", "2", "1", "0", "4"], "ERR EPERM"),
-    ("sendmmsg MSG_FASTOPEN v6", ["sendmmsg_fastopen", "10", "1", "0", "6"], "ERR EPERM"),
-    ("TCP_FASTOPEN_CONNECT", ["fastopen_connect", "2", "1", "0", "4"], "ERR EPERM"),
-    ("TCP_FASTOPEN listener", ["fastopen_listener", "2", "1", "0", "4"], "ERR EPERM"),
+    (
+        "sendto MSG_FASTOPEN v4",
+        ["fastopen", "2", "1", "0", "4"],
+        "ERR EPERM",
+    ),
+    (
+        "sendto MSG_FASTOPEN v6",
+        ["fastopen", "10", "1", "0", "6"],
+        "ERR EPERM",
+    ),
+    (
+        "sendto MSG_FASTOPEN mapped",
+        ["fastopen", "10", "1", "0", "m"],
+        "ERR EPERM",
+    ),
+    (
+        "sendto MSG_FASTOPEN|DONTWAIT",
+        ["fastopen_nosig", "2", "1", "0", "4"],
+        "ERR EPERM",
+    ),
+    (
+        "sendmsg MSG_FASTOPEN",
+        ["sendmsg_fastopen", "2", "1", "0", "4"],
+        "ERR EPERM",
+    ),
+    (
+        "sendmsg MSG_FASTOPEN v6",
+        ["sendmsg_fastopen", "10", "1", "0", "6"],
+        "ERR EPERM",
+    ),
+    (
+        "sendmmsg MSG_FASTOPEN",
+        ["sendmmsg_fastopen", "2", "1", "0", "4"],
+        "ERR EPERM",
+    ),
+    (
+        "sendmmsg MSG_FASTOPEN v6",
+        ["sendmmsg_fastopen", "10", "1", "0", "6"],
+        "ERR EPERM",
+    ),
+    (
+        "TCP_FASTOPEN_CONNECT",
+        ["fastopen_connect", "2", "1", "0", "4"],
+        "ERR EPERM",
+    ),
+    (
+        "TCP_FASTOPEN listener",
+        ["fastopen_listener", "2", "1", "0", "4"],
+        "ERR EPERM",
+    ),
     // Implicit bind: listen() on an unbound socket picks an ephemeral port.
-    ("listen autobind v4", ["listen", "2", "1", "0", "4"], "ERR EPERM"),
-    ("listen autobind v6", ["listen", "10", "1", "0", "6"], "ERR EPERM"),
+    (
+        "listen autobind v4",
+        ["listen", "2", "1", "0", "4"],
+        "ERR EPERM",
+    ),
+    (
+        "listen autobind v6",
+        ["listen", "10", "1", "0", "6"],
+        "ERR EPERM",
+    ),
     // Stream protocols other than TCP, which Landlock's TCP rules do not see.
     ("MPTCP", ["connect", "2", "1", "262", "4"], "ERR EPERM"),
     ("MPTCP v6", ["connect", "10", "1", "262", "6"], "ERR EPERM"),
-    ("SCTP stream", ["connect", "2", "1", "132", "4"], "ERR EPERM"),
-    ("SCTP seqpacket", ["connect", "2", "5", "132", "4"], "ERR EPERM"),
+    (
+        "SCTP stream",
+        ["connect", "2", "1", "132", "4"],
+        "ERR EPERM",
+    ),
+    (
+        "SCTP seqpacket",
+        ["connect", "2", "5", "132", "4"],
+        "ERR EPERM",
+    ),
     ("DCCP", ["connect", "2", "6", "33", "4"], "ERR EPERM"),
     ("SOCK_RDM", ["socket", "2", "4", "0", "4"], "ERR EPERM"),
     // Datagrams and raw sockets.
     ("UDP sendto", ["sendto", "2", "2", "0", "4"], "ERR EPERM"),
-    ("UDP v6 sendto", ["sendto", "10", "2", "0", "6"], "ERR EPERM"),
-    ("UDP nonblock", ["sendto", "2", "2050", "0", "4"], "ERR EPERM"),
-    ("ICMP ping socket", ["socket", "2", "2", "1", "4"], "ERR EPERM"),
+    (
+        "UDP v6 sendto",
+        ["sendto", "10", "2", "0", "6"],
+        "ERR EPERM",
+    ),
+    (
+        "UDP nonblock",
+        ["sendto", "2", "2050", "0", "4"],
+        "ERR EPERM",
+    ),
+    (
+        "ICMP ping socket",
+        ["socket", "2", "2", "1", "4"],
+        "ERR EPERM",
+    ),
     ("raw TCP", ["socket", "2", "3", "6", "4"], "ERR EPERM"),
     ("raw v6", ["socket", "10", "3", "58", "4"], "ERR EPERM"),
     ("SOCK_PACKET", ["socket", "2", "10", "0", "4"], "ERR EPERM"),
     // Families Landlock has no rule for.
-    ("AF_UNIX stream", ["socket", "1", "1", "0", "4"], "ERR EPERM"),
+    (
+        "AF_UNIX stream",
+        ["socket", "1", "1", "0", "4"],
+        "ERR EPERM",
+    ),
     ("AF_UNIX dgram", ["socket", "1", "2", "0", "4"], "ERR EPERM"),
     ("AF_PACKET", ["socket", "17", "3", "0", "4"], "ERR EPERM"),
     ("AF_NETLINK", ["socket", "16", "3", "0", "4"], "ERR EPERM"),
@@ -129,7 +225,11 @@ fn port_restricted_network_only_connects_to_listed_ports() {
         let failures = run_table(&opts, &target, false);
         assert!(failures.is_empty(), "{profile}:\n{}", failures.join("\n"));
     }
-    assert_eq!(target.reached(), 0, "a confined process reached the listener");
+    assert_eq!(
+        target.reached(),
+        0,
+        "a confined process reached the listener"
+    );
 }
 
 #[test]
@@ -140,7 +240,11 @@ fn network_none_has_no_socket_at_all() {
         let failures = run_table(&opts, &target, true);
         assert!(failures.is_empty(), "{profile}:\n{}", failures.join("\n"));
     }
-    assert_eq!(target.reached(), 0, "a confined process reached the listener");
+    assert_eq!(
+        target.reached(),
+        0,
+        "a confined process reached the listener"
+    );
 }
 
 /// The filters refuse attacks, not ordinary clients: a plain connect, one with socket flags,
@@ -179,7 +283,13 @@ fn listed_port_still_reachable_in_every_form() {
     let o = sandbox(
         &ws,
         &opts,
-        &["curl", "-sS", "-m", "5", &format!("http://127.0.0.1:{port}/")],
+        &[
+            "curl",
+            "-sS",
+            "-m",
+            "5",
+            &format!("http://127.0.0.1:{port}/"),
+        ],
     );
     t.join().unwrap();
     assert_eq!(stdout(&o), "ok", "{}", stderr(&o));

@@ -255,7 +255,11 @@ pub fn builtin_profiles() -> BTreeMap<String, ProfileSpec> {
         write: vec!["/dev/null".into()],
         protected: vec![],
         network: NetworkSpec::None,
-        deny_read: DENY_READ.iter().chain(&DENY_READ_RO).map(|s| s.to_string()).collect(),
+        deny_read: DENY_READ
+            .iter()
+            .chain(&DENY_READ_RO)
+            .map(|s| s.to_string())
+            .collect(),
         limits: Limits::default(),
         env: default_env_allow(),
         allow_degraded: false,
@@ -459,12 +463,17 @@ mod tests {
             for d in deny.paths() {
                 assert!(p.deny_read.contains(d), "{name}: {}", d.display());
             }
-            assert!(p.deny_read.contains(&dir.path().join("state/openclaw.sqlite-wal")));
+            assert!(p
+                .deny_read
+                .contains(&dir.path().join("state/openclaw.sqlite-wal")));
         }
         assert!(DenyList::new([PathBuf::from("state")]).is_err());
         assert!(DenyList::new([PathBuf::from("/a/../etc")]).is_err());
         let around = DenyList::new([dir.path().to_path_buf()]).unwrap();
         let spec = &builtin_profiles()["read-only"];
-        assert!(matches!(spec.resolve_with(&ws, &around), Err(SandboxError::Profile(_))));
+        assert!(matches!(
+            spec.resolve_with(&ws, &around),
+            Err(SandboxError::Profile(_))
+        ));
     }
 }

@@ -139,9 +139,11 @@ pub fn put_file(dir: impl AsFd, name: &OsStr, data: &[u8], mode: u32) -> Result<
         .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
         .and_then(|()| fchmod(&f, Mode::from_bits_truncate(mode & 0o7777)));
     drop(f);
-    written.and_then(|()| replace(dir, &tmp, name)).inspect_err(|_| {
-        let _ = unlinkat(dir, tmp.as_os_str(), UnlinkatFlags::NoRemoveDir);
-    })
+    written
+        .and_then(|()| replace(dir, &tmp, name))
+        .inspect_err(|_| {
+            let _ = unlinkat(dir, tmp.as_os_str(), UnlinkatFlags::NoRemoveDir);
+        })
 }
 
 /// Replaces whatever is at `name` by a symlink to `target`.

@@ -208,14 +208,21 @@ mod tests {
         );
         assert_eq!(
             names(text, true),
-            ["core.repositoryformatversion", "remote.o.fetch", "user.name"]
+            [
+                "core.repositoryformatversion",
+                "remote.o.fetch",
+                "user.name"
+            ]
         );
     }
 
     #[test]
     fn unparsable_text_is_none_and_render_round_trips() {
         assert!(parse(b"[core]\n\tfsmonitor = a\\\n b\n").is_none());
-        assert!(parse(b"fsmonitor = x\n").is_none(), "entry before any section");
+        assert!(
+            parse(b"fsmonitor = x\n").is_none(),
+            "entry before any section"
+        );
         assert!(parse(b"[core \"x]\n").is_none());
         assert!(parse(&[0xff, 0xfe]).is_none());
         let text = b"[remote \"o\\\"x\"]\n\turl = https://h/r\n[core]\n\tbare\n";

@@ -131,7 +131,11 @@ impl Integrity {
                 me.fd = Some(fd);
                 me.before = snap;
             }
-            Err(e) => me.flag(Path::new(""), Change::ScanFailed, format!("before the run: {e}")),
+            Err(e) => me.flag(
+                Path::new(""),
+                Change::ScanFailed,
+                format!("before the run: {e}"),
+            ),
         }
         me
     }
@@ -162,14 +166,25 @@ impl Integrity {
         let after = match snapshot::take(&fd, &self.limits) {
             Ok(s) => s,
             Err(e) => {
-                self.flag(Path::new(""), Change::ScanFailed, format!("after the run: {e}"));
+                self.flag(
+                    Path::new(""),
+                    Change::ScanFailed,
+                    format!("after the run: {e}"),
+                );
                 return self.events;
             }
         };
-        let limits = [("before", self.before.limit.clone()), ("after", after.limit.clone())];
+        let limits = [
+            ("before", self.before.limit.clone()),
+            ("after", after.limit.clone()),
+        ];
         for (when, why) in limits {
             if let Some(why) = why {
-                self.flag(Path::new(""), Change::ScanLimit, format!("{when} the run: {why}"));
+                self.flag(
+                    Path::new(""),
+                    Change::ScanLimit,
+                    format!("{when} the run: {why}"),
+                );
             }
         }
         let before_dirs = self.before.git_dirs.clone();
@@ -234,13 +249,23 @@ impl Integrity {
                     }
                     Err(names) => {
                         let r = self.restore(root, key, b);
-                        return self.done(&rel, Change::CodeRunningConfig, Action::Restored, names, r);
+                        return self.done(
+                            &rel,
+                            Change::CodeRunningConfig,
+                            Action::Restored,
+                            names,
+                            r,
+                        );
                     }
                 }
             }
         }
         // Parents first (sorted keys), so a directory is repaired before its files.
-        let action = if b.is_some() { Action::Restored } else { Action::Removed };
+        let action = if b.is_some() {
+            Action::Restored
+        } else {
+            Action::Removed
+        };
         let r = self.restore(root, key, b);
         self.done(&rel, change, action, describe(b, a), r);
     }
@@ -257,19 +282,34 @@ impl Integrity {
                 && matches!(a, Node::File { .. });
             if inner != Path::new("hooks") && !sample {
                 let r = self.restore(root, key, None);
-                self.done(&rel, Change::Added, Action::Removed, describe(None, Some(a)), r);
+                self.done(
+                    &rel,
+                    Change::Added,
+                    Action::Removed,
+                    describe(None, Some(a)),
+                    r,
+                );
             }
             return;
         }
         if inner == Path::new("config") || inner == Path::new("config.worktree") {
             let Node::File { data, mode } = a else {
                 let r = self.restore(root, key, None);
-                return self.done(&rel, Change::Added, Action::Removed, describe(None, Some(a)), r);
+                return self.done(
+                    &rel,
+                    Change::Added,
+                    Action::Removed,
+                    describe(None, Some(a)),
+                    r,
+                );
             };
             let (clean, names) = match gitconfig::parse(data) {
                 Some(entries) => {
-                    let bad: Vec<String> =
-                        entries.iter().filter(|e| !e.inert()).map(|e| e.name()).collect();
+                    let bad: Vec<String> = entries
+                        .iter()
+                        .filter(|e| !e.inert())
+                        .map(|e| e.name())
+                        .collect();
                     let keep: Vec<_> = entries.into_iter().filter(|e| e.inert()).collect();
                     (gitconfig::render(&keep), bad.join(", "))
                 }
@@ -291,7 +331,12 @@ impl Integrity {
     fn done(&mut self, rel: &Path, c: Change, a: Action, detail: String, r: Result<(), Errno>) {
         match r {
             Ok(()) => self.event(rel, c, a, detail),
-            Err(e) => self.event(rel, c, Action::Failed, format!("{detail}; restore failed: {e}")),
+            Err(e) => self.event(
+                rel,
+                c,
+                Action::Failed,
+                format!("{detail}; restore failed: {e}"),
+            ),
         }
     }
 
@@ -336,7 +381,6 @@ impl Integrity {
             // Not restorable: remove what is there now.
             Some(Node::Big { .. }) | Some(Node::Other) => fsat::remove(&dir, name),
         }
-        .map(|()| ())
     }
 }
 

@@ -22,11 +22,19 @@ const TREE_DEPTH: usize = 8;
 /// What was at a watched path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Node {
-    File { data: Vec<u8>, mode: u32 },
+    File {
+        data: Vec<u8>,
+        mode: u32,
+    },
     /// A file over the per-file cap: compared by size and change time, never restored.
-    Big { len: u64, ctime: (i64, i64) },
+    Big {
+        len: u64,
+        ctime: (i64, i64),
+    },
     Link(OsString),
-    Dir { mode: u32 },
+    Dir {
+        mode: u32,
+    },
     Other,
 }
 
@@ -126,10 +134,20 @@ impl Scan<'_> {
         Ok(())
     }
 
-    fn descend(&mut self, fd: &OwnedFd, rel: &Path, name: &OsStr, depth: usize) -> Result<(), Errno> {
+    fn descend(
+        &mut self,
+        fd: &OwnedFd,
+        rel: &Path,
+        name: &OsStr,
+        depth: usize,
+    ) -> Result<(), Errno> {
         if depth + 1 > self.limits.max_depth {
             let p = rel.join(name);
-            self.stop(format!("scan depth limit {} at {}", self.limits.max_depth, p.display()));
+            self.stop(format!(
+                "scan depth limit {} at {}",
+                self.limits.max_depth,
+                p.display()
+            ));
             return Ok(());
         }
         match fsat::open_dir(fd, name) {
@@ -194,7 +212,10 @@ impl Scan<'_> {
             return Ok(());
         }
         if depth >= TREE_DEPTH {
-            self.stop(format!("watched tree deeper than {TREE_DEPTH} at {}", inner.display()));
+            self.stop(format!(
+                "watched tree deeper than {TREE_DEPTH} at {}",
+                inner.display()
+            ));
             return Ok(());
         }
         let sub = match fsat::open_dir(dir, name) {
