@@ -343,7 +343,7 @@ fn scan_bounds_are_reported_never_silent() {
             "bytes",
         ),
     ] {
-        let events = Integrity::before(&root, limits).after();
+        let events = Integrity::before(&root, limits).unwrap().after();
         let hit: Vec<_> = events
             .iter()
             .filter(|e| e.change == Change::ScanLimit)
@@ -355,8 +355,11 @@ fn scan_bounds_are_reported_never_silent() {
         );
     }
     assert!(Integrity::before(&root, ScanLimits::default())
+        .unwrap()
         .after()
         .is_empty());
+    // A workspace that cannot be scanned at all: the run is refused, not run unchecked.
+    assert!(Integrity::before(&root.join("missing"), ScanLimits::default()).is_err());
 }
 
 /// `sanctum-guard sandbox` (humans, container entrypoints) runs the same check.

@@ -80,8 +80,14 @@ pub fn sandbox_main(args: SandboxArgs) -> i32 {
     }
     let env = prepared.env(&BTreeMap::new());
     let cwd = std::env::current_dir().unwrap_or_else(|_| resolved.workspace.clone());
-    let check = integrity::needed(&resolved.workspace, &resolved.write)
-        .then(|| Integrity::before(&resolved.workspace, ScanLimits::default()));
+    let check = if integrity::needed(&resolved.workspace, &resolved.write) {
+        match Integrity::before(&resolved.workspace, ScanLimits::default()) {
+            Ok(c) => Some(c),
+            Err(e) => return setup_failed(&e, args.json_status),
+        }
+    } else {
+        None
+    };
     let code = run_child(&args, &prepared, &env, &cwd, resolved.timeout);
     if let Some(check) = check {
         report_integrity(&check.after(), args.json_status);

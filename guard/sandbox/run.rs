@@ -105,7 +105,7 @@ pub async fn run_prepared(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutc
     let ws = p.workspace.clone();
     let check = tokio::task::spawn_blocking(move || Integrity::before(&ws, ScanLimits::default()))
         .await
-        .map_err(|e| SandboxError::Io(std::io::Error::other(e)))?;
+        .map_err(|e| SandboxError::Io(std::io::Error::other(e)))??;
     let outcome = run_confined(prepared, spec).await;
     // Restore even when the run failed half-way: it may have written before failing.
     let events = tokio::task::spawn_blocking(move || check.after())

@@ -478,10 +478,19 @@ mod tests {
                 let ours = compile(&key).unwrap();
                 let slow = reference(&key);
                 assert!(ours.len() < slow.len(), "{} >= {}", ours.len(), slow.len());
-                for nr in (0..2048).chain([X32_SYSCALL_BIT - 1, X32_SYSCALL_BIT, u32::MAX]) {
+                // Every number up to past the highest x86_64 syscall, then samples.
+                let sample = [
+                    1023,
+                    1024,
+                    2047,
+                    X32_SYSCALL_BIT - 1,
+                    X32_SYSCALL_BIT,
+                    u32::MAX,
+                ];
+                for nr in (0..520).chain(sample) {
                     for a0 in ARGS {
                         for a1 in ARGS {
-                            for a2 in [0, 2, 6, 23, 30, 262, 0o2000, 0o4000] {
+                            for a2 in [0, 6, 23, 30, 132, 262, 0o2000, 0o4000, 0x2000_0000] {
                                 let args = [a0, a1, a2, a0, a1, a2];
                                 assert_eq!(
                                     eval(&ours, nr, args),

@@ -27,6 +27,7 @@ mod fsat;
 pub mod gitconfig;
 mod snapshot;
 
+use super::SandboxError;
 use nix::errno::Errno;
 use serde::{Deserialize, Serialize};
 use snapshot::{Key, Node, Snapshot};
@@ -113,31 +114,26 @@ pub struct Integrity {
 const DEFAULT_CONFIG: &[u8] = b"[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n";
 
 impl Integrity {
-    /// Snapshots `workspace` (a canonical directory).
-    pub fn before(workspace: &Path, limits: ScanLimits) -> Integrity {
-        let mut me = Integrity {
+    /// Snapshots `workspace` (a canonical directory). Fails (and the run must not start)
+    /// when the workspace cannot be opened or listed: its changes could not be checked.
+    pub fn before(workspace: &Path, limits: ScanLimits) -> Result<Integrity, SandboxError> {
+        let fail = |e: Errno| {
+            SandboxError::Profile(format!(
+                "integrity check of {}: {e}; not running what could not be checked",
+                workspace.display()
+            ))
+        };
+        let fd = std::fs::File::open(workspace)
+            .map(OwnedFd::from)
+            .map_err(|e| fail(Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO))))?;
+        let before = snapshot::take(&fd, &limits).map_err(fail)?;
+        Ok(Integrity {
             root: workspace.to_path_buf(),
-            fd: None,
-            before: Snapshot::default(),
+            fd: Some(fd),
+            before,
             limits,
             events: Vec::new(),
-        };
-        let scanned = std::fs::File::open(workspace)
-            .map(OwnedFd::from)
-            .map_err(|e| Errno::from_raw(e.raw_os_error().unwrap_or(libc::EIO)))
-            .and_then(|fd| snapshot::take(&fd, &me.limits).map(|s| (fd, s)));
-        match scanned {
-            Ok((fd, snap)) => {
-                me.fd = Some(fd);
-                me.before = snap;
-            }
-            Err(e) => me.flag(
-                Path::new(""),
-                Change::ScanFailed,
-                format!("before the run: {e}"),
-            ),
-        }
-        me
+        })
     }
 
     fn flag(&mut self, rel: &Path, change: Change, detail: String) {

@@ -150,11 +150,16 @@ impl Scan<'_> {
             ));
             return Ok(());
         }
-        match fsat::open_dir(fd, name) {
-            Ok(sub) => self.dir(&sub, &rel.join(name), depth + 1),
+        let p = rel.join(name);
+        let r = fsat::open_dir(fd, name).and_then(|sub| self.dir(&sub, &p, depth + 1));
+        match r {
             // Swapped for a link or removed since the listing: nothing to walk.
-            Err(Errno::ELOOP) | Err(Errno::ENOTDIR) | Err(Errno::ENOENT) => Ok(()),
-            Err(e) => Err(e),
+            Ok(()) | Err(Errno::ELOOP) | Err(Errno::ENOTDIR) | Err(Errno::ENOENT) => Ok(()),
+            // Unreadable: the scan cannot vouch for what is below; reported as a bound.
+            Err(e) => {
+                self.stop(format!("cannot read {}: {e}", p.display()));
+                Ok(())
+            }
         }
     }
 
