@@ -61,7 +61,8 @@ fn inode_flags_cannot_be_changed() {
 }
 
 /// A watch on a deny-read directory would report the names and timing of what happens in
-/// it (inotify and fanotify need only read permission, which Landlock does not check).
+/// it (inotify and fanotify need only read permission, which Landlock does not check;
+/// dnotify needs a directory fd, which ReadDir inherited from the parent allows).
 #[test]
 fn no_watch_on_deny_read_paths() {
     let ws = Ws::new();
@@ -69,8 +70,14 @@ fn no_watch_on_deny_read_paths() {
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_ed25519"), "KEY").unwrap();
     for opts in [RO, WW] {
-        for (op, want) in [("inotify", "ERR ENOSYS"), ("fanotify", "ERR EPERM")] {
-            for target in [home.join(".ssh"), home.join(".ssh/id_ed25519")] {
+        for (op, target, want) in [
+            ("inotify", home.join(".ssh"), "ERR ENOSYS"),
+            ("inotify", home.join(".ssh/id_ed25519"), "ERR ENOSYS"),
+            ("fanotify", home.join(".ssh"), "ERR EPERM"),
+            ("fanotify", home.join(".ssh/id_ed25519"), "ERR EPERM"),
+            ("dnotify", home.join(".ssh"), "ERR EPERM"),
+        ] {
+            {
                 let o = Command::new(guard())
                     .args(["sandbox", "--workspace", ws.path().to_str().unwrap()])
                     .args(opts)

@@ -251,6 +251,10 @@ static int inode(const char *op, const char *path) {
         int fd = inotify_init1(0); if (fd < 0) return report(-1);
         return report(inotify_add_watch(fd, path, IN_ALL_EVENTS));
     }
+    if (!strcmp(op, "dnotify")) {
+        int fd = open(path, O_RDONLY | O_DIRECTORY); if (fd < 0) return report(-1);
+        return report(fcntl(fd, F_NOTIFY, DN_CREATE | DN_MODIFY | DN_ACCESS | DN_MULTISHOT));
+    }
     if (!strcmp(op, "fanotify")) {
         int fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID, O_RDONLY); if (fd < 0) return report(-1);
         return report(fanotify_mark(fd, FAN_MARK_ADD, FAN_OPEN | FAN_ACCESS, AT_FDCWD, path));
