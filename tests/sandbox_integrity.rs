@@ -233,6 +233,51 @@ async fn nested_new_and_bare_repositories_too() {
     assert!(!bare.to_lowercase().contains("sshcommand"), "{bare}");
 }
 
+/// Repositories git recognises that a simple check would miss, and redirections.
+#[tokio::test]
+async fn unusual_repositories_and_redirections() {
+    let ws = Ws::new();
+    let o = ww(
+        &ws,
+        // git init's HEAD replaced by a link, objects/refs by links (git follows them)
+        "mkdir -p odd && cd odd && git init -q --bare r && cd r && mv objects ../o && ln -s ../o objects \
+         && mv refs ../rf && ln -s ../rf refs && ln -sf refs/heads/main HEAD.new && mv HEAD.new HEAD \
+         && git --git-dir=. config core.fsmonitor 'touch pwned' && cd ../.. \
+         && mkdir -p myhooks && printf '#!/bin/sh\ntouch pwned\n' > myhooks/post-checkout \
+         && chmod +x myhooks/post-checkout && git init -q linked && rm -rf linked/.git/hooks \
+         && ln -s ../../myhooks linked/.git/hooks \
+         && git init -q --bare .git/evil && git --git-dir=.git/evil config core.pager 'sh' \
+         && git init -q --bare redirect && echo ../odd/r > redirect/commondir \
+         && git worktree add -q wt 2>/dev/null || git worktree add wt",
+    )
+    .await;
+    assert!(o.success, "{o:?}");
+    let has = |rel: &str, change: Change, action: Action| {
+        let e = event(&o, &ws, rel).unwrap_or_else(|| panic!("{rel}: {:?}", o.integrity));
+        assert_eq!((e.change, e.action), (change, action), "{rel}: {e:?}");
+    };
+    has("odd/r/config", Change::CodeRunningConfig, Action::Sanitized);
+    has("linked/.git/hooks", Change::Added, Action::Removed);
+    has(
+        ".git/evil/config",
+        Change::CodeRunningConfig,
+        Action::Sanitized,
+    );
+    has("redirect/commondir", Change::Added, Action::Removed);
+    // git worktree add works; its commondir stays (reported), its .git file is reported.
+    has(
+        ".git/worktrees/wt/commondir",
+        Change::Added,
+        Action::Flagged,
+    );
+    has("wt/.git", Change::GitLink, Action::Flagged);
+    assert!(!ws.path().join("linked/.git/hooks").exists());
+    assert!(ws.path().join(".git/worktrees/wt/commondir").exists());
+    git(&ws.path().join("wt"), &["status"]);
+    git(&ws.path().join("linked"), &["status"]);
+    assert!(!ws.path().join("pwned").exists() && !ws.path().join("linked/pwned").exists());
+}
+
 #[tokio::test]
 async fn links_never_make_the_restore_write_outside() {
     let ws = Ws::new();

@@ -14,7 +14,8 @@
 //! - A repository created by the run (`git init`, a planted bare repository): hooks other
 //!   than git's `*.sample` files are removed, and a `config`/`config.worktree` with any
 //!   non-inert entry is rewritten with its inert entries only (or git's defaults when it
-//!   cannot be parsed). A `commondir` is flagged.
+//!   cannot be parsed). A `commondir` is removed, except `git worktree add`'s own
+//!   (`<gitdir>/worktrees/<name>/commondir`), which is flagged.
 //! - `.openclaw`/`.sanctum` at the workspace root: any change is undone.
 //! - Flagged only: a repository that disappeared or whose git dir was replaced (nothing is
 //!   recreated), a new or changed `.git` file or link (it points git at another directory),
@@ -108,6 +109,8 @@ pub struct Integrity {
     before: Snapshot,
     limits: ScanLimits,
     events: Vec<IntegrityEvent>,
+    /// The git dirs found after the run.
+    seen: std::collections::BTreeSet<PathBuf>,
 }
 
 /// The default config `git init` writes, used when a new repository's config is unparsable.
@@ -133,6 +136,7 @@ impl Integrity {
             before,
             limits,
             events: Vec::new(),
+            seen: Default::default(),
         })
     }
 
@@ -183,6 +187,7 @@ impl Integrity {
                 );
             }
         }
+        self.seen = after.git_dirs.clone();
         let before_dirs = self.before.git_dirs.clone();
         for dir in &before_dirs {
             if !after.git_dirs.contains(dir) {
@@ -276,7 +281,8 @@ impl Integrity {
             let sample = inner.components().count() == 2
                 && inner.extension() == Some(OsStr::new("sample"))
                 && matches!(a, Node::File { .. });
-            if inner != Path::new("hooks") && !sample {
+            let hooks_dir = inner == Path::new("hooks") && matches!(a, Node::Dir { .. });
+            if !hooks_dir && !sample {
                 let r = self.restore(root, key, None);
                 self.done(
                     &rel,
@@ -320,6 +326,24 @@ impl Integrity {
             };
             let r = self.restore(root, key, Some(&node));
             return self.done(&rel, Change::CodeRunningConfig, Action::Sanitized, names, r);
+        }
+        // commondir makes git read another directory's config: only `git worktree add`'s
+        // own (<gitdir>/worktrees/<name>/commondir) is left, and reported.
+        let base = key.0.as_path();
+        let worktree = base.parent().and_then(Path::file_name) == Some(OsStr::new("worktrees"))
+            && base
+                .parent()
+                .and_then(Path::parent)
+                .is_some_and(|g| self.before.git_dirs.contains(g) || self.seen.contains(g));
+        if inner == Path::new("commondir") && !worktree {
+            let r = self.restore(root, key, None);
+            return self.done(
+                &rel,
+                Change::Added,
+                Action::Removed,
+                describe(None, Some(a)),
+                r,
+            );
         }
         self.flag(&rel, Change::Added, describe(None, Some(a)));
     }

@@ -71,11 +71,20 @@ pub fn take(root: &OwnedFd, limits: &ScanLimits) -> Result<Snapshot, Errno> {
     Ok(s.snap)
 }
 
+/// git's own test (setup.c `is_git_directory`), which follows links: HEAD (a file, or a
+/// link as old git wrote it), and objects + refs or a commondir.
 fn is_git_dir(names: &[(OsString, Kind)]) -> bool {
-    let has = |n: &str, k: Kind| names.iter().any(|(name, kind)| name == n && *kind == k);
-    has("HEAD", Kind::File)
-        && ((has("objects", Kind::Dir) && has("refs", Kind::Dir)) || has("commondir", Kind::File))
+    let has = |n: &str, kinds: &[Kind]| {
+        names
+            .iter()
+            .any(|(name, kind)| name == n && kinds.contains(kind))
+    };
+    let (file, dir) = (&[Kind::File, Kind::Link], &[Kind::Dir, Kind::Link]);
+    has("HEAD", file) && ((has("objects", dir) && has("refs", dir)) || has("commondir", file))
 }
+
+/// Git's bulk data inside a git dir, not walked (big, and nothing in it runs code).
+const GIT_DATA: [&str; 5] = ["objects", "refs", "logs", "lfs", "hooks"];
 
 impl Scan<'_> {
     fn stop(&mut self, why: String) {
@@ -106,11 +115,14 @@ impl Scan<'_> {
             if let Some((_, kind)) = names.iter().find(|(n, _)| n == "hooks") {
                 self.watch(fd, rel, Path::new("hooks"), *kind, 0)?;
             }
-            // Nested git dirs of submodules and worktrees live here; the rest (objects,
-            // refs, logs) is git's data and is not walked.
-            for sub in ["modules", "worktrees"] {
-                if names.iter().any(|(n, k)| n == sub && *k == Kind::Dir) {
-                    self.descend(fd, rel, OsStr::new(sub), depth)?;
+            // Nested git dirs (modules/, worktrees/, or planted anywhere else) are found
+            // below; git's bulk data is skipped.
+            for (name, kind) in &names {
+                if *kind == Kind::Dir && !GIT_DATA.iter().any(|d| name == *d) {
+                    self.descend(fd, rel, name, depth)?;
+                }
+                if self.snap.limit.is_some() {
+                    break;
                 }
             }
             return Ok(());
