@@ -22,6 +22,8 @@ const LEVERS: &[(&str, Option<&str>)] = &[
     ("tgkill", Some("ERR EPERM")),
     ("sigqueue", Some("ERR EPERM")),
     ("pidfd_signal", Some("ERR EPERM")),
+    ("tgsigqueue", Some("ERR EPERM")),
+    ("kill_pgrp", Some("ERR EPERM")),
     ("kill_all", None),
     ("fsetown", None),
     ("fioasync", None),

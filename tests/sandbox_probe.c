@@ -143,6 +143,8 @@ static int lever(const char *name, const char *pidarg) {
     if (!strcmp(name, "prlimit_read")) { struct rlimit r; return report(prlimit(pid, RLIMIT_NOFILE, 0, &r)); }
     if (!strcmp(name, "kill")) return report(kill(pid, SIGURG));
     if (!strcmp(name, "kill_all")) return report(kill(-1, SIGURG));
+    if (!strcmp(name, "kill_pgrp")) return report(kill(-getpgid(pid), SIGURG));
+    if (!strcmp(name, "tgsigqueue")) { siginfo_t si; memset(&si, 0, sizeof si); si.si_code = SI_QUEUE; return report(syscall(SYS_rt_tgsigqueueinfo, pid, pid, SIGURG, &si)); }
     if (!strcmp(name, "tgkill")) return report(syscall(SYS_tgkill, pid, pid, SIGURG));
     if (!strcmp(name, "sigqueue")) { siginfo_t si; memset(&si, 0, sizeof si); si.si_code = SI_QUEUE; return report(syscall(SYS_rt_sigqueueinfo, pid, SIGURG, &si)); }
     if (!strcmp(name, "pidfd_signal")) {
