@@ -92,7 +92,10 @@ fn every_autonomous_category_is_contained_by_its_profile() {
                 "tcp to a port the profile does not promise",
                 format!("exec 3<>/dev/tcp/127.0.0.1/{port}"),
             ),
-            ("signal another process", format!("kill -TERM {}", victim.id())),
+            (
+                "signal another process",
+                format!("kill -TERM {}", victim.id()),
+            ),
         ];
         for (what, script) in probes {
             let out = run(&profile, &ws_path, &script);
@@ -115,8 +118,16 @@ fn every_autonomous_category_is_contained_by_its_profile() {
         // What the profile promises for the network holds too.
         if let Some(p) = allowed.first() {
             if let Ok(l) = TcpListener::bind(("127.0.0.1", *p)) {
-                let out = run(&profile, &ws_path, &format!("exec 3<>/dev/tcp/127.0.0.1/{p}"));
-                assert_eq!(out.exit_code, Some(0), "{category:?}: promised port {p}: {out:?}");
+                let out = run(
+                    &profile,
+                    &ws_path,
+                    &format!("exec 3<>/dev/tcp/127.0.0.1/{p}"),
+                );
+                assert_eq!(
+                    out.exit_code,
+                    Some(0),
+                    "{category:?}: promised port {p}: {out:?}"
+                );
                 drop(l);
             }
         }

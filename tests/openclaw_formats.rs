@@ -30,7 +30,10 @@ fn ensure_socket_seeds_a_sqlite_store_openclaw_reads() {
     assert_eq!(config.token.len(), 32);
     assert!(!e.state.join(JSON_FILE).exists(), "legacy JSON created");
     // Idempotent: a second call returns the stored values, not new ones.
-    assert_eq!(ensure_socket(&store, Some(Path::new(HOME))).unwrap(), config);
+    assert_eq!(
+        ensure_socket(&store, Some(Path::new(HOME))).unwrap(),
+        config
+    );
 
     let got = approvals_get(SQLITE_VERSION, &e.home, &e.state);
     assert_eq!(got["exists"], json!(true));

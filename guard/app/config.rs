@@ -331,7 +331,9 @@ impl Config {
             openclaw_state_dir,
             policy,
             workspace,
-            home: env("HOME").filter(|h| h.starts_with('/')).map(PathBuf::from),
+            home: env("HOME")
+                .filter(|h| h.starts_with('/'))
+                .map(PathBuf::from),
             socket,
             deadlines,
             origin,

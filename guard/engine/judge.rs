@@ -15,7 +15,7 @@ use crate::policy::request::DecisionKind;
 use crate::policy::request::Request;
 use crate::policy::verdict::Reason;
 use crate::policy::verdict::{Category, Verdict, VerdictKind};
-use crate::sandbox::{self, ProfileSpec, RunOutcome, RunSpec, SandboxError};
+use crate::sandbox::{self, DenyList, ProfileSpec, RunOutcome, RunSpec, SandboxError};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -77,6 +77,8 @@ pub struct Judge {
     cache: RwLock<Cached>,
     profiles: BTreeMap<String, ProfileSpec>,
     deployment: Deployment,
+    /// The deployment's own secrets, unreadable in every profile.
+    deny: DenyList,
 }
 
 impl Judge {
@@ -88,6 +90,9 @@ impl Judge {
         };
         let policy_origin = policy.origin().to_owned();
         let profiles = policy.profiles().clone();
+        let mut deny = DenyList::default();
+        deny.push(cfg.state_dir.clone())?;
+        deny.push_openclaw_state(&cfg.openclaw_state_dir)?;
         let deployment = Deployment {
             workspace: cfg.workspace(policy.workspace()),
             agent_home: policy.agent_home().to_path_buf(),
@@ -104,6 +109,7 @@ impl Judge {
             }),
             profiles,
             deployment,
+            deny,
         };
         o.reload();
         Ok(o)
@@ -284,7 +290,8 @@ impl Judge {
             .profiles
             .get(&name)
             .ok_or_else(|| JudgeError::NoProfile(name.clone()))?;
-        let profile = spec.resolve(&plan.workspace)?;
+        let profile =
+            spec.resolve_with(&plan.workspace, &self.deployment.agent_home, &self.deny)?;
         if autonomous {
             plan.neutralise_git();
         }
