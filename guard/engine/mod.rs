@@ -241,12 +241,16 @@ impl Engine {
                 self.record(
                     "exec",
                     json!({"id":req.id,"program":program,"argv":argv,"cwd":cwd,
-                           "droppedEnv":dropped,"exitCode":o.exit_code,
+                           "droppedEnv":dropped,"integrity":o.integrity,"exitCode":o.exit_code,
                            "timedOut":o.timed_out,"success":o.success,
                            "stdoutBytes":o.stdout.len(),"stderrBytes":o.stderr.len(),
                            "error":o.error}),
                 )
                 .await;
+                if !o.integrity.is_empty() {
+                    tracing::warn!(id = %req.id, events = o.integrity.len(),
+                        "an approved run changed repository hooks or config; restored or flagged");
+                }
                 RunResult::Ran(Box::new(o))
             }
             Err(e) => {

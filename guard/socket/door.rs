@@ -245,17 +245,30 @@ impl SocketDoor {
             )
             .await;
         match result {
-            RunResult::Ran(o) => Reply::ExecOk {
-                id: Some(f.id),
-                payload: ExecPayload {
-                    exit_code: o.exit_code,
-                    timed_out: o.timed_out,
-                    success: o.success,
-                    stdout: o.stdout,
-                    stderr: o.stderr,
-                    error: o.error,
-                },
-            },
+            RunResult::Ran(o) => {
+                // The agent learns what the guard undid after its run (hooks, git config).
+                let mut stderr = o.stderr;
+                for e in &o.integrity {
+                    stderr.push_str(&format!(
+                        "\nsanctum-guard: {} {:?} ({:?}): {}",
+                        e.path.display(),
+                        e.change,
+                        e.action,
+                        e.detail
+                    ));
+                }
+                Reply::ExecOk {
+                    id: Some(f.id),
+                    payload: ExecPayload {
+                        exit_code: o.exit_code,
+                        timed_out: o.timed_out,
+                        success: o.success,
+                        stdout: o.stdout,
+                        stderr,
+                        error: o.error,
+                    },
+                }
+            }
             RunResult::Shutdown => Reply::ExecErr {
                 id: Some(f.id),
                 error: ExecError::denied("guard-shutdown", &deny_message("guard-shutdown")),
