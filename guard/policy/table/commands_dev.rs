@@ -41,7 +41,20 @@ pub(super) fn node_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word
         c.add(Category::RunCode, "run-code", format!("`{p}` runs {tool}"));
         return;
     }
+    // `npm audit fix` (or `--fix`) installs; plain `audit` only reports.
+    let audit_fixes = sub == "audit"
+        && (rest.iter().any(|r| *r != "signatures")
+            || args
+                .iter()
+                .any(|w| v(w).starts_with("--fix") || v(w) == "--force"));
     match sub {
+        "audit" if audit_fixes => {
+            c.add(
+                Category::PackageInstall,
+                "package-install",
+                format!("`{p} audit fix` changes the installed packages"),
+            );
+        }
         "install" | "i" | "add" | "ci" | "install-test" | "it" | "update" | "up" | "upgrade"
         | "remove" | "rm" | "uninstall" | "un" | "link" | "rebuild" => {
             c.add(

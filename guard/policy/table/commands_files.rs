@@ -216,7 +216,9 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
             } else {
                 Vec::new()
             };
-            k.links_below(c, s, &|name| matchers.iter().all(|m| m.is_match(name)));
+            k.links_below(c, s, follow, &|name| {
+                matchers.iter().all(|m| m.is_match(name))
+            });
         }
     }
     if delete {

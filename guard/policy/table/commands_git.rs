@@ -289,7 +289,18 @@ fn read_grammar(sub: &str, rest: &[&str]) -> Option<&'static Grammar> {
     let first = rest.first().copied().unwrap_or("");
     let listing = |rest: &[&str]| {
         rest.iter().all(|r| r.starts_with('-'))
-            || rest.iter().any(|r| matches!(*r, "-l" | "--list"))
+            || rest.iter().any(|r| {
+                matches!(*r, "-l" | "--list")
+                    || [
+                        "--contains",
+                        "--no-contains",
+                        "--merged",
+                        "--no-merged",
+                        "--points-at",
+                    ]
+                    .iter()
+                    .any(|f| r.starts_with(f))
+            })
     };
     Some(match sub {
         "log" | "show" | "diff" | "whatchanged" | "rev-list" => &G_GIT_LOG,

@@ -62,7 +62,7 @@ pub(super) fn no_files(seg: &Segment, k: &Checker, c: &mut Classification, p: &s
             let ops: Vec<&Word> = args.iter().filter(|w| !v(w).starts_with('-')).collect();
             read_files(seg, k, c, &ops);
         }
-        "history" | "hash" if !args.is_empty() && !(p == "hash" && v(&args[0]) == "-r") => {
+        "history" | "hash" if !(args.is_empty() || p == "hash" && v(&args[0]) == "-r") => {
             c.add(
                 Category::Unanalysable,
                 "gated-option",

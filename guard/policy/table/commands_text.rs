@@ -60,7 +60,7 @@ pub(super) fn grep(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, 
         for f in &files {
             k.recursive_read(c, f);
             if follows {
-                k.links_below(c, f, &|_| true);
+                k.links_below(c, f, true, &|_| true);
             }
         }
     }
@@ -228,7 +228,9 @@ const AWK_BANNED: &[&str] = &[
 
 /// Is this awk program text one that only reads its input and prints to standard output?
 pub(super) fn awk_program_is_plain(text: &str) -> bool {
-    let code = strip_awk_literals(text);
+    let Some(code) = strip_awk_literals(text) else {
+        return false;
+    };
     if AWK_BANNED.iter().any(|b| code.contains(b)) {
         return false;
     }
@@ -276,8 +278,8 @@ fn find_word(s: &str, word: &str) -> Option<usize> {
 }
 
 /// The program with string literals and regex literals blanked (their bytes cannot run
-/// anything); an unterminated literal leaves the rest as is (so it is judged as code).
-fn strip_awk_literals(text: &str) -> String {
+/// anything); `None` for an unterminated string (not understood).
+fn strip_awk_literals(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
     let mut prev_sig = '\n';
@@ -303,6 +305,8 @@ fn strip_awk_literals(text: &str) -> String {
             if closed {
                 out.push_str(" \"\" ");
                 prev_sig = '"';
+            } else if ch == '"' {
+                return None;
             } else {
                 out.push(ch);
                 out.push_str(&lit);
@@ -314,7 +318,7 @@ fn strip_awk_literals(text: &str) -> String {
             prev_sig = ch;
         }
     }
-    out
+    Some(out)
 }
 
 pub(super) fn awk(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, args: &[Word]) {
@@ -331,7 +335,7 @@ pub(super) fn awk(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, a
         return;
     };
     let mut plain = true;
-    for w in parsed.values("W") {
+    for w in parsed.values("-W") {
         if !matches!(
             w.value.as_deref(),
             Some("version" | "v" | "interactive" | "i")

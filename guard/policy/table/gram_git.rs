@@ -203,8 +203,8 @@ pub(super) static G_GIT_REV_PARSE: Grammar = Grammar { permute: true, numeric: f
 #[rustfmt::skip]
 pub(super) static G_GIT_LIST_REFS: Grammar = Grammar { permute: true, numeric: false, opts: &[
     o('a', "all", No, Safe), o('r', "remotes", No, Safe), o('l', "list", No, Safe), o('v', "verbose", No, Safe),
-    o('\0', "show-current", No, Safe), o('\0', "contains", Opt, Safe), o('\0', "no-contains", Opt, Safe),
-    o('\0', "merged", Opt, Safe), o('\0', "no-merged", Opt, Safe), o('\0', "points-at", Req, Safe),
+    o('\0', "show-current", No, Safe), o('\0', "contains", Req, Safe), o('\0', "no-contains", Req, Safe),
+    o('\0', "merged", Req, Safe), o('\0', "no-merged", Req, Safe), o('\0', "points-at", Req, Safe),
     o('\0', "sort", Req, Safe), o('\0', "format", Req, Safe), o('\0', "color", Opt, Safe),
     o('\0', "no-color", No, Safe), o('\0', "column", Opt, Safe), o('\0', "no-column", No, Safe),
     o('i', "ignore-case", No, Safe), o('\0', "abbrev", Opt, Safe), o('\0', "no-abbrev", No, Safe),

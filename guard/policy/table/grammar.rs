@@ -267,6 +267,10 @@ pub(super) fn parse<'a>(
 /// shell sees: `"x$y"` or `x*` cannot, `"$y"` or `$(cmd)` can. `{}` of `find -exec`
 /// expands to a path under find's start (which does not start with `-`; checked there).
 fn may_be_option(w: &Word) -> bool {
+    if w.process_substitution && w.source.starts_with(['<', '>']) {
+        // `<(cmd)` is a `/dev/fd/N` path.
+        return false;
+    }
     let src = w.source.trim_start_matches(['"', '\'']);
     if src.starts_with("{}") {
         return false;

@@ -12,11 +12,11 @@ fn words(s: &str) -> Vec<Word> {
     s.split_whitespace().map(Word::literal).collect()
 }
 
-/// (option long-or-short name, value) pairs and operands of a parse.
-fn run(
-    g: &'static Grammar,
-    s: &str,
-) -> Result<(Vec<(String, Option<String>)>, Vec<String>), NotUnderstood> {
+/// (option long-or-short name, value) pairs.
+type Opts = Vec<(String, Option<String>)>;
+
+/// The options and operands of a parse.
+fn run(g: &'static Grammar, s: &str) -> Result<(Opts, Vec<String>), NotUnderstood> {
     let w = words(s);
     let p = parse(g, &w)?;
     let opts = p

@@ -252,8 +252,15 @@ impl<'a> Checker<'a> {
     /// path, for programs that follow links below their operands (`grep -R`, `rg -L`,
     /// `diff -r`, commands `find -exec` runs on what it finds). `keep` filters entries by
     /// name (find's `-name` tests). Records a sensitive finding for a hit, an unanalysable
-    /// one when the tree is too large to walk.
-    pub fn links_below(&self, c: &mut Classification, w: &Word, keep: &dyn Fn(&str) -> bool) {
+    /// one when the tree is too large to walk. With `follow` (`find -L`) every link counts:
+    /// names below a linked directory are not the link's.
+    pub fn links_below(
+        &self,
+        c: &mut Classification,
+        w: &Word,
+        follow: bool,
+        keep: &dyn Fn(&str) -> bool,
+    ) {
         const MAX_ENTRIES: usize = 4096;
         let Some(v) = w.value.as_deref() else {
             return;
@@ -280,7 +287,8 @@ impl<'a> Checker<'a> {
                     let path = e.path();
                     if ft.is_dir() {
                         stack.push(path);
-                    } else if ft.is_symlink() && keep(&e.file_name().to_string_lossy()) {
+                    } else if ft.is_symlink() && (follow || keep(&e.file_name().to_string_lossy()))
+                    {
                         let target = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
                         let sens = self.t.policy.sensitive();
                         if let Some(hit) = sens

@@ -191,7 +191,7 @@ fn own_operands(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, par
             if parsed.has("recursive") {
                 for w in ops {
                     k.recursive_read(c, w);
-                    k.links_below(c, w, &|_| true);
+                    k.links_below(c, w, true, &|_| true);
                 }
             }
         }
