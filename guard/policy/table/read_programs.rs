@@ -85,6 +85,7 @@ fn grammar_of(p: &str) -> (&'static Grammar, Operands) {
         "lsblk" => (&G_LSBLK, Files),
         "findmnt" => (&G_FINDMNT, Files),
         "lsof" => (&G_LSOF, Files),
+        "xxd" | "yq" => (&G_NONE, Own),
         _ => (&G_NONE, Files),
     }
 }
@@ -221,6 +222,29 @@ fn own_operands(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, par
             read_files(seg, k, c, ops);
         }
         "look" => read_files(seg, k, c, ops.get(1..).unwrap_or(&[])),
+        "xxd" => {
+            read_files(seg, k, c, &ops[..ops.len().min(1)]);
+            if let Some(out) = ops.get(1) {
+                write_value(k, c, p, "OUTFILE", out);
+            }
+        }
+        "yq" => {
+            // `yq [eval] EXPR FILE…`; `load`/`strload` and `env` read other files and data.
+            let skip = usize::from(ops.first().is_some_and(|w| {
+                matches!(w.value.as_deref(), Some("eval" | "e" | "eval-all" | "ea"))
+            }));
+            if let Some(expr) = ops.get(skip) {
+                let text = expr.value.as_deref().unwrap_or("load");
+                if ["load", "include", "env", "file"].iter().any(|b| text.contains(b)) {
+                    c.add(
+                        Category::Unanalysable,
+                        "reads-other-files",
+                        "the yq expression loads files or the environment",
+                    );
+                }
+            }
+            read_files(seg, k, c, ops.get(skip + 1..).unwrap_or(&[]));
+        }
         _ => read_files(seg, k, c, ops),
     }
 }
