@@ -47,7 +47,10 @@ fn pending(w: &World) -> String {
         {
             return id;
         }
-        assert!(start.elapsed() < Duration::from_secs(10), "no pending entry");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no pending entry"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -75,7 +78,10 @@ fn approved(w: &World, argv: &[&str], fields: Value) -> Value {
             assert_eq!(code, 0, "{out}{err}");
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(10), "neither pending nor answered");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "neither pending nor answered"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     client.join().expect("client")
@@ -134,7 +140,12 @@ fn an_approved_write_cannot_leave_the_workspace_whatever_the_cwd() {
         w.home.join(&tag),
         w.guard_state.join(&tag),
     ];
-    for cwd in [json!(null), json!("/"), json!(w.home), json!("/usr/local/bin")] {
+    for cwd in [
+        json!(null),
+        json!("/"),
+        json!(w.home),
+        json!("/usr/local/bin"),
+    ] {
         for t in &targets {
             let v = approved(
                 &w,
@@ -146,7 +157,11 @@ fn an_approved_write_cannot_leave_the_workspace_whatever_the_cwd() {
         }
     }
     // A relative target with a cwd outside the workspace: read-only there too.
-    let v = approved(&w, &["/usr/bin/touch", &tag], json!({"cwd":"/usr/local/bin"}));
+    let v = approved(
+        &w,
+        &["/usr/bin/touch", &tag],
+        json!({"cwd":"/usr/local/bin"}),
+    );
     assert!(did_not_write(&v), "{v}");
     assert!(!Path::new("/usr/local/bin").join(&tag).exists());
     // /proc/sys and device nodes stay closed.
@@ -181,7 +196,10 @@ fn the_request_environment_never_chooses_what_runs() {
     assert_eq!(v["ok"], true, "{v}");
     let out = v["payload"]["stdout"].as_str().unwrap_or_default();
     assert!(out.contains("usr"), "the real ls ran: {v}");
-    assert!(!out.contains("planted") && !marker.exists(), "planted ls ran");
+    assert!(
+        !out.contains("planted") && !marker.exists(),
+        "planted ls ran"
+    );
 
     // A symlink named like a harmless program is judged as what it points to: never
     // autonomous (it waits for a person; denied here).
@@ -228,7 +246,10 @@ fn the_request_environment_never_chooses_what_runs() {
         json!({"env":{"HOME":fake_home}}),
     );
     assert_eq!(v["ok"], true, "{v}");
-    assert!(!marker.exists(), "fsmonitor from the request's HOME ran: {v}");
+    assert!(
+        !marker.exists(),
+        "fsmonitor from the request's HOME ran: {v}"
+    );
 
     // The same program planted in the repository's own config: not autonomous any more.
     std::fs::write(
@@ -242,10 +263,7 @@ fn the_request_environment_never_chooses_what_runs() {
     let sock = w.socket();
     let client = std::thread::spawn(move || exec(&sock, &["git", "status"], json!({})));
     let id = pending(&w);
-    let (_, out, _) = guard_cli(
-        &["inbox", "list", "--json", "--state-dir", dir],
-        &[],
-    );
+    let (_, out, _) = guard_cli(&["inbox", "list", "--json", "--state-dir", dir], &[]);
     assert!(out.contains("git-config"), "{out}");
     let (code, _, _) = guard_cli(&["inbox", "deny", &id, "--state-dir", dir], &[]);
     assert_eq!(code, 0);
@@ -254,14 +272,21 @@ fn the_request_environment_never_chooses_what_runs() {
 
     // Variables that load code make the request wait for a person, and are dropped when a
     // person approves it anyway; PATH and HOME are the deployment's.
-    let probe = "echo PATH=$PATH; echo HOME=$HOME; echo LDP=$LD_PRELOAD; echo BE=$BASH_ENV; echo FOO=$FOO";
+    let probe =
+        "echo PATH=$PATH; echo HOME=$HOME; echo LDP=$LD_PRELOAD; echo BE=$BASH_ENV; echo FOO=$FOO";
     let v = approved(
         &w,
         &["/bin/sh", "-c", probe],
         json!({"env":{"LD_PRELOAD":"/tmp/x.so","BASH_ENV":"/tmp/x","FOO":"bar","PATH":"/evil","HOME":"/evil"}}),
     );
-    let out = v["payload"]["stdout"].as_str().unwrap_or_default().to_owned();
+    let out = v["payload"]["stdout"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     assert!(out.contains("LDP=\n") && out.contains("BE=\n"), "{out}");
-    assert!(out.contains("FOO=bar"), "approved plain variables pass: {out}");
+    assert!(
+        out.contains("FOO=bar"),
+        "approved plain variables pass: {out}"
+    );
     assert!(!out.contains("/evil"), "{out}");
 }

@@ -159,7 +159,8 @@ impl DoctorReport {
             Err(e) => out.push(format!("trial spawn:         FAILED: {e}")),
         }
         match &self.openclaw {
-            Ok(o) => out.push(format!(
+            Ok(o) => {
+                out.push(format!(
                 "openclaw approvals:  {} ({}): security={} ask={} askFallback={}, socket token {}",
                 o.store,
                 o.era,
@@ -167,7 +168,8 @@ impl DoctorReport {
                 o.ask,
                 o.ask_fallback,
                 if o.socket_token { "stored" } else { "not stored yet (serve seeds one)" }
-            )),
+            ))
+            }
             Err(e) => out.push(format!("openclaw approvals:  not readable: {e}")),
         }
         if self.problems.is_empty() {

@@ -134,10 +134,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
 /// The deployment's workspace must be a directory. OpenClaw's own default
 /// (`<openclaw_state_dir>/workspace`) is created (0700) when missing, as OpenClaw would; a
 /// workspace a config or policy names must already exist.
-fn ensure_workspace(
-    cfg: &Config,
-    ws: &std::path::Path,
-) -> Result<std::path::PathBuf, ServeError> {
+fn ensure_workspace(cfg: &Config, ws: &std::path::Path) -> Result<std::path::PathBuf, ServeError> {
     use std::os::unix::fs::DirBuilderExt;
     let err = |message: String| ServeError::Workspace {
         path: ws.to_path_buf(),

@@ -1,4 +1,4 @@
-//! File commands of the table: `find`, the greps, `sed`, `awk`, copy/archive tools and
+//! File commands of the table: `find` (by its primaries), copy/archive tools and
 //! `rm` (recursive deletes outside the workspace, or of directories holding sensitive
 //! paths, are destructive).
 
@@ -143,6 +143,7 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
     let mut delete = false;
     let mut names: Vec<String> = Vec::new();
     let mut plain_and = true;
+    let mut max_depth = usize::MAX;
     let expr = &args[i..];
     let mut j = 0;
     while j < expr.len() {
@@ -183,6 +184,14 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
                     names.push(v);
                 }
             }
+            "-maxdepth" => {
+                if let Some(d) = expr
+                    .get(j + 1)
+                    .and_then(|w| w.value.as_deref()?.parse().ok())
+                {
+                    max_depth = d;
+                }
+            }
             "-or" | "-o" | "!" | "-not" | "(" | ")" | "," => plain_and = false,
             "-follow" => follow = true,
             "-delete" => delete = true,
@@ -216,7 +225,7 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
             } else {
                 Vec::new()
             };
-            k.links_below(c, s, follow, &|name| {
+            k.links_below(c, s, follow, max_depth, &|name| {
                 matchers.iter().all(|m| m.is_match(name))
             });
         }

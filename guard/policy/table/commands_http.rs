@@ -91,7 +91,11 @@ fn body_file(k: &Checker, c: &mut Classification, val: &Word, form: bool) {
         .strip_prefix('@')
         .or_else(|| if form { s.strip_prefix('<') } else { None });
     if let Some(f) = file {
-        let f = f.split(';').next().unwrap_or(f);
+        // `-F 'f=@"name;x";type=…'`: a quoted name may hold `;`.
+        let f = match f.strip_prefix('"') {
+            Some(q) => q.split('"').next().unwrap_or(q),
+            None => f.split(';').next().unwrap_or(f),
+        };
         if f != "-" {
             k.read(c, &Word::literal(f));
         }

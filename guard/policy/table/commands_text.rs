@@ -60,7 +60,7 @@ pub(super) fn grep(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, 
         for f in &files {
             k.recursive_read(c, f);
             if follows {
-                k.links_below(c, f, true, &|_| true);
+                k.links_below(c, f, true, usize::MAX, &|_| true);
             }
         }
     }

@@ -1,5 +1,5 @@
 //! The option grammar engine: parses a program's argv by the program's real option
-//! grammar (a static [`Grammar`] table per program, in `grammars*.rs`) so every word is
+//! grammar (a static [`Grammar`] table per program, in `gram_*.rs`) so every word is
 //! either understood or reported. Short clusters (`-so FILE`, `-sd@x`), attached and
 //! separate values, optional values that exist only attached (`xargs -l5`, `--color=auto`),
 //! GNU long-option abbreviations resolved as `getopt_long` does (exact match first, else

@@ -100,7 +100,9 @@ pub(super) fn write_value(k: &Checker, c: &mut Classification, p: &str, name: &s
 /// Is `w` the `{}` placeholder of `find -exec` (a path under find's start directories,
 /// which the `find` segment itself checks, symlinks included)?
 pub(super) fn find_placeholder(seg: &Segment, w: &Word) -> bool {
-    w.value.is_none() && w.source.contains("{}") && seg.wrappers.iter().any(|x| x == "find -exec")
+    w.value.is_none()
+        && matches!(w.source.as_str(), "{}" | "'{}'" | "\"{}\"")
+        && seg.wrappers.iter().any(|x| x == "find -exec")
 }
 
 /// Read checks for file operands.

@@ -259,17 +259,18 @@ impl<'a> Checker<'a> {
         c: &mut Classification,
         w: &Word,
         follow: bool,
+        max_depth: usize,
         keep: &dyn Fn(&str) -> bool,
     ) {
-        const MAX_ENTRIES: usize = 4096;
+        const MAX_ENTRIES: usize = 20_000;
         let Some(v) = w.value.as_deref() else {
             return;
         };
         let mut budget = MAX_ENTRIES;
         for ctx in &self.ctxs {
             let root = paths::absolute(v, ctx);
-            let mut stack = vec![root];
-            while let Some(dir) = stack.pop() {
+            let mut stack = vec![(root, 1usize)];
+            while let Some((dir, depth)) = stack.pop() {
                 let Ok(rd) = std::fs::read_dir(&dir) else {
                     continue;
                 };
@@ -286,7 +287,9 @@ impl<'a> Checker<'a> {
                     let Ok(ft) = e.file_type() else { continue };
                     let path = e.path();
                     if ft.is_dir() {
-                        stack.push(path);
+                        if depth < max_depth {
+                            stack.push((path, depth + 1));
+                        }
                     } else if ft.is_symlink() && (follow || keep(&e.file_name().to_string_lossy()))
                     {
                         let target = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());

@@ -192,7 +192,7 @@ fn own_operands(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, par
             if parsed.has("recursive") {
                 for w in ops {
                     k.recursive_read(c, w);
-                    k.links_below(c, w, true, &|_| true);
+                    k.links_below(c, w, true, usize::MAX, &|_| true);
                 }
             }
         }
@@ -235,7 +235,10 @@ fn own_operands(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, par
             }));
             if let Some(expr) = ops.get(skip) {
                 let text = expr.value.as_deref().unwrap_or("load");
-                if ["load", "include", "env", "file"].iter().any(|b| text.contains(b)) {
+                if ["load", "include", "env", "file"]
+                    .iter()
+                    .any(|b| text.contains(b))
+                {
                     c.add(
                         Category::Unanalysable,
                         "reads-other-files",
