@@ -140,7 +140,6 @@ pub(super) static G_CURL: Grammar = Grammar { permute: true, numeric: false, opt
     o('\0', "output-dir", Req, Write),
     o('Z', "parallel", No, Safe),
     o('\0', "parallel-immediate", No, Safe),
-    o('\0', "parallel", No, Safe),
     o('\0', "parallel-max", Req, Safe),
     o('\0', "pass", Req, Safe),
     o('\0', "path-as-is", No, Safe),

@@ -94,7 +94,7 @@ pub(super) static G_SORT: Grammar = Grammar { permute: true, numeric: false, opt
     o('\0', "sort", Req, Safe),
     o('V', "version-sort", No, Safe),
     o('\0', "batch-size", Req, Safe),
-    o('c', "check", No, Safe),
+    o('c', "", No, Safe),
     o('\0', "check", Opt, Safe),
     o('C', "", No, Safe),
     o('\0', "compress-program", Req, Exec),

@@ -128,3 +128,112 @@ fn unknown_words_in_option_position_are_not_understood() {
     let w = vec![Word::unknown("<xargs input>")];
     assert!(parse(&G_SORT, &w).is_err());
 }
+
+/// Every grammar table, for the structural checks.
+fn all_grammars() -> Vec<(&'static str, &'static Grammar)> {
+    use crate::policy::table::{gram_git, gram_list, gram_misc, gram_net, gram_search, gram_text};
+    vec![
+        ("G_GIT_LOG", &gram_git::G_GIT_LOG),
+        ("G_GIT_STATUS", &gram_git::G_GIT_STATUS),
+        ("G_GIT_GREP", &gram_git::G_GIT_GREP),
+        ("G_GIT_BLAME", &gram_git::G_GIT_BLAME),
+        ("G_GIT_LS_REMOTE", &gram_git::G_GIT_LS_REMOTE),
+        ("G_GIT_LS_FILES", &gram_git::G_GIT_LS_FILES),
+        ("G_GIT_MISC", &gram_git::G_GIT_MISC),
+        ("G_GIT_REV_PARSE", &gram_git::G_GIT_REV_PARSE),
+        ("G_GIT_LIST_REFS", &gram_git::G_GIT_LIST_REFS),
+        ("G_GIT_CONFIG_READ", &gram_git::G_GIT_CONFIG_READ),
+        ("G_MD5SUM", &gram_list::G_MD5SUM),
+        ("G_SHA1SUM", &gram_list::G_SHA1SUM),
+        ("G_SHA224SUM", &gram_list::G_SHA224SUM),
+        ("G_SHA256SUM", &gram_list::G_SHA256SUM),
+        ("G_SHA384SUM", &gram_list::G_SHA384SUM),
+        ("G_SHA512SUM", &gram_list::G_SHA512SUM),
+        ("G_B2SUM", &gram_list::G_B2SUM),
+        ("G_CKSUM", &gram_list::G_CKSUM),
+        ("G_LS", &gram_list::G_LS),
+        ("G_DU", &gram_list::G_DU),
+        ("G_DF", &gram_list::G_DF),
+        ("G_STAT", &gram_list::G_STAT),
+        ("G_REALPATH", &gram_list::G_REALPATH),
+        ("G_READLINK", &gram_list::G_READLINK),
+        ("G_DATE", &gram_list::G_DATE),
+        ("G_FILE", &gram_list::G_FILE),
+        ("G_NONE", &gram_misc::G_NONE),
+        ("G_TREE", &gram_misc::G_TREE),
+        ("G_JQ", &gram_misc::G_JQ),
+        ("G_LESS", &gram_misc::G_LESS),
+        ("G_STRINGS", &gram_misc::G_STRINGS),
+        ("G_HOSTNAME", &gram_misc::G_HOSTNAME),
+        ("G_TOP", &gram_misc::G_TOP),
+        ("G_PS", &gram_misc::G_PS),
+        ("G_AWK", &gram_misc::G_AWK),
+        ("G_TAR_READ", &gram_misc::G_TAR_READ),
+        ("G_UNZIP_READ", &gram_misc::G_UNZIP_READ),
+        ("G_ZCAT", &gram_misc::G_ZCAT),
+        ("G_LOOK", &gram_misc::G_LOOK),
+        ("G_PGREP", &gram_misc::G_PGREP),
+        ("G_WHEREIS", &gram_misc::G_WHEREIS),
+        ("G_LSBLK", &gram_misc::G_LSBLK),
+        ("G_FINDMNT", &gram_misc::G_FINDMNT),
+        ("G_LSOF", &gram_misc::G_LSOF),
+        ("G_CURL", &gram_net::G_CURL),
+        ("G_WGET", &gram_net::G_WGET),
+        ("G_DIFF", &gram_search::G_DIFF),
+        ("G_DIFF3", &gram_search::G_DIFF3),
+        ("G_GREP", &gram_search::G_GREP),
+        ("G_SED", &gram_search::G_SED),
+        ("G_RG", &gram_search::G_RG),
+        ("G_CAT", &gram_text::G_CAT),
+        ("G_TAC", &gram_text::G_TAC),
+        ("G_HEAD", &gram_text::G_HEAD),
+        ("G_TAIL", &gram_text::G_TAIL),
+        ("G_WC", &gram_text::G_WC),
+        ("G_SORT", &gram_text::G_SORT),
+        ("G_UNIQ", &gram_text::G_UNIQ),
+        ("G_CUT", &gram_text::G_CUT),
+        ("G_TR", &gram_text::G_TR),
+        ("G_NL", &gram_text::G_NL),
+        ("G_OD", &gram_text::G_OD),
+        ("G_BASE64", &gram_text::G_BASE64),
+        ("G_BASE32", &gram_text::G_BASE32),
+        ("G_FOLD", &gram_text::G_FOLD),
+        ("G_FMT", &gram_text::G_FMT),
+        ("G_PASTE", &gram_text::G_PASTE),
+        ("G_JOIN", &gram_text::G_JOIN),
+        ("G_EXPAND", &gram_text::G_EXPAND),
+        ("G_UNEXPAND", &gram_text::G_UNEXPAND),
+        ("G_SHUF", &gram_text::G_SHUF),
+        ("G_SPLIT", &gram_text::G_SPLIT),
+        ("G_CSPLIT", &gram_text::G_CSPLIT),
+        ("G_PR", &gram_text::G_PR),
+        ("G_NUMFMT", &gram_text::G_NUMFMT),
+        ("G_COLUMN", &gram_text::G_COLUMN),
+        ("G_ICONV", &gram_text::G_ICONV),
+        ("G_CMP", &gram_text::G_CMP),
+        ("G_COMM", &gram_text::G_COMM),
+    ]
+}
+
+/// A letter or long name listed twice would make the first entry win silently (a flag
+/// shadowing an option that takes a value would hide that value's word from the checks).
+#[test]
+fn no_option_is_listed_twice() {
+    for (name, g) in all_grammars() {
+        let mut shorts = std::collections::HashSet::new();
+        let mut longs = std::collections::HashSet::new();
+        for o in g.opts {
+            assert!(
+                o.short != '\0' || !o.long.is_empty(),
+                "{name}: an empty row"
+            );
+            if o.short != '\0' {
+                assert!(shorts.insert(o.short), "{name}: -{} listed twice", o.short);
+            }
+            if !o.long.is_empty() {
+                assert!(longs.insert(o.long), "{name}: --{} listed twice", o.long);
+                assert!(!o.long.contains('='), "{name}: --{} holds `=`", o.long);
+            }
+        }
+    }
+}

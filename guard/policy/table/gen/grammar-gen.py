@@ -1,3 +1,18 @@
+"""Generates the option tables of gram_text.rs, gram_list.rs and gram_search.rs from the
+installed programs' --help (GNU layout), with the reviewed effects in OV. Usage:
+
+    python3 grammar-gen.py cat tac head ... > /tmp/gram_text.rs
+
+Then apply the reviewed fix-ups the help text cannot express, and diff against the file:
+  * diff's --GTYPE-group-format / --LTYPE-line-format expand to old/new/unchanged/changed;
+  * numeric: true for head, tail, grep, fmt, pr, expand, unexpand (`-5` style counts);
+  * sort: -c and -C are flags, --check takes an optional attached value;
+  * stat: -c is --format (Req); file: -P takes a value; curl: -h/--help is a flag,
+    --parallel is listed once; wget: --max-redirect and --hsts-file take values, -n takes
+    its letters (-nv, -nc) as a value.
+An option missing from a table is gated, so an incomplete table is safe; a flag listed as
+taking a value would hide the next word from the path checks, so review every `Req`.
+"""
 import subprocess, sys
 from help_parse import emit
 # program -> (static name, extra argv to get help)
