@@ -141,7 +141,7 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
     }
     let mut exec = false;
     let mut delete = false;
-    let mut names: Vec<String> = Vec::new();
+    let mut names: Vec<(String, bool)> = Vec::new();
     let mut plain_and = true;
     let mut max_depth = usize::MAX;
     let expr = &args[i..];
@@ -179,9 +179,10 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
             return;
         };
         match s {
-            "-name" | "-iname" => {
+            // A test filters what `-exec` gets only when it is evaluated before it.
+            "-name" | "-iname" if !exec => {
                 if let Some(v) = expr.get(j + 1).and_then(|w| w.value.clone()) {
-                    names.push(v);
+                    names.push((v, s == "-iname"));
                 }
             }
             "-maxdepth" => {
@@ -220,7 +221,14 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
             let matchers: Vec<globset::GlobMatcher> = if plain_and {
                 names
                     .iter()
-                    .filter_map(|n| globset::Glob::new(n).ok().map(|g| g.compile_matcher()))
+                    .filter_map(|(n, ci)| {
+                        globset::GlobBuilder::new(n)
+                            .case_insensitive(*ci)
+                            .literal_separator(true)
+                            .build()
+                            .ok()
+                            .map(|g| g.compile_matcher())
+                    })
                     .collect()
             } else {
                 Vec::new()
