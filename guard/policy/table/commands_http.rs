@@ -197,6 +197,7 @@ pub(super) fn wget(k: &Checker, c: &mut Classification, args: &[Word]) {
                 k.read(c, val);
             }
             "method" => write |= WRITE_METHODS.contains(&v(val).to_ascii_uppercase().as_str()),
+            "pinnedpubkey" if !v(val).starts_with("sha256//") => k.read(c, val),
             "output-document" => {
                 saves = false;
                 if v(val) != "-" {
