@@ -124,7 +124,9 @@ pub(super) fn git(seg: &Segment, k: &Checker, c: &mut Classification, args: &[Wo
                 "`git ls-remote` asks a remote for its refs",
             );
         }
-        let words = if matches!(sub, "stash" | "remote") {
+        let words = if matches!(sub, "stash" | "remote" | "worktree" | "submodule")
+            || (sub == "reflog" && rest.first() == Some(&"show"))
+        {
             &rest_words[1..]
         } else {
             rest_words
@@ -304,6 +306,10 @@ fn read_grammar(sub: &str, rest: &[&str]) -> Option<&'static Grammar> {
     };
     Some(match sub {
         "log" | "show" | "diff" | "whatchanged" | "rev-list" => &G_GIT_LOG,
+        "reflog" if rest.is_empty() || first == "show" || first.starts_with('-') => &G_GIT_LOG,
+        "cherry" | "show-branch" => &G_GIT_MISC,
+        "worktree" if first == "list" => &G_GIT_MISC,
+        "submodule" if first == "status" => &G_GIT_MISC,
         "stash" if matches!(first, "list" | "show") => &G_GIT_LOG,
         "status" => &G_GIT_STATUS,
         "grep" => &G_GIT_GREP,
@@ -318,6 +324,10 @@ fn read_grammar(sub: &str, rest: &[&str]) -> Option<&'static Grammar> {
         "branch" | "tag" if listing(rest) => &G_GIT_LIST_REFS,
         "remote" if rest.is_empty() || matches!(first, "-v" | "--verbose") => &G_GIT_LIST_REFS,
         "remote" if matches!(first, "show" | "get-url") => &G_GIT_LIST_REFS,
+        // `git config KEY` prints one setting.
+        "config" if rest.len() == 1 && !first.starts_with('-') && first.contains('.') => {
+            &G_GIT_CONFIG_READ
+        }
         "config"
             if rest.iter().any(|r| {
                 matches!(

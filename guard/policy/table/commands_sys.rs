@@ -84,6 +84,27 @@ pub(super) fn no_files(seg: &Segment, k: &Checker, c: &mut Classification, p: &s
     }
 }
 
+/// Dashed ps options whose value may be the next word (as in `G_PS`).
+const PS_SHORT_VALUE: &str = "CGgoOpqstuUk";
+const PS_LONG_VALUE: &[&str] = &[
+    "sort",
+    "pid",
+    "ppid",
+    "cols",
+    "columns",
+    "width",
+    "lines",
+    "rows",
+    "format",
+    "quick-pid",
+    "sid",
+    "tty",
+    "user",
+    "User",
+    "group",
+    "Group",
+];
+
 /// ps: dashed options by grammar; a BSD word (`aux`) is letters, and `e` in it prints
 /// other processes' environments.
 fn ps(k: &Checker, c: &mut Classification, args: &[Word]) {
@@ -122,6 +143,23 @@ fn ps(k: &Checker, c: &mut Classification, args: &[Word]) {
             i += s.chars().filter(|ch| BSD_VALUE.contains(*ch)).count();
         } else {
             dashed.push(w.clone());
+            // A dashed option whose value is the next word (`-C node`, `--sort x`).
+            let takes_next = match s.strip_prefix("--") {
+                Some(long) => !long.contains('=') && PS_LONG_VALUE.contains(&long),
+                None => s
+                    .strip_prefix('-')
+                    .and_then(|c| {
+                        c.find(|ch| PS_SHORT_VALUE.contains(ch))
+                            .map(|at| at + 1 == c.len())
+                    })
+                    .unwrap_or(false),
+            };
+            if takes_next {
+                if let Some(next) = args.get(i + 1) {
+                    dashed.push(next.clone());
+                    i += 1;
+                }
+            }
         }
         i += 1;
     }

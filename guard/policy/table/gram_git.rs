@@ -177,6 +177,9 @@ pub(super) static G_GIT_MISC: Grammar = Grammar { permute: true, numeric: false,
     o('\0', "non-matching", No, Safe), o('\0', "no-index", No, Safe), o('\0', "build-options", No, Safe),
     o('\0', "since", Req, Safe), o('\0', "until", Req, Safe), o('\0', "author", Req, Safe),
     o('\0', "no-merges", No, Safe), o('\0', "color", Opt, Safe), o('h', "help", No, Safe),
+    o('\0', "porcelain", No, Safe), o('\0', "cached", No, Safe), o('\0', "recursive", No, Safe),
+    o('\0', "more", Opt, Safe), o('\0', "list", No, Safe), o('\0', "current", No, Safe),
+    o('\0', "topo-order", No, Safe), o('\0', "date-order", No, Safe),
 ]};
 
 /// `git rev-parse` (exact long names; `--glob=`-style values attach).
