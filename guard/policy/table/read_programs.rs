@@ -100,12 +100,12 @@ pub(super) fn read_program(
     category: Category,
 ) {
     let (g, kind) = grammar_of(p);
-    let what = if category == Category::Enumerate {
-        "lists files"
+    let (code, what) = if category == Category::Enumerate {
+        ("enumerate", "lists files")
     } else {
-        "reads files"
+        ("read", "reads files")
     };
-    c.add(category, "read", format!("`{p}` {what}"));
+    c.add(category, code, format!("`{p}` {what}"));
     if globs_may_be_options(k, c, p, args) {
         return;
     }
