@@ -255,19 +255,54 @@ impl Analyser<'_> {
     }
 
     fn peel_xargs(&mut self, rest: &[Word], env: &mut Env, text: &str) -> Step {
+        // `-e`, `-i`, `-l` take a value only when attached (`-l1`, `-ea`): that value ends the
+        // cluster, which the option parser does not model, so such a cluster is not analysed.
+        let mut words = rest.iter();
+        while let Some(w) = words.next() {
+            let Some(s) = w.value.as_deref() else { break };
+            if s == "--" || !s.starts_with('-') || s == "-" {
+                break;
+            }
+            if let Some(long) = s.strip_prefix("--") {
+                if !long.contains('=')
+                    && [
+                        "arg-file",
+                        "delimiter",
+                        "max-args",
+                        "max-procs",
+                        "max-chars",
+                        "process-slot-var",
+                    ]
+                    .contains(&long)
+                {
+                    words.next();
+                }
+                continue;
+            }
+            let body = &s[1..];
+            let value_at = body.find(|c| "adEILnPs".contains(c));
+            let optional_at = body.find(['e', 'i', 'l']);
+            match (value_at, optional_at) {
+                (_, Some(o)) if value_at.is_none_or(|v| o < v) && o + 1 < body.len() => {
+                    return self.fail(text, "xargs option with an attached optional value", env);
+                }
+                (Some(v), _) if v + 1 == body.len() => {
+                    words.next();
+                }
+                _ => {}
+            }
+        }
         let (idx, seen) = match options(
             rest,
             &Opts {
-                short_value: "adEILlnPs",
+                short_value: "adEILnPs",
                 long_value: &[
                     "arg-file",
                     "delimiter",
                     "max-args",
-                    "max-lines",
                     "max-procs",
                     "max-chars",
                     "process-slot-var",
-                    "eof",
                 ],
             },
         ) {
