@@ -7,6 +7,7 @@
 pub mod audit;
 pub mod config;
 pub mod doctor;
+pub mod host_facts;
 pub mod inbox;
 pub mod openclaw;
 pub mod policy;

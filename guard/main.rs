@@ -356,10 +356,7 @@ enum PolicyCommand {
 }
 
 fn load_policy(file: Option<&Path>) -> Result<policy::file::Policy, policy::file::PolicyError> {
-    match file {
-        Some(f) => policy::file::load(f),
-        None => Ok(policy::file::embedded_default()),
-    }
+    sanctum_guard::config::load_policy(file)
 }
 
 fn policy_command(cmd: PolicyCommand) -> ExitCode {
@@ -397,7 +394,8 @@ fn policy_command(cmd: PolicyCommand) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let verdict = policy::explain::explain(&policy, &cwd, &command.join(" "));
+            let ctx = sanctum_guard::config::explain_context(&policy, &cwd);
+            let verdict = policy::explain::explain(&policy, &ctx, &command.join(" "));
             if json {
                 println!("{}", policy::explain::render_json(&verdict));
             } else {
@@ -455,7 +453,7 @@ fn main() -> ExitCode {
                 }
             };
             let profiles = match policy {
-                Some(p) => match policy::file::load(&p) {
+                Some(p) => match sanctum_guard::config::load_policy(Some(&p)) {
                     Ok(pol) => pol.profiles().clone(),
                     Err(e) => {
                         eprintln!("sanctum-guard sandbox: {e}");

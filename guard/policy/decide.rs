@@ -5,6 +5,7 @@
 //! may lift a gated segment whose category persists.
 
 use super::allowlist::{AllowMatch, CompiledAllowlist, Target};
+use super::facts::Facts;
 use super::file::Policy;
 use super::fs_memo;
 use super::request::{Action, DecisionKind, ExecAction, Request, Status};
@@ -13,6 +14,7 @@ use super::table::{self, Classification, TableContext};
 use super::verdict::{Category, Reason, SegmentVerdict, Verdict, VerdictKind};
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// OpenClaw's `security` (and `askFallback`) enum, strictest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -70,12 +72,14 @@ pub struct DecideContext {
     pub ask_fallback: ExecSecurity,
     /// The agent's effective allowlist (`agents["*"]` then `agents.<id>`), compiled.
     pub allowlist: CompiledAllowlist,
+    /// What the filesystem looks like (the host's, or a fake in tests).
+    pub facts: Arc<dyn Facts>,
 }
 
 impl DecideContext {
     /// A context with no OpenClaw constraints (security `full`, ask `off`) and an empty
-    /// allowlist: the guard's own policy alone decides.
-    pub fn standalone(home: &Path, path: &str, cwd: &Path) -> Self {
+    /// allowlist: the guard's own policy alone decides, on `facts`.
+    pub fn new(home: &Path, path: &str, cwd: &Path, facts: Arc<dyn Facts>) -> Self {
         DecideContext {
             home: home.to_path_buf(),
             path: path.to_string(),
@@ -85,6 +89,7 @@ impl DecideContext {
             ask: ExecAsk::Off,
             ask_fallback: ExecSecurity::Deny,
             allowlist: CompiledAllowlist::compile(&[], home),
+            facts,
         }
     }
 }
@@ -120,12 +125,13 @@ impl Scored {
     }
 }
 
-/// Decides one request. Pure apart from `stat`/`realpath` of the paths the request names.
+/// Decides one request: a pure function of the policy, the context (with its facts about
+/// the filesystem) and the request.
 pub fn decide(policy: &Policy, ctx: &DecideContext, req: &Request) -> Verdict {
-    // One decision asks the kernel each filesystem question once (see `fs_memo`).
-    let _memo = fs_memo::Scope::enter();
+    // One decision asks its facts each question once (see `fs_memo`).
+    let _memo = fs_memo::Scope::enter(ctx.facts.clone());
     // The sensitive list is built for the policy's agent home; follow the context's.
-    let policy: Cow<Policy> = if policy.agent_home() == ctx.home {
+    let policy: Cow<Policy> = if policy.agent_home() == Some(ctx.home.as_path()) {
         Cow::Borrowed(policy)
     } else {
         match policy.with_agent_home(&ctx.home) {

@@ -139,7 +139,7 @@ pub fn resolve_lenient(path: &Path) -> Option<PathBuf> {
         current.push(&name);
         if exists {
             match fs_memo::symlink_metadata(&current) {
-                Some(meta) if meta.file_type().is_symlink() => {
+                Some(meta) if meta.is_symlink() => {
                     followed += 1;
                     if followed > MAX_SYMLINKS {
                         return None;

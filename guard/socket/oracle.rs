@@ -43,7 +43,11 @@ struct Cached {
 /// The decide context of one agent: the policy's agent home and PATH, OpenClaw's effective
 /// security/ask/askFallback and its compiled allowlist. Unknown enum spellings fail closed.
 fn context_for(policy: &Policy, eff: &resolve::EffectivePolicy) -> DecideContext {
-    let home = policy.agent_home().to_path_buf();
+    // The policy was completed for this host at load (`config::load_policy`).
+    let home = policy
+        .agent_home()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
     let rules: Vec<Rule> = eff
         .allowlist
         .iter()
@@ -59,13 +63,17 @@ fn context_for(policy: &Policy, eff: &resolve::EffectivePolicy) -> DecideContext
             .workspace()
             .map(Path::to_path_buf)
             .unwrap_or_else(|| home.clone()),
-        path: policy.agent_path().to_owned(),
+        path: policy
+            .agent_path()
+            .unwrap_or(crate::config::DEFAULT_AGENT_PATH)
+            .to_owned(),
         workspace: None,
         security: ExecSecurity::parse(v.security.as_str()).unwrap_or(ExecSecurity::Deny),
         ask: ExecAsk::parse(v.ask.as_str()).unwrap_or(ExecAsk::Always),
         ask_fallback: ExecSecurity::parse(v.ask_fallback.as_str()).unwrap_or(ExecSecurity::Deny),
         allowlist: CompiledAllowlist::compile(&rules, &home),
         home,
+        facts: crate::host_facts::HostFacts::shared(),
     }
 }
 
@@ -82,8 +90,8 @@ impl Oracle {
     /// Loads the policy (file or embedded) and reads the approvals document once.
     pub fn load(cfg: &Config, store: Store) -> Result<Oracle, OracleError> {
         let policy = match &cfg.policy {
-            Some(p) => crate::policy::file::load(p)?,
-            None => crate::policy::file::embedded_default(),
+            Some(p) => crate::config::load_policy(Some(p))?,
+            None => crate::config::load_policy(None)?,
         };
         let policy_origin = policy.origin().to_owned();
         let profiles = policy.profiles().clone();
