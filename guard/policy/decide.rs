@@ -5,6 +5,7 @@
 //! may lift a gated segment whose category persists.
 
 use super::allowlist::{AllowMatch, CompiledAllowlist, Target};
+use super::env;
 use super::facts::Facts;
 use super::file::Policy;
 use super::fs_memo;
@@ -241,6 +242,35 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
         .iter()
         .map(|seg| score_segment(policy, ctx, &t, seg, &cwd_str, need_all))
         .collect();
+    // Constructs the analyser does not know to be inert, and request environment keys
+    // that are not on the inert list: a human sees them (issue 11: allow-list, not
+    // spot-the-danger).
+    let mut gates = Classification::default();
+    for why in &analysis.gates {
+        gates.add(Category::Unanalysable, "not-inert", why.clone());
+    }
+    let env_keys = env::non_inert_keys(&exec.env_keys);
+    if !env_keys.is_empty() {
+        let keys: Vec<String> = env_keys
+            .iter()
+            .map(|(k, c)| match c {
+                env::EnvClass::MustReplace => format!("{k} (chooses code)"),
+                _ => k.to_string(),
+            })
+            .collect();
+        gates.add(
+            Category::Unanalysable,
+            "env-not-inert",
+            format!(
+                "the request sets environment variables not known inert: {}",
+                keys.join(", ")
+            ),
+        );
+    }
+    if !gates.findings.is_empty() {
+        let text = exec.command.clone().unwrap_or_default();
+        scored.push(Scored::whole(policy, &gates, text, exec.argv.clone()));
+    }
     if scored.is_empty() {
         let mut c = Classification::default();
         c.add(Category::Unanalysable, "unanalysable", "no command to run");

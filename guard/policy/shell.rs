@@ -4,6 +4,7 @@
 //! here matches regular expressions over raw text. Anything the analyser cannot pin down is
 //! kept as a segment carrying a `problem`, so the policy can gate it (never allow it).
 
+mod inert;
 mod path_lookup;
 mod redirects;
 mod walk;
@@ -237,6 +238,9 @@ impl Segment {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Analysis {
     pub segments: Vec<Segment>,
+    /// Constructs in the text that are not known inert (arithmetic on variables, builtins
+    /// that plant code, environment assignments that are code): each gates the request.
+    pub gates: Vec<String>,
 }
 
 impl Analysis {

@@ -2,6 +2,7 @@
 //! run-time information (other variables, substitutions, arithmetic) has no value; the
 //! commands inside its substitutions are analysed as segments of their own.
 
+use super::inert;
 use super::walk::{is_statement, Analyser, Env};
 use super::{Stdin, Word};
 use tree_sitter::Node;
@@ -88,6 +89,9 @@ impl Analyser<'_> {
                 }
             }
             "simple_expansion" | "expansion" => {
+                if node.kind() == "expansion" {
+                    self.gate(inert::expansion_gate(text));
+                }
                 if matches!(text, "$HOME" | "${HOME}") {
                     b.value.push_str(&self.ctx.home.to_string_lossy());
                 } else {
@@ -114,10 +118,18 @@ impl Analyser<'_> {
                 for child in children {
                     if is_statement(child.kind()) {
                         self.statement(child, src, &inner);
+                    } else if child.kind() == "file_redirect" {
+                        // `$(< file)`: the shell reads the file itself (like `cat file`).
+                        self.substitution_redirect(child, src, &inner);
                     } else {
                         self.part(child, src, env, b, depth + 1);
                     }
                 }
+            }
+            "arithmetic_expansion" => {
+                self.gate(inert::arithmetic_gate(node, src));
+                b.known = false;
+                self.substitutions(node, src, env, b, depth);
             }
             _ => {
                 // ansi_c_string, arithmetic, brace expansions, arrays, ...: unknown value.
@@ -125,6 +137,29 @@ impl Analyser<'_> {
                 self.substitutions(node, src, env, b, depth);
             }
         }
+    }
+
+    /// A redirection directly inside `$( )` (`$(< file)`, `$(> file)`): a segment with
+    /// that redirection and no command, so its target is checked like any other.
+    fn substitution_redirect(&mut self, node: Node, src: &str, env: &Env) {
+        let mut redirects = Vec::new();
+        let mut stdin = None;
+        let mut extra = Vec::new();
+        let mut deferred = Vec::new();
+        self.redirect(
+            node,
+            src,
+            env,
+            &mut redirects,
+            &mut stdin,
+            &mut extra,
+            &mut deferred,
+        );
+        let mut e = env.clone();
+        e.redirects.extend(redirects);
+        let seg = self.segment_base(&src[node.byte_range()], Vec::new(), &e);
+        self.push(seg);
+        self.deferred(deferred, src, env);
     }
 
     /// Visits the children of an unknown construct for nested substitutions.

@@ -66,6 +66,13 @@ impl Analyser<'_> {
                     Err(e) => return self.fail(text, &e, env),
                 };
                 wrap(env, "env");
+                if has(&seen, &["-i", "--ignore-environment", "-u", "--unset"])
+                    || rest.get(idx).and_then(|w| w.value.as_deref()) == Some("-")
+                {
+                    self.gate(Some(
+                        "`env` clears or unsets variables of the command's environment".into(),
+                    ));
+                }
                 if let Some(dir) = value_of(&seen, &["-C", "--chdir"]) {
                     self.change_dir(Some(dir));
                 }
@@ -74,7 +81,7 @@ impl Analyser<'_> {
                 if rest.get(i).and_then(|w| w.value.as_deref()) == Some("-") {
                     i += 1;
                 }
-                i = skip_assignments(rest, i, env);
+                i = skip_assignments(rest, i, env, &mut self.gates);
                 if let Some(split) = value_of(&seen, &["-S", "--split-string"]) {
                     let mut joined = split.to_string();
                     for w in &rest[i..] {
@@ -123,7 +130,7 @@ impl Analyser<'_> {
                 };
                 wrap(env, base);
                 let mut i = idx;
-                i = skip_assignments(rest, i, env);
+                i = skip_assignments(rest, i, env, &mut self.gates);
                 if i >= rest.len() {
                     return Step::Done;
                 }
@@ -162,6 +169,12 @@ impl Analyser<'_> {
                 };
                 if base == "command" && has(&seen, &["-v", "-V"]) {
                     return Step::Done;
+                }
+                if base == "command" && has(&seen, &["-p"]) {
+                    self.gate(Some(
+                        "`command -p` looks the program up on a default PATH, not the agent's"
+                            .into(),
+                    ));
                 }
                 if base == "ionice" && has(&seen, &["-p", "-P", "-u"]) {
                     return Step::Done;
@@ -375,15 +388,21 @@ impl Analyser<'_> {
 }
 
 /// Skips the `NAME=value` words from `rest[i]` on (recording the names, as `env` and `sudo`
-/// set them for the command); returns the index of the first other word.
-fn skip_assignments(rest: &[Word], mut i: usize, env: &mut Env) -> usize {
-    while let Some((k, _)) = rest
+/// set them for the command, and a gate for each that is not inert); returns the index of
+/// the first other word.
+fn skip_assignments(rest: &[Word], mut i: usize, env: &mut Env, gates: &mut Vec<String>) -> usize {
+    while let Some((k, v)) = rest
         .get(i)
         .and_then(|w| w.value.as_deref())
         .and_then(|v| v.split_once('='))
     {
         if !is_identifier(k) {
             break;
+        }
+        if let Some(why) = super::inert::env_gate(k, Some(v)) {
+            if !gates.contains(&why) {
+                gates.push(why);
+            }
         }
         env.env_assignments.push(k.to_string());
         i += 1;
