@@ -176,6 +176,9 @@ fn search(name: &str, path_var: &str, cwd: &Path) -> (Entry, bool) {
     (entry, cacheable)
 }
 
+/// Most directory entries listed for one glob component.
+const MAX_LISTED: usize = 4096;
+
 /// The real filesystem of this host.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct HostFacts;
@@ -223,6 +226,16 @@ impl Facts for HostFacts {
     }
     fn realpath(&self, p: &Path) -> Option<PathBuf> {
         std::fs::canonicalize(p).ok()
+    }
+    fn list_dir(&self, p: &Path) -> Option<Vec<String>> {
+        // Bounded: a glob over a huge directory is not resolved (the core then keeps
+        // its conservative rule-based answer).
+        let names: Vec<String> = std::fs::read_dir(p)
+            .ok()?
+            .take(MAX_LISTED + 1)
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect();
+        (names.len() <= MAX_LISTED).then_some(names)
     }
     fn which(&self, name: &str, path_var: &str, cwd: &Path) -> Found {
         let (path, real) = resolve_with_real(name, path_var, cwd);

@@ -57,6 +57,11 @@ pub trait Facts: Send + Sync + std::fmt::Debug {
     fn read_link(&self, p: &Path) -> Option<PathBuf>;
     /// `realpath` (the path must exist).
     fn realpath(&self, p: &Path) -> Option<PathBuf>;
+    /// The names in directory `p` (following symlinks), for glob expansion; `None` when
+    /// unknown or not a directory.
+    fn list_dir(&self, _p: &Path) -> Option<Vec<String>> {
+        None
+    }
     /// The first runnable `name` on `path_var` (relative and empty entries are relative to
     /// `cwd`, as a shell takes them).
     fn which(&self, name: &str, path_var: &str, cwd: &Path) -> Found {
@@ -239,6 +244,19 @@ impl Facts for FakeFs {
     }
     fn realpath(&self, p: &Path) -> Option<PathBuf> {
         self.walk(p, true).map(|(p, _)| p)
+    }
+    fn list_dir(&self, p: &Path) -> Option<Vec<String>> {
+        let (dir, node) = self.walk(p, true)?;
+        if *node != Node::Dir {
+            return None;
+        }
+        Some(
+            self.nodes
+                .keys()
+                .filter(|k| k.parent() == Some(dir.as_path()))
+                .filter_map(|k| k.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .collect(),
+        )
     }
 }
 

@@ -213,6 +213,16 @@ impl Policy {
         p
     }
 
+    /// The same policy with more sensitive paths (deployment values the file cannot know:
+    /// OpenClaw's approvals document and SQLite state, the guard's state dir).
+    pub fn with_sensitive_extra(&self, extra: &[String]) -> Result<Policy, PolicyError> {
+        let mut p = self.clone();
+        p.sensitive_extra.extend(extra.iter().cloned());
+        let home = p.agent_home.clone().unwrap_or_else(|| PathBuf::from("/"));
+        p.sensitive = SensitivePaths::new(&home, &p.sensitive_extra)?;
+        Ok(p)
+    }
+
     /// The same policy for another agent home (`~` in the sensitive list moves with it; the
     /// home's real path comes from the facts installed, see `fs_memo::Scope`).
     pub fn with_agent_home(&self, home: &Path) -> Result<Policy, PolicyError> {

@@ -124,6 +124,11 @@ pub fn canonicalize(p: &Path) -> Option<PathBuf> {
     }))
 }
 
+/// The names in a directory (glob expansion; not memoised: asked once per glob word).
+pub fn list_dir(p: &Path) -> Option<Vec<String>> {
+    ask(|f| f.list_dir(p))
+}
+
 /// A bare command name's PATH look-up (the analyser memoises it per analysis).
 pub fn which(name: &str, path_var: &str, cwd: &Path) -> Found {
     ask(|f| Some(f.which(name, path_var, cwd))).unwrap_or_default()

@@ -3,7 +3,11 @@
 //! globset. This module owns path expansion and normalisation for the policy core, and the
 //! symlink-aware question "does this path reach a sensitive file?".
 
+mod expand;
 mod glob;
+mod url;
+
+pub use url::{file_url_path, FileUrl};
 
 use super::file::PolicyError;
 use super::fs_memo;
@@ -25,9 +29,21 @@ pub const BUILTIN: &[&str] = &[
     "~/.netrc",
     "~/.npmrc",
     "~/.env",
+    "~/.git-credentials",
+    "~/.config/git/credentials",
+    "~/.config/gh/",
+    "~/.config/hub",
+    "~/.pgpass",
+    "~/.pypirc",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.vault-token",
     "~/.bash_history",
     "~/.zsh_history",
     "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
     "/etc/sudoers",
     "/etc/sudoers.d/",
     "/proc/*/environ",
@@ -35,7 +51,65 @@ pub const BUILTIN: &[&str] = &[
     // `/proc/thread-self` and `/proc/<pid>/task/<tid>` expose the same files per thread.
     "/proc/*/task/*/environ",
     "/proc/*/task/*/mem",
+    // Another process's view of the filesystem or its open files: what they reach cannot
+    // be known from here (`/proc/self/cwd/.env`, `/proc/1/fd/3`).
+    "/proc/*/cwd/",
+    "/proc/*/fd/",
+    "/proc/*/map_files/",
+    "/proc/*/task/*/cwd/",
+    "/proc/*/task/*/fd/",
+    "/proc/*/task/*/root/",
+    // OpenClaw's approvals document and SQLite state, the guard's own state, at their
+    // default places (a deployment adds its real ones: `Policy::with_sensitive_extra`).
+    "~/.openclaw/exec-approvals.json",
+    "~/.openclaw/state/",
+    "~/.local/state/sanctum-guard/",
 ];
+
+/// File names that are secrets wherever they are (the workspace's `.env`, `.env.local`,
+/// a sub-project's `.env.production`): dotenv files hold API keys by convention.
+pub const SECRET_FILE_NAMES: &[&str] = &[".env", ".env.*"];
+
+/// `.env.*` files that are templates by convention, not secrets.
+const DOTENV_TEMPLATES: &[&str] = &["example", "sample", "template", "dist", "defaults"];
+
+/// Is `name` a dotenv secret ([`SECRET_FILE_NAMES`])?
+pub fn is_secret_file_name(name: &str) -> bool {
+    name == ".env"
+        || name
+            .strip_prefix(".env.")
+            .is_some_and(|s| !s.is_empty() && !DOTENV_TEMPLATES.contains(&s))
+}
+
+/// One entry of the sensitive list, expanded for one home: what the sandbox denies reading
+/// and the policy blocks, from one list so the two can never disagree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SensitiveEntry {
+    /// Absolute path, possibly with glob characters (`/proc/*/environ`).
+    pub path: String,
+    /// A directory rule: everything under it too.
+    pub dir: bool,
+}
+
+/// The built-in sensitive list plus `extra`, with `~` expanded to `home` (the sandbox's
+/// deny-read input). Dotenv files are by name ([`SECRET_FILE_NAMES`]); the sandbox applies
+/// those under the workspace. Entries that fail to expand are skipped (`extra` is validated
+/// when the policy loads).
+pub fn sensitive_paths(home: &Path, extra: &[String]) -> Vec<SensitiveEntry> {
+    let escaped = lexical_clean(home).to_string_lossy().into_owned();
+    BUILTIN
+        .iter()
+        .map(|s| s.to_string())
+        .chain(extra.iter().cloned())
+        .filter_map(|label| {
+            let rule = compile_rule(&label, &escaped).ok()?;
+            Some(SensitiveEntry {
+                path: format!("/{}", rule.components.join("/")),
+                dir: rule.dir,
+            })
+        })
+        .collect()
+}
 
 /// Longest symlink chain followed before giving up (Linux's own limit is 40).
 const MAX_SYMLINKS: usize = 40;
@@ -271,6 +345,12 @@ impl SensitivePaths {
         if let Some(i) = self.set.matches(path).into_iter().min() {
             return Some(self.rules[self.owner[i]].label.clone());
         }
+        if path
+            .file_name()
+            .is_some_and(|n| is_secret_file_name(&n.to_string_lossy()))
+        {
+            return Some(".env".to_string());
+        }
         // `/proc/<pid>/root/x` is `/x` seen through that process's root.
         let mut comps = path.components();
         if let (Some(Component::RootDir), Some(proc_), Some(_), Some(root)) =
@@ -288,19 +368,51 @@ impl SensitivePaths {
     /// sensitive path? Conservative: a glob in a rule, `**`, or an unknown bracket counts as
     /// a possible match, and `*` is assumed to match dot files (`shopt -s dotglob`).
     pub fn glob_may_match(&self, glob: &str, ctx: &PathContext) -> Option<String> {
-        if !has_glob_chars(glob) {
-            return self.check(glob, ctx);
+        self.glob_word(glob, ctx, false)
+    }
+
+    /// Brace alternatives, then for each: the rules (conservatively), a dotenv name in the
+    /// last component, and the paths it expands to on the decision's filesystem.
+    fn glob_word(&self, glob: &str, ctx: &PathContext, contain: bool) -> Option<String> {
+        let Some(alternatives) = expand::braces(glob) else {
+            return Some(format!("{glob} (too many brace alternatives to check)"));
+        };
+        for alt in &alternatives {
+            let hit = if !has_glob_chars(alt) {
+                if contain {
+                    self.contains_sensitive(&absolute(alt, ctx))
+                } else {
+                    self.check(alt, ctx)
+                }
+            } else {
+                self.glob_against_rules(alt, ctx, contain)
+                    .or_else(|| dotenv_glob(alt))
+                    .or_else(|| self.glob_on_disk(alt, ctx, contain))
+            };
+            if hit.is_some() {
+                return hit;
+            }
         }
-        self.glob_against_rules(glob, ctx, false)
+        None
+    }
+
+    /// The paths the glob matches on disk, each checked (symlinks resolved).
+    fn glob_on_disk(&self, glob: &str, ctx: &PathContext, contain: bool) -> Option<String> {
+        let abs = absolute(glob, ctx);
+        let paths = expand::glob_paths(&abs)?;
+        paths.iter().find_map(|p| {
+            if contain {
+                self.contains_sensitive(p)
+            } else {
+                self.matches(p)
+            }
+        })
     }
 
     /// Could the shell glob expand to a directory that contains (or is) a sensitive path
     /// (`rm -rf /home/*`)? Conservative like [`Self::glob_may_match`].
     pub fn glob_may_contain(&self, glob: &str, ctx: &PathContext) -> Option<String> {
-        if !has_glob_chars(glob) {
-            return self.contains_sensitive(&absolute(glob, ctx));
-        }
-        self.glob_against_rules(glob, ctx, true)
+        self.glob_word(glob, ctx, true)
     }
 
     fn glob_against_rules(&self, glob: &str, ctx: &PathContext, contain: bool) -> Option<String> {
@@ -360,6 +472,26 @@ impl SensitivePaths {
         }
         None
     }
+}
+
+/// Could the last component of a glob name a dotenv file? Only a pattern that starts with
+/// `.` (or a bracket) can: the shell never lets `*` match a leading dot unless `dotglob`
+/// is set, and setting it is not inert (`shopt` gates).
+fn dotenv_glob(glob: &str) -> Option<String> {
+    let last = glob.rsplit('/').next().unwrap_or(glob);
+    if !(last.starts_with('.') || last.starts_with('[')) {
+        return None;
+    }
+    let m = GlobBuilder::new(last)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .ok()?
+        .compile_matcher();
+    [".env", ".env.local", ".env.production"]
+        .iter()
+        .any(|n| m.is_match(n))
+        .then(|| ".env".to_string())
 }
 
 /// Checks one sensitive-path rule (as in `[sensitive].paths`) without building a set: the

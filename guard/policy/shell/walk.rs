@@ -65,7 +65,7 @@ pub(crate) struct Analyser<'c> {
     pub functions: HashSet<String>,
     /// Directories later commands may run in; empty once a `cd` went somewhere unknown.
     pub cwds: Vec<PathBuf>,
-    cwd_unknown: bool,
+    pub(crate) cwd_unknown: bool,
     /// PATH lookups done so far: name -> (trusted, found, realpath).
     pub resolved: HashMap<String, Resolved>,
     /// Constructs not known inert (see `inert`), in the order found.
@@ -167,8 +167,18 @@ impl<'c> Analyser<'c> {
                 let mut next = Vec::new();
                 for cwd in &self.cwds {
                     let p = normalize_path(t, &self.ctx.home, cwd);
-                    if !self.cwds.contains(&p) && !next.contains(&p) {
-                        next.push(p);
+                    // `cd -P` (and the kernel, for later relative paths) resolves
+                    // symlinks before `..`: the physical directory is a candidate too.
+                    let target = match t.strip_prefix('~') {
+                        Some("") => self.ctx.home.clone(),
+                        Some(r) if r.starts_with('/') => self.ctx.home.join(&r[1..]),
+                        _ => PathBuf::from(t),
+                    };
+                    let physical = crate::policy::paths::resolve_lenient(&cwd.join(target));
+                    for p in std::iter::once(p).chain(physical) {
+                        if !self.cwds.contains(&p) && !next.contains(&p) {
+                            next.push(p);
+                        }
                     }
                 }
                 self.cwds.extend(next);

@@ -43,7 +43,12 @@ impl Analyser<'_> {
             return;
         }
         match node.kind() {
-            "word" => unquoted(text, b, &self.ctx.home.to_string_lossy()),
+            "word" => {
+                // `~+` is $PWD: known when only one directory is possible here.
+                let cwd = (self.cwds.len() == 1 && !self.cwd_unknown)
+                    .then(|| self.cwds[0].to_string_lossy().into_owned());
+                unquoted(text, b, &self.ctx.home.to_string_lossy(), cwd.as_deref())
+            }
             "number" if node.named_child_count() == 0 => b.value.push_str(text),
             "raw_string" => {
                 b.value
@@ -179,17 +184,28 @@ impl Analyser<'_> {
 }
 
 /// An unquoted word: backslash escapes, glob characters, leading `~`.
-fn unquoted(text: &str, b: &mut Builder, home: &str) {
+fn unquoted(text: &str, b: &mut Builder, home: &str, cwd: Option<&str>) {
     let mut rest = text;
     if b.value.is_empty() {
         if rest == "~" {
             b.value.push_str(home);
             return;
         }
+        if let (Some(r), Some(cwd)) = (rest.strip_prefix("~+"), cwd) {
+            if r.is_empty() || r.starts_with('/') {
+                b.value.push_str(cwd);
+                rest = r;
+                if rest.is_empty() {
+                    return;
+                }
+            }
+        }
         if let Some(r) = rest.strip_prefix("~/") {
             b.value.push_str(home);
             b.value.push('/');
             rest = r;
+        } else if rest.starts_with('~') && !b.value.is_empty() {
+            // `~+` resolved above.
         } else if rest.starts_with('~') {
             // `~user`: another user's home.
             b.known = false;

@@ -5,6 +5,7 @@
 use super::path_lookup::trusted_location;
 use super::walk::{Analyser, Env};
 use super::wrapper_args::{find_execs, has, is_identifier, options, quote, value_of, Opts};
+use super::Segment;
 use super::{basename, Redirect, RedirectKind, Stdin, Word};
 
 /// Most wrappers peeled off one command (`nice nice nice …` cannot loop forever).
@@ -326,6 +327,40 @@ impl Analyser<'_> {
         Step::Handled
     }
 
+    /// `git -C DIR` runs in DIR: the segment's relative paths are relative to it (each
+    /// `-C` relative to the previous). A non-static DIR makes the directory unknown.
+    fn git_rebase(&mut self, seg: &mut Segment) {
+        let mut i = 1;
+        while let Some(w) = seg.argv.get(i) {
+            let Some(v) = w.value.as_deref() else { break };
+            if v == "-C" {
+                match seg.argv.get(i + 1).and_then(|d| d.value.clone()) {
+                    Some(dir) => {
+                        let mut next = Vec::new();
+                        for cwd in &seg.cwds {
+                            let p = super::normalize_path(&dir, &self.ctx.home, cwd);
+                            let phys = crate::policy::paths::resolve_lenient(&p);
+                            for c in std::iter::once(p).chain(phys) {
+                                if !next.contains(&c) {
+                                    next.push(c);
+                                }
+                            }
+                        }
+                        seg.cwds = next;
+                    }
+                    None => seg.cwds.clear(),
+                }
+                i += 2;
+            } else if v == "-c" || v == "--git-dir" || v == "--work-tree" || v == "--namespace" {
+                i += 2;
+            } else if v.starts_with('-') {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
     fn reparse(&mut self, inner: &str, env: &Env, wrapper: &str) -> Step {
         let mut e = env.clone();
         e.wrappers.push(wrapper.to_string());
@@ -349,6 +384,9 @@ impl Analyser<'_> {
         seg.trusted_location = trusted_location(&name, resolved.as_deref());
         seg.resolved = resolved;
         seg.resolved_real = resolved_real;
+        if base == "git" {
+            self.git_rebase(&mut seg);
+        }
         let execs = if trusted && base == "find" {
             find_execs(&seg.argv)
         } else {
