@@ -9,6 +9,7 @@ use super::env;
 use super::facts::Facts;
 use super::file::Policy;
 use super::fs_memo;
+use super::paths::PathContext;
 use super::request::{Action, DecisionKind, ExecAction, Request, Status};
 use super::shell::{self, Analysis, Segment, ShellContext};
 use super::table::{self, Classification, TableContext};
@@ -324,7 +325,8 @@ fn score_segment(
     cwd: &str,
     need_all: bool,
 ) -> Scored {
-    let c = table::classify_segment(seg, t);
+    let mut c = table::classify_segment(seg, t);
+    variable_secrets(policy, ctx, seg, &mut c);
     let (mut status, category, mut reasons, gated) = score(policy, &c);
     let static_argv: Option<Vec<String>> = seg.argv.iter().map(|w| w.value.clone()).collect();
     let mut allowlisted = false;
@@ -373,6 +375,50 @@ fn score_segment(
         gated,
         inline_eval: c.inline_eval,
         allowlisted,
+    }
+}
+
+/// A word built from variables (`f=~/.ssh/id_rsa; cat $f`, `cat ${HOME%/}/.aws/x`): if any
+/// value it may take reaches a secret, the segment is blocked. Programs that only print
+/// their words are exempt.
+fn variable_secrets(policy: &Policy, ctx: &DecideContext, seg: &Segment, c: &mut Classification) {
+    if matches!(
+        seg.program.as_deref(),
+        Some("echo" | "printf" | "test" | "[" | "[[" | ":" | "true" | "false")
+    ) && seg.redirects.is_empty()
+    {
+        return;
+    }
+    let words = seg
+        .argv
+        .iter()
+        .skip(1)
+        .chain(seg.redirects.iter().map(|r| &r.target));
+    for w in words.filter(|w| w.value.is_none()) {
+        for cand in &w.candidates {
+            for cwd in seg
+                .cwds
+                .iter()
+                .chain(seg.cwds.is_empty().then_some(&ctx.cwd))
+            {
+                let pctx = PathContext {
+                    home: ctx.home.clone(),
+                    cwd: cwd.clone(),
+                };
+                // An option's attached value (`--file=$f`) names a path too.
+                let path = cand.split_once('=').map_or(cand.as_str(), |(_, v)| v);
+                for p in [cand.as_str(), path] {
+                    if let Some(hit) = policy.sensitive().glob_may_match(p, &pctx) {
+                        c.add(
+                            Category::SensitivePath,
+                            "sensitive-path",
+                            format!("{} may expand to {p} (sensitive: {hit})", w.source),
+                        );
+                        return;
+                    }
+                }
+            }
+        }
     }
 }
 

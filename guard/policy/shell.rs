@@ -54,6 +54,10 @@ pub struct Word {
     pub substitution: bool,
     /// Is (or contains) a process substitution `<(…)`/`>(…)`: a `/dev/fd` path to a program.
     pub process_substitution: bool,
+    /// When `value` is unknown: values it may take, built from variables the same text
+    /// assigns static values (`f=~/.ssh/id_rsa; cat $f`), `$PWD` and `${HOME…}`. Used only
+    /// to find secrets (a hit denies); never to allow.
+    pub candidates: Vec<String>,
 }
 
 impl Word {
@@ -65,6 +69,7 @@ impl Word {
             glob: false,
             substitution: false,
             process_substitution: false,
+            candidates: Vec::new(),
         }
     }
 
@@ -76,6 +81,7 @@ impl Word {
             glob: false,
             substitution: false,
             process_substitution: false,
+            candidates: Vec::new(),
         }
     }
 

@@ -70,6 +70,9 @@ pub(crate) struct Analyser<'c> {
     pub resolved: HashMap<String, Resolved>,
     /// Constructs not known inert (see `inert`), in the order found.
     pub gates: Vec<String>,
+    /// Every static value each variable is given anywhere in the text (positional
+    /// parameters by number): candidates for finding secrets, never for allowing.
+    pub vars: HashMap<String, Vec<String>>,
 }
 
 /// A memoised command-name lookup: (trusted, found, realpath).
@@ -77,6 +80,9 @@ pub(crate) type Resolved = (bool, Option<PathBuf>, Option<PathBuf>);
 
 /// Most candidate working directories tracked before giving up on them.
 const MAX_CWDS: usize = 8;
+
+/// Most candidate values kept per word and per variable.
+pub(crate) const MAX_CANDIDATES: usize = 16;
 
 /// Most gate reasons kept (one is enough to gate; a few help the human).
 const MAX_GATES: usize = 16;
@@ -95,6 +101,30 @@ impl<'c> Analyser<'c> {
             cwd_unknown: false,
             resolved: HashMap::new(),
             gates: Vec::new(),
+            vars: HashMap::new(),
+        }
+    }
+
+    /// Records that `name` may hold `value` (bounded).
+    pub fn bind(&mut self, name: &str, value: &str) {
+        if self.vars.len() >= MAX_CANDIDATES && !self.vars.contains_key(name) {
+            return;
+        }
+        let vals = self.vars.entry(name.to_string()).or_default();
+        if vals.len() < MAX_CANDIDATES && !vals.iter().any(|v| v == value) {
+            vals.push(value.to_string());
+        }
+    }
+
+    /// Binds `name` to a word's value or candidates.
+    pub(crate) fn bind_word(&mut self, name: &str, w: &Word) {
+        match &w.value {
+            Some(v) => self.bind(name, v),
+            None => {
+                for c in w.candidates.clone() {
+                    self.bind(name, &c);
+                }
+            }
         }
     }
 
@@ -150,6 +180,14 @@ impl<'c> Analyser<'c> {
 
     pub fn push(&mut self, seg: Segment) {
         self.gate(inert::builtin_gate(&seg));
+        // `set -- a b` binds $1, $2.
+        if seg.argv.first().and_then(|w| w.value.as_deref()) == Some("set")
+            && seg.argv.get(1).and_then(|w| w.value.as_deref()) == Some("--")
+        {
+            for (i, w) in seg.argv[2..].iter().enumerate() {
+                self.bind_word(&(i + 1).to_string(), w);
+            }
+        }
         if self.segments.len() < MAX_SEGMENTS {
             self.segments.push(seg);
         } else if self.segments.len() == MAX_SEGMENTS {
@@ -165,6 +203,25 @@ impl<'c> Analyser<'c> {
         match target {
             Some(t) if t != "-" => {
                 let mut next = Vec::new();
+                // CDPATH entries the text set: `cd NAME` may land under any of them.
+                let cdpath: Vec<String> = if t.starts_with(['/', '.', '~']) {
+                    Vec::new()
+                } else {
+                    self.vars
+                        .get("CDPATH")
+                        .into_iter()
+                        .flatten()
+                        .flat_map(|v| v.split(':').map(str::to_string))
+                        .filter(|d| !d.is_empty())
+                        .collect()
+                };
+                for d in &cdpath {
+                    next.push(normalize_path(
+                        &format!("{d}/{t}"),
+                        &self.ctx.home,
+                        &self.ctx.cwd,
+                    ));
+                }
                 for cwd in &self.cwds {
                     let p = normalize_path(t, &self.ctx.home, cwd);
                     // `cd -P` (and the kernel, for later relative paths) resolves
@@ -303,6 +360,19 @@ impl<'c> Analyser<'c> {
             | "c_style_for_statement"
             | "case_statement"
             | "case_item" => {
+                // The loop variable takes the loop's values, bound before the body runs.
+                if node.kind() == "for_statement" {
+                    if let Some(v) = node.child_by_field_name("variable") {
+                        let name = src[v.byte_range()].to_string();
+                        let mut cursor = node.walk();
+                        let values: Vec<Node> =
+                            node.children_by_field_name("value", &mut cursor).collect();
+                        for value in values {
+                            let w = self.word(value, src, env);
+                            self.bind_word(&name, &w);
+                        }
+                    }
+                }
                 // Bodies are statements; conditions, loop values and patterns are words or
                 // expressions, scanned for substitutions.
                 let mut cursor = node.walk();
@@ -418,9 +488,13 @@ impl<'c> Analyser<'c> {
         }
         let value = node
             .child_by_field_name("value")
-            .map(|v| self.word(v, src, env).value);
+            .map(|v| self.word(v, src, env));
         if let Some(name) = node.child_by_field_name("name") {
-            out.push((src[name.byte_range()].to_string(), value.flatten()));
+            let name = src[name.byte_range()].to_string();
+            if let Some(w) = &value {
+                self.bind_word(&name, w);
+            }
+            out.push((name, value.and_then(|w| w.value)));
         }
         out
     }

@@ -262,6 +262,10 @@ impl Analyser<'_> {
                 let Some(script) = script.value.clone() else {
                     return self.fail(text, "shell -c text is not static", env);
                 };
+                // `sh -c SCRIPT ARG0 ARG1…`: the script's $0, $1… are those words.
+                for (n, w) in rest.iter().skip(idx + 1).enumerate() {
+                    self.bind_word(&n.to_string(), w);
+                }
                 self.reparse(&script, env, &format!("{shell} -c"))
             }
             _ => Step::Done,
