@@ -130,3 +130,42 @@ fn decide_runs_on_fake_facts() {
         VerdictKind::Allow
     );
 }
+
+/// The request's own environment is judged by the same allow-list as the shell text:
+/// formatting names pass, anything else gates and is named in the reasons.
+#[test]
+fn request_env_keys_are_judged_by_the_inert_list() {
+    use sanctum_guard::policy::decide::{decide, DecideContext};
+    use sanctum_guard::policy::explain::cli_request;
+    use sanctum_guard::policy::facts::FakeFs;
+    use sanctum_guard::policy::file::embedded_default;
+    use sanctum_guard::policy::request::Action;
+    use sanctum_guard::policy::verdict::VerdictKind;
+    use std::sync::Arc;
+
+    let fs = FakeFs::new().file("/usr/bin/ls", 0o755).dir("/h").dir("/w");
+    let (home, ws) = (Path::new("/h"), Path::new("/w"));
+    let policy = embedded_default().with_agent_home(home).expect("policy");
+    let ctx = DecideContext::new(home, "/usr/bin", ws, Arc::new(fs));
+    let with_keys = |keys: &[&str]| {
+        let mut req = cli_request("ls", ws);
+        if let Action::Exec(e) = &mut req.action {
+            e.env_keys = keys.iter().map(|k| k.to_string()).collect();
+        }
+        decide(&policy, &ctx, &req)
+    };
+    assert_eq!(with_keys(&[]).kind, VerdictKind::Allow);
+    assert_eq!(
+        with_keys(&["LANG", "LC_ALL", "TZ"]).kind,
+        VerdictKind::Allow
+    );
+    for bad in ["LD_PRELOAD", "GIT_CONFIG_COUNT", "PAGER", "HOME", "FOO"] {
+        let v = with_keys(&["LANG", bad]);
+        assert_eq!(v.kind, VerdictKind::Ask, "{bad}");
+        assert!(
+            v.reasons.iter().any(|r| r.message.contains(bad)),
+            "{bad}: {:?}",
+            v.reasons
+        );
+    }
+}

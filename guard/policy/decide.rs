@@ -5,16 +5,16 @@
 //! may lift a gated segment whose category persists.
 
 use super::allowlist::{AllowMatch, CompiledAllowlist, Target};
-use super::env;
 use super::facts::Facts;
 use super::file::Policy;
 use super::fs_memo;
-use super::paths::PathContext;
 use super::request::{Action, DecisionKind, ExecAction, Request, Status};
 use super::shell::{self, Analysis, Segment, ShellContext};
 use super::table::{self, Classification, TableContext};
 use super::verdict::{Category, Reason, SegmentVerdict, Verdict, VerdictKind};
 use std::borrow::Cow;
+
+mod gates;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -243,31 +243,7 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
         .iter()
         .map(|seg| score_segment(policy, ctx, &t, seg, &cwd_str, need_all))
         .collect();
-    // Constructs the analyser does not know to be inert, and request environment keys
-    // that are not on the inert list: a human sees them (issue 11: allow-list, not
-    // spot-the-danger).
-    let mut gates = Classification::default();
-    for why in &analysis.gates {
-        gates.add(Category::Unanalysable, "not-inert", why.clone());
-    }
-    let env_keys = env::non_inert_keys(&exec.env_keys);
-    if !env_keys.is_empty() {
-        let keys: Vec<String> = env_keys
-            .iter()
-            .map(|(k, c)| match c {
-                env::EnvClass::MustReplace => format!("{k} (chooses code)"),
-                _ => k.to_string(),
-            })
-            .collect();
-        gates.add(
-            Category::Unanalysable,
-            "env-not-inert",
-            format!(
-                "the request sets environment variables not known inert: {}",
-                keys.join(", ")
-            ),
-        );
-    }
+    let gates = gates::not_inert(&analysis, exec);
     if !gates.findings.is_empty() {
         let text = exec.command.clone().unwrap_or_default();
         scored.push(Scored::whole(policy, &gates, text, exec.argv.clone()));
@@ -326,7 +302,7 @@ fn score_segment(
     need_all: bool,
 ) -> Scored {
     let mut c = table::classify_segment(seg, t);
-    variable_secrets(policy, ctx, seg, &mut c);
+    gates::variable_secrets(policy, ctx, seg, &mut c);
     let (mut status, category, mut reasons, gated) = score(policy, &c);
     let static_argv: Option<Vec<String>> = seg.argv.iter().map(|w| w.value.clone()).collect();
     let mut allowlisted = false;
@@ -375,50 +351,6 @@ fn score_segment(
         gated,
         inline_eval: c.inline_eval,
         allowlisted,
-    }
-}
-
-/// A word built from variables (`f=~/.ssh/id_rsa; cat $f`, `cat ${HOME%/}/.aws/x`): if any
-/// value it may take reaches a secret, the segment is blocked. Programs that only print
-/// their words are exempt.
-fn variable_secrets(policy: &Policy, ctx: &DecideContext, seg: &Segment, c: &mut Classification) {
-    if matches!(
-        seg.program.as_deref(),
-        Some("echo" | "printf" | "test" | "[" | "[[" | ":" | "true" | "false")
-    ) && seg.redirects.is_empty()
-    {
-        return;
-    }
-    let words = seg
-        .argv
-        .iter()
-        .skip(1)
-        .chain(seg.redirects.iter().map(|r| &r.target));
-    for w in words.filter(|w| w.value.is_none()) {
-        for cand in &w.candidates {
-            for cwd in seg
-                .cwds
-                .iter()
-                .chain(seg.cwds.is_empty().then_some(&ctx.cwd))
-            {
-                let pctx = PathContext {
-                    home: ctx.home.clone(),
-                    cwd: cwd.clone(),
-                };
-                // An option's attached value (`--file=$f`) names a path too.
-                let path = cand.split_once('=').map_or(cand.as_str(), |(_, v)| v);
-                for p in [cand.as_str(), path] {
-                    if let Some(hit) = policy.sensitive().glob_may_match(p, &pctx) {
-                        c.add(
-                            Category::SensitivePath,
-                            "sensitive-path",
-                            format!("{} may expand to {p} (sensitive: {hit})", w.source),
-                        );
-                        return;
-                    }
-                }
-            }
-        }
     }
 }
 

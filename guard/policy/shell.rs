@@ -4,9 +4,11 @@
 //! here matches regular expressions over raw text. Anything the analyser cannot pin down is
 //! kept as a segment carrying a `problem`, so the policy can gate it (never allow it).
 
+mod builtins;
 mod inert;
 mod path_lookup;
 mod redirects;
+mod tracking;
 mod walk;
 mod words;
 mod wrapper_args;
