@@ -118,7 +118,10 @@ pub(crate) fn builtin_gate(seg: &Segment) -> Option<String> {
                     ));
                 }
             }
-            // Names without a value (`export FOO`, `declare x`).
+            // Names without a value (`export FOO`, `declare x`); `-p` only prints them.
+            if flags().any(|f| f.contains('p')) {
+                return None;
+            }
             for n in operands() {
                 let why = if name == "export" {
                     env_gate(n, None).filter(|_| !crate::policy::env::is_inert_name(n))

@@ -183,6 +183,8 @@ impl Analyser<'_> {
                 unquoted(text, b, &self.ctx.home.to_string_lossy(), cwd.as_deref())
             }
             "number" if node.named_child_count() == 0 => b.value.push_str(text),
+            // A bare name operand (`unset x`, `export X`, `declare -p Y`): its spelling.
+            "variable_name" => b.value.push_str(text),
             "raw_string" => {
                 b.value
                     .push_str(text.trim_start_matches('\'').trim_end_matches('\''));
