@@ -1,15 +1,22 @@
 //! sanctum-guard: a sidecar that decides, for every side effect an OpenClaw agent asks for,
-//! whether it runs by itself, waits for a human, or never runs (see DESIGN.md in the docs).
+//! whether it runs by itself, waits for a human, or never runs (docs/DESIGN.md, ARCHITECTURE.md).
 //!
-//! One folder per box of the pipeline: `policy` (pure core), `openclaw` (OpenClaw's formats),
-//! `socket` (the exec-approvals socket), `inbox`, `audit`, `sandbox`.
+//! The pipeline, in order: doors (`socket`) turn frames into requests; the `engine` judges
+//! them with the pure `policy` core over OpenClaw's formats (`openclaw`); the sinks record and
+//! act (`inbox`, `audit`, `sandbox`); `app` wires it all for `serve`.
 
-pub mod audit;
-pub mod config;
-pub mod doctor;
+pub mod socket;
+
+pub mod engine;
+
 pub mod host_facts;
-pub mod inbox;
+
 pub mod openclaw;
 pub mod policy;
+
+pub mod audit;
+pub mod inbox;
+#[allow(unsafe_code)]
 pub mod sandbox;
-pub mod socket;
+
+pub mod app;

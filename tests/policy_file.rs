@@ -261,7 +261,7 @@ fn other_rules_carry_positions() {
 
 /// The host side reads the file (the core parses text only).
 fn load(path: &Path) -> Result<Policy, PolicyError> {
-    sanctum_guard::config::load_policy(Some(path))
+    sanctum_guard::app::config::load_policy(Some(path))
 }
 
 #[test]

@@ -131,8 +131,9 @@ fn decide_runs_on_fake_facts() {
     );
 }
 
-/// The request's own environment is judged by the same allow-list as the shell text:
-/// formatting names pass, anything else gates and is named in the reasons.
+/// The request's own environment is judged by the same list as the shell text
+/// (`policy::env`): formatting names pass, deployment names are replaced, anything else
+/// gates and is named in the reasons.
 #[test]
 fn request_env_keys_are_judged_by_the_inert_list() {
     use sanctum_guard::policy::decide::{decide, DecideContext};
@@ -159,7 +160,9 @@ fn request_env_keys_are_judged_by_the_inert_list() {
         with_keys(&["LANG", "LC_ALL", "TZ"]).kind,
         VerdictKind::Allow
     );
-    for bad in ["LD_PRELOAD", "GIT_CONFIG_COUNT", "PAGER", "HOME", "FOO"] {
+    // PATH/HOME are the deployment's: the exec plan replaces the request's values.
+    assert_eq!(with_keys(&["HOME", "PATH"]).kind, VerdictKind::Allow);
+    for bad in ["LD_PRELOAD", "GIT_CONFIG_COUNT", "PAGER", "BASH_ENV", "FOO"] {
         let v = with_keys(&["LANG", bad]);
         assert_eq!(v.kind, VerdictKind::Ask, "{bad}");
         assert!(

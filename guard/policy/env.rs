@@ -1,18 +1,29 @@
-//! Environment variables as code. Many programs read code, programs or config files from
-//! their environment (`LD_PRELOAD`, `BASH_ENV`, `GIT_CONFIG_*`, `LESSOPEN`, `PAGER`,
-//! `RIPGREP_CONFIG_PATH`, `PYTHONSTARTUP`, ...), and new ones appear with every release, so
-//! the policy decides by allow-list: only the names below are inert; any other assignment
-//! (a prefix `X=1 cmd`, `export`, `env X=1`, `declare -x`, or a key of the request's own
-//! environment) is gated, and the names that pick which code runs must be replaced by the
-//! runner's own value, never taken from a request. One list for the shell analysis, for
-//! `decide()`'s check of the request's env keys, and for the exec plan.
+//! Environment variable names as the policy sees them. A short allow-list of names change
+//! nothing about what runs (locale, terminal, time zone); a few are the deployment's to set
+//! (PATH, HOME, …: the exec plan replaces them with the profile's values); a set of families
+//! are known to load or run code (LD_*, GIT_*, BASH_ENV, *_OPTIONS, PAGER, …) and never pass;
+//! every other name is data a person must see before it is used.
 
-/// Names a program only formats its output by. `LC_*` covers every locale category.
+/// What a variable name does to a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnvName {
+    /// Changes nothing about what runs or what it reads: passes, does not gate.
+    Inert,
+    /// The deployment's to set: the request's value is ignored and the profile's used.
+    Replaced,
+    /// Loads or runs code, or changes which program runs: dropped from every run, gates.
+    Loads,
+    /// Not understood: gates (a person sees the name), passes once approved.
+    Other,
+}
+
+/// Names that change nothing about what runs.
 const INERT: &[&str] = &[
     "LANG",
     "LANGUAGE",
     "TZ",
     "TERM",
+    "COLORTERM",
     "COLUMNS",
     "LINES",
     "NO_COLOR",
@@ -21,114 +32,143 @@ const INERT: &[&str] = &[
     "CLICOLOR_FORCE",
 ];
 
-/// What a request (or a command's assignment) may do with one environment name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EnvClass {
-    /// Harmless: only formats output.
-    Inert,
-    /// Unknown to the policy: a human must see it.
-    Gates,
-    /// Picks the program, a shell's start-up code, a loader or a tool's config: the runner
-    /// sets it from the deployment and never from the request.
-    MustReplace,
-}
+/// Names the deployment sets for every run.
+const REPLACED: &[&str] = &[
+    "PATH", "HOME", "SHELL", "USER", "LOGNAME", "PWD", "OLDPWD", "TMPDIR", "HOSTNAME",
+];
 
-/// Is `name` on the inert allow-list?
-pub fn is_inert_name(name: &str) -> bool {
-    INERT.contains(&name)
-        || name
-            .strip_prefix("LC_")
-            .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_uppercase()))
-}
-
-/// Names whose value is code or chooses code, matched exactly.
-const REPLACED_EXACT: &[&str] = &[
-    "PATH",
-    "HOME",
-    "SHELL",
-    "ENV",
+/// Exact names known to load or run code, or to redirect what a program reads as code.
+const LOADS: &[&str] = &[
     "BASH_ENV",
-    "CDPATH",
-    "IFS",
+    "ENV",
     "PS4",
     "PROMPT_COMMAND",
+    "IFS",
+    "CDPATH",
+    "GLOBIGNORE",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "EXECIGNORE",
     "PAGER",
-    "MANPAGER",
     "EDITOR",
     "VISUAL",
     "BROWSER",
-    "TMPDIR",
-    "LOCPATH",
-    "TERMINFO",
-    "TERMINFO_DIRS",
     "LESSOPEN",
     "LESSCLOSE",
+    "MANPAGER",
+    "LOCPATH",
+    "GCONV_PATH",
+    "NLSPATH",
+    "GLIBC_TUNABLES",
+    "HOSTALIASES",
+    "RESOLV_HOST_CONF",
+    "TERMINFO",
+    "TERMINFO_DIRS",
+    "TERMCAP",
+    "INPUTRC",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "CLASSPATH",
     "RIPGREP_CONFIG_PATH",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "OPENSSL_CONF",
+    "OPENSSL_ENGINES",
+    "CURL_HOME",
+    "WGETRC",
+    "MAKEFLAGS",
+    "MFLAGS",
     "XDG_CONFIG_HOME",
     "XDG_CONFIG_DIRS",
     "XDG_DATA_HOME",
-    "ZDOTDIR",
-    "INPUTRC",
-    "SSH_ASKPASS",
-    "SUDO_ASKPASS",
-    "CURL_HOME",
-    "WGETRC",
-    "GCONV_PATH",
-    "HOSTALIASES",
+    "XDG_DATA_DIRS",
 ];
 
-/// Name prefixes whose variables load code or configuration.
-const REPLACED_PREFIX: &[&str] = &[
+/// Prefixes of families that load or run code (linkers, git, interpreters and their tools).
+const LOADS_PREFIX: &[&str] = &[
     "LD_",
-    "GIT_",
     "BASH_FUNC_",
+    "GIT_",
+    "DYLD_",
+    "MALLOC_",
     "PYTHON",
+    "PIP_",
     "NODE_",
     "NPM_CONFIG_",
+    "YARN_",
     "PERL",
     "RUBY",
-    "JAVA_",
-    "DYLD_",
+    "GEM_",
+    "BUNDLE_",
+    "LUA_",
+    "TCL",
+    "CARGO_",
+    "RUSTC",
+    "RUSTFLAGS",
+    "RUSTDOC",
+    "GOFLAGS",
+    "CGO_",
+    "DOCKER_",
+    "KUBECONFIG",
     "LESS",
-    "GCONV",
-    "MALLOC_",
-    "GLIBC_",
+    "SYSTEMD_",
 ];
 
-/// Name suffixes of tools' "extra options" variables (`JAVA_TOOL_OPTIONS`, `NODE_OPTIONS`,
-/// `GREP_OPTIONS`, `*_CONFIG` files, ...).
-const REPLACED_SUFFIX: &[&str] = &["_OPTIONS", "_OPTS", "_CONFIG", "_CONFIG_PATH", "_PROXY"];
+/// Suffixes of families that configure a program with flags, files or commands.
+const LOADS_SUFFIX: &[&str] = &[
+    "_OPTIONS",
+    "_OPTS",
+    "_FLAGS",
+    "PAGER",
+    "EDITOR",
+    "_CONFIG",
+    "_CONFIG_PATH",
+    "RC",
+    "_PROXY",
+    "_COMMAND",
+    "_CMD",
+    "_HOOK",
+    "_PLUGINS",
+    "_PATH",
+];
 
-/// The class of one environment name.
-pub fn classify(name: &str) -> EnvClass {
-    if is_inert_name(name) {
-        return EnvClass::Inert;
+/// How `name` is judged. Case matters as it does to programs; the code families are matched
+/// upper-cased so `npm_config_*` and `http_proxy` fall in them too.
+pub fn classify(name: &str) -> EnvName {
+    if INERT.contains(&name) || name.starts_with("LC_") {
+        return EnvName::Inert;
     }
-    let upper = name.to_ascii_uppercase();
-    if REPLACED_EXACT.contains(&upper.as_str())
-        || REPLACED_PREFIX.iter().any(|p| upper.starts_with(p))
-        || REPLACED_SUFFIX.iter().any(|s| upper.ends_with(s))
+    if REPLACED.contains(&name) {
+        return EnvName::Replaced;
+    }
+    let up = name.to_ascii_uppercase();
+    if LOADS.contains(&up.as_str())
+        || LOADS_PREFIX.iter().any(|p| up.starts_with(p))
+        || LOADS_SUFFIX.iter().any(|s| up.ends_with(s))
     {
-        return EnvClass::MustReplace;
+        return EnvName::Loads;
     }
-    EnvClass::Gates
+    EnvName::Other
 }
 
-/// Is an assignment `name=value` inert? The name must be on the allow-list and the value a
-/// plain word: a locale or terminal name with a `/` is a path to a file the program loads.
+/// Whether `value` keeps the inert `name` inert: a locale or zone name, never a file path
+/// (`TZ=:/path`, `TZ=../..`, `LANG=/path` make libc read that file). Zone names have one
+/// inner slash (`Europe/Paris`).
+pub fn inert_value(name: &str, value: &str) -> bool {
+    let path_like = value.starts_with('/') || value.starts_with(':') || value.contains("..");
+    let slash_ok = name == "TZ" || !value.contains('/');
+    !path_like && slash_ok && !value.contains('\0')
+}
+
+/// Is `name` on the inert allow-list? (The shell analysis judges every assignment with it.)
+pub fn is_inert_name(name: &str) -> bool {
+    classify(name) == EnvName::Inert
+}
+
+/// Is the assignment `name=value` inert: an inert name with a value that is a name, not a
+/// file (see [`inert_value`])?
 pub fn is_inert_assignment(name: &str, value: &str) -> bool {
-    is_inert_name(name)
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_.@+-:,".contains(&b))
-}
-
-/// The keys of a request's environment that are not inert, in order, each with its class.
-pub fn non_inert_keys(keys: &[String]) -> Vec<(&str, EnvClass)> {
-    keys.iter()
-        .map(|k| (k.as_str(), classify(k)))
-        .filter(|(_, c)| *c != EnvClass::Inert)
-        .collect()
+    is_inert_name(name) && inert_value(name, value)
 }
 
 #[cfg(test)]
@@ -136,45 +176,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn classes() {
-        for n in [
-            "LANG",
-            "LC_ALL",
-            "LC_MESSAGES",
-            "TZ",
-            "TERM",
-            "NO_COLOR",
-            "COLUMNS",
-        ] {
-            assert_eq!(classify(n), EnvClass::Inert, "{n}");
+    fn names_are_judged_by_allow_list() {
+        let cases: &[(&str, EnvName)] = &[
+            ("LANG", EnvName::Inert),
+            ("LC_ALL", EnvName::Inert),
+            ("TZ", EnvName::Inert),
+            ("PATH", EnvName::Replaced),
+            ("HOME", EnvName::Replaced),
+            ("LD_PRELOAD", EnvName::Loads),
+            ("LD_LIBRARY_PATH", EnvName::Loads),
+            ("GIT_CONFIG_COUNT", EnvName::Loads),
+            ("GIT_PROXY_COMMAND", EnvName::Loads),
+            ("BASH_ENV", EnvName::Loads),
+            ("BASH_FUNC_ls%%", EnvName::Loads),
+            ("NODE_OPTIONS", EnvName::Loads),
+            ("npm_config_script_shell", EnvName::Loads),
+            ("PYTHONSTARTUP", EnvName::Loads),
+            ("LESSOPEN", EnvName::Loads),
+            ("RIPGREP_CONFIG_PATH", EnvName::Loads),
+            ("GIT_PAGER", EnvName::Loads),
+            ("MANPAGER", EnvName::Loads),
+            ("https_proxy", EnvName::Loads),
+            ("PROMPT_COMMAND", EnvName::Loads),
+            ("PERL5OPT", EnvName::Loads),
+            ("FOO", EnvName::Other),
+            ("lang", EnvName::Other),
+            ("DEBUG", EnvName::Other),
+        ];
+        for (name, want) in cases {
+            assert_eq!(classify(name), *want, "{name}");
         }
-        for n in [
-            "PATH",
-            "HOME",
-            "LD_PRELOAD",
-            "GIT_CONFIG_COUNT",
-            "GIT_PROXY_COMMAND",
-            "PAGER",
-            "BASH_ENV",
-            "PYTHONSTARTUP",
-            "NODE_OPTIONS",
-            "JAVA_TOOL_OPTIONS",
-            "LESSOPEN",
-            "RIPGREP_CONFIG_PATH",
-            "GREP_OPTIONS",
-            "https_proxy",
-            "BASH_FUNC_ls%%",
-            "LOCPATH",
-            "PERL5OPT",
-        ] {
-            assert_eq!(classify(n), EnvClass::MustReplace, "{n}");
-        }
-        for n in ["FOO", "DEBUG", "lang", "LC_all", "LC_", "AWS_PROFILE"] {
-            assert_eq!(classify(n), EnvClass::Gates, "{n}");
-        }
+    }
+
+    #[test]
+    fn assignments_need_an_inert_name_and_value() {
         assert!(is_inert_assignment("LANG", "C.UTF-8"));
+        assert!(is_inert_assignment("TZ", "UTC"));
         assert!(!is_inert_assignment("LANG", "../../tmp/x"));
         assert!(!is_inert_assignment("TZ", ":/etc/shadow"));
-        assert!(!is_inert_assignment("X", "1"));
+        assert!(!is_inert_assignment("FOO", "1"));
+        assert!(!is_inert_assignment("PATH", "/usr/bin"));
+    }
+
+    #[test]
+    fn inert_values_are_names_not_files() {
+        assert!(inert_value("LANG", "en_US.UTF-8"));
+        assert!(inert_value("TZ", "Europe/Paris"));
+        assert!(!inert_value("LANG", "fr/../../x"));
+        assert!(!inert_value("LC_ALL", "a/b"));
+        assert!(!inert_value("TZ", "/etc/shadow"));
+        assert!(!inert_value("TZ", ":/root/.ssh/id_rsa"));
+        assert!(!inert_value("TZ", "Europe/../../etc/shadow"));
     }
 }

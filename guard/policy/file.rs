@@ -120,6 +120,7 @@ impl CommandOverride {
 pub struct Policy {
     origin: String,
     workspace: Option<PathBuf>,
+    ask_every_command: bool,
     /// `agent.home`, when the file (or `with_agent_home`) sets it; the host defaults it.
     agent_home: Option<PathBuf>,
     /// `agent.path`, when the file sets it; the host defaults it.
@@ -190,6 +191,11 @@ impl Policy {
     /// `workspace`, if set (default: the request's cwd).
     pub fn workspace(&self) -> Option<&Path> {
         self.workspace.as_deref()
+    }
+
+    /// `ask_every_command`: a person answers every command the table would run by itself.
+    pub fn ask_every_command(&self) -> bool {
+        self.ask_every_command
     }
 
     /// `agent.home` as the file says (the host side defaults it: `crate::config`).
@@ -275,6 +281,7 @@ type Layer<'a> = (&'a RawPolicy, &'a str, &'a str);
 /// Merges layers (later wins), then validates every layer's values against the result.
 fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
     let mut workspace = None;
+    let mut ask_every_command = false;
     let mut home = None;
     let mut path = None;
     let mut categories: BTreeMap<Category, CategoryRule> = BTreeMap::new();
@@ -295,6 +302,9 @@ fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
         }
         if let Some(ws) = &layer.workspace {
             workspace = Some(absolute_path(ws, text, origin, "workspace")?);
+        }
+        if let Some(a) = layer.ask_every_command {
+            ask_every_command = a;
         }
         if let Some(agent) = &layer.agent {
             if let Some(h) = &agent.home {
@@ -353,6 +363,7 @@ fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
     Ok(Policy {
         origin: origin.to_string(),
         workspace,
+        ask_every_command,
         agent_home: home,
         agent_path: path,
         categories,

@@ -1,57 +1,14 @@
-//! Building the guard's [`Request`] from socket frames, and the small decision helpers the
-//! engine shares: who decided, which reason a deny reports, and the sentence the node host
-//! shows after `SYSTEM_RUN_DENIED: `.
+//! Building the guard's [`Request`] from socket frames: the socket door's half of the
+//! adapter (the engine's decision helpers live in `engine::decision`).
 
 use super::auth::Peer;
-use super::engine::now_ms;
 use super::wire::{ApprovalRequest, ExecRequest};
-use crate::policy::request::{
-    Action, DecidedBy, Decision, DecisionKind, ExecAction, OpenClawAsk, Request, Source, Who,
-};
-use crate::policy::verdict::Verdict;
+use crate::policy::request::{Action, DecisionKind, ExecAction, OpenClawAsk, Request, Source, Who};
 use serde_json::json;
 use std::path::PathBuf;
 
 pub fn peer_json(p: &Peer) -> serde_json::Value {
     json!({"uid":p.uid,"pid":p.pid})
-}
-
-pub fn policy_decision(kind: DecisionKind, reason: Option<String>) -> Decision {
-    Decision {
-        kind,
-        reason,
-        by: DecidedBy::Policy,
-        at_ms: now_ms(),
-    }
-}
-
-pub fn fallback(reason: &str) -> Decision {
-    Decision {
-        kind: DecisionKind::Deny,
-        reason: Some(reason.into()),
-        by: DecidedBy::Fallback,
-        at_ms: now_ms(),
-    }
-}
-
-/// The reason code a policy deny reports: the first reason of the verdict.
-pub fn deny_reason(v: &Verdict) -> String {
-    v.reasons
-        .first()
-        .map(|r| r.code.clone())
-        .unwrap_or_else(|| "security=deny".into())
-}
-
-/// The sentence after `SYSTEM_RUN_DENIED: ` for a deny reason.
-pub fn deny_message(reason: &str) -> String {
-    match reason {
-        "user-denied" => "user denied".into(),
-        "approval-timeout" => "approval timed out".into(),
-        "guard-shutdown" => "guard shutting down".into(),
-        "allowlist-miss" => "allowlist miss".into(),
-        "security=deny" => "security=deny".into(),
-        other => format!("blocked by sanctum-guard ({other})"),
-    }
 }
 
 /// The requester: OpenClaw's agent id (`main` when absent or empty) and session key.
@@ -183,6 +140,8 @@ mod tests {
 
     #[test]
     fn deny_reasons_and_messages() {
+        use crate::engine::decision::{deny_message, fallback};
+        use crate::policy::request::DecidedBy;
         assert_eq!(deny_message("user-denied"), "user denied");
         assert_eq!(
             deny_message("sensitive-path"),

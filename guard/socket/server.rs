@@ -9,7 +9,7 @@
 //! request). Only a connection whose line has not fully arrived is handed to tokio.
 
 use super::auth::Peer;
-use super::engine::Engine;
+use super::door::SocketDoor as Engine;
 use super::listener::{bind_secure, ListenError, SocketFile};
 use super::wire::{FrameKind, RejectReason, Reply, MAX_LINE_BYTES};
 use std::io::{ErrorKind, Read, Write};

@@ -1,43 +1,23 @@
 //! What `decide()` adds to the command table's findings: constructs the shell analysis
-//! found not inert, request environment keys off the inert list, and words whose possible
+//! found not inert, and words whose possible
 //! values (from variables the text assigns) reach a secret.
 
 use super::DecideContext;
-use crate::policy::env;
 use crate::policy::file::Policy;
 use crate::policy::paths::PathContext;
-use crate::policy::request::ExecAction;
 use crate::policy::shell::{Analysis, Segment};
 use crate::policy::table::Classification;
 use crate::policy::verdict::Category;
 
-/// Constructs the analyser does not know to be inert, and request environment keys not
-/// on the inert list: a human sees them (issue 11: allow-list, not spot-the-danger).
-pub(super) fn not_inert(analysis: &Analysis, exec: &ExecAction) -> Classification {
+/// Constructs the analyser does not know to be inert: a human sees them (issue 11:
+/// allow-list, not spot-the-danger). The request's own env keys are judged in `decide`.
+pub(super) fn not_inert(analysis: &Analysis) -> Classification {
     // Constructs the analyser does not know to be inert, and request environment keys
     // that are not on the inert list: a human sees them (issue 11: allow-list, not
     // spot-the-danger).
     let mut gates = Classification::default();
     for why in &analysis.gates {
         gates.add(Category::Unanalysable, "not-inert", why.clone());
-    }
-    let env_keys = env::non_inert_keys(&exec.env_keys);
-    if !env_keys.is_empty() {
-        let keys: Vec<String> = env_keys
-            .iter()
-            .map(|(k, c)| match c {
-                env::EnvClass::MustReplace => format!("{k} (chooses code)"),
-                _ => k.to_string(),
-            })
-            .collect();
-        gates.add(
-            Category::Unanalysable,
-            "env-not-inert",
-            format!(
-                "the request sets environment variables not known inert: {}",
-                keys.join(", ")
-            ),
-        );
     }
     gates
 }

@@ -8,7 +8,7 @@
 //! not inert by default.
 
 use super::Word;
-use crate::policy::env::{classify, is_inert_assignment, EnvClass};
+use crate::policy::env::{classify, is_inert_assignment, EnvName};
 
 pub(crate) use super::builtins::builtin_gate;
 use tree_sitter::Node;
@@ -47,8 +47,8 @@ pub(crate) fn variable_gate(name: &str) -> Option<String> {
     }
     let own = name.bytes().any(|b| b.is_ascii_lowercase());
     match classify(name) {
-        EnvClass::Inert => None,
-        EnvClass::Gates if own => None,
+        EnvName::Inert => None,
+        EnvName::Other if own => None,
         _ => Some(format!(
             "sets {name}, a variable the shell or programs read (only lower-case names and \
              the formatting variables are known inert)"
@@ -67,7 +67,8 @@ pub(crate) fn env_gate(name: &str, value: Option<&str>) -> Option<String> {
             "puts {name} in the environment of a program ({}): only formatting variables \
              are known inert",
             match classify(name) {
-                EnvClass::MustReplace => "it chooses code or configuration",
+                EnvName::Loads => "it loads code or configuration",
+                EnvName::Replaced => "the deployment sets it",
                 _ => "a name the policy does not know",
             }
         )),

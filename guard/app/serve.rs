@@ -2,15 +2,15 @@
 //! document (token and socket path), the policy and the socket server, prints where each file
 //! is (never the token), and stops cleanly on SIGTERM/SIGINT.
 
-use super::engine::Engine;
-use super::listener::ListenError;
-use super::oracle::{Oracle, OracleError};
-use super::server::{Server, ServerOptions};
+use super::config::{Config, ConfigError, Overrides};
 use crate::audit::{AuditError, AuditLog};
-use crate::config::{Config, ConfigError, Overrides};
+use crate::engine::{Engine, Judge, JudgeError};
 use crate::inbox::{Inbox, InboxError};
 use crate::openclaw::socket::{ensure_socket, SocketConfigError};
 use crate::openclaw::store::{Era, Store, StoreError};
+use crate::socket::door::SocketDoor;
+use crate::socket::listener::ListenError;
+use crate::socket::server::{Server, ServerOptions};
 use serde_json::json;
 use std::sync::Arc;
 use tokio::signal::unix::{signal, SignalKind};
@@ -34,20 +34,27 @@ pub enum ServeError {
     #[error("OpenClaw socket settings: {0}")]
     Socket(#[from] SocketConfigError),
     #[error("policy: {0}")]
-    Oracle(#[from] OracleError),
+    Judge(#[from] JudgeError),
     #[error("signals: {0}")]
     Signal(std::io::Error),
+    #[error("workspace {path}: {message}")]
+    Workspace {
+        path: std::path::PathBuf,
+        message: String,
+    },
 }
 
 /// Runs the server until SIGTERM or SIGINT. Startup lines go to stderr.
 pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let cfg = Config::load(overrides)?;
-    crate::config::ensure_state_dir(&cfg.state_dir).map_err(ServeError::StateDir)?;
+    super::config::ensure_state_dir(&cfg.state_dir).map_err(ServeError::StateDir)?;
     let (audit, report) = AuditLog::open(&cfg.audit_path())?;
     let (inbox, expired) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
     let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
-    let sock = ensure_socket(&store)?;
-    let oracle = Oracle::load(&cfg, store)?;
+    let sock = ensure_socket(&store, cfg.home.as_deref())?;
+    let judge = Judge::load(&cfg, store)?;
+
+    let workspace = ensure_workspace(&cfg, &judge.deployment().workspace)?;
 
     eprintln!("sanctum-guard: config          {}", cfg.origin);
     eprintln!("sanctum-guard: state dir       {}", cfg.state_dir.display());
@@ -62,10 +69,11 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     );
     eprintln!(
         "sanctum-guard: openclaw store  {} ({})",
-        oracle.store_path().display(),
-        oracle.era_name()
+        judge.store_path().display(),
+        judge.era_name()
     );
-    eprintln!("sanctum-guard: policy          {}", oracle.policy_origin());
+    eprintln!("sanctum-guard: policy          {}", judge.policy_origin());
+    eprintln!("sanctum-guard: workspace       {}", workspace.display());
     eprintln!("sanctum-guard: socket          {}", sock.path.display());
     eprintln!(
         "sanctum-guard: allowed uids    {:?}",
@@ -76,7 +84,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         .record(
             "startup",
             json!({"pid":std::process::id(),"socket":sock.path,"stateDir":cfg.state_dir,
-                   "openclawStore":oracle.store_path(),"policy":oracle.policy_origin(),
+                   "openclawStore":judge.store_path(),"policy":judge.policy_origin(),
                    "expiredAtStart":expired,"version":env!("CARGO_PKG_VERSION")}),
         )
         .await?;
@@ -85,21 +93,21 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     opts.read_timeout = cfg.socket.read_timeout;
     opts.max_connections = cfg.socket.max_connections;
     let engine = Arc::new(Engine::new(
-        sock.token,
-        &cfg.socket,
         cfg.deadlines,
-        oracle,
+        judge,
         inbox,
         audit.clone(),
+        cfg.socket.durable_answers,
     ));
-    let server = Server::bind(opts, engine.clone())?;
+    let door = Arc::new(SocketDoor::new(sock.token, &cfg.socket, engine.clone()));
+    let server = Server::bind(opts, door)?;
     // OpenClaw may change its document while we run (a new allowlist entry, a new policy).
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
         loop {
             tick.tick().await;
             let e = engine.clone();
-            let _ = tokio::task::spawn_blocking(move || e.oracle().reload()).await;
+            let _ = tokio::task::spawn_blocking(move || e.judge().reload()).await;
         }
     });
 
@@ -121,4 +129,27 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         .await?;
     eprintln!("sanctum-guard: stopped");
     Ok(())
+}
+
+/// The deployment's workspace must be a directory. OpenClaw's own default
+/// (`<openclaw_state_dir>/workspace`) is created (0700) when missing, as OpenClaw would; a
+/// workspace a config or policy names must already exist.
+fn ensure_workspace(cfg: &Config, ws: &std::path::Path) -> Result<std::path::PathBuf, ServeError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let err = |message: String| ServeError::Workspace {
+        path: ws.to_path_buf(),
+        message,
+    };
+    if !ws.exists() && ws == cfg.openclaw_state_dir.join("workspace") {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(ws)
+            .map_err(|e| err(e.to_string()))?;
+    }
+    let real = ws.canonicalize().map_err(|e| err(e.to_string()))?;
+    if !real.is_dir() {
+        return Err(err("not a directory".into()));
+    }
+    Ok(real)
 }

@@ -1,9 +1,9 @@
-//! The socket's view of the rest of the guard: the policy (verdicts), OpenClaw's approvals
-//! document (effective security/ask/allowlist per agent, cached and reloaded when OpenClaw
-//! changes it; `allow-always` entries written back) and the sandbox (approved runs).
+//! The judge: the policy (verdicts) over OpenClaw's approvals document (effective
+//! security/ask/allowlist per agent, cached and reloaded when OpenClaw changes it;
+//! `allow-always` entries written back), and the sandbox runner for approved execs.
 
-use super::wire::{ExecPayload, ExecRequest};
-use crate::config::Config;
+use super::plan::{self, Deployment, ExecPlan, PlanError, PlanInput};
+use crate::app::config::Config;
 use crate::openclaw::allow_always::{append_allow_always, Grant};
 use crate::openclaw::document::ApprovalsDocument;
 use crate::openclaw::resolve;
@@ -11,17 +11,19 @@ use crate::openclaw::store::{Era, Store, StoreError};
 use crate::policy::allowlist::{CompiledAllowlist, Rule};
 use crate::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
 use crate::policy::file::{Policy, PolicyError};
+use crate::policy::request::DecisionKind;
 use crate::policy::request::Request;
+use crate::policy::verdict::Reason;
 use crate::policy::verdict::{Category, Verdict, VerdictKind};
-use crate::sandbox::{self, ProfileSpec, RunSpec, SandboxError};
+use crate::sandbox::{self, ProfileSpec, RunOutcome, RunSpec, SandboxError};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-/// Errors of the oracle's I/O (policy file, OpenClaw store, sandbox).
+/// Errors of the judge's I/O (policy file, OpenClaw store, sandbox).
 #[derive(Debug, thiserror::Error)]
-pub enum OracleError {
+pub enum JudgeError {
     #[error("{0}")]
     Policy(#[from] PolicyError),
     #[error("{0}")]
@@ -40,14 +42,11 @@ struct Cached {
     contexts: HashMap<String, Arc<DecideContext>>,
 }
 
-/// The decide context of one agent: the policy's agent home and PATH, OpenClaw's effective
-/// security/ask/askFallback and its compiled allowlist. Unknown enum spellings fail closed.
-fn context_for(policy: &Policy, eff: &resolve::EffectivePolicy) -> DecideContext {
-    // The policy was completed for this host at load (`config::load_policy`).
-    let home = policy
-        .agent_home()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("/"));
+/// The decide context of one agent: the deployment's home, PATH and workspace, OpenClaw's
+/// effective security/ask/askFallback and its compiled allowlist. Unknown enum spellings fail
+/// closed.
+fn context_for(dep: &Deployment, eff: &resolve::EffectivePolicy) -> DecideContext {
+    let home = dep.agent_home.clone();
     let rules: Vec<Rule> = eff
         .allowlist
         .iter()
@@ -59,15 +58,9 @@ fn context_for(policy: &Policy, eff: &resolve::EffectivePolicy) -> DecideContext
         .collect();
     let v = &eff.values;
     DecideContext {
-        cwd: policy
-            .workspace()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| home.clone()),
-        path: policy
-            .agent_path()
-            .unwrap_or(crate::config::DEFAULT_AGENT_PATH)
-            .to_owned(),
-        workspace: None,
+        cwd: dep.workspace.clone(),
+        path: dep.agent_path.clone(),
+        workspace: Some(dep.workspace.clone()),
         security: ExecSecurity::parse(v.security.as_str()).unwrap_or(ExecSecurity::Deny),
         ask: ExecAsk::parse(v.ask.as_str()).unwrap_or(ExecAsk::Always),
         ask_fallback: ExecSecurity::parse(v.ask_fallback.as_str()).unwrap_or(ExecSecurity::Deny),
@@ -78,24 +71,44 @@ fn context_for(policy: &Policy, eff: &resolve::EffectivePolicy) -> DecideContext
 }
 
 /// Policy + OpenClaw document + sandbox, as the engine calls them.
-pub struct Oracle {
+pub struct Judge {
     policy: Policy,
     policy_origin: String,
     store: Store,
     cache: RwLock<Cached>,
     profiles: BTreeMap<String, ProfileSpec>,
+    deployment: Deployment,
 }
 
-impl Oracle {
+impl Judge {
     /// Loads the policy (file or embedded) and reads the approvals document once.
-    pub fn load(cfg: &Config, store: Store) -> Result<Oracle, OracleError> {
-        let policy = match &cfg.policy {
-            Some(p) => crate::config::load_policy(Some(p))?,
-            None => crate::config::load_policy(None)?,
-        };
+    pub fn load(cfg: &Config, store: Store) -> Result<Judge, JudgeError> {
+        let policy = crate::app::config::load_policy(cfg.policy.as_deref())?;
+        // The deployment's own secrets (their places are configuration, not policy):
+        // OpenClaw's approvals document and SQLite state, the guard's state dir.
+        let oc = &cfg.openclaw_state_dir;
+        let policy = policy.with_sensitive_extra(&[
+            oc.join(crate::openclaw::store::JSON_FILE)
+                .to_string_lossy()
+                .into_owned(),
+            format!("{}/", oc.join("state").to_string_lossy()),
+            format!("{}/", cfg.state_dir.to_string_lossy()),
+        ])?;
         let policy_origin = policy.origin().to_owned();
         let profiles = policy.profiles().clone();
-        let o = Oracle {
+        let deployment = Deployment {
+            workspace: cfg.workspace(policy.workspace()),
+            // `load_policy` completed both for this host.
+            agent_home: policy
+                .agent_home()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from("/")),
+            agent_path: policy
+                .agent_path()
+                .unwrap_or(crate::app::config::DEFAULT_AGENT_PATH)
+                .to_owned(),
+        };
+        let o = Judge {
             policy,
             policy_origin,
             store,
@@ -105,6 +118,7 @@ impl Oracle {
                 contexts: HashMap::new(),
             }),
             profiles,
+            deployment,
         };
         o.reload();
         Ok(o)
@@ -163,7 +177,7 @@ impl Oracle {
             Ok(doc) => resolve::resolve(doc, agent_id),
             Err(_) => resolve::EffectivePolicy::fail_closed(),
         };
-        let ctx = Arc::new(context_for(&self.policy, &effective));
+        let ctx = Arc::new(context_for(&self.deployment, &effective));
         c.contexts.insert(agent_id.to_owned(), ctx.clone());
         ctx
     }
@@ -180,7 +194,7 @@ impl Oracle {
         &self,
         req: &Request,
         verdict: &Verdict,
-    ) -> Result<usize, OracleError> {
+    ) -> Result<usize, JudgeError> {
         let cwd = match &req.action {
             crate::policy::request::Action::Exec(e) => e
                 .cwd
@@ -208,24 +222,75 @@ impl Oracle {
                         cwd: &cwd,
                     })
                     .collect();
-                added = append_allow_always(doc, &agent, &grants, super::engine::now_ms());
+                added = append_allow_always(doc, &agent, &grants, super::decision::now_ms());
                 Ok(added > 0)
             })?;
-            Ok::<usize, OracleError>(added)
+            Ok::<usize, JudgeError>(added)
         })
         .await
-        .map_err(|e| OracleError::Join(e.to_string()))??;
+        .map_err(|e| JudgeError::Join(e.to_string()))??;
         self.reload();
         Ok(added)
     }
 
-    /// Runs an approved `exec` under the sandbox profile the verdict names.
+    /// The deployment facts every plan is resolved against.
+    pub fn deployment(&self) -> &Deployment {
+        &self.deployment
+    }
+
+    /// Resolves one run (see [`ExecPlan`]).
+    pub fn plan(&self, input: &PlanInput) -> Result<ExecPlan, PlanError> {
+        ExecPlan::resolve(input, &self.deployment)
+    }
+
+    /// The verdict for an exec whose plan is resolved: the policy's, then what only the
+    /// plan knows. A program the agent could have put where it is, or a git repository
+    /// whose config can run programs, is never autonomous.
+    pub fn decide_plan(&self, req: &Request, plan: &ExecPlan) -> Verdict {
+        let mut v = self.decide(req);
+        if v.kind != VerdictKind::Allow {
+            return v;
+        }
+        let mut why = None;
+        if !plan.program_trusted {
+            why = Some(Reason::new(
+                "program-untrusted-location",
+                format!(
+                    "{} is where the agent could have put it (workspace, home, a temp dir, or a \
+                     directory not owned by root)",
+                    plan.program.display()
+                ),
+            ));
+        } else if runs_git(&v) {
+            why = match plan::git_config_not_plain(&plan.cwd) {
+                Ok(None) => None,
+                Ok(Some(key)) => Some(Reason::new(
+                    "git-config",
+                    format!("the repository's config sets {key}, which this guard does not know to be inert"),
+                )),
+                Err(e) => Some(Reason::new(
+                    "git-config",
+                    format!("the repository's config cannot be read: {e}"),
+                )),
+            };
+        }
+        if let Some(r) = why {
+            v.reasons.insert(0, r);
+            v.kind = VerdictKind::Ask;
+            v.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
+        }
+        v
+    }
+
+    /// Runs an approved plan under the sandbox profile the verdict names, with the plan's
+    /// program, argv, cwd and environment, writable only in the deployment's workspace.
     pub async fn run(
         &self,
         verdict: &Verdict,
-        er: &ExecRequest,
+        mut plan: ExecPlan,
+        autonomous: bool,
         budget: Duration,
-    ) -> Result<ExecPayload, OracleError> {
+    ) -> Result<RunOutcome, JudgeError> {
         let name = verdict
             .profile
             .clone()
@@ -233,36 +298,38 @@ impl Oracle {
         let spec = self
             .profiles
             .get(&name)
-            .ok_or_else(|| OracleError::NoProfile(name.clone()))?;
-        let cwd = er
-            .cwd
-            .as_ref()
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| self.policy.workspace().map(Path::to_path_buf))
-            .unwrap_or_else(|| PathBuf::from("/"));
-        let workspace = self
-            .policy
-            .workspace()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| cwd.clone());
-        let profile = spec.resolve(&workspace)?;
+            .ok_or_else(|| JudgeError::NoProfile(name.clone()))?;
+        let profile = spec.resolve(&plan.workspace)?;
+        if autonomous {
+            plan.neutralise_git();
+        }
+        let timeout = plan.timeout.map_or(budget, |t| t.min(budget));
         let outcome = sandbox::run(RunSpec {
-            argv: er.command.clone(),
-            cwd,
-            env: er.env.clone().unwrap_or_default(),
-            timeout: budget,
-            output_cap: super::engine::OUTPUT_CAP,
+            program: Some(plan.program),
+            inherit_env: false,
+            argv: plan.argv,
+            cwd: plan.cwd,
+            env: plan.env,
+            timeout,
+            output_cap: super::OUTPUT_CAP,
             profile,
         })
         .await?;
-        Ok(ExecPayload {
-            exit_code: outcome.exit_code,
-            timed_out: outcome.timed_out,
-            success: outcome.success,
-            stdout: outcome.stdout,
-            stderr: outcome.stderr,
-            error: outcome.error,
-        })
+        Ok(outcome)
     }
+}
+
+/// Whether any segment of the verdict runs git.
+fn runs_git(v: &Verdict) -> bool {
+    v.segments.iter().any(|s| {
+        let by_path = s
+            .resolved_path
+            .as_deref()
+            .is_some_and(|p| p.rsplit('/').next() == Some("git"));
+        let by_name = s
+            .argv
+            .first()
+            .is_some_and(|a| a.rsplit('/').next() == Some("git"));
+        by_path || by_name
+    })
 }

@@ -1,0 +1,6 @@
+//! The application wiring: the deployment config (the one owner of every deployment fact:
+//! state dirs, workspace, deadlines, socket settings), `serve` (the sidecar: engine + doors +
+//! sinks), and `doctor` (what this machine enforces). No door or sink logic lives here.
+pub mod config;
+pub mod doctor;
+pub mod serve;

@@ -1,0 +1,500 @@
+//! The command line: argument parsing, output and exit codes only. Every subcommand calls
+//! into the library; the exit codes are a contract (README "Command line").
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use sanctum_guard::audit::{self, AuditLog, Verification};
+use sanctum_guard::inbox::{self, InboxError, State, StateFilter, Store};
+use sanctum_guard::policy;
+use sanctum_guard::policy::request::{DecidedBy, Decision, DecisionKind};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// mimalloc: the policy core allocates many small strings per decision; glibc's allocator
+/// cost ~25% of `decide()` (benches/decide.rs declares the same allocator).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "sanctum-guard",
+    version,
+    about = "A hardened sidecar guard for OpenClaw agents"
+)]
+struct Cli {
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate a policy, or show the verdict for one command.
+    #[command(subcommand)]
+    Policy(PolicyCommand),
+    /// Report what this machine can enforce (non-zero exit when a required layer is missing).
+    Doctor {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one command (argv, not shell text) under Landlock + seccomp + no capabilities.
+    Sandbox {
+        /// Profile name: read-only, workspace-write, or one of the --policy file's.
+        #[arg(long, default_value = "read-only")]
+        profile: String,
+        /// Policy file whose [profiles.*] to use (default: the built-in profiles).
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// Workspace directory (default: the current directory).
+        #[arg(long)]
+        workspace: Option<std::path::PathBuf>,
+        /// `none` or comma-separated TCP ports (overrides the profile).
+        #[arg(long)]
+        network: Option<String>,
+        /// Print the enforcement status as one JSON line on stderr before running.
+        #[arg(long)]
+        json_status: bool,
+        /// Wall-clock limit in seconds (overrides the profile).
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        argv: Vec<String>,
+    },
+    /// Serve OpenClaw's exec-approvals socket (the sidecar).
+    Serve(ServeArgs),
+    /// Act on the pending requests of a (running or stopped) guard.
+    Inbox {
+        #[command(subcommand)]
+        cmd: InboxCmd,
+        #[command(flatten)]
+        opts: InboxOpts,
+    },
+    /// The hash-chained audit log.
+    Audit {
+        #[command(subcommand)]
+        cmd: AuditCmd,
+    },
+}
+
+#[derive(Args, Debug)]
+struct InboxOpts {
+    /// The guard's state dir (holds inbox.db and audit.jsonl).
+    #[arg(long, global = true)]
+    state_dir: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum InboxCmd {
+    /// List entries (pending by default). Exit 0, or 2 on error.
+    List {
+        /// pending | resolved | all | approved | denied | expired | resolved-elsewhere
+        #[arg(long, default_value = "pending")]
+        state: String,
+    },
+    /// Approve one request (allow-once; --always for allow-always). Exit 1 if refused.
+    Approve {
+        id: String,
+        #[arg(long)]
+        always: bool,
+        #[arg(long)]
+        reason: Option<String>,
+        /// Refuse unless the request's hash is this one (what you were shown).
+        #[arg(long)]
+        hash: Option<String>,
+    },
+    /// Deny one request. Exit 1 if refused.
+    Deny {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+        #[arg(long)]
+        hash: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum AuditCmd {
+    /// Check the hash chain: OK and the record count (exit 0), the first broken link
+    /// (exit 1), or a usage/IO error (exit 2).
+    Verify { file: PathBuf },
+}
+
+fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
+    // The state dir is the deployment's, resolved exactly as `serve` resolves it.
+    let overrides = sanctum_guard::app::config::Overrides {
+        state_dir: opts.state_dir.clone(),
+        ..Default::default()
+    };
+    let dir = match sanctum_guard::app::config::Config::load(&overrides) {
+        Ok(c) => c.state_dir,
+        Err(e) => {
+            eprintln!("inbox: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let db = dir.join(inbox::DB_FILE);
+    if !db.exists() {
+        eprintln!("error: no inbox at {}", db.display());
+        return ExitCode::from(2);
+    }
+    // Only a decision writes to the audit log; listing leaves it alone.
+    let audit = match &cmd {
+        InboxCmd::List { .. } => None,
+        _ => match AuditLog::open(&dir.join(audit::AUDIT_FILE)) {
+            Ok((log, _)) => Some(log),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let mut store = match Store::open(&db, audit) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (id, kind, reason, hash) = match cmd {
+        InboxCmd::List { state } => return inbox_list(&store, &state, opts.json),
+        InboxCmd::Approve {
+            id,
+            always,
+            reason,
+            hash,
+        } => {
+            let kind = if always {
+                DecisionKind::AllowAlways
+            } else {
+                DecisionKind::AllowOnce
+            };
+            (id, kind, reason, hash)
+        }
+        InboxCmd::Deny { id, reason, hash } => (
+            id,
+            DecisionKind::Deny,
+            Some(reason.unwrap_or_else(|| "user-denied".into())),
+            hash,
+        ),
+    };
+    let decision = Decision {
+        kind,
+        reason,
+        by: DecidedBy::Human(inbox::cli_identity()),
+        at_ms: inbox::now_ms(),
+    };
+    match store.decide(&id, decision, hash.as_deref()) {
+        Ok(r) if opts.json => print_json(&r),
+        Ok(r) => {
+            println!("{} {}", r.id, r.state);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("refused: {e}");
+            match e {
+                InboxError::UnknownId(_)
+                | InboxError::AlreadyResolved { .. }
+                | InboxError::HashMismatch { .. }
+                | InboxError::Expired(_)
+                | InboxError::NotOffered { .. } => ExitCode::from(1),
+                _ => ExitCode::from(2),
+            }
+        }
+    }
+}
+
+fn inbox_list(store: &Store, state: &str, json: bool) -> ExitCode {
+    let filter = match state {
+        "all" => StateFilter::All,
+        "pending" => StateFilter::Pending,
+        "resolved" => StateFilter::Resolved,
+        other => match State::parse(other) {
+            Some(s) => StateFilter::Only(s),
+            None => {
+                eprintln!("error: unknown state {other}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let entries = match store.list(filter) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if json {
+        return print_json(&entries);
+    }
+    let now = inbox::now_ms();
+    for e in &entries {
+        let left = e.deadline_ms.saturating_sub(now) / 1000;
+        let reasons: Vec<&str> = e.reasons().iter().map(|r| r.code.as_str()).collect();
+        let offered: Vec<&str> = e.offered().iter().map(|k| k.as_str()).collect();
+        println!(
+            "{}  {:<18} {:>5}s  {}  [{}]  offers {}  hash {}",
+            e.id,
+            e.state.as_str(),
+            left,
+            e.summary(),
+            reasons.join(","),
+            offered.join("|"),
+            e.request_hash
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn audit_cmd(cmd: AuditCmd) -> ExitCode {
+    let AuditCmd::Verify { file } = cmd;
+    match audit::verify(&file) {
+        Ok(Verification::Ok { records }) => {
+            println!("OK {records} records");
+            ExitCode::SUCCESS
+        }
+        Ok(Verification::Broken {
+            line,
+            what,
+            expected,
+            found,
+        }) => {
+            println!("BROKEN line {line}: {what}\n  expected: {expected}\n  found:    {found}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print_json<T: serde::Serialize>(v: &T) -> ExitCode {
+    match serde_json::to_string_pretty(v) {
+        Ok(s) => {
+            println!("{s}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct ServeArgs {
+    /// Deployment config (TOML); default: $SANCTUM_CONFIG, else the embedded default.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// The guard's own files (inbox.db, audit.jsonl).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// OpenClaw's state dir (approvals document, socket); default $OPENCLAW_STATE_DIR or ~/.openclaw.
+    #[arg(long)]
+    openclaw_state: Option<PathBuf>,
+    /// Policy file; default: the embedded policy.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+    /// The only tree approved runs may write; default: the config's, the policy's, OpenClaw's
+    /// agents.defaults.workspace, else <openclaw state>/workspace.
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+}
+
+fn run_serve(a: ServeArgs) -> ExitCode {
+    let overrides = sanctum_guard::app::config::Overrides {
+        config: a.config,
+        state_dir: a.state_dir,
+        openclaw_state: a.openclaw_state,
+        policy: a.policy,
+        workspace: a.workspace,
+    };
+    // Before any thread exists (the bounding set is per thread, inherited at creation).
+    match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {
+        Ok(0) => {}
+        Ok(n) => eprintln!("sanctum-guard: bounding set    cleared ({n} capabilities)"),
+        Err(e) => eprintln!("sanctum-guard: warning: bounding set not cleared ({e}); each confined child still clears its own"),
+    }
+    // One event-loop thread: each request is microseconds of work, and on a small machine
+    // cross-thread wake-ups cost more than they bring. Blocking work (SQLite, fsync, spawn)
+    // runs on the blocking pool and the audit writer thread.
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sanctum-guard: tokio runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(sanctum_guard::app::serve::serve(&overrides)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sanctum-guard: serve: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum PolicyCommand {
+    /// Validate a policy file (default: the embedded policy). Exit 0 OK, 2 error.
+    Check { file: Option<PathBuf> },
+    /// Show the verdict and its reasons for shell text. Exit 0 allow, 10 ask, 20 deny,
+    /// 2 usage or policy error.
+    Explain {
+        /// Print one JSON object (verdict, category, reasons, segments, offered, profile).
+        #[arg(long)]
+        json: bool,
+        /// Directory the command runs in (default: the current directory).
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Policy file (default: the embedded policy).
+        #[arg(long)]
+        policy: Option<PathBuf>,
+        /// The command; the words are joined with spaces and analysed as shell text.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+fn load_policy(file: Option<&Path>) -> Result<policy::file::Policy, policy::file::PolicyError> {
+    sanctum_guard::app::config::load_policy(file)
+}
+
+fn policy_command(cmd: PolicyCommand) -> ExitCode {
+    match cmd {
+        PolicyCommand::Check { file } => match load_policy(file.as_deref()) {
+            Ok(p) => {
+                println!("OK {}", p.origin());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(2)
+            }
+        },
+        PolicyCommand::Explain {
+            json,
+            cwd,
+            policy: file,
+            command,
+        } => {
+            let policy = match load_policy(file.as_deref()) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let cwd = match cwd.map(Ok).unwrap_or_else(std::env::current_dir) {
+                Ok(c) if c.is_absolute() => c,
+                Ok(c) => std::env::current_dir()
+                    .map(|d| d.join(c))
+                    .unwrap_or_default(),
+                Err(e) => {
+                    eprintln!("cannot determine the working directory: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let ctx = sanctum_guard::app::config::explain_context(&policy, &cwd);
+            let verdict = policy::explain::explain(&policy, &ctx, &command.join(" "));
+            if json {
+                println!("{}", policy::explain::render_json(&verdict));
+            } else {
+                print!("{}", policy::explain::render_human(&verdict));
+            }
+            ExitCode::from(policy::explain::exit_code(verdict.kind))
+        }
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SANCTUM_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour only on a terminal: a log file or a container log gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_format);
+    match cli.command {
+        Command::Policy(cmd) => policy_command(cmd),
+        Command::Serve(a) => run_serve(a),
+        Command::Doctor { json } => {
+            let report = sanctum_guard::app::doctor::check();
+            if json {
+                match serde_json::to_string_pretty(&report) {
+                    Ok(s) => println!("{s}"),
+                    Err(e) => eprintln!("doctor: {e}"),
+                }
+            } else {
+                println!("{}", report.render());
+            }
+            ExitCode::from(u8::from(!report.problems.is_empty()))
+        }
+        Command::Sandbox {
+            profile,
+            policy,
+            workspace,
+            network,
+            json_status,
+            timeout,
+            argv,
+        } => {
+            let network = match network.map(|n| n.parse()).transpose() {
+                Ok(n) => n,
+                Err(e) => {
+                    eprintln!("sanctum-guard sandbox: {e}");
+                    return ExitCode::from(125);
+                }
+            };
+            let profiles = match policy {
+                Some(p) => match sanctum_guard::app::config::load_policy(Some(&p)) {
+                    Ok(pol) => pol.profiles().clone(),
+                    Err(e) => {
+                        eprintln!("sanctum-guard sandbox: {e}");
+                        return ExitCode::from(125);
+                    }
+                },
+                None => sanctum_guard::sandbox::builtin_profiles(),
+            };
+            let code = sanctum_guard::sandbox::cli::sandbox_main(
+                sanctum_guard::sandbox::cli::SandboxArgs {
+                    profiles,
+                    profile,
+                    workspace,
+                    network,
+                    json_status,
+                    timeout_secs: timeout,
+                    argv,
+                },
+            );
+            ExitCode::from(u8::try_from(code).unwrap_or(125))
+        }
+        Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
+        Command::Audit { cmd } => audit_cmd(cmd),
+    }
+}

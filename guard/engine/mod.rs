@@ -1,0 +1,262 @@
+//! The engine: one pipeline for every door. A door (the approvals socket today) turns its frame
+//! into a [`Request`]; the engine judges it (policy + OpenClaw's document, in [`judge`]), sends
+//! `ask` verdicts to the inbox and waits for a person or the deadline, persists `allow-always`,
+//! runs approved execs under the sandbox, and writes every step to the audit log. It knows no
+//! frames. Fail closed: any internal error is a deny with a reason.
+
+pub mod decision;
+pub mod judge;
+pub mod plan;
+
+use crate::app::config::Deadlines;
+use crate::audit::{self, AuditLog};
+use crate::inbox::{Cancel, Inbox};
+use crate::policy::request::{DecidedBy, Decision, DecisionKind, Request, Source};
+use crate::policy::verdict::{Verdict, VerdictKind};
+use crate::sandbox::RunOutcome;
+use decision::{deny_reason, fallback, now_ms, policy_decision};
+pub use judge::{Judge, JudgeError};
+pub use plan::{ExecPlan, PlanError, PlanInput};
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The OpenClaw combined output cap (docs/openclaw-protocol.md §3.4).
+pub const OUTPUT_CAP: usize = 200_000;
+
+/// Everything the pipeline needs, built once by the app wiring (`serve`).
+pub struct Engine {
+    deadlines: Deadlines,
+    judge: Judge,
+    inbox: Inbox,
+    audit: AuditLog,
+    /// False once an audit write failed: allows are refused from then on.
+    audit_ok: Arc<AtomicBool>,
+    /// Answers that run nothing also wait for their record's fsync.
+    durable_answers: bool,
+}
+
+/// How an approved run ended, as the engine reports it to a door.
+#[derive(Debug)]
+pub enum RunResult {
+    /// The command ran (whatever its exit status).
+    Ran(Box<RunOutcome>),
+    /// The guard is stopping: the run was abandoned (its process group killed).
+    Shutdown,
+    /// The sandbox could not run it; the message says why. Nothing ran.
+    Failed(String),
+}
+
+/// A value as audit JSON (Null if it cannot be encoded, which our types never are).
+fn js<T: serde::Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}
+
+impl Engine {
+    pub fn new(
+        deadlines: Deadlines,
+        judge: Judge,
+        inbox: Inbox,
+        audit: AuditLog,
+        durable_answers: bool,
+    ) -> Self {
+        Engine {
+            deadlines,
+            judge,
+            inbox,
+            audit,
+            audit_ok: Arc::new(AtomicBool::new(true)),
+            durable_answers,
+        }
+    }
+
+    pub fn inbox(&self) -> &Inbox {
+        &self.inbox
+    }
+
+    pub fn judge(&self) -> &Judge {
+        &self.judge
+    }
+
+    pub fn deadlines(&self) -> &Deadlines {
+        &self.deadlines
+    }
+
+    /// Appends to the audit log (fsynced, off the async threads) before the reply is sent,
+    /// so no answer leaves without its record. Returns false when the log failed.
+    pub async fn record(&self, kind: &'static str, fields: serde_json::Value) -> bool {
+        match self.audit.record(kind, fields).await {
+            Ok(_) => true,
+            Err(e) => {
+                self.audit_ok.store(false, Ordering::Relaxed);
+                tracing::error!(error = %e, kind, "audit append failed");
+                false
+            }
+        }
+    }
+
+    /// Queues a record and replies without waiting for it (written with the writer's next
+    /// batch, fsynced within `audit::SYNC_WINDOW`). Used where the reply runs nothing: policy
+    /// answers to `request` frames and rejections, so an autonomous decision costs no fsync
+    /// of latency. A failed write marks the log unhealthy and every later allow becomes a
+    /// deny `audit-unavailable` (fail closed). With `durable_answers`, waits like
+    /// [`Self::record`]. `fields` is built on the audit writer thread, off the event loop.
+    /// Returns false when the log is (known to be) failing.
+    pub async fn record_soon(&self, kind: &'static str, fields: audit::FieldsFn) -> bool {
+        if self.durable_answers {
+            return self.record(kind, fields()).await;
+        }
+        self.audit.record_detached(kind, fields, &self.audit_ok);
+        self.audit_ok.load(Ordering::Relaxed)
+    }
+
+    /// Verdict, then the decision: at once for allow/deny, via the inbox for ask. Audited.
+    /// `requester` is the door's description of who asked (audit only).
+    pub async fn decide(
+        &self,
+        requester: &serde_json::Value,
+        req: &Request,
+        plan: Option<&ExecPlan>,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> (Decision, Verdict) {
+        let verdict = match plan {
+            Some(p) => self.judge.decide_plan(req, p),
+            None => self.judge.decide(req),
+        };
+        let decision = match verdict.kind {
+            VerdictKind::Allow => policy_decision(DecisionKind::AllowOnce, None),
+            VerdictKind::Deny => policy_decision(DecisionKind::Deny, Some(deny_reason(&verdict))),
+            VerdictKind::Ask => {
+                let deadline = req
+                    .deadline_ms
+                    .unwrap_or_else(|| self.deadlines.request_deadline(now_ms()));
+                let ticket = match self.inbox.submit(req, &verdict, deadline).await {
+                    Ok(t) => t,
+                    Err(e) => {
+                        tracing::error!(error = %e, "inbox submit failed; denying");
+                        let d = fallback(&format!("inbox-unavailable: {e}"));
+                        self.record("decision", json!({"requester":requester.clone(),"request":js(req),"verdict":js(&verdict),"decision":d})).await;
+                        return (d, verdict);
+                    }
+                };
+                self.record(
+                    "request",
+                    json!({"requester":requester.clone(),"inboxId":ticket.id,"requestHash":ticket.request_hash,
+                           "deadlineMs":deadline,"request":js(req),"verdict":js(&verdict)}),
+                )
+                .await;
+                let id = ticket.id.clone();
+                let d = if *shutdown.borrow() {
+                    None
+                } else {
+                    tokio::select! {
+                        d = ticket.wait() => Some(d),
+                        _ = shutdown.changed() => None,
+                    }
+                };
+                let d = match d {
+                    Some(d) => d,
+                    None => {
+                        if let Err(e) = self.inbox.cancel(&id, Cancel::ClientGone) {
+                            tracing::warn!(error = %e, "inbox cancel at shutdown failed");
+                        }
+                        fallback("guard-shutdown")
+                    }
+                };
+                self.record(
+                    "decision",
+                    json!({"inboxId":id,"requestId":req.id,"decision":d}),
+                )
+                .await;
+                return (d, verdict);
+            }
+        };
+        let (p, r, v, d) = (
+            requester.clone(),
+            req.clone(),
+            verdict.clone(),
+            decision.clone(),
+        );
+        let fields =
+            move || json!({"requester":p,"request":js(&r),"verdict":js(&v),"decision":js(&d)});
+        let audited = if req.who.source == Source::SocketRequest {
+            self.record_soon("decision", Box::new(fields)).await
+        } else {
+            // An exec runs next: its decision is on disk first.
+            self.record("decision", fields()).await
+        };
+        if !audited && decision.kind != DecisionKind::Deny {
+            return (fallback("audit-unavailable"), verdict);
+        }
+        (decision, verdict)
+    }
+
+    pub async fn persist_allow_always(&self, req: &Request, verdict: &Verdict) {
+        match self.judge.persist_allow_always(req, verdict).await {
+            Ok(n) => {
+                self.record("allow-always", json!({"requestId":req.id,"entries":n}))
+                    .await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "writing the allow-always entry failed");
+                self.record(
+                    "allow-always",
+                    json!({"requestId":req.id,"error":e.to_string()}),
+                )
+                .await;
+            }
+        }
+    }
+
+    /// Runs an approved exec under the sandbox profile its verdict names, within `budget`,
+    /// abandoning it when the guard stops. The outcome (or why nothing ran) is on disk before
+    /// this returns.
+    pub async fn run_exec(
+        &self,
+        req: &Request,
+        verdict: &Verdict,
+        decision: &Decision,
+        plan: ExecPlan,
+        budget: Duration,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> RunResult {
+        let argv = plan.argv.clone();
+        let cwd = plan.cwd.clone();
+        let program = plan.program.clone();
+        let dropped = plan.dropped_env.clone();
+        // Only what the policy let run by itself gets git's own programs switched off.
+        let autonomous = decision.by == DecidedBy::Policy;
+        let run = self.judge.run(verdict, plan, autonomous, budget);
+        let outcome = tokio::select! {
+            o = run => o,
+            _ = async { let _ = shutdown.wait_for(|s| *s).await; } => {
+                self.record("exec", json!({"id":req.id,"argv":argv,"reason":"guard-shutdown"})).await;
+                return RunResult::Shutdown;
+            }
+        };
+        match outcome {
+            Ok(o) => {
+                self.record(
+                    "exec",
+                    json!({"id":req.id,"program":program,"argv":argv,"cwd":cwd,
+                           "droppedEnv":dropped,"exitCode":o.exit_code,
+                           "timedOut":o.timed_out,"success":o.success,
+                           "stdoutBytes":o.stdout.len(),"stderrBytes":o.stderr.len(),
+                           "error":o.error}),
+                )
+                .await;
+                RunResult::Ran(Box::new(o))
+            }
+            Err(e) => {
+                self.record(
+                    "exec",
+                    json!({"id":req.id,"argv":argv,"error":e.to_string(),"reason":"sandbox-unavailable"}),
+                )
+                .await;
+                RunResult::Failed(e.to_string())
+            }
+        }
+    }
+}
