@@ -9,6 +9,8 @@ pub mod socket;
 
 pub mod engine;
 
+pub mod host_facts;
+
 pub mod openclaw;
 pub mod policy;
 

@@ -147,6 +147,7 @@ impl World {
                     path: PATH.into(),
                     cwd: cwd.to_path_buf(),
                 };
+                let _facts = sanctum_guard::host_facts::scope();
                 for seg in analyse(command, &sctx).segments {
                     let argv: Vec<String> =
                         seg.argv.iter().map(|w| w.display().to_string()).collect();

@@ -2,6 +2,8 @@
 //! over an embedded default that works on a laptop. Precedence: command-line flag >
 //! environment > file > embedded default. This module owns where the guard's files live.
 
+use crate::policy::decide::DecideContext;
+use crate::policy::file::{Policy, PolicyError};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -394,6 +396,71 @@ fn parse(text: &str, origin: &str) -> Result<FileConfig, ConfigError> {
 /// The state dir as a 0700 directory (created if missing).
 pub fn ensure_state_dir(dir: &Path) -> Result<(), crate::socket::listener::ListenError> {
     crate::socket::listener::secure_dir(dir)
+}
+
+/// The agent's PATH when neither the policy nor the environment names one.
+pub const DEFAULT_AGENT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Reads a policy file (or takes the embedded default) and completes it for this host:
+/// the policy core only parses text and never reads the environment.
+pub fn load_policy(file: Option<&Path>) -> Result<Policy, PolicyError> {
+    let policy = match file {
+        Some(path) => {
+            let origin = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
+                origin: origin.clone(),
+                source,
+            })?;
+            crate::policy::file::parse(&text, &origin)?
+        }
+        None => crate::policy::file::embedded_default(),
+    };
+    host_policy(&policy)
+}
+
+/// `policy` with the agent's home and PATH filled in where the file leaves them out: the
+/// home from `$HOME`, else the passwd entry, else `/root`; PATH from `$PATH`, else
+/// [`DEFAULT_AGENT_PATH`]. The one owner of these defaults.
+#[allow(clippy::disallowed_methods)] // the config owns the environment
+pub fn host_policy(policy: &Policy) -> Result<Policy, PolicyError> {
+    let home = match policy.agent_home() {
+        Some(h) => h.to_path_buf(),
+        None => default_agent_home(),
+    };
+    let path = match policy.agent_path() {
+        Some(p) => p.to_string(),
+        None => std::env::var("PATH")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| DEFAULT_AGENT_PATH.to_string()),
+    };
+    // The sensitive list also covers the home's real path: resolve it on this host.
+    let _facts = crate::host_facts::scope();
+    Ok(policy.with_agent_home(&home)?.with_agent_path(&path))
+}
+
+/// The agent's home when the policy does not say: `$HOME`, else the passwd entry, else `/root`.
+#[allow(clippy::disallowed_methods)] // the config owns the environment
+fn default_agent_home() -> PathBuf {
+    if let Some(h) = std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
+        return PathBuf::from(h);
+    }
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.dir)
+        .unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+/// The decide context `policy explain` uses: the host policy's home and PATH on this host's
+/// filesystem, no OpenClaw constraints.
+pub fn explain_context(policy: &Policy, cwd: &Path) -> DecideContext {
+    let home = policy
+        .agent_home()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(default_agent_home);
+    let path = policy.agent_path().unwrap_or(DEFAULT_AGENT_PATH);
+    DecideContext::standalone(&home, path, cwd)
 }
 
 #[cfg(test)]

@@ -372,10 +372,7 @@ enum PolicyCommand {
 }
 
 fn load_policy(file: Option<&Path>) -> Result<policy::file::Policy, policy::file::PolicyError> {
-    match file {
-        Some(f) => policy::file::load(f),
-        None => Ok(policy::file::embedded_default()),
-    }
+    sanctum_guard::app::config::load_policy(file)
 }
 
 fn policy_command(cmd: PolicyCommand) -> ExitCode {
@@ -413,7 +410,8 @@ fn policy_command(cmd: PolicyCommand) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let verdict = policy::explain::explain(&policy, &cwd, &command.join(" "));
+            let ctx = sanctum_guard::app::config::explain_context(&policy, &cwd);
+            let verdict = policy::explain::explain(&policy, &ctx, &command.join(" "));
             if json {
                 println!("{}", policy::explain::render_json(&verdict));
             } else {
@@ -474,7 +472,7 @@ pub fn main() -> ExitCode {
                 }
             };
             let profiles = match policy {
-                Some(p) => match policy::file::load(&p) {
+                Some(p) => match sanctum_guard::app::config::load_policy(Some(&p)) {
                     Ok(pol) => pol.profiles().clone(),
                     Err(e) => {
                         eprintln!("sanctum-guard sandbox: {e}");

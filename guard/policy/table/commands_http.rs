@@ -57,23 +57,21 @@ fn parse<'a>(
 }
 
 fn file_url(k: &Checker, c: &mut Classification, url: &Word) {
-    if let Some(path) = url.value.as_deref().and_then(|u| {
-        let lower = u.to_ascii_lowercase();
-        lower
-            .starts_with("file:")
-            .then(|| u[5..].trim_start_matches("//").to_string())
-    }) {
-        let path = if path.starts_with('/') {
-            path
-        } else {
-            format!("/{path}")
-        };
+    // `crate::policy::paths::file_url_path` owns the URL -> path model (host, %-escapes,
+    // curl globs).
+    if let Some(f) = url
+        .value
+        .as_deref()
+        .and_then(crate::policy::paths::file_url_path)
+    {
         c.add(
             Category::Read,
             "file-url",
-            format!("reads the local file {path}"),
+            format!("reads the local file {}", f.path),
         );
-        k.read(c, &Word::literal(&path));
+        let mut w = Word::literal(&f.path);
+        w.glob = f.glob;
+        k.read(c, &w);
     }
 }
 
