@@ -4,6 +4,8 @@
 //! refused), nor what runs (the program is the file judged, found on the deployment's PATH;
 //! the request's PATH, HOME and code-loading variables never reach the run; autonomous git
 //! runs with its own programs switched off).
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod socket_support;
 

@@ -1,4 +1,6 @@
 //! The inbox in one process: submit, decide, deadlines, races, restart, binding, events.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod inbox_support;
 

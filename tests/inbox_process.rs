@@ -1,5 +1,7 @@
 //! The inbox across processes: the real `sanctum-guard inbox` command line deciding for a
 //! ticket waiting in this process, and a serving process killed with SIGKILL.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod inbox_support;
 

@@ -1,4 +1,6 @@
 //! The policy file: embedded default, layering, accessors, and errors with line:column.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::policy::file::{
     embedded_default, parse, Policy, PolicyError, ALL_CATEGORIES, DEFAULT_POLICY,

@@ -1,4 +1,6 @@
 //! Sensitive paths against a real filesystem: a temp home with real symlinks.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::policy::paths::{normalize, PathContext, SensitivePaths};
 use std::os::unix::fs::symlink;

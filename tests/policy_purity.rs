@@ -2,6 +2,8 @@
 //! I/O facility or a module outside the core. Facts about the filesystem reach it through
 //! `policy::facts::Facts`; the environment and policy files are read by the host side.
 //! Test modules (`#[cfg(test)]` to the end of the file) may use tempdirs and are skipped.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use std::path::{Path, PathBuf};
 

@@ -4,6 +4,8 @@
 //! kernel's "target has more capabilities" checks cannot hide a lever. After each attack the
 //! victim must be alive, unchanged (limits, nice, policy, affinity, I/O priority, OOM score,
 //! timer slack) and must not have received a signal.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod sandbox_util;
 use sandbox_util::*;

@@ -2,6 +2,8 @@
 //! 2026.9.6 (SQLite era) and 2026.7.35 (JSON era) against the real `serve` binary: allow,
 //! deny, ask→approved through the `inbox approve` CLI (also allow-always, written back into
 //! OpenClaw's own document), ask→timeout (an explicit deny, never null), wrong token.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod socket_support;
 

@@ -268,6 +268,7 @@ fn default_layer() -> Result<&'static RawPolicy, PolicyError> {
 }
 
 /// The embedded default policy.
+#[allow(clippy::expect_used)] // startup: a constant, tested
 pub fn embedded_default() -> Policy {
     // startup: the embedded file is tested (tests/policy_file.rs, embedded_default_is_*).
     let layer = default_layer().expect("embedded default policy");

@@ -1,6 +1,8 @@
 //! Shared helpers of the socket integration tests: finding the real Node/OpenClaw installed
 //! by tests/setup.sh, running the real `serve` binary on temp dirs, the real OpenClaw
 //! clients, and raw socket clients. Every child process is killed by a Drop guard.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
