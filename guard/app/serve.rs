@@ -84,6 +84,8 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let mut opts = ServerOptions::new(sock.path.clone());
     opts.read_timeout = cfg.socket.read_timeout;
     opts.max_connections = cfg.socket.max_connections;
+    opts.max_connections_per_uid = cfg.socket.max_connections_per_uid;
+    opts.max_buffered_bytes = cfg.socket.max_buffered_bytes;
     let engine = Arc::new(Engine::new(
         cfg.deadlines,
         judge,
@@ -91,7 +93,12 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         audit.clone(),
         cfg.socket.durable_answers,
     ));
-    let door = Arc::new(SocketDoor::new(sock.token, &cfg.socket, engine.clone()));
+    let door = Arc::new(SocketDoor::new(
+        sock.token,
+        &cfg.socket,
+        engine.clone(),
+        &cfg.state_dir,
+    )?);
     let server = Server::bind(opts, door)?;
     // OpenClaw may change its document while we run (a new allowlist entry, a new policy).
     tokio::spawn(async move {

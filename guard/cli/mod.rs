@@ -99,7 +99,7 @@ struct InboxOpts {
 enum InboxCmd {
     /// List entries (pending by default). Exit 0, or 2 on error.
     List {
-        /// pending | resolved | all | approved | denied | expired | resolved-elsewhere
+        /// pending | resolved | all | approved | denied | expired | resolved-elsewhere | cancelled
         #[arg(long, default_value = "pending")]
         state: String,
     },
@@ -229,19 +229,7 @@ fn inbox_list(store: &Store, state: &str, json: bool) -> ExitCode {
     }
     let now = inbox::now_ms();
     for e in &entries {
-        let left = e.deadline_ms.saturating_sub(now) / 1000;
-        let reasons: Vec<&str> = e.reasons().iter().map(|r| r.code.as_str()).collect();
-        let offered: Vec<&str> = e.offered().iter().map(|k| k.as_str()).collect();
-        println!(
-            "{}  {:<18} {:>5}s  {}  [{}]  offers {}  hash {}",
-            e.id,
-            e.state.as_str(),
-            left,
-            e.summary(),
-            reasons.join(","),
-            offered.join("|"),
-            e.request_hash
-        );
+        println!("{}", e.list_line(now));
     }
     ExitCode::SUCCESS
 }
