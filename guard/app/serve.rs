@@ -42,8 +42,14 @@ pub enum ServeError {
 /// Runs the server until SIGTERM or SIGINT. Startup lines go to stderr.
 pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let cfg = Config::load(overrides)?;
+    // Socket helper (issue 9 item 5): survive limits a confined child may lower.
+    let limits = crate::socket::limits::prepare();
     super::config::ensure_state_dir(&cfg.state_dir).map_err(ServeError::StateDir)?;
-    let (audit, report) = AuditLog::open(&cfg.audit_path())?;
+    let audit_opts = crate::audit::AuditOptions {
+        key_path: None,
+        rotate_bytes: cfg.audit.rotate_bytes,
+    };
+    let (audit, report) = AuditLog::open_with(&cfg.audit_path(), &audit_opts)?;
     let (inbox, expired) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
     let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
     let sock = ensure_socket(&store)?;
@@ -71,6 +77,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         "sanctum-guard: allowed uids    {:?}",
         cfg.socket.allowed_uids
     );
+    eprintln!("sanctum-guard: limits          {limits}");
 
     audit
         .record(
