@@ -145,10 +145,11 @@ pub fn bind_secure(path: &Path) -> Result<StdListener, ListenError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err("stat", path)(e)),
     }
+    // Short: a socket path is limited to 107 bytes, and the temporary name must fit where
+    // the final one does.
     let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("sock"),
-        uuid::Uuid::new_v4().simple()
+        ".sg{}.tmp",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
     ));
     let listener = StdListener::bind(&tmp).map_err(io_err("bind", &tmp))?;
     let placed = fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))
