@@ -11,6 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::oneshot;
 
+/// Under pressure, the longest unfinished line a connection may keep sending.
+pub const PRESSURE_LINE: usize = 32 * 1024;
+
 /// The caps.
 #[derive(Debug, Clone, Copy)]
 pub struct Caps {
@@ -66,32 +69,30 @@ impl Budget {
     }
 
     /// Takes a slot for a connection of `uid`, shedding the oldest reader (of that uid when
-    /// the uid is at its cap) if needed. Returns the slot and how many were shed.
-    pub fn admit(self: &Arc<Self>, uid: u32) -> Result<(Slot, usize), Refused> {
+    /// the uid is at its cap) if needed. The connection is sheddable from now until its line
+    /// is complete ([`Slot::line_done`]); the receiver fires when it is shed.
+    pub fn admit(self: &Arc<Self>, uid: u32) -> Result<(Slot, oneshot::Receiver<()>), Refused> {
         let mut g = self.lock();
-        let mut shed = 0;
-        if g.per_uid.get(&uid).copied().unwrap_or(0) >= self.caps.per_uid {
-            if !g.shed_oldest(Some(uid)) {
-                return Err(Refused::Full);
-            }
-            shed += 1;
+        if g.per_uid.get(&uid).copied().unwrap_or(0) >= self.caps.per_uid
+            && !g.shed_oldest(|l| l.uid == uid)
+        {
+            return Err(Refused::Full);
         }
-        if g.live.len() >= self.caps.total {
-            if !g.shed_oldest(None) {
-                return Err(Refused::Full);
-            }
-            shed += 1;
+        if g.live.len() >= self.caps.total && !g.shed_oldest(|_| true) {
+            return Err(Refused::Full);
         }
         let id = g.next;
         g.next += 1;
         g.live.insert(id, Live { uid, bytes: 0 });
         *g.per_uid.entry(uid).or_insert(0) += 1;
+        let (tx, rx) = oneshot::channel();
+        g.readers.insert(id, tx);
         Ok((
             Slot {
                 budget: Arc::clone(self),
                 id,
             },
-            shed,
+            rx,
         ))
     }
 
@@ -107,7 +108,7 @@ impl Budget {
 
     /// Sheds the oldest reader (frees a descriptor when the process ran out). True if one was.
     pub fn shed_one(&self) -> bool {
-        self.lock().shed_oldest(None)
+        self.lock().shed_oldest(|_| true)
     }
 }
 
@@ -127,13 +128,13 @@ impl Inner {
         true
     }
 
-    /// Sheds the oldest reader (of `uid`, if given); false when there is none.
-    fn shed_oldest(&mut self, uid: Option<u32>) -> bool {
+    /// Sheds the oldest reader that `which` accepts; false when there is none.
+    fn shed_oldest(&mut self, which: impl Fn(&Live) -> bool) -> bool {
         let victim = self
             .readers
             .keys()
             .copied()
-            .find(|id| uid.is_none_or(|u| self.live.get(id).is_some_and(|l| l.uid == u)));
+            .find(|id| self.live.get(id).is_some_and(&which));
         let Some(id) = victim else { return false };
         if let Some(tx) = self.readers.remove(&id) {
             let _ = tx.send(());
@@ -150,19 +151,11 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// Makes this connection sheddable (it is waiting for the rest of its line); the
-    /// receiver fires when it is shed.
-    pub fn reading(&self) -> oneshot::Receiver<()> {
-        let (tx, rx) = oneshot::channel();
-        let mut g = self.budget.lock();
-        if g.live.contains_key(&self.id) {
-            g.readers.insert(self.id, tx);
-        }
-        rx
-    }
-
     /// Records that this connection now buffers `bytes`; sheds the oldest readers while the
-    /// total is over its cap. False when this connection itself was shed.
+    /// total is over its cap. Under pressure (over half the cap in use) a connection whose
+    /// unfinished line passes [`PRESSURE_LINE`] is shed at once: reading the rest of a flood
+    /// of long half-lines only to discard it is what would delay honest clients. False when
+    /// this connection itself was shed.
     pub fn buffer(&self, bytes: usize) -> bool {
         let mut g = self.budget.lock();
         let Some(l) = g.live.get_mut(&self.id) else {
@@ -170,8 +163,14 @@ impl Slot {
         };
         let old = std::mem::replace(&mut l.bytes, bytes);
         g.buffered = g.buffered - old + bytes;
+        if bytes > PRESSURE_LINE && g.buffered > self.budget.caps.bytes / 2 {
+            g.release(self.id);
+            return false;
+        }
+        // Shedding a connection that holds nothing frees nothing: the byte cap takes the
+        // oldest that hold bytes.
         while g.buffered > self.budget.caps.bytes {
-            if !g.shed_oldest(None) {
+            if !g.shed_oldest(|l| l.bytes > 0) {
                 break;
             }
         }
@@ -206,17 +205,16 @@ mod tests {
             per_uid: 2,
             bytes: 100,
         });
-        let (a, _) = b.admit(1).expect("a");
-        let mut a_shed = a.reading();
+        let (a, mut a_shed) = b.admit(1).expect("a");
         let (c, _) = b.admit(1).expect("c");
         c.line_done();
         // uid 1 at its cap: the oldest reader of uid 1 (a) goes.
-        let (d, shed) = b.admit(1).expect("d");
-        assert_eq!(shed, 1);
+        let (d, _) = b.admit(1).expect("d");
         assert!(a_shed.try_recv().is_ok(), "a was told to go");
         drop(a);
         assert_eq!(b.open(), 2);
-        let (_e, _) = b.admit(2).expect("e");
+        let (e, _) = b.admit(2).expect("e");
+        e.line_done();
         // Total at 3 and nobody reading: refused.
         d.line_done();
         assert_eq!(b.admit(3).err(), Some(Refused::Full));
@@ -231,12 +229,33 @@ mod tests {
             per_uid: 10,
             bytes: 100,
         });
-        let (old, _) = b.admit(1).expect("old");
-        let mut old_rx = old.reading();
+        let big = Budget::new(Caps {
+            total: 10,
+            per_uid: 10,
+            bytes: 4 * PRESSURE_LINE,
+        });
+        let (a, _) = big.admit(1).expect("a");
+        assert!(
+            a.buffer(PRESSURE_LINE),
+            "a long line without pressure is read on"
+        );
+        let (c, _) = big.admit(1).expect("c");
+        assert!(c.buffer(PRESSURE_LINE / 2));
+        assert!(
+            !c.buffer(PRESSURE_LINE + 1),
+            "under pressure a long half-line is shed"
+        );
+        assert_eq!(big.buffered(), PRESSURE_LINE);
+        let (silent, mut silent_rx) = b.admit(1).expect("silent");
+        let (old, mut old_rx) = b.admit(1).expect("old");
         assert!(old.buffer(60));
-        let (new, _) = b.admit(1).expect("new");
-        let _new_rx = new.reading();
+        let (new, _new_rx) = b.admit(1).expect("new");
         assert!(new.buffer(60), "the newer reader survives");
+        assert!(
+            silent_rx.try_recv().is_err(),
+            "a connection holding nothing is kept"
+        );
+        drop(silent);
         assert!(old_rx.try_recv().is_ok());
         assert_eq!(b.buffered(), 60);
         assert!(!new.buffer(101), "alone over the cap: shed itself");

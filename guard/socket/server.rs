@@ -31,9 +31,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
 /// Socket-level settings (the policy-level ones live in the engine).
@@ -137,8 +137,8 @@ impl Server {
             match accepted {
                 Ok(stream) => {
                     let peer = peer_of(&stream);
-                    let slot = match budget.admit(peer.uid) {
-                        Ok((slot, _shed)) => slot,
+                    let (slot, shed) = match budget.admit(peer.uid) {
+                        Ok(s) => s,
                         Err(Refused::Full) => {
                             refuse_now(stream, &self.engine, &peer).await;
                             continue;
@@ -148,7 +148,8 @@ impl Server {
                     let timeout = self.opts.read_timeout;
                     let stop = shutdown.clone();
                     tasks.spawn(async move {
-                        handle_connection(stream, peer, slot, engine, timeout, stop).await;
+                        let conn = Admitted { slot, shed };
+                        handle_connection(stream, peer, conn, engine, timeout, stop).await;
                     });
                 }
                 Err(e) if is_out_of_fds(&e) => {
@@ -279,7 +280,7 @@ fn absorb(buf: &mut Vec<u8>, data: &[u8], slot: &Slot) -> Option<LineRead> {
     if data.is_empty() {
         return Some(LineRead::Reject(RejectReason::Eof));
     }
-    if let Some(pos) = data.iter().position(|b| *b == b'\n') {
+    if let Some(pos) = memchr::memchr(b'\n', data) {
         if buf.len() + pos > MAX_LINE_BYTES {
             return Some(LineRead::Reject(RejectReason::TooLarge));
         }
@@ -294,6 +295,15 @@ fn absorb(buf: &mut Vec<u8>, data: &[u8], slot: &Slot) -> Option<LineRead> {
         return Some(LineRead::Reject(RejectReason::Overloaded));
     }
     None
+}
+
+/// Most bytes one read takes.
+const READ_CHUNK: usize = 8192;
+
+/// A connection's share of the budget and the signal that it was shed.
+struct Admitted {
+    slot: Slot,
+    shed: oneshot::Receiver<()>,
 }
 
 /// Reads what has already arrived, without waiting: None when the line is not complete yet.
@@ -318,22 +328,41 @@ async fn read_line(
     stream: &mut UnixStream,
     buf: &mut Vec<u8>,
     deadline: tokio::time::Instant,
-    slot: &Slot,
+    adm: &mut Admitted,
 ) -> LineRead {
-    let mut shed = slot.reading();
-    let mut chunk = [0u8; 8192];
+    let Admitted { slot, shed } = adm;
     loop {
-        let n = tokio::select! {
-            r = tokio::time::timeout_at(deadline, stream.read(&mut chunk)) => match r {
-                Ok(Ok(n)) => n,
+        // Wait for data before allocating for it: a silent connection holds no buffer.
+        tokio::select! {
+            r = tokio::time::timeout_at(deadline, stream.readable()) => match r {
+                Ok(Ok(())) => {}
                 Ok(Err(_)) => return LineRead::Gone,
                 // Still connected but silent: it gets an explicit rejection, not silence.
                 Err(_) => return LineRead::Reject(RejectReason::ReadTimeout),
             },
-            _ = &mut shed => return LineRead::Reject(RejectReason::Overloaded),
-        };
-        if let Some(done) = absorb(buf, &chunk[..n], slot) {
-            return done;
+            _ = &mut *shed => return LineRead::Reject(RejectReason::Overloaded),
+        }
+        let start = buf.len();
+        buf.reserve(READ_CHUNK.min(MAX_LINE_BYTES + 1 - start.min(MAX_LINE_BYTES)));
+        if !slot.buffer(buf.capacity()) {
+            return LineRead::Reject(RejectReason::Overloaded);
+        }
+        match stream.try_read_buf(buf) {
+            Ok(0) => return LineRead::Reject(RejectReason::Eof),
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return LineRead::Gone,
+        }
+        if let Some(pos) = memchr::memchr(b'\n', &buf[start..]) {
+            buf.truncate(start + pos);
+            if buf.len() > MAX_LINE_BYTES {
+                return LineRead::Reject(RejectReason::TooLarge);
+            }
+            return LineRead::Line(std::mem::take(buf));
+        }
+        if buf.len() > MAX_LINE_BYTES {
+            return LineRead::Reject(RejectReason::TooLarge);
         }
     }
 }
@@ -355,11 +384,15 @@ impl Conn {
 
     /// The line, and the connection to answer on (None only if registering it with the
     /// event loop failed: then the line is `Gone` too).
-    async fn read_line(self, timeout: Duration, slot: &Slot) -> (Option<Conn>, LineRead) {
+    async fn read_line(self, timeout: Duration, adm: &mut Admitted) -> (Option<Conn>, LineRead) {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut buf = Vec::new();
+        if adm.shed.try_recv().is_ok() {
+            // Shed before it was ever read (the flood was ahead of this task).
+            return (Some(self), LineRead::Reject(RejectReason::Overloaded));
+        }
         let mut stream = match self {
-            Conn::Plain(mut s) => match read_line_now(&mut s, &mut buf, slot) {
+            Conn::Plain(mut s) => match read_line_now(&mut s, &mut buf, &adm.slot) {
                 Some(done) => return (Some(Conn::Plain(s)), done),
                 None => match UnixStream::from_std(s) {
                     Ok(s) => s,
@@ -371,7 +404,7 @@ impl Conn {
             },
             Conn::Async(s) => s,
         };
-        let got = read_line(&mut stream, &mut buf, deadline, slot).await;
+        let got = read_line(&mut stream, &mut buf, deadline, adm).await;
         (Some(Conn::Async(stream)), got)
     }
 
@@ -401,13 +434,13 @@ impl Conn {
 async fn handle_connection(
     stream: StdStream,
     peer: Peer,
-    slot: Slot,
+    mut adm: Admitted,
     engine: Arc<Engine>,
     timeout: Duration,
     shutdown: watch::Receiver<bool>,
 ) {
-    let (conn, line) = Conn::Plain(stream).read_line(timeout, &slot).await;
-    slot.line_done();
+    let (conn, line) = Conn::Plain(stream).read_line(timeout, &mut adm).await;
+    adm.slot.line_done();
     let reply = match line {
         LineRead::Gone => {
             engine
@@ -448,5 +481,5 @@ async fn handle_connection(
     if let Err(e) = conn.write_all(&bytes).await {
         tracing::debug!(error = %e, "socket: client left before the reply");
     }
-    drop(slot);
+    drop(adm);
 }

@@ -273,10 +273,10 @@ impl Serve {
 
     /// True while the process has not exited.
     pub fn alive(&mut self) -> bool {
-        match self.child.child.as_mut().map(|c| c.try_wait()) {
-            Some(Ok(None)) => true,
-            _ => false,
-        }
+        matches!(
+            self.child.child.as_mut().map(|c| c.try_wait()),
+            Some(Ok(None))
+        )
     }
 
     /// SIGTERM, then waits (up to 10 s) for a clean exit; the exit status code.
