@@ -304,7 +304,7 @@ fn a_log_from_before_keying_is_rotated_away_on_open() {
     assert_eq!(files.len(), 2, "{files:?}");
     let key = AuditKey::load(&dir.path().join("audit.key")).expect("key");
     // The keyed file verifies with the key; the old one only without.
-    let rep = audit::verify_set(&[path.clone()], Some(&key)).expect("verify");
+    let rep = audit::verify_set(std::slice::from_ref(&path), Some(&key)).expect("verify");
     assert!(rep.is_ok(), "{}", rep.render());
     assert!(matches!(
         audit::verify(&files[0]).expect("verify"),
