@@ -247,10 +247,12 @@ impl Serve {
         s
     }
 
-    /// Starts `serve` expecting it to refuse to start: its exit code and stderr.
+    /// Starts `serve` expecting it to refuse to start: its exit code and stderr. A `serve`
+    /// that is still running after 20 s did start: it is killed and reported as exit 0.
     pub fn start_fails(w: &World, extra_args: &[&str]) -> (i32, String) {
-        let out = Command::new(guard_bin())
-            .arg("serve")
+        let log = w.tmp.path().join(format!("serve-fail-{}.log", now_ms()));
+        let mut cmd = Command::new(guard_bin());
+        cmd.arg("serve")
             .arg("--state-dir")
             .arg(&w.guard_state)
             .arg("--openclaw-state")
@@ -259,12 +261,22 @@ impl Serve {
             .env("HOME", &w.home)
             .env_remove("OPENCLAW_STATE_DIR")
             .stdin(Stdio::null())
-            .output()
-            .expect("run serve");
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log).expect("log")));
+        let mut child = ChildGuard::new("serve", cmd.spawn().expect("spawn serve"));
+        let start = Instant::now();
+        let code = loop {
+            if let Some(Ok(Some(st))) = child.child.as_mut().map(|c| c.try_wait()) {
+                child.child = None;
+                break st.code().unwrap_or(-1);
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                child.kill9();
+                break 0;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        };
+        (code, std::fs::read_to_string(&log).unwrap_or_default())
     }
 
     pub fn pid(&self) -> i32 {
