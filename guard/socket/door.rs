@@ -22,7 +22,7 @@ use crate::app::config::SocketSettings;
 use crate::engine::decision::{deny_message, now_ms};
 use crate::engine::judge::ExecSpec;
 use crate::engine::{Engine, RunResult};
-use crate::policy::request::DecisionKind;
+use crate::policy::request::{DecidedBy, DecisionKind};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
@@ -277,7 +277,9 @@ impl SocketDoor {
                 error: ExecError::denied(&reason, &deny_message(&reason)),
             };
         }
-        if link.is_gone() {
+        // Only a request that waited for a person can have lost its client meanwhile (an
+        // autonomous answer costs no extra syscall).
+        if matches!(decision.by, DecidedBy::Human(_)) && link.is_gone() {
             // Approved, but nobody is left to receive the output: run nothing.
             self.engine
                 .record(
