@@ -30,11 +30,21 @@ rate_burst = 2000                        # env SANCTUM_SOCKET_RATE_BURST
 ttl_ms = 10000
 read_timeout_ms = 5000
 max_connections = 4096
+# Pre-authentication budget (socket helper, issue 9 item 6): connections one UID may hold,
+# and bytes all unfinished request lines may hold together; at a cap the oldest connection
+# still sending its line is shed (answered `overloaded`).
+max_connections_per_uid = 4096
+max_buffered_bytes = 16777216
 # false: a policy answer to a `request` frame (which runs nothing) and a rejection are sent
 # before their audit record is fsynced (written within 0.2 ms, fsynced within 10 ms).
 # true: every answer waits for its record's fsync (closes that window; costs an fsync of
 # latency per answer and caps throughput near clients / fsync time).
 durable_answers = false
+
+[audit]
+# (socket helper, issue 9 item 9) Rotate audit.jsonl when it reaches this size; the new file
+# starts by naming the previous file's last hash. 0 = never rotate.
+rotate_bytes = 67108864
 
 [deadlines]
 # The clients' own timeouts: 15 s for `request`, 20 s (or timeoutMs + 5 s) for `exec`.
@@ -74,6 +84,22 @@ struct FileConfig {
     socket: SocketSection,
     #[serde(default)]
     deadlines: DeadlineSection,
+    #[serde(default)]
+    audit: AuditSection,
+}
+
+/// `[audit]` (socket helper, issue 9 item 9).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuditSection {
+    rotate_bytes: Option<u64>,
+}
+
+/// Audit log settings after precedence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditSettings {
+    /// Rotate at this size (bytes); 0 = never.
+    pub rotate_bytes: u64,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -85,6 +111,8 @@ struct SocketSection {
     ttl_ms: Option<u64>,
     read_timeout_ms: Option<u64>,
     max_connections: Option<usize>,
+    max_connections_per_uid: Option<usize>,
+    max_buffered_bytes: Option<usize>,
     durable_answers: Option<bool>,
 }
 
@@ -105,6 +133,8 @@ pub struct SocketSettings {
     pub ttl_ms: u64,
     pub read_timeout: Duration,
     pub max_connections: usize,
+    pub max_connections_per_uid: usize,
+    pub max_buffered_bytes: usize,
     /// Every answer waits for its audit record's fsync (see [`DEFAULT_CONFIG`]).
     pub durable_answers: bool,
 }
@@ -149,6 +179,7 @@ pub struct Config {
     pub home: Option<PathBuf>,
     pub socket: SocketSettings,
     pub deadlines: Deadlines,
+    pub audit: AuditSettings,
     /// Which file was read, for the startup lines.
     pub origin: String,
 }
@@ -306,6 +337,16 @@ impl Config {
                 .max_connections
                 .or(d.socket.max_connections)
                 .unwrap_or(4096),
+            max_connections_per_uid: file
+                .socket
+                .max_connections_per_uid
+                .or(d.socket.max_connections_per_uid)
+                .unwrap_or(4096),
+            max_buffered_bytes: file
+                .socket
+                .max_buffered_bytes
+                .or(d.socket.max_buffered_bytes)
+                .unwrap_or(16 * 1024 * 1024),
             durable_answers: file
                 .socket
                 .durable_answers
@@ -328,6 +369,13 @@ impl Config {
                 .or(d.deadlines.margin_ms)
                 .unwrap_or(1_500),
         };
+        let audit = AuditSettings {
+            rotate_bytes: file
+                .audit
+                .rotate_bytes
+                .or(d.audit.rotate_bytes)
+                .unwrap_or(64 * 1024 * 1024),
+        };
         Ok(Config {
             state_dir,
             openclaw_state_dir,
@@ -338,6 +386,7 @@ impl Config {
                 .map(PathBuf::from),
             socket,
             deadlines,
+            audit,
             origin,
         })
     }

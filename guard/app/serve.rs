@@ -47,8 +47,14 @@ pub enum ServeError {
 /// Runs the server until SIGTERM or SIGINT. Startup lines go to stderr.
 pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let cfg = Config::load(overrides)?;
+    // Socket helper (issue 9 item 5): survive limits a confined child may lower.
+    let limits = crate::socket::limits::prepare();
     super::config::ensure_state_dir(&cfg.state_dir).map_err(ServeError::StateDir)?;
-    let (audit, report) = AuditLog::open(&cfg.audit_path())?;
+    let audit_opts = crate::audit::AuditOptions {
+        key_path: None,
+        rotate_bytes: cfg.audit.rotate_bytes,
+    };
+    let (audit, report) = AuditLog::open_with(&cfg.audit_path(), &audit_opts)?;
     let (inbox, expired) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
     let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
     let sock = ensure_socket(&store, cfg.home.as_deref())?;
@@ -79,6 +85,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         "sanctum-guard: allowed uids    {:?}",
         cfg.socket.allowed_uids
     );
+    eprintln!("sanctum-guard: limits          {limits}");
 
     audit
         .record(
@@ -92,6 +99,8 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let mut opts = ServerOptions::new(sock.path.clone());
     opts.read_timeout = cfg.socket.read_timeout;
     opts.max_connections = cfg.socket.max_connections;
+    opts.max_connections_per_uid = cfg.socket.max_connections_per_uid;
+    opts.max_buffered_bytes = cfg.socket.max_buffered_bytes;
     let engine = Arc::new(Engine::new(
         cfg.deadlines,
         judge,
@@ -99,7 +108,12 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         audit.clone(),
         cfg.socket.durable_answers,
     ));
-    let door = Arc::new(SocketDoor::new(sock.token, &cfg.socket, engine.clone()));
+    let door = Arc::new(SocketDoor::new(
+        sock.token,
+        &cfg.socket,
+        engine.clone(),
+        &cfg.state_dir,
+    )?);
     let server = Server::bind(opts, door)?;
     // OpenClaw may change its document while we run (a new allowlist entry, a new policy).
     tokio::spawn(async move {

@@ -2,7 +2,7 @@
 //! into the library; the exit codes are a contract (README "Command line").
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use sanctum_guard::audit::{self, AuditLog, Verification};
+use sanctum_guard::audit::{self, AuditLog};
 use sanctum_guard::inbox::{self, InboxError, State, StateFilter, Store};
 use sanctum_guard::policy;
 use sanctum_guard::policy::request::{DecidedBy, Decision, DecisionKind};
@@ -99,7 +99,7 @@ struct InboxOpts {
 enum InboxCmd {
     /// List entries (pending by default). Exit 0, or 2 on error.
     List {
-        /// pending | resolved | all | approved | denied | expired | resolved-elsewhere
+        /// pending | resolved | all | approved | denied | expired | resolved-elsewhere | cancelled
         #[arg(long, default_value = "pending")]
         state: String,
     },
@@ -126,9 +126,16 @@ enum InboxCmd {
 
 #[derive(Subcommand, Debug)]
 enum AuditCmd {
-    /// Check the hash chain: OK and the record count (exit 0), the first broken link
-    /// (exit 1), or a usage/IO error (exit 2).
-    Verify { file: PathBuf },
+    /// Check the hash chain of a log, or of its rotated files together: OK and the record
+    /// count (exit 0), the first broken link (exit 1), or a usage/IO error (exit 2). Says
+    /// what was proven: with the key, that nobody without it changed or cut the log.
+    Verify {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The audit key; default: audit.key next to the first file (if present).
+        #[arg(long)]
+        key: Option<PathBuf>,
+    },
 }
 
 fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
@@ -240,38 +247,35 @@ fn inbox_list(store: &Store, state: &str, json: bool) -> ExitCode {
     }
     let now = inbox::now_ms();
     for e in &entries {
-        let left = e.deadline_ms.saturating_sub(now) / 1000;
-        let reasons: Vec<&str> = e.reasons().iter().map(|r| r.code.as_str()).collect();
-        let offered: Vec<&str> = e.offered().iter().map(|k| k.as_str()).collect();
-        println!(
-            "{}  {:<18} {:>5}s  {}  [{}]  offers {}  hash {}",
-            e.id,
-            e.state.as_str(),
-            left,
-            e.summary(),
-            reasons.join(","),
-            offered.join("|"),
-            e.request_hash
-        );
+        println!("{}", e.list_line(now));
     }
     ExitCode::SUCCESS
 }
 
 fn audit_cmd(cmd: AuditCmd) -> ExitCode {
-    let AuditCmd::Verify { file } = cmd;
-    match audit::verify(&file) {
-        Ok(Verification::Ok { records }) => {
-            println!("OK {records} records");
-            ExitCode::SUCCESS
+    let AuditCmd::Verify { files, key } = cmd;
+    let key = match key {
+        Some(k) => Some(audit::AuditKey::load(&k)),
+        None => {
+            let d = audit::default_key_path(&files[0]);
+            d.exists().then(|| audit::AuditKey::load(&d))
         }
-        Ok(Verification::Broken {
-            line,
-            what,
-            expected,
-            found,
-        }) => {
-            println!("BROKEN line {line}: {what}\n  expected: {expected}\n  found:    {found}");
-            ExitCode::from(1)
+    };
+    let key = match key.transpose() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match audit::verify_set(&files, key.as_ref()) {
+        Ok(r) => {
+            println!("{}", r.render());
+            if r.is_ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
         }
         Err(e) => {
             eprintln!("error: {e}");
