@@ -3,6 +3,8 @@
 //! what beat the unkeyed log), and `audit verify` with the key must still fail, while without
 //! the key the same file passes (showing what the key adds). Rotation keeps one chain that
 //! verifies as a set of files.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::audit::{self, AuditKey, AuditLog, AuditOptions, Verification};
 use serde_json::{json, Value};

@@ -2,6 +2,8 @@
 //! `commandArgv`, `systemRunPlan.argv/commandText`; `exec`: `rawCommand` and the argv). A
 //! harmless form shown (and judged) while another is what runs is denied
 //! `command-mismatch`; forms that agree are judged as before. Through the real `serve`.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod socket_support;
 

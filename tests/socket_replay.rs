@@ -2,6 +2,8 @@
 //! frame is captured (sent once, accepted), the real `serve` is restarted (gracefully and by
 //! kill -9), and the same bytes are replayed inside the ±10 s window: `replay`, and nothing
 //! runs a second time.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod socket_support;
 
