@@ -36,6 +36,14 @@ request_ms = 15000
 exec_ms = 20000
 # The fallback deny is sent this long before the client would give up.
 margin_ms = 1500
+
+[web]
+# The web prompt (README "Web prompt"). "off" disables it.
+listen = "127.0.0.1:8484"                # env SANCTUM_WEB_LISTEN; flag --web-listen
+# cert = "/etc/sanctum/web.crt"          # PEM; with key: HTTPS (env SANCTUM_WEB_CERT; --web-cert)
+# key = "/etc/sanctum/web.key"           # PEM (env SANCTUM_WEB_KEY; --web-key)
+# public_origin = "https://guard.example:8443"  # when people reach it by another name
+#                                        # (env SANCTUM_WEB_PUBLIC_ORIGIN)
 "#;
 
 /// Errors reading the configuration.
@@ -53,6 +61,8 @@ pub enum ConfigError {
     },
     #[error("environment variable {name}: {message}")]
     Env { name: String, message: String },
+    #[error("web listen address {0:?}: expected IP:PORT or \"off\"")]
+    WebListen(String),
     #[error("no home directory: set HOME, or {0}")]
     NoHome(&'static str),
 }
@@ -67,6 +77,17 @@ struct FileConfig {
     socket: SocketSection,
     #[serde(default)]
     deadlines: DeadlineSection,
+    #[serde(default)]
+    web: WebSection,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebSection {
+    listen: Option<String>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    public_origin: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -138,6 +159,7 @@ pub struct Config {
     pub policy: Option<PathBuf>,
     pub socket: SocketSettings,
     pub deadlines: Deadlines,
+    pub web: crate::web::WebSettings,
     /// Which file was read, for the startup lines.
     pub origin: String,
 }
@@ -149,6 +171,10 @@ pub struct Overrides {
     pub state_dir: Option<PathBuf>,
     pub openclaw_state: Option<PathBuf>,
     pub policy: Option<PathBuf>,
+    /// `--web-listen ADDR|off`, `--web-cert`, `--web-key`.
+    pub web_listen: Option<String>,
+    pub web_cert: Option<PathBuf>,
+    pub web_key: Option<PathBuf>,
 }
 
 impl Config {
@@ -302,12 +328,43 @@ impl Config {
                 .or(d.deadlines.margin_ms)
                 .unwrap_or(1_500),
         };
+        let explicit = o
+            .web_listen
+            .clone()
+            .or_else(|| env("SANCTUM_WEB_LISTEN"))
+            .or(file.web.listen);
+        let listen_text = explicit
+            .clone()
+            .or(d.web.listen.clone())
+            .unwrap_or_else(|| crate::web::DEFAULT_LISTEN.into());
+        let listen = match listen_text.trim() {
+            "off" => None,
+            t => Some(t.parse().map_err(|_| ConfigError::WebListen(t.into()))?),
+        };
+        let web = crate::web::WebSettings {
+            listen,
+            explicit: explicit.is_some(),
+            cert: o
+                .web_cert
+                .clone()
+                .or_else(|| env_path("SANCTUM_WEB_CERT"))
+                .or(file.web.cert),
+            key: o
+                .web_key
+                .clone()
+                .or_else(|| env_path("SANCTUM_WEB_KEY"))
+                .or(file.web.key),
+            public_origin: env("SANCTUM_WEB_PUBLIC_ORIGIN")
+                .filter(|s| !s.is_empty())
+                .or(file.web.public_origin),
+        };
         Ok(Config {
             state_dir,
             openclaw_state_dir,
             policy,
             socket,
             deadlines,
+            web,
             origin,
         })
     }

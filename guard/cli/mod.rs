@@ -78,6 +78,14 @@ enum Command {
         #[command(flatten)]
         opts: InboxOpts,
     },
+    /// The web prompt: login links and the TOTP second factor.
+    Web {
+        #[command(subcommand)]
+        cmd: WebCmd,
+        /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
+        #[arg(long, global = true)]
+        state_dir: Option<PathBuf>,
+    },
     /// The hash-chained audit log.
     Audit {
         #[command(subcommand)]
@@ -122,6 +130,42 @@ enum InboxCmd {
         #[arg(long)]
         hash: Option<String>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum WebCmd {
+    /// Print a new one-time login link for the running `serve` (exit 0; 2 on error).
+    LoginLink {
+        /// The name decisions made with this link are recorded under (web:NAME/...).
+        #[arg(long, default_value = "admin")]
+        name: String,
+    },
+    /// Enrol a TOTP second factor; prints the otpauth URI once (exit 0; 2 on error).
+    TotpEnroll {
+        /// Replace an existing enrolment.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+fn web_cmd(cmd: WebCmd, state_dir: Option<PathBuf>) -> ExitCode {
+    let dir = state_dir.unwrap_or_else(inbox::default_state_dir);
+    let res = match cmd {
+        WebCmd::LoginLink { name } => {
+            sanctum_guard::web::login::new_link_for_running(&dir, &name).map_err(|e| e.to_string())
+        }
+        WebCmd::TotpEnroll { force } => sanctum_guard::web::auth::totp_enroll(&dir, force),
+    };
+    match res {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -296,6 +340,15 @@ struct ServeArgs {
     /// Policy file; default: the embedded policy.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// Web prompt address (IP:PORT, or "off"); default 127.0.0.1:8484.
+    #[arg(long)]
+    web_listen: Option<String>,
+    /// PEM certificate for the web prompt (HTTPS; with --web-key).
+    #[arg(long)]
+    web_cert: Option<PathBuf>,
+    /// PEM private key for the web prompt.
+    #[arg(long)]
+    web_key: Option<PathBuf>,
 }
 
 fn run_serve(a: ServeArgs) -> ExitCode {
@@ -304,6 +357,9 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         state_dir: a.state_dir,
         openclaw_state: a.openclaw_state,
         policy: a.policy,
+        web_listen: a.web_listen,
+        web_cert: a.web_cert,
+        web_key: a.web_key,
     };
     // Before any thread exists (the bounding set is per thread, inherited at creation).
     match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {
@@ -479,5 +535,6 @@ pub fn main() -> ExitCode {
         }
         Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
         Command::Audit { cmd } => audit_cmd(cmd),
+        Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
     }
 }
