@@ -665,3 +665,65 @@ fn keeps_serving_under_idle_streams_and_slow_clients() {
     );
     asker.join().expect("asker");
 }
+
+/// With a certificate and key the prompt speaks HTTPS only: the session cookie is Secure
+/// and `__Host-` prefixed, HSTS is sent, and plain HTTP on that port gets no page.
+#[test]
+fn https_with_cert_and_key() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (crt, key) = (dir.path().join("web.crt"), dir.path().join("web.key"));
+    let ok = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&crt)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("openssl");
+    assert!(ok.success());
+    let w = Web::start_with(
+        15_000,
+        &[
+            "--web-cert",
+            crt.to_str().expect("u"),
+            "--web-key",
+            key.to_str().expect("u"),
+        ],
+        "https",
+    );
+    let link = std::fs::read_to_string(w.link_file()).expect("link");
+    assert!(
+        link.starts_with(&format!("https://127.0.0.1:{}/login#t=", w.port)),
+        "{link}"
+    );
+    let token = w.link_token();
+    let out = std::process::Command::new("curl")
+        .args(["-sk", "-D", "-", "-o", "/dev/null", "-H"])
+        .arg(format!("Origin: https://127.0.0.1:{}", w.port))
+        .args(["-H", "Content-Type: application/json", "--data"])
+        .arg(json!({"token": token}).to_string())
+        .arg(format!("https://127.0.0.1:{}/api/login", w.port))
+        .output()
+        .expect("curl");
+    let head = String::from_utf8_lossy(&out.stdout).to_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(
+        head.contains("set-cookie: __host-sg_session=") && head.contains("; secure"),
+        "{head}"
+    );
+    assert!(head.contains("strict-transport-security"), "{head}");
+    // Plain HTTP on the TLS port: no page.
+    let r = w.raw("GET", "/healthz", &[format!("Host: {}", w.host())], None);
+    assert_ne!(r.status, 200, "{r:?}");
+}

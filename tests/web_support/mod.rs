@@ -51,26 +51,29 @@ pub struct Login {
 impl Web {
     /// Starts serve with its web prompt; `request_ms` is the deadline of `request` frames.
     pub fn start(request_ms: u64) -> Web {
+        Self::start_with(request_ms, &[], "http")
+    }
+
+    /// [`Web::start`] with more `serve` flags; `scheme` is what the base URL uses.
+    pub fn start_with(request_ms: u64, extra: &[&str], scheme: &str) -> Web {
         let world = World::new(VERSION, TOKEN, &[]);
         let port = free_port();
         let cfg = world.tmp.path().join("guard.toml");
         std::fs::write(&cfg, format!("[deadlines]\nrequest_ms = {request_ms}\n")).expect("cfg");
         let listen = format!("127.0.0.1:{port}");
-        let serve = Serve::start(
-            &world,
-            &[],
-            &[
-                "--config",
-                cfg.to_str().expect("utf8"),
-                "--web-listen",
-                &listen,
-            ],
-        );
+        let mut args = vec![
+            "--config",
+            cfg.to_str().expect("utf8"),
+            "--web-listen",
+            &listen,
+        ];
+        args.extend_from_slice(extra);
+        let serve = Serve::start(&world, &[], &args);
         Web {
             world,
             serve,
             port,
-            base: format!("http://{listen}"),
+            base: format!("{scheme}://{listen}"),
         }
     }
 

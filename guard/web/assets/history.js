@@ -4,8 +4,11 @@
   const rows = document.getElementById('rows');
   let all = [];
 
-  function outcome(run) {
-    if (!run) return 'not run / not recorded';
+  function outcome(run, e) {
+    if (!run) {
+      if (e.state !== 'approved') return 'not run';
+      return e.sourceDetail === 'socket-request' ? 'run by the requester (prompt only; the guard does not run it)' : 'no run recorded';
+    }
     if (run.reason) return 'not run: ' + run.reason;
     const parts = [];
     if (run.timedOut) parts.push('timed out');
@@ -29,8 +32,8 @@
       el('dl', { class: 'kv' },
         el('dt', {}, 'decided by'), el('dd', {}, vis(SG.decisionText(d) || '—')),
         el('dt', {}, 'why'), el('dd', {}, vis(d.reason || (e.reasons || []).map((r) => r.code).join(', ') || '—')),
-        el('dt', {}, 'when'), el('dd', {}, secs || '—'),
-        el('dt', {}, 'outcome'), el('dd', {}, vis(outcome(e.run) + ran)),
+        el('dt', {}, 'answered'), el('dd', {}, secs || '—'),
+        el('dt', {}, 'outcome'), el('dd', {}, vis(outcome(e.run, e) + ran)),
         el('dt', {}, 'request hash'), el('dd', { class: 'mono hash' }, e.requestHash)));
   }
 

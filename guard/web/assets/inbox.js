@@ -27,7 +27,7 @@
       (a.argv || []).forEach((t, i) => argv.appendChild(
         el('li', {}, el('span', { class: 'idx' }, String(i)), el('code', {}, vis(t)))));
       if ((a.argv || []).length) {
-        box.appendChild(el('div', { class: 'label' }, 'argv (' + a.argv.length + ' tokens)'));
+        box.appendChild(el('div', { class: 'label argv-label' }, 'argv (' + a.argv.length + ' tokens)'));
         box.appendChild(argv);
       }
     } else {
@@ -75,7 +75,7 @@
       el('h2', {}, SG.actionTitle(a)),
       warn,
       whatBlock(a),
-      el('div', { class: 'label' }, 'Why it needs you'),
+      el('div', { class: 'label why' }, 'Why it needs you'),
       reasons,
       dl,
       el('div', { class: 'actions' }, btnOnce, btnAlways, el('div', { class: 'deny-group' }, reason, btnDeny)),
