@@ -11,6 +11,9 @@ use socket_support::*;
 use std::time::{Duration, Instant};
 use web_support::*;
 
+/// One refusal case: what, method, path, header lines, status, error code.
+type Case<'a> = (&'a str, &'a str, &'a str, Vec<String>, u16, &'a str);
+
 /// Every state-changing call without the page's own origin or CSRF token is refused, and
 /// so is any request naming a foreign Host (DNS rebinding). Attacks first, as a table.
 #[test]
@@ -24,7 +27,7 @@ fn refusals_without_session_csrf_origin_or_host() {
     let body = r#"{"decision":"allow-once","hash":"0000000000000000000000000000000000000000000000000000000000000000"}"#;
     let path = "/api/requests/00000000-0000-4000-8000-000000000000/decision";
     // (what, method, path, headers, status, error code)
-    let cases: Vec<(&str, &str, &str, Vec<String>, u16, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "list without a session",
             "GET",

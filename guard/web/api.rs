@@ -479,3 +479,50 @@ pub fn set_cookie(mut r: Resp, v: HeaderValue) -> Resp {
     r.headers_mut().insert(SET_COOKIE, v);
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_rule_accepts_only_this_server() {
+        let loopback = allowed_hosts("127.0.0.1:8484".parse().expect("addr"), None);
+        for (host, ok) in [
+            ("127.0.0.1:8484", true),
+            ("localhost:8484", true),
+            ("LOCALHOST:8484", true),
+            ("[::1]:8484", true),
+            ("127.0.0.1", false),
+            ("127.0.0.1:8485", false),
+            ("evil.example:8484", false),
+            ("127.0.0.1:8484.evil.example", false),
+            ("", false),
+        ] {
+            assert_eq!(loopback.allows(host), ok, "{host}");
+        }
+        let any = allowed_hosts("0.0.0.0:8484".parse().expect("addr"), Some("https://g.example:443"));
+        assert!(any.allows("10.0.0.5:8484") && any.allows("g.example:443"));
+        assert!(!any.allows("10.0.0.5:80") && !any.allows(":8484"));
+    }
+
+    #[test]
+    fn percent_decoding_never_panics() {
+        for (q, want) in [
+            ("a%20b", "a b"),
+            ("a+b", "a b"),
+            ("%", "%"),
+            ("%4", "%4"),
+            ("%zz", "%zz"),
+            ("%e2%80%ae", "\u{202e}"),
+            ("é%", "é%"),
+        ] {
+            assert_eq!(percent_decode(q), want, "{q}");
+        }
+    }
+
+    #[test]
+    fn reasons_lose_control_and_bidi_characters() {
+        assert_eq!(clean_reason(" no\u{202e}pe\u{1b}[31m\n "), "nope[31m");
+        assert_eq!(clean_reason(&"x".repeat(600)).len(), 500);
+    }
+}

@@ -161,3 +161,49 @@ pub fn consume(dir: &Path, token: &str) -> Result<Option<String>, LoginError> {
     }
     Ok(found)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token_of(link: &str) -> String {
+        link.rsplit_once("#t=").expect("token").1.to_owned()
+    }
+
+    #[test]
+    fn a_link_works_once_and_only_its_hash_is_kept() {
+        let d = tempfile::tempdir().expect("tmp");
+        let link = new_link(d.path(), "http://127.0.0.1:1", "alice").expect("link");
+        let t = token_of(&link);
+        let store = std::fs::read_to_string(d.path().join(LOGINS_FILE)).expect("store");
+        assert!(!store.contains(&t) && store.contains(&hash_hex(&t)), "{store}");
+        // Near misses are refused and do not use the link up.
+        let mut flipped = t.clone().into_bytes();
+        flipped[0] = if flipped[0] == b'A' { b'B' } else { b'A' };
+        let flipped = String::from_utf8(flipped).expect("utf8");
+        for bad in ["", &t[..42], &format!("{t}A"), &flipped, &t.to_uppercase()] {
+            if bad != t {
+                assert_eq!(consume(d.path(), bad).expect("consume"), None, "{bad}");
+            }
+        }
+        assert_eq!(consume(d.path(), &t).expect("consume"), Some("alice".into()));
+        assert_eq!(consume(d.path(), &t).expect("consume"), None, "used twice");
+        assert!(!d.path().join(LINK_FILE).exists());
+    }
+
+    #[test]
+    fn expired_links_are_dropped_and_bad_names_refused() {
+        let d = tempfile::tempdir().expect("tmp");
+        let old = Pending {
+            hash: hash_hex("old"),
+            name: "x".into(),
+            expires_ms: 1,
+        };
+        let line = serde_json::to_string(&old).expect("json") + "\n";
+        write_private(&d.path().join(LOGINS_FILE), &line).expect("write");
+        assert_eq!(consume(d.path(), "old").expect("consume"), None);
+        for name in ["", "a b", "<script>", "x/y", &"n".repeat(33)] {
+            assert!(matches!(new_link(d.path(), "http://h", name), Err(LoginError::BadName)), "{name}");
+        }
+    }
+}
