@@ -117,7 +117,8 @@ async fn shot(c: &Client, name: &str) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn web_prompt_in_chromium() {
-    let w = Web::start(12_000);
+    // Long enough for the steps below on a loaded machine; the expiry step waits it out.
+    let w = Web::start(25_000);
     let d = chromedriver();
     let profile = tempfile::tempdir().expect("profile");
     let c = browser(&d, profile.path()).await;
@@ -262,7 +263,7 @@ async fn web_prompt_in_chromium() {
     let ide = card_id(&c, "sg-web-expire").await;
     let start = Instant::now();
     let mut expired = false;
-    while start.elapsed() < Duration::from_secs(20) && !expired {
+    while start.elapsed() < Duration::from_secs(40) && !expired {
         let t = js(
             &c,
             "return document.getElementById('r-' + arguments[0]).textContent",

@@ -107,6 +107,10 @@
     }
     c.status.textContent = '';
     c.status.appendChild(vis(text));
+    if (selected === c) {
+      const next = [...list.children].map((n) => cards.get(n.getAttribute('data-id'))).find((o) => o && !o.done);
+      select(next || null);
+    }
     setTimeout(() => { c.node.remove(); cards.delete(c.entry.id); refreshCount(); }, 60000);
     refreshCount();
   }
