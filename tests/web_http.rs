@@ -730,3 +730,56 @@ fn https_with_cert_and_key() {
     let r = w.raw("GET", "/healthz", &[format!("Host: {}", w.host())], None);
     assert_ne!(r.status, 200, "{r:?}");
 }
+
+/// With TOTP enrolled, a link alone does not sign in: no code or a wrong code is refused
+/// without using the link up; the current code signs in. The seed is shown once, at
+/// enrolment, and never served.
+#[test]
+fn totp_second_factor() {
+    let w = Web::start(15_000);
+    let dir = w.world.guard_state.to_str().expect("utf8").to_owned();
+    let (code, uri, err) = guard_cli(&["web", "totp-enroll", "--state-dir", &dir], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(uri.trim().starts_with("otpauth://totp/"), "{uri}");
+    let (again, _, err) = guard_cli(&["web", "totp-enroll", "--state-dir", &dir], &[]);
+    assert_eq!(again, 2, "second enrolment without --force: {err}");
+    let seed = std::fs::read_to_string(w.world.guard_state.join("web-totp")).expect("seed");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(w.world.guard_state.join("web-totp"))
+        .expect("m")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let totp = totp_rs::TOTP::from_url(uri.trim()).expect("uri");
+    let token = w.link_token();
+    let login = |code: Option<&str>| {
+        let mut body = json!({"token": token});
+        if let Some(c) = code {
+            body["totp"] = json!(c);
+        }
+        w.call("POST", "/api/login", None, Some(&body.to_string()))
+    };
+    let r = login(None);
+    assert_eq!(
+        (r.status, r.json()["error"].clone()),
+        (401, json!("totp-required"))
+    );
+    let good = totp.generate_current().expect("code");
+    let wrong = format!(
+        "{:06}",
+        (good.parse::<u32>().expect("n") + 500_000) % 1_000_000
+    );
+    // Four refusals plus the sign-in stay within the per-address burst of 5.
+    for bad in [wrong.as_str(), "12345", "abcdef"] {
+        let r = login(Some(bad));
+        assert_eq!(
+            (r.status, r.json()["error"].clone()),
+            (401, json!("bad-totp")),
+            "{bad}"
+        );
+    }
+    let r = login(Some(&good));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(!r.body.contains(seed.trim()), "seed served");
+    assert!(r.json()["totpEnrolled"] == true);
+}

@@ -176,7 +176,10 @@ mod tests {
         let link = new_link(d.path(), "http://127.0.0.1:1", "alice").expect("link");
         let t = token_of(&link);
         let store = std::fs::read_to_string(d.path().join(LOGINS_FILE)).expect("store");
-        assert!(!store.contains(&t) && store.contains(&hash_hex(&t)), "{store}");
+        assert!(
+            !store.contains(&t) && store.contains(&hash_hex(&t)),
+            "{store}"
+        );
         // Near misses are refused and do not use the link up.
         let mut flipped = t.clone().into_bytes();
         flipped[0] = if flipped[0] == b'A' { b'B' } else { b'A' };
@@ -186,7 +189,10 @@ mod tests {
                 assert_eq!(consume(d.path(), bad).expect("consume"), None, "{bad}");
             }
         }
-        assert_eq!(consume(d.path(), &t).expect("consume"), Some("alice".into()));
+        assert_eq!(
+            consume(d.path(), &t).expect("consume"),
+            Some("alice".into())
+        );
         assert_eq!(consume(d.path(), &t).expect("consume"), None, "used twice");
         assert!(!d.path().join(LINK_FILE).exists());
     }
@@ -203,7 +209,13 @@ mod tests {
         write_private(&d.path().join(LOGINS_FILE), &line).expect("write");
         assert_eq!(consume(d.path(), "old").expect("consume"), None);
         for name in ["", "a b", "<script>", "x/y", &"n".repeat(33)] {
-            assert!(matches!(new_link(d.path(), "http://h", name), Err(LoginError::BadName)), "{name}");
+            assert!(
+                matches!(
+                    new_link(d.path(), "http://h", name),
+                    Err(LoginError::BadName)
+                ),
+                "{name}"
+            );
         }
     }
 }

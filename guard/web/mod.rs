@@ -11,6 +11,7 @@
 
 mod api;
 mod api_auth;
+mod api_decide;
 mod assets;
 pub mod auth;
 mod events;
