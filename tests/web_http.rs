@@ -432,6 +432,37 @@ fn decisions_stale_cards_and_body_limit() {
     assert_eq!(r.status, 413, "{}", r.status);
     let r = w.call("POST", "/api/login", None, Some(&big));
     assert_eq!(r.status, 413, "{}", r.status);
+    // Chunked, with no length announced: cut off at 1 MB all the same.
+    let mut chunked = Vec::new();
+    for _ in 0..20 {
+        chunked.extend_from_slice(format!("{:x}\r\n", 64 * 1024).as_bytes());
+        chunked.extend_from_slice(&[b'x'; 64 * 1024]);
+        chunked.extend_from_slice(b"\r\n");
+    }
+    chunked.extend_from_slice(b"0\r\n\r\n");
+    let headers = vec![
+        format!("Host: {}", w.host()),
+        format!("Origin: {}", w.origin()),
+        format!("Cookie: {}", me.cookie),
+        format!("X-CSRF-Token: {}", me.csrf),
+        "Transfer-Encoding: chunked".into(),
+    ];
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", w.port)).expect("connect");
+    use std::io::{Read, Write};
+    let mut req = format!("POST /api/requests/{ida}/decision HTTP/1.1\r\nConnection: close\r\n");
+    for h in &headers {
+        req.push_str(&format!("{h}\r\n"));
+    }
+    req.push_str("\r\n");
+    let _ = s.write_all(req.as_bytes());
+    let _ = s.write_all(&chunked);
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    assert!(
+        out.starts_with("HTTP/1.1 413"),
+        "chunked body over 1 MB: {}",
+        out.lines().next().unwrap_or("")
+    );
     assert_eq!(w.pending(&me).len(), 2);
     // Allow once: the client gets allow-once.
     let r = w.decide(&me, ida, json!({"decision":"allow-once","hash":ha}));
