@@ -45,3 +45,47 @@ pub struct WebSettings {
     /// e.g. `https://guard.example:8443`. Host and Origin headers must match it.
     pub public_origin: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::app::config::{Config, ConfigError, Overrides};
+
+    fn env_of(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn web_listen_precedence_off_and_errors() {
+        let home = env_of(&[("HOME", "/h")]);
+        let c = Config::load_with(&Overrides::default(), &home).expect("default");
+        assert_eq!(c.web.listen, Some("127.0.0.1:8484".parse().expect("addr")));
+        assert!(!c.web.explicit, "the default address is not a choice");
+        let env = env_of(&[("HOME", "/h"), ("SANCTUM_WEB_LISTEN", "127.0.0.1:9000")]);
+        let c = Config::load_with(&Overrides::default(), &env).expect("env");
+        assert_eq!(c.web.listen, Some("127.0.0.1:9000".parse().expect("addr")));
+        assert!(c.web.explicit);
+        let flag = Overrides {
+            web_listen: Some("off".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            Config::load_with(&flag, &env).expect("flag").web.listen,
+            None
+        );
+        for bad in ["8484", "localhost:8484", "127.0.0.1", ""] {
+            let o = Overrides {
+                web_listen: Some(bad.into()),
+                ..Default::default()
+            };
+            assert!(
+                matches!(Config::load_with(&o, &home), Err(ConfigError::WebListen(_))),
+                "{bad:?}"
+            );
+        }
+    }
+}
