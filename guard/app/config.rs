@@ -52,6 +52,14 @@ request_ms = 15000
 exec_ms = 20000
 # The fallback deny is sent this long before the client would give up.
 margin_ms = 1500
+
+[web]
+# The web prompt (README "Web prompt"). "off" disables it.
+listen = "127.0.0.1:8484"                # env SANCTUM_WEB_LISTEN; flag --web-listen
+# cert = "/etc/sanctum/web.crt"          # PEM; with key: HTTPS (env SANCTUM_WEB_CERT; --web-cert)
+# key = "/etc/sanctum/web.key"           # PEM (env SANCTUM_WEB_KEY; --web-key)
+# public_origin = "https://guard.example:8443"  # when people reach it by another name
+#                                        # (env SANCTUM_WEB_PUBLIC_ORIGIN)
 "#;
 
 /// Errors reading the configuration.
@@ -69,6 +77,8 @@ pub enum ConfigError {
     },
     #[error("environment variable {name}: {message}")]
     Env { name: String, message: String },
+    #[error("web listen address {0:?}: expected IP:PORT or \"off\"")]
+    WebListen(String),
     #[error("no home directory: set HOME, or {0}")]
     NoHome(&'static str),
 }
@@ -86,6 +96,8 @@ struct FileConfig {
     deadlines: DeadlineSection,
     #[serde(default)]
     audit: AuditSection,
+    #[serde(default)]
+    web: WebSection,
 }
 
 /// `[audit]` (socket helper, issue 9 item 9).
@@ -100,6 +112,15 @@ struct AuditSection {
 pub struct AuditSettings {
     /// Rotate at this size (bytes); 0 = never.
     pub rotate_bytes: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebSection {
+    listen: Option<String>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    public_origin: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -180,6 +201,7 @@ pub struct Config {
     pub socket: SocketSettings,
     pub deadlines: Deadlines,
     pub audit: AuditSettings,
+    pub web: crate::web::WebSettings,
     /// Which file was read, for the startup lines.
     pub origin: String,
 }
@@ -192,6 +214,10 @@ pub struct Overrides {
     pub openclaw_state: Option<PathBuf>,
     pub policy: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
+    /// `--web-listen ADDR|off`, `--web-cert`, `--web-key`.
+    pub web_listen: Option<String>,
+    pub web_cert: Option<PathBuf>,
+    pub web_key: Option<PathBuf>,
 }
 
 impl Config {
@@ -376,6 +402,36 @@ impl Config {
                 .or(d.audit.rotate_bytes)
                 .unwrap_or(64 * 1024 * 1024),
         };
+        let explicit = o
+            .web_listen
+            .clone()
+            .or_else(|| env("SANCTUM_WEB_LISTEN"))
+            .or(file.web.listen);
+        let listen_text = explicit
+            .clone()
+            .or(d.web.listen.clone())
+            .unwrap_or_else(|| crate::web::DEFAULT_LISTEN.into());
+        let listen = match listen_text.trim() {
+            "off" => None,
+            t => Some(t.parse().map_err(|_| ConfigError::WebListen(t.into()))?),
+        };
+        let web = crate::web::WebSettings {
+            listen,
+            explicit: explicit.is_some(),
+            cert: o
+                .web_cert
+                .clone()
+                .or_else(|| env_path("SANCTUM_WEB_CERT"))
+                .or(file.web.cert),
+            key: o
+                .web_key
+                .clone()
+                .or_else(|| env_path("SANCTUM_WEB_KEY"))
+                .or(file.web.key),
+            public_origin: env("SANCTUM_WEB_PUBLIC_ORIGIN")
+                .filter(|s| !s.is_empty())
+                .or(file.web.public_origin),
+        };
         Ok(Config {
             state_dir,
             openclaw_state_dir,
@@ -387,6 +443,7 @@ impl Config {
             socket,
             deadlines,
             audit,
+            web,
             origin,
         })
     }

@@ -35,6 +35,8 @@ pub enum ServeError {
     Socket(#[from] SocketConfigError),
     #[error("policy: {0}")]
     Judge(#[from] JudgeError),
+    #[error("web prompt: {0}")]
+    Web(#[from] crate::web::WebError),
     #[error("signals: {0}")]
     Signal(std::io::Error),
     #[error("workspace {path}: {message}")]
@@ -115,6 +117,16 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         &cfg.state_dir,
     )?);
     let server = Server::bind(opts, door)?;
+    let (tx, rx) = watch::channel(false);
+    crate::web::start(
+        &cfg.web,
+        engine.inbox().clone(),
+        &cfg.state_dir,
+        cfg.audit_path(),
+        sock.path.clone(),
+        rx.clone(),
+    )
+    .await?;
     // OpenClaw may change its document while we run (a new allowlist entry, a new policy).
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
@@ -125,7 +137,6 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         }
     });
 
-    let (tx, rx) = watch::channel(false);
     let mut term = signal(SignalKind::terminate()).map_err(ServeError::Signal)?;
     let mut int = signal(SignalKind::interrupt()).map_err(ServeError::Signal)?;
     tokio::spawn(async move {

@@ -78,6 +78,14 @@ enum Command {
         #[command(flatten)]
         opts: InboxOpts,
     },
+    /// The web prompt: login links and the TOTP second factor.
+    Web {
+        #[command(subcommand)]
+        cmd: WebCmd,
+        /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
+        #[arg(long, global = true)]
+        state_dir: Option<PathBuf>,
+    },
     /// The hash-chained audit log.
     Audit {
         #[command(subcommand)]
@@ -125,6 +133,60 @@ enum InboxCmd {
 }
 
 #[derive(Subcommand, Debug)]
+enum WebCmd {
+    /// Print a new one-time login link for the running `serve` (exit 0; 2 on error).
+    LoginLink {
+        /// The name decisions made with this link are recorded under (web:NAME/...).
+        #[arg(long, default_value = "admin")]
+        name: String,
+    },
+    /// Enrol a TOTP second factor; prints the otpauth URI once (exit 0; 2 on error).
+    TotpEnroll {
+        /// Replace an existing enrolment.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// The guard's state dir, resolved exactly as `serve` resolves it (flag, environment,
+/// config file, default): the config owns that fact.
+fn state_dir_of(
+    explicit: Option<PathBuf>,
+) -> Result<PathBuf, sanctum_guard::app::config::ConfigError> {
+    let overrides = sanctum_guard::app::config::Overrides {
+        state_dir: explicit,
+        ..Default::default()
+    };
+    Ok(sanctum_guard::app::config::Config::load(&overrides)?.state_dir)
+}
+
+fn web_cmd(cmd: WebCmd, state_dir: Option<PathBuf>) -> ExitCode {
+    let dir = match state_dir_of(state_dir) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("web: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let res = match cmd {
+        WebCmd::LoginLink { name } => {
+            sanctum_guard::web::login::new_link_for_running(&dir, &name).map_err(|e| e.to_string())
+        }
+        WebCmd::TotpEnroll { force } => sanctum_guard::web::auth::totp_enroll(&dir, force),
+    };
+    match res {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
 enum AuditCmd {
     /// Check the hash chain of a log, or of its rotated files together: OK and the record
     /// count (exit 0), the first broken link (exit 1), or a usage/IO error (exit 2). Says
@@ -139,13 +201,8 @@ enum AuditCmd {
 }
 
 fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
-    // The state dir is the deployment's, resolved exactly as `serve` resolves it.
-    let overrides = sanctum_guard::app::config::Overrides {
-        state_dir: opts.state_dir.clone(),
-        ..Default::default()
-    };
-    let dir = match sanctum_guard::app::config::Config::load(&overrides) {
-        Ok(c) => c.state_dir,
+    let dir = match state_dir_of(opts.state_dir.clone()) {
+        Ok(d) => d,
         Err(e) => {
             eprintln!("inbox: {e}");
             return ExitCode::from(2);
@@ -315,6 +372,15 @@ struct ServeArgs {
     /// agents.defaults.workspace, else <openclaw state>/workspace.
     #[arg(long)]
     workspace: Option<PathBuf>,
+    /// Web prompt address (IP:PORT, or "off"); default 127.0.0.1:8484.
+    #[arg(long)]
+    web_listen: Option<String>,
+    /// PEM certificate for the web prompt (HTTPS; with --web-key).
+    #[arg(long)]
+    web_cert: Option<PathBuf>,
+    /// PEM private key for the web prompt.
+    #[arg(long)]
+    web_key: Option<PathBuf>,
 }
 
 fn run_serve(a: ServeArgs) -> ExitCode {
@@ -324,6 +390,9 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         openclaw_state: a.openclaw_state,
         policy: a.policy,
         workspace: a.workspace,
+        web_listen: a.web_listen,
+        web_cert: a.web_cert,
+        web_key: a.web_key,
     };
     // Before any thread exists (the bounding set is per thread, inherited at creation).
     match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {
@@ -500,5 +569,6 @@ pub fn main() -> ExitCode {
         }
         Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
         Command::Audit { cmd } => audit_cmd(cmd),
+        Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
     }
 }

@@ -178,6 +178,7 @@ impl Engine {
                 return (d, verdict);
             }
         };
+        crate::web::metrics::global().decision(&decision, Some(req.received_at_ms));
         let (p, r, v, d) = (
             requester.clone(),
             req.clone(),
@@ -237,12 +238,14 @@ impl Engine {
         let outcome = tokio::select! {
             o = run => o,
             _ = async { let _ = shutdown.wait_for(|s| *s).await; } => {
+                crate::web::metrics::global().run("shutdown");
                 self.record("exec", json!({"id":req.id,"argv":argv,"reason":"guard-shutdown"})).await;
                 return RunResult::Shutdown;
             }
         };
         match outcome {
             Ok(o) => {
+                crate::web::metrics::global().run_outcome(&o);
                 self.record(
                     "exec",
                     json!({"id":req.id,"program":program,"argv":argv,"cwd":cwd,
@@ -259,6 +262,7 @@ impl Engine {
                 RunResult::Ran(Box::new(o))
             }
             Err(e) => {
+                crate::web::metrics::global().run("sandbox-unavailable");
                 self.record(
                     "exec",
                     json!({"id":req.id,"argv":argv,"error":e.to_string(),"reason":"sandbox-unavailable"}),
