@@ -9,58 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The embedded default; every key is optional and documented here.
-pub const DEFAULT_CONFIG: &str = r#"# sanctum-guard deployment config (all keys optional).
-# state_dir = "/var/lib/sanctum-guard"   # inbox.db, audit.jsonl; default $XDG_STATE_HOME/sanctum-guard
-#                                        # or ~/.local/state/sanctum-guard (env SANCTUM_STATE_DIR)
-# openclaw_state_dir = "/home/node/.openclaw"  # default $OPENCLAW_STATE_DIR, else ~/.openclaw
-#                                        # (env SANCTUM_OPENCLAW_STATE)
-# policy = "/etc/sanctum/policy.toml"    # default: the embedded policy (env SANCTUM_POLICY)
-# workspace = "/workspace"               # the only tree an approved run may write (env
-#                                        # SANCTUM_WORKSPACE); default: the policy's `workspace`,
-#                                        # else OpenClaw's agents.defaults.workspace from
-#                                        # openclaw.json, else <openclaw_state_dir>/workspace
-
-[socket]
-# UIDs that may connect (SO_PEERCRED); empty = only the guard's own UID.
-allowed_uids = []                        # env SANCTUM_SOCKET_ALLOWED_UIDS="1000,1001"
-# Per peer (UID, PID) token bucket.
-rate_per_sec = 500                       # env SANCTUM_SOCKET_RATE_PER_SEC
-rate_burst = 2000                        # env SANCTUM_SOCKET_RATE_BURST
-# |now - ts| window of `exec` frames, and how long a client may take to send its line.
-ttl_ms = 10000
-read_timeout_ms = 5000
-max_connections = 4096
-# Pre-authentication budget (socket helper, issue 9 item 6): connections one UID may hold,
-# and bytes all unfinished request lines may hold together; at a cap the oldest connection
-# still sending its line is shed (answered `overloaded`).
-max_connections_per_uid = 4096
-max_buffered_bytes = 16777216
-# false: a policy answer to a `request` frame (which runs nothing) and a rejection are sent
-# before their audit record is fsynced (written within 0.2 ms, fsynced within 10 ms).
-# true: every answer waits for its record's fsync (closes that window; costs an fsync of
-# latency per answer and caps throughput near clients / fsync time).
-durable_answers = false
-
-[audit]
-# (socket helper, issue 9 item 9) Rotate audit.jsonl when it reaches this size; the new file
-# starts by naming the previous file's last hash. 0 = never rotate.
-rotate_bytes = 67108864
-
-[deadlines]
-# The clients' own timeouts: 15 s for `request`, 20 s (or timeoutMs + 5 s) for `exec`.
-request_ms = 15000
-exec_ms = 20000
-# The fallback deny is sent this long before the client would give up.
-margin_ms = 1500
-
-[web]
-# The web prompt (README "Web prompt"). "off" disables it.
-listen = "127.0.0.1:8484"                # env SANCTUM_WEB_LISTEN; flag --web-listen
-# cert = "/etc/sanctum/web.crt"          # PEM; with key: HTTPS (env SANCTUM_WEB_CERT; --web-cert)
-# key = "/etc/sanctum/web.key"           # PEM (env SANCTUM_WEB_KEY; --web-key)
-# public_origin = "https://guard.example:8443"  # when people reach it by another name
-#                                        # (env SANCTUM_WEB_PUBLIC_ORIGIN)
-"#;
+pub const DEFAULT_CONFIG: &str = include_str!("default-config.toml");
 
 /// Errors reading the configuration.
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +30,8 @@ pub enum ConfigError {
     WebListen(String),
     #[error("no home directory: set HOME, or {0}")]
     NoHome(&'static str),
+    #[error("the embedded default config has no {0} (a build mistake)")]
+    MissingDefault(&'static str),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -233,39 +184,20 @@ impl Config {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Config, ConfigError> {
         let default = parse(DEFAULT_CONFIG, "embedded default")?;
-        let (file, origin) = match o.config.as_ref().map(PathBuf::from).or_else(|| {
-            env("SANCTUM_CONFIG")
-                .filter(|s| !s.is_empty())
-                .map(PathBuf::from)
-        }) {
-            Some(p) => {
-                let text = std::fs::read_to_string(&p).map_err(|source| ConfigError::Read {
-                    path: p.clone(),
-                    source,
-                })?;
-                (
-                    parse(&text, &p.display().to_string())?,
-                    p.display().to_string(),
-                )
-            }
-            None => (FileConfig::default(), "embedded default".to_owned()),
-        };
+        let (file, origin) = layers::file_layer(o, env)?;
+        let env = layers::Env(env);
         let home = || {
-            env("HOME")
-                .filter(|h| !h.is_empty())
-                .map(PathBuf::from)
+            env.path("HOME")
                 .ok_or(ConfigError::NoHome("pass --state-dir and --openclaw-state"))
         };
-        let env_path = |k: &str| env(k).filter(|s| !s.is_empty()).map(PathBuf::from);
-
         let state_dir = match o
             .state_dir
             .clone()
-            .or_else(|| env_path("SANCTUM_STATE_DIR"))
-            .or(file.state_dir)
+            .or_else(|| env.path("SANCTUM_STATE_DIR"))
+            .or(file.state_dir.clone())
         {
             Some(p) => p,
-            None => match env_path("XDG_STATE_HOME") {
+            None => match env.path("XDG_STATE_HOME") {
                 Some(x) => x.join("sanctum-guard"),
                 None => home()?.join(".local/state/sanctum-guard"),
             },
@@ -273,177 +205,64 @@ impl Config {
         let openclaw_state_dir = match o
             .openclaw_state
             .clone()
-            .or_else(|| env_path("SANCTUM_OPENCLAW_STATE"))
-            .or(file.openclaw_state_dir)
-            .or_else(|| env_path("OPENCLAW_STATE_DIR"))
+            .or_else(|| env.path("SANCTUM_OPENCLAW_STATE"))
+            .or(file.openclaw_state_dir.clone())
+            .or_else(|| env.path("OPENCLAW_STATE_DIR"))
         {
             Some(p) => p,
             None => home()?.join(".openclaw"),
         };
-        let policy = o
-            .policy
-            .clone()
-            .or_else(|| env_path("SANCTUM_POLICY"))
-            .or(file.policy);
         let workspace = o
             .workspace
             .clone()
-            .or_else(|| env_path("SANCTUM_WORKSPACE"))
-            .or(file.workspace);
-        if let Some(w) = &workspace {
-            if !w.is_absolute() {
-                return Err(ConfigError::Env {
-                    name: "workspace".into(),
-                    message: format!("{} is not an absolute path", w.display()),
-                });
-            }
+            .or_else(|| env.path("SANCTUM_WORKSPACE"))
+            .or(file.workspace.clone());
+        if let Some(w) = workspace.as_ref().filter(|w| !w.is_absolute()) {
+            return Err(ConfigError::Env {
+                name: "workspace".into(),
+                message: format!("{} is not an absolute path", w.display()),
+            });
         }
-
-        let num = |name: &str| -> Result<Option<u64>, ConfigError> {
-            env(name)
-                .map(|v| {
-                    v.trim().parse::<u64>().map_err(|e| ConfigError::Env {
-                        name: name.into(),
-                        message: e.to_string(),
-                    })
-                })
-                .transpose()
-        };
-        let small = |name: &str| -> Result<Option<u32>, ConfigError> {
-            num(name)?
-                .map(|v| {
-                    u32::try_from(v).map_err(|e| ConfigError::Env {
-                        name: name.into(),
-                        message: e.to_string(),
-                    })
-                })
-                .transpose()
-        };
-        let uids_env = env("SANCTUM_SOCKET_ALLOWED_UIDS")
-            .map(|v| {
-                v.split(',')
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .map(|s| {
-                        s.parse::<u32>().map_err(|e| ConfigError::Env {
-                            name: "SANCTUM_SOCKET_ALLOWED_UIDS".into(),
-                            message: e.to_string(),
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()
-            })
-            .transpose()?;
-        let mut allowed_uids = uids_env
-            .or(file.socket.allowed_uids)
-            .or(default.socket.allowed_uids.clone())
-            .unwrap_or_default();
-        if allowed_uids.is_empty() {
-            allowed_uids.push(nix::unistd::geteuid().as_raw());
-        }
-        let d = &default;
-        let socket = SocketSettings {
-            allowed_uids,
-            rate_per_sec: small("SANCTUM_SOCKET_RATE_PER_SEC")?
-                .or(file.socket.rate_per_sec)
-                .or(d.socket.rate_per_sec)
-                .unwrap_or(500),
-            rate_burst: small("SANCTUM_SOCKET_RATE_BURST")?
-                .or(file.socket.rate_burst)
-                .or(d.socket.rate_burst)
-                .unwrap_or(2000),
-            ttl_ms: file.socket.ttl_ms.or(d.socket.ttl_ms).unwrap_or(10_000),
-            read_timeout: Duration::from_millis(
-                file.socket
-                    .read_timeout_ms
-                    .or(d.socket.read_timeout_ms)
-                    .unwrap_or(5_000),
-            ),
-            max_connections: file
-                .socket
-                .max_connections
-                .or(d.socket.max_connections)
-                .unwrap_or(4096),
-            max_connections_per_uid: file
-                .socket
-                .max_connections_per_uid
-                .or(d.socket.max_connections_per_uid)
-                .unwrap_or(4096),
-            max_buffered_bytes: file
-                .socket
-                .max_buffered_bytes
-                .or(d.socket.max_buffered_bytes)
-                .unwrap_or(16 * 1024 * 1024),
-            durable_answers: file
-                .socket
-                .durable_answers
-                .or(d.socket.durable_answers)
-                .unwrap_or(false),
-        };
-        let deadlines = Deadlines {
-            request_ms: file
-                .deadlines
-                .request_ms
-                .or(d.deadlines.request_ms)
-                .unwrap_or(15_000),
-            exec_ms: file
-                .deadlines
-                .exec_ms
-                .or(d.deadlines.exec_ms)
-                .unwrap_or(20_000),
-            margin_ms: num("SANCTUM_DEADLINE_MARGIN_MS")?
-                .or(file.deadlines.margin_ms)
-                .or(d.deadlines.margin_ms)
-                .unwrap_or(1_500),
-        };
-        let audit = AuditSettings {
-            rotate_bytes: file
-                .audit
-                .rotate_bytes
-                .or(d.audit.rotate_bytes)
-                .unwrap_or(64 * 1024 * 1024),
-        };
-        let explicit = o
-            .web_listen
-            .clone()
-            .or_else(|| env("SANCTUM_WEB_LISTEN"))
-            .or(file.web.listen);
-        let listen_text = explicit
-            .clone()
-            .or(d.web.listen.clone())
-            .unwrap_or_else(|| crate::web::DEFAULT_LISTEN.into());
-        let listen = match listen_text.trim() {
-            "off" => None,
-            t => Some(t.parse().map_err(|_| ConfigError::WebListen(t.into()))?),
-        };
-        let web = crate::web::WebSettings {
-            listen,
-            explicit: explicit.is_some(),
-            cert: o
-                .web_cert
-                .clone()
-                .or_else(|| env_path("SANCTUM_WEB_CERT"))
-                .or(file.web.cert),
-            key: o
-                .web_key
-                .clone()
-                .or_else(|| env_path("SANCTUM_WEB_KEY"))
-                .or(file.web.key),
-            public_origin: env("SANCTUM_WEB_PUBLIC_ORIGIN")
-                .filter(|s| !s.is_empty())
-                .or(file.web.public_origin),
-        };
         Ok(Config {
             state_dir,
             openclaw_state_dir,
-            policy,
+            policy: o
+                .policy
+                .clone()
+                .or_else(|| env.path("SANCTUM_POLICY"))
+                .or(file.policy.clone()),
             workspace,
-            home: env("HOME")
-                .filter(|h| h.starts_with('/'))
-                .map(PathBuf::from),
-            socket,
-            deadlines,
-            audit,
-            web,
+            home: env.path("HOME").filter(|h| h.is_absolute()),
+            socket: layers::socket_settings(&env, &file.socket, &default.socket)?,
+            deadlines: Deadlines {
+                request_ms: layers::pick(
+                    None,
+                    file.deadlines.request_ms,
+                    default.deadlines.request_ms,
+                    "deadlines.request_ms",
+                )?,
+                exec_ms: layers::pick(
+                    None,
+                    file.deadlines.exec_ms,
+                    default.deadlines.exec_ms,
+                    "deadlines.exec_ms",
+                )?,
+                margin_ms: layers::pick(
+                    env.num("SANCTUM_DEADLINE_MARGIN_MS")?,
+                    file.deadlines.margin_ms,
+                    default.deadlines.margin_ms,
+                    "deadlines.margin_ms",
+                )?,
+            },
+            audit: AuditSettings {
+                rotate_bytes: layers::pick(
+                    None,
+                    file.audit.rotate_bytes,
+                    default.audit.rotate_bytes,
+                    "audit.rotate_bytes",
+                )?,
+            },
+            web: layers::web_settings(o, &env, &file.web, &default.web)?,
             origin,
         })
     }
@@ -569,87 +388,6 @@ pub fn explain_context(policy: &Policy, cwd: &Path) -> DecideContext {
     DecideContext::standalone(&home, path, cwd)
 }
 
+mod layers;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::collections::HashMap;
-
-    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let m: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |k| m.get(k).cloned()
-    }
-
-    #[test]
-    fn laptop_default() {
-        let c = Config::load_with(&Overrides::default(), &env_of(&[("HOME", "/home/u")]))
-            .expect("default");
-        assert_eq!(
-            c.state_dir,
-            PathBuf::from("/home/u/.local/state/sanctum-guard")
-        );
-        assert_eq!(c.openclaw_state_dir, PathBuf::from("/home/u/.openclaw"));
-        assert_eq!(c.socket.allowed_uids, vec![nix::unistd::geteuid().as_raw()]);
-        assert_eq!(c.deadlines.request_deadline(0), 13_500);
-        assert_eq!(c.deadlines.exec_deadline(0, Some(5_000)), 8_500);
-        assert_eq!(c.deadlines.exec_deadline(0, None), 18_500);
-        assert_eq!(c.policy, None);
-    }
-
-    #[test]
-    fn precedence_flag_env_file() {
-        let t = tempfile::tempdir().expect("tmp");
-        let f = t.path().join("c.toml");
-        std::fs::write(
-            &f,
-            "state_dir = \"/from/file\"\nopenclaw_state_dir = \"/oc/file\"\n[socket]\nallowed_uids = [7]\nrate_per_sec = 9\n",
-        )
-        .expect("write");
-        let env = env_of(&[
-            ("HOME", "/h"),
-            ("XDG_STATE_HOME", "/xdg"),
-            ("OPENCLAW_STATE_DIR", "/oc/env"),
-            ("SANCTUM_SOCKET_RATE_PER_SEC", "11"),
-        ]);
-        let mut o = Overrides {
-            config: Some(f.clone()),
-            ..Default::default()
-        };
-        let c = Config::load_with(&o, &env).expect("file");
-        assert_eq!(c.state_dir, PathBuf::from("/from/file"));
-        // The config file's key beats OpenClaw's own env var; the flag beats both.
-        assert_eq!(c.openclaw_state_dir, PathBuf::from("/oc/file"));
-        assert_eq!(c.socket.allowed_uids, vec![7]);
-        assert_eq!(c.socket.rate_per_sec, 11);
-        o.state_dir = Some("/flag".into());
-        o.openclaw_state = Some("/oc/flag".into());
-        let c = Config::load_with(&o, &env).expect("flags");
-        assert_eq!(c.state_dir, PathBuf::from("/flag"));
-        assert_eq!(c.openclaw_state_dir, PathBuf::from("/oc/flag"));
-        let c = Config::load_with(&Overrides::default(), &env).expect("env");
-        assert_eq!(c.state_dir, PathBuf::from("/xdg/sanctum-guard"));
-        assert_eq!(c.openclaw_state_dir, PathBuf::from("/oc/env"));
-    }
-
-    #[test]
-    fn bad_input_is_an_error() {
-        let t = tempfile::tempdir().expect("tmp");
-        let f = t.path().join("c.toml");
-        std::fs::write(&f, "[socket]\nbogus = 1\n").expect("write");
-        let o = Overrides {
-            config: Some(f),
-            ..Default::default()
-        };
-        assert!(matches!(
-            Config::load_with(&o, &env_of(&[("HOME", "/h")])),
-            Err(ConfigError::Parse { .. })
-        ));
-        let e = Config::load_with(
-            &Overrides::default(),
-            &env_of(&[("HOME", "/h"), ("SANCTUM_SOCKET_ALLOWED_UIDS", "x")]),
-        );
-        assert!(matches!(e, Err(ConfigError::Env { .. })));
-    }
-}
+mod tests;

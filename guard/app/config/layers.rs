@@ -1,0 +1,183 @@
+//! The layers of the deployment config: flag > environment > file > embedded default, one
+//! key at a time, with typed errors that name the variable or key.
+
+use super::{parse, ConfigError, FileConfig, Overrides, SocketSection, SocketSettings, WebSection};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The config file named by the flag or `SANCTUM_CONFIG`, or an empty layer.
+pub(super) fn file_layer(
+    o: &Overrides,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<(FileConfig, String), ConfigError> {
+    let named = o.config.clone().or_else(|| {
+        env("SANCTUM_CONFIG")
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+    });
+    let Some(p) = named else {
+        return Ok((FileConfig::default(), "embedded default".to_owned()));
+    };
+    let text = std::fs::read_to_string(&p).map_err(|source| ConfigError::Read {
+        path: p.clone(),
+        source,
+    })?;
+    let origin = p.display().to_string();
+    Ok((parse(&text, &origin)?, origin))
+}
+
+/// The environment as the config reads it: typed, with the variable named in every error.
+pub(super) struct Env<'a>(pub(super) &'a dyn Fn(&str) -> Option<String>);
+
+impl Env<'_> {
+    pub(super) fn text(&self, name: &str) -> Option<String> {
+        (self.0)(name).filter(|s| !s.is_empty())
+    }
+
+    pub(super) fn path(&self, name: &str) -> Option<PathBuf> {
+        self.text(name).map(PathBuf::from)
+    }
+
+    pub(super) fn parsed<T: std::str::FromStr>(&self, name: &str) -> Result<Option<T>, ConfigError>
+    where
+        T::Err: std::fmt::Display,
+    {
+        self.text(name)
+            .map(|v| {
+                v.trim().parse::<T>().map_err(|e| ConfigError::Env {
+                    name: name.into(),
+                    message: e.to_string(),
+                })
+            })
+            .transpose()
+    }
+
+    pub(super) fn num(&self, name: &str) -> Result<Option<u64>, ConfigError> {
+        self.parsed(name)
+    }
+}
+
+/// Precedence for one key: environment, then the file, then the embedded default, which
+/// has every key (a missing one is a build mistake, caught by a test, never a silent value).
+pub(super) fn pick<T>(
+    env: Option<T>,
+    file: Option<T>,
+    default: Option<T>,
+    key: &'static str,
+) -> Result<T, ConfigError> {
+    env.or(file)
+        .or(default)
+        .ok_or(ConfigError::MissingDefault(key))
+}
+
+pub(super) fn socket_settings(
+    env: &Env,
+    file: &SocketSection,
+    d: &SocketSection,
+) -> Result<SocketSettings, ConfigError> {
+    let uids_env = env
+        .text("SANCTUM_SOCKET_ALLOWED_UIDS")
+        .map(|v| {
+            v.split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| {
+                    s.parse::<u32>().map_err(|e| ConfigError::Env {
+                        name: "SANCTUM_SOCKET_ALLOWED_UIDS".into(),
+                        message: e.to_string(),
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    let mut allowed_uids = pick(
+        uids_env,
+        file.allowed_uids.clone(),
+        d.allowed_uids.clone(),
+        "socket.allowed_uids",
+    )?;
+    if allowed_uids.is_empty() {
+        allowed_uids.push(nix::unistd::geteuid().as_raw());
+    }
+    Ok(SocketSettings {
+        allowed_uids,
+        rate_per_sec: pick(
+            env.parsed("SANCTUM_SOCKET_RATE_PER_SEC")?,
+            file.rate_per_sec,
+            d.rate_per_sec,
+            "socket.rate_per_sec",
+        )?,
+        rate_burst: pick(
+            env.parsed("SANCTUM_SOCKET_RATE_BURST")?,
+            file.rate_burst,
+            d.rate_burst,
+            "socket.rate_burst",
+        )?,
+        ttl_ms: pick(None, file.ttl_ms, d.ttl_ms, "socket.ttl_ms")?,
+        read_timeout: Duration::from_millis(pick(
+            None,
+            file.read_timeout_ms,
+            d.read_timeout_ms,
+            "socket.read_timeout_ms",
+        )?),
+        max_connections: pick(
+            None,
+            file.max_connections,
+            d.max_connections,
+            "socket.max_connections",
+        )?,
+        max_connections_per_uid: pick(
+            None,
+            file.max_connections_per_uid,
+            d.max_connections_per_uid,
+            "socket.max_connections_per_uid",
+        )?,
+        max_buffered_bytes: pick(
+            None,
+            file.max_buffered_bytes,
+            d.max_buffered_bytes,
+            "socket.max_buffered_bytes",
+        )?,
+        durable_answers: pick(
+            None,
+            file.durable_answers,
+            d.durable_answers,
+            "socket.durable_answers",
+        )?,
+    })
+}
+
+pub(super) fn web_settings(
+    o: &Overrides,
+    env: &Env,
+    file: &WebSection,
+    d: &WebSection,
+) -> Result<crate::web::WebSettings, ConfigError> {
+    let explicit = o
+        .web_listen
+        .clone()
+        .or_else(|| env.text("SANCTUM_WEB_LISTEN"))
+        .or(file.listen.clone());
+    let listen_text = pick(explicit.clone(), None, d.listen.clone(), "web.listen")?;
+    let listen = match listen_text.trim() {
+        "off" => None,
+        t => Some(t.parse().map_err(|_| ConfigError::WebListen(t.into()))?),
+    };
+    Ok(crate::web::WebSettings {
+        listen,
+        explicit: explicit.is_some(),
+        cert: o
+            .web_cert
+            .clone()
+            .or_else(|| env.path("SANCTUM_WEB_CERT"))
+            .or(file.cert.clone()),
+        key: o
+            .web_key
+            .clone()
+            .or_else(|| env.path("SANCTUM_WEB_KEY"))
+            .or(file.key.clone()),
+        public_origin: env
+            .text("SANCTUM_WEB_PUBLIC_ORIGIN")
+            .or(file.public_origin.clone()),
+    })
+}

@@ -1,0 +1,82 @@
+//! Precedence and parsing of the deployment config.
+use super::*;
+use std::collections::HashMap;
+
+fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let m: HashMap<String, String> = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |k| m.get(k).cloned()
+}
+
+#[test]
+fn laptop_default() {
+    let c =
+        Config::load_with(&Overrides::default(), &env_of(&[("HOME", "/home/u")])).expect("default");
+    assert_eq!(
+        c.state_dir,
+        PathBuf::from("/home/u/.local/state/sanctum-guard")
+    );
+    assert_eq!(c.openclaw_state_dir, PathBuf::from("/home/u/.openclaw"));
+    assert_eq!(c.socket.allowed_uids, vec![nix::unistd::geteuid().as_raw()]);
+    assert_eq!(c.deadlines.request_deadline(0), 13_500);
+    assert_eq!(c.deadlines.exec_deadline(0, Some(5_000)), 8_500);
+    assert_eq!(c.deadlines.exec_deadline(0, None), 18_500);
+    assert_eq!(c.policy, None);
+}
+
+#[test]
+fn precedence_flag_env_file() {
+    let t = tempfile::tempdir().expect("tmp");
+    let f = t.path().join("c.toml");
+    std::fs::write(
+        &f,
+        "state_dir = \"/from/file\"\nopenclaw_state_dir = \"/oc/file\"\n[socket]\nallowed_uids = [7]\nrate_per_sec = 9\n",
+    )
+    .expect("write");
+    let env = env_of(&[
+        ("HOME", "/h"),
+        ("XDG_STATE_HOME", "/xdg"),
+        ("OPENCLAW_STATE_DIR", "/oc/env"),
+        ("SANCTUM_SOCKET_RATE_PER_SEC", "11"),
+    ]);
+    let mut o = Overrides {
+        config: Some(f.clone()),
+        ..Default::default()
+    };
+    let c = Config::load_with(&o, &env).expect("file");
+    assert_eq!(c.state_dir, PathBuf::from("/from/file"));
+    // The config file's key beats OpenClaw's own env var; the flag beats both.
+    assert_eq!(c.openclaw_state_dir, PathBuf::from("/oc/file"));
+    assert_eq!(c.socket.allowed_uids, vec![7]);
+    assert_eq!(c.socket.rate_per_sec, 11);
+    o.state_dir = Some("/flag".into());
+    o.openclaw_state = Some("/oc/flag".into());
+    let c = Config::load_with(&o, &env).expect("flags");
+    assert_eq!(c.state_dir, PathBuf::from("/flag"));
+    assert_eq!(c.openclaw_state_dir, PathBuf::from("/oc/flag"));
+    let c = Config::load_with(&Overrides::default(), &env).expect("env");
+    assert_eq!(c.state_dir, PathBuf::from("/xdg/sanctum-guard"));
+    assert_eq!(c.openclaw_state_dir, PathBuf::from("/oc/env"));
+}
+
+#[test]
+fn bad_input_is_an_error() {
+    let t = tempfile::tempdir().expect("tmp");
+    let f = t.path().join("c.toml");
+    std::fs::write(&f, "[socket]\nbogus = 1\n").expect("write");
+    let o = Overrides {
+        config: Some(f),
+        ..Default::default()
+    };
+    assert!(matches!(
+        Config::load_with(&o, &env_of(&[("HOME", "/h")])),
+        Err(ConfigError::Parse { .. })
+    ));
+    let e = Config::load_with(
+        &Overrides::default(),
+        &env_of(&[("HOME", "/h"), ("SANCTUM_SOCKET_ALLOWED_UIDS", "x")]),
+    );
+    assert!(matches!(e, Err(ConfigError::Env { .. })));
+}
