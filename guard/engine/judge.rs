@@ -5,7 +5,7 @@
 use super::plan::{self, Deployment, ExecPlan, PlanError, PlanInput};
 use crate::app::config::Config;
 use crate::openclaw::allow_always::{append_allow_always, Grant};
-use crate::openclaw::document::ApprovalsDocument;
+use crate::openclaw::document::{ApprovalsDocument, DocumentError};
 use crate::openclaw::resolve;
 use crate::openclaw::store::{Era, Store, StoreError};
 use crate::policy::allowlist::{CompiledAllowlist, Rule};
@@ -32,13 +32,24 @@ pub enum JudgeError {
     Sandbox(#[from] SandboxError),
     #[error("no sandbox profile named {0:?}")]
     NoProfile(String),
+    #[error("background task: {0}")]
+    Join(#[from] tokio::task::JoinError),
+}
+
+/// Why OpenClaw's approvals document is not in hand (the judge then fails closed).
+#[derive(Debug, thiserror::Error)]
+enum Unreadable {
+    #[error("not read yet")]
+    NotReadYet,
     #[error("{0}")]
-    Join(String),
+    Parse(#[from] DocumentError),
+    #[error("{0}")]
+    Store(#[from] StoreError),
 }
 
 struct Cached {
     raw: Option<String>,
-    doc: Result<ApprovalsDocument, String>,
+    doc: Result<ApprovalsDocument, Unreadable>,
     contexts: HashMap<String, Arc<DecideContext>>,
 }
 
@@ -130,7 +141,7 @@ impl Judge {
             store,
             cache: RwLock::new(Cached {
                 raw: None,
-                doc: Err("not read yet".into()),
+                doc: Err(Unreadable::NotReadYet),
                 contexts: HashMap::new(),
             }),
             profiles,
@@ -165,14 +176,14 @@ impl Judge {
             Ok(raw) if c.doc.is_ok() && raw == c.raw => {}
             Ok(raw) => {
                 c.doc = match &raw {
-                    Some(text) => ApprovalsDocument::parse_lenient(text).map_err(|e| e.to_string()),
+                    Some(text) => ApprovalsDocument::parse_lenient(text).map_err(Unreadable::from),
                     None => Ok(ApprovalsDocument::default()),
                 };
                 c.raw = raw;
                 c.contexts.clear();
             }
             Err(e) => {
-                c.doc = Err(e.to_string());
+                c.doc = Err(Unreadable::from(e));
                 c.raw = None;
                 c.contexts.clear();
             }
@@ -245,7 +256,7 @@ impl Judge {
             Ok::<usize, JudgeError>(added)
         })
         .await
-        .map_err(|e| JudgeError::Join(e.to_string()))??;
+        .map_err(JudgeError::from)??;
         self.reload();
         Ok(added)
     }

@@ -45,8 +45,8 @@ pub enum RunResult {
     Ran(Box<RunOutcome>),
     /// The guard is stopping: the run was abandoned (its process group killed).
     Shutdown,
-    /// The sandbox could not run it; the message says why. Nothing ran.
-    Failed(String),
+    /// The sandbox could not run it; the error says why. Nothing ran.
+    Failed(JudgeError),
 }
 
 /// A value as audit JSON (Null if it cannot be encoded, which our types never are).
@@ -268,7 +268,7 @@ impl Engine {
                     json!({"id":req.id,"argv":argv,"error":e.to_string(),"reason":"sandbox-unavailable"}),
                 )
                 .await;
-                RunResult::Failed(e.to_string())
+                RunResult::Failed(e)
             }
         }
     }
