@@ -93,6 +93,7 @@ impl SocketDoor {
         let (id, kind) = match &frame {
             Frame::Request(r) => (r.id.clone(), FrameKind::Request),
             Frame::Exec(e) => (e.id.clone(), FrameKind::Exec),
+            Frame::Outcome(o) => (o.id.clone(), FrameKind::Request),
         };
         if let Err(r) = self.peers.check(peer) {
             return self
@@ -107,6 +108,14 @@ impl SocketDoor {
         match frame {
             Frame::Request(f) => self.on_request(peer, *f, shutdown).await,
             Frame::Exec(f) => self.on_exec(peer, f, shutdown).await,
+            Frame::Outcome(f) => {
+                if !auth::token_matches(&self.token, &f.token) {
+                    let id = Some(f.id.clone());
+                    let (k, r) = (FrameKind::Request, RejectReason::Token);
+                    return self.reject(peer, id, k, r, "token mismatch").await;
+                }
+                super::outcome::on_outcome(&self.engine, peer, *f).await
+            }
         }
     }
 
@@ -126,6 +135,9 @@ impl SocketDoor {
                     "token mismatch",
                 )
                 .await;
+        }
+        if f.request.source.as_deref() == Some("node") {
+            return super::outcome::on_node_request(&self.engine, peer, f, shutdown).await;
         }
         let received = now_ms();
         let req = request_from_prompt(

@@ -6,6 +6,7 @@ pub mod auth;
 pub mod decision;
 pub mod door;
 pub mod listener;
+pub mod outcome;
 pub mod reply;
 pub mod server;
 pub mod wire;

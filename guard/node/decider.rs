@@ -1,0 +1,169 @@
+//! Who decides a node's `system.run`: the sidecar guard over the approvals socket (a
+//! deployment: the node runs in the agent's container, the human's inbox is the sidecar's),
+//! or the same engine in-process (laptop mode). Either way the node runs the approved command
+//! under its own sandbox with the profile the verdict named, and reports the outcome back.
+
+use super::ask::{self, Answer, Ask, Outcome};
+use crate::engine::decision::now_ms;
+use crate::engine::judge::ExecSpec;
+use crate::engine::{Engine, Judge, RunResult};
+use crate::policy::request::DecisionKind;
+use crate::policy::verdict::Verdict;
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::sync::watch;
+
+/// The sidecar's answer lines are small; anything longer is refused.
+const MAX_REPLY: u64 = 64 * 1024;
+
+/// Talks to the sidecar's approvals socket (one frame per connection, JSON Lines).
+pub struct SocketDecider {
+    pub path: PathBuf,
+    pub token: String,
+}
+
+impl SocketDecider {
+    async fn exchange(&self, line: String, wait: Duration) -> Result<serde_json::Value, String> {
+        let io = async {
+            let mut s = UnixStream::connect(&self.path)
+                .await
+                .map_err(|e| format!("connect {}: {e}", self.path.display()))?;
+            s.write_all(line.as_bytes())
+                .await
+                .map_err(|e| e.to_string())?;
+            s.write_all(b"\n").await.map_err(|e| e.to_string())?;
+            let mut reply = String::new();
+            let mut r = BufReader::new(s.take(MAX_REPLY));
+            r.read_line(&mut reply).await.map_err(|e| e.to_string())?;
+            serde_json::from_str::<serde_json::Value>(reply.trim())
+                .map_err(|_| "the decider closed without an answer".to_owned())
+        };
+        tokio::time::timeout(wait, io)
+            .await
+            .map_err(|_| "the decider did not answer in time".to_owned())?
+    }
+
+    /// A deny unless the sidecar says `allow-once`/`allow-always` for this very request id.
+    async fn ask(&self, a: &Ask) -> Answer {
+        let frame = json!({"type":"request","token":self.token,"id":a.id,"request":{
+            "command":a.command_text,"cwd":a.cwd,"host":"node","agentId":a.agent_id,
+            "sessionKey":a.session_key,"commandArgv":a.argv,"envKeys":a.env_keys,
+            "source":"node","runId":a.run_id,"nodeId":a.node_id,"timeoutMs":a.wait_ms}});
+        // A little longer than the sidecar's own deadline, so its fallback answer arrives.
+        let wait = Duration::from_millis(a.wait_ms.saturating_add(2_000));
+        let v = match self.exchange(frame.to_string(), wait).await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(error = %e, "decider unavailable: denying");
+                return Answer::deny("decider-unavailable");
+            }
+        };
+        let kind = v["decision"].as_str().and_then(DecisionKind::parse);
+        let same = v["type"] == "decision" && v["id"].as_str() == Some(a.id.as_str());
+        match kind {
+            Some(DecisionKind::AllowOnce | DecisionKind::AllowAlways) if same => Answer {
+                allow: true,
+                reason: None,
+                profile: v["profile"].as_str().map(str::to_owned),
+            },
+            _ => Answer::deny(v["reason"].as_str().unwrap_or("approval-required")),
+        }
+    }
+
+    async fn report(&self, o: &Outcome) {
+        let frame = json!({"type":"outcome","token":self.token,"id":o.request_id,"outcome":o});
+        if let Err(e) = self
+            .exchange(frame.to_string(), Duration::from_secs(10))
+            .await
+        {
+            tracing::warn!(error = %e, id = %o.request_id, "outcome not delivered to the decider");
+        }
+    }
+}
+
+/// The deciding guard and the runner, as the node uses them.
+pub enum Decider {
+    /// Laptop mode: the same engine (policy, inbox, audit) in this process.
+    Local(Arc<Engine>),
+    /// Deployment: the sidecar decides; this judge only holds the sandbox profiles.
+    Remote { socket: SocketDecider, judge: Judge },
+}
+
+impl Decider {
+    /// The decision and the verdict the run is confined by.
+    pub async fn decide(&self, a: &Ask, shutdown: watch::Receiver<bool>) -> (Answer, Verdict) {
+        let req = ask::request(a, now_ms());
+        match self {
+            Decider::Local(engine) => {
+                let requester = json!({"node":a.node_id,"runId":a.run_id});
+                let (d, verdict) = engine.decide(&requester, &req, shutdown).await;
+                if d.kind == DecisionKind::AllowAlways {
+                    engine.persist_allow_always(&req, &verdict).await;
+                }
+                let answer = match d.kind {
+                    DecisionKind::Deny => {
+                        Answer::deny(d.reason.as_deref().unwrap_or("approval-required"))
+                    }
+                    _ => Answer {
+                        allow: true,
+                        reason: None,
+                        profile: verdict.profile.clone(),
+                    },
+                };
+                (answer, verdict)
+            }
+            Decider::Remote { socket, judge } => {
+                let answer = socket.ask(a).await;
+                // The local verdict only carries the run's profile: the sidecar's wins.
+                let mut verdict = judge.decide(&req);
+                if answer.profile.is_some() {
+                    verdict.profile = answer.profile.clone();
+                }
+                (answer, verdict)
+            }
+        }
+    }
+
+    /// Runs an approved command confined, within `budget`.
+    pub async fn run(
+        &self,
+        a: &Ask,
+        verdict: &Verdict,
+        spec: ExecSpec,
+        budget: Duration,
+        shutdown: watch::Receiver<bool>,
+    ) -> RunResult {
+        match self {
+            Decider::Local(engine) => {
+                let req = ask::request(a, now_ms());
+                engine.run_exec(&req, verdict, spec, budget, shutdown).await
+            }
+            Decider::Remote { judge, .. } => {
+                let mut shutdown = shutdown;
+                tokio::select! {
+                    r = judge.run(verdict, spec, budget) => match r {
+                        Ok(o) => RunResult::Ran(o),
+                        Err(e) => RunResult::Failed(e.to_string()),
+                    },
+                    _ = async { let _ = shutdown.wait_for(|s| *s).await; } => RunResult::Shutdown,
+                }
+            }
+        }
+    }
+
+    /// Sends the outcome to the deciding guard's audit log.
+    pub async fn report(&self, o: &Outcome) {
+        match self {
+            Decider::Local(engine) => {
+                engine
+                    .record("exec-outcome", json!({"source":"node","outcome":o}))
+                    .await;
+            }
+            Decider::Remote { socket, .. } => socket.report(o).await,
+        }
+    }
+}
