@@ -96,31 +96,35 @@ fn build_decider(o: &NodeOptions, cfg: &Config) -> Result<Decider, NodeError> {
                 judge,
             })
         }
-        None => {
-            super::config::ensure_state_dir(&cfg.state_dir)
-                .map_err(|e| NodeError::StateDir(e.to_string()))?;
-            let (audit, _) = AuditLog::open(&cfg.audit_path())?;
-            let (inbox, _) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
-            let judge = Judge::load(cfg, store)?;
-            Ok(Decider::Local(Arc::new(Engine::new(
-                cfg.deadlines,
-                judge,
-                inbox,
-                audit,
-                cfg.socket.durable_answers,
-            ))))
-        }
+        None => Ok(Decider::Local(Arc::new(local_engine(cfg, store)?))),
     }
+}
+
+/// The in-process engine of laptop mode, built as `serve` builds its own (state dir, audit
+/// log, inbox, policy over OpenClaw's document).
+pub fn local_engine(cfg: &Config, store: Store) -> Result<Engine, NodeError> {
+    super::config::ensure_state_dir(&cfg.state_dir)
+        .map_err(|e| NodeError::StateDir(e.to_string()))?;
+    let (audit, _) = AuditLog::open(&cfg.audit_path())?;
+    let (inbox, _) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
+    let judge = Judge::load(cfg, store)?;
+    Ok(Engine::new(
+        cfg.deadlines,
+        judge,
+        inbox,
+        audit,
+        cfg.socket.durable_answers,
+    ))
 }
 
 /// Runs the node until SIGTERM or SIGINT. Startup lines go to stderr.
 pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
     let cfg = Config::load(&o.overrides)?;
     let token = read_token(&o.token_file)?;
-    let workspace = match &o.workspace {
-        Some(w) => Some(std::fs::canonicalize(w).map_err(|e| NodeError::Workspace(w.clone(), e))?),
-        None => None,
-    };
+    // Without --workspace, the directory the node was started in: a run's cwd is always
+    // confined to a workspace the deployment chose, never one the request names.
+    let ws = o.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
+    let workspace = std::fs::canonicalize(&ws).map_err(|e| NodeError::Workspace(ws, e))?;
     let node_dir = cfg.state_dir.join("node");
     let id = Arc::new(DeviceIdentity::load_or_create(&node_dir)?);
     let decider = Arc::new(build_decider(&o, &cfg)?);
@@ -134,9 +138,7 @@ pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
             cfg.state_dir.display()
         ),
     }
-    if let Some(w) = &workspace {
-        eprintln!("sanctum-guard node: workspace {}", w.display());
-    }
+    eprintln!("sanctum-guard node: workspace {}", workspace.display());
 
     let (tx, rx) = watch::channel(false);
     let mut term = signal(SignalKind::terminate()).map_err(NodeError::Signal)?;

@@ -314,7 +314,7 @@ struct NodeArgs {
     /// File holding the socket token (default: the one in OpenClaw's approvals document).
     #[arg(long)]
     decider_token_file: Option<PathBuf>,
-    /// Where commands run; a cwd outside it is refused.
+    /// Where commands run (default: the current directory); a cwd outside it is refused.
     #[arg(long)]
     workspace: Option<PathBuf>,
     /// The node's display name in OpenClaw.

@@ -20,6 +20,15 @@ const DEFAULT_INVOKE_MS: u64 = 30_000;
 /// Answer this long before the gateway's invoke deadline.
 const MARGIN_MS: u64 = 1_500;
 
+/// Environment overrides a caller may set. Anything else (PATH, HOME, LD_*, BASH_ENV, ENV,
+/// ...) changes which program runs or what the shell reads first, so the verdict on the argv
+/// would no longer describe the run: such a `system.run` is denied (`env-override`).
+const SAFE_ENV: [&str; 6] = ["LANG", "TERM", "TZ", "NO_COLOR", "COLUMNS", "LINES"];
+
+fn env_allowed(name: &str) -> bool {
+    SAFE_ENV.contains(&name) || name.starts_with("LC_") && name[3..].bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
+}
+
 /// A frame to send to the gateway: `(method, params)`.
 pub type Send = Box<dyn Fn(&str, Value) + std::marker::Send + Sync>;
 
@@ -28,7 +37,7 @@ pub struct Handler {
     pub node_id: String,
     pub decider: Arc<Decider>,
     /// Runs happen here (cwd when the caller names none) and nowhere outside it.
-    pub workspace: Option<PathBuf>,
+    pub workspace: PathBuf,
     /// The longest a gated command waits for a human (within the invoke deadline).
     pub ask_timeout: Duration,
     pub shutdown: watch::Receiver<bool>,
@@ -55,20 +64,18 @@ impl Handler {
         );
     }
 
-    /// The cwd a run gets: the caller's (absolute, inside the workspace) or the workspace.
-    fn cwd(&self, asked: Option<&str>) -> Result<Option<String>, String> {
-        let Some(ws) = &self.workspace else {
-            return Ok(asked.map(str::to_owned));
+    /// The cwd a run gets: the workspace, or the caller's (relative to the workspace),
+    /// resolved through symlinks, only if it is inside the workspace.
+    fn cwd(&self, asked: Option<&str>) -> Result<String, &'static str> {
+        let ws = std::fs::canonicalize(&self.workspace).map_err(|_| "cwd-unavailable")?;
+        let Some(asked) = asked.filter(|c| !c.trim().is_empty()) else {
+            return Ok(ws.display().to_string());
         };
-        let Some(asked) = asked.filter(|c| !c.is_empty()) else {
-            return Ok(Some(ws.display().to_string()));
-        };
-        let real = std::fs::canonicalize(Path::new(asked)).map_err(|_| "cwd-unavailable")?;
-        let ws_real = std::fs::canonicalize(ws).map_err(|_| "cwd-unavailable")?;
-        if real.starts_with(&ws_real) {
-            Ok(Some(real.display().to_string()))
+        let real = std::fs::canonicalize(ws.join(asked)).map_err(|_| "cwd-unavailable")?;
+        if real.starts_with(&ws) && real.is_dir() {
+            Ok(real.display().to_string())
         } else {
-            Err("cwd-outside-workspace".into())
+            Err("cwd-outside-workspace")
         }
     }
 
@@ -104,13 +111,16 @@ impl Handler {
                 return deny("plan-mismatch");
             }
         }
+        let env = rp.env.clone().unwrap_or_default();
+        if !env.keys().all(|k| env_allowed(k)) {
+            return deny("env-override");
+        }
         let cwd = match self.cwd(rp.cwd.as_deref()) {
-            Ok(c) => c,
-            Err(reason) => return deny(&reason),
+            Ok(c) => Some(c),
+            Err(reason) => return deny(reason),
         };
         let invoke_ms = inv.timeout_ms.unwrap_or(DEFAULT_INVOKE_MS);
         let window = invoke_ms.saturating_sub(MARGIN_MS);
-        let env = rp.env.clone().unwrap_or_default();
         let a = Ask {
             id: inv.id.clone(),
             argv: rp.command.clone(),
