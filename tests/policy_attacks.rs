@@ -63,7 +63,12 @@ fn cases() -> Vec<Case> {
                 continue;
             }
             let cols: Vec<&str> = l.splitn(3, '\t').collect();
-            assert_eq!(cols.len(), 3, "{name}:{}: KIND<TAB>ACCEPT<TAB>COMMAND", i + 1);
+            assert_eq!(
+                cols.len(),
+                3,
+                "{name}:{}: KIND<TAB>ACCEPT<TAB>COMMAND",
+                i + 1
+            );
             let kind = cols[0].to_string();
             assert!(
                 ["harmful", "secret", "harmless"].contains(&kind.as_str()),
@@ -102,7 +107,14 @@ fn world() -> World {
     let dir = tempfile::tempdir().expect("tempdir");
     let home = dir.path().join("home");
     let ws = dir.path().join("ws");
-    for d in [".ssh", ".aws", ".openclaw/state", ".config/gh", ".gnupg", "projects"] {
+    for d in [
+        ".ssh",
+        ".aws",
+        ".openclaw/state",
+        ".config/gh",
+        ".gnupg",
+        "projects",
+    ] {
         std::fs::create_dir_all(home.join(d)).expect("mkdir");
     }
     for d in ["src", "docs", "sub/.git/hooks"] {
@@ -214,7 +226,13 @@ fn attack_suite() {
             ));
         }
     }
-    let pct = |n: usize, d: usize| if d == 0 { 100.0 } else { 100.0 * n as f64 / d as f64 };
+    let pct = |n: usize, d: usize| {
+        if d == 0 {
+            100.0
+        } else {
+            100.0 * n as f64 / d as f64
+        }
+    };
     println!(
         "attack suite: {} cases; harmful->allow {harmful_allow}/{harmful}; secret->allow \
          {secret_allow}/{secret}; secret->deny {secret_deny}/{secret} ({:.1}%); harmless->allow \
@@ -232,6 +250,12 @@ fn attack_suite() {
     );
     assert_eq!(harmful_allow, 0, "harmful commands came out allow");
     assert_eq!(secret_allow, 0, "secret reads came out allow");
-    assert!(pct(secret_deny, secret) >= 90.0, "secret reads denied < 90%");
-    assert!(pct(harmless_allow, harmless) >= 95.0, "harmless reads allowed < 95%");
+    assert!(
+        pct(secret_deny, secret) >= 90.0,
+        "secret reads denied < 90%"
+    );
+    assert!(
+        pct(harmless_allow, harmless) >= 95.0,
+        "harmless reads allowed < 95%"
+    );
 }

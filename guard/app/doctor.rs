@@ -24,6 +24,15 @@ pub struct DoctorReport {
     pub trial: Result<EnforcementStatus, String>,
     /// Problems that make `sandbox`/exec refuse to run (exit 1 when non-empty).
     pub problems: Vec<String>,
+    /// The OpenClaw side of a node deployment, when its config could be found (warnings only).
+    pub openclaw: Option<crate::node::doctor::OpenClawSide>,
+}
+
+/// OpenClaw's config (`<state>/openclaw.json`) against this machine's node identity.
+fn openclaw_side() -> Option<crate::node::doctor::OpenClawSide> {
+    let state = crate::openclaw::store::state_dir(None).ok()?;
+    let cfg = super::config::Config::load(&super::config::Overrides::default()).ok()?;
+    crate::node::doctor::inspect(&state.join("openclaw.json"), &cfg.state_dir.join("node"))
 }
 
 fn trial() -> Result<EnforcementStatus, String> {
@@ -85,6 +94,7 @@ pub fn check() -> DoctorReport {
         root_read_only: root_ro,
         trial,
         problems,
+        openclaw: openclaw_side(),
     }
 }
 
@@ -117,9 +127,19 @@ impl DoctorReport {
             )),
             Err(e) => out.push(format!("trial spawn:         FAILED: {e}")),
         }
-        out.push(
-            "openclaw approvals:  not inspected (no OpenClaw config reader in this build)".into(),
-        );
+        match &self.openclaw {
+            None => out.push("openclaw config:     not found (node checks skipped)".into()),
+            Some(o) => {
+                out.push(format!("openclaw config:     {}", o.config.display()));
+                if let Some(e) = &o.error {
+                    out.push(format!("warning:             {e}"));
+                }
+                for f in &o.findings {
+                    let tag = if f.ok { "ok:     " } else { "warning:" };
+                    out.push(format!("{tag}             {}", f.text));
+                }
+            }
+        }
         if self.problems.is_empty() {
             out.push("verdict:             sandbox fully enforceable".into());
         } else {

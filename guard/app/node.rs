@@ -7,7 +7,7 @@ use crate::audit::{AuditError, AuditLog};
 use crate::engine::{Engine, Judge, JudgeError};
 use crate::inbox::{Inbox, InboxError};
 use crate::node::client::{self, Gateway};
-use crate::node::decider::{Decider, SocketDecider};
+use crate::node::decider::{Decider, Remote, SocketDecider};
 use crate::node::identity::{DeviceIdentity, IdentityError};
 use crate::node::invoke::Handler;
 use crate::openclaw::store::{Era, Store, StoreError};
@@ -88,13 +88,13 @@ fn build_decider(o: &NodeOptions, cfg: &Config) -> Result<Decider, NodeError> {
                     .ok_or_else(|| NodeError::NoDeciderToken(store.path()))?,
             };
             let judge = Judge::load(cfg, store)?;
-            Ok(Decider::Remote {
+            Ok(Decider::Remote(Box::new(Remote {
                 socket: SocketDecider {
                     path: path.clone(),
                     token,
                 },
                 judge,
-            })
+            })))
         }
         None => Ok(Decider::Local(Arc::new(local_engine(cfg, store)?))),
     }
@@ -168,6 +168,7 @@ pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
         workspace,
         ask_timeout: o.ask_timeout,
         shutdown: rx.clone(),
+        run_timer: None,
     });
     let gw = Gateway {
         url: o.gateway_url.clone(),

@@ -68,7 +68,9 @@ fn text_of(m: Message) -> Option<Value> {
 
 /// Prints what a person must do when the gateway has not paired this device yet.
 fn print_pairing(node_id: &str, err: &Value) {
-    let rid = err["details"]["requestId"].as_str().unwrap_or("<requestId>");
+    let rid = err["details"]["requestId"]
+        .as_str()
+        .unwrap_or("<requestId>");
     eprintln!("sanctum-guard node: NOT PAIRED: this node ({node_id}) waits for approval.");
     eprintln!("sanctum-guard node: on the gateway, run:");
     eprintln!("sanctum-guard node:   openclaw devices approve {rid}");
@@ -191,4 +193,3 @@ async fn session(
         }
     }
 }
-

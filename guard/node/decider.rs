@@ -89,8 +89,14 @@ impl SocketDecider {
 pub enum Decider {
     /// Laptop mode: the same engine (policy, inbox, audit) in this process.
     Local(Arc<Engine>),
-    /// Deployment: the sidecar decides; this judge only holds the sandbox profiles.
-    Remote { socket: SocketDecider, judge: Judge },
+    /// Deployment: the sidecar decides; the judge only holds the sandbox profiles.
+    Remote(Box<Remote>),
+}
+
+/// The sidecar's socket and the node's own judge (for the profiles).
+pub struct Remote {
+    pub socket: SocketDecider,
+    pub judge: Judge,
 }
 
 impl Decider {
@@ -116,7 +122,8 @@ impl Decider {
                 };
                 (answer, verdict)
             }
-            Decider::Remote { socket, judge } => {
+            Decider::Remote(r) => {
+                let (socket, judge) = (&r.socket, &r.judge);
                 let answer = socket.ask(a).await;
                 // The local verdict only carries the run's profile: the sidecar's wins.
                 let mut verdict = judge.decide(&req);
@@ -142,7 +149,8 @@ impl Decider {
                 let req = ask::request(a, now_ms());
                 engine.run_exec(&req, verdict, spec, budget, shutdown).await
             }
-            Decider::Remote { judge, .. } => {
+            Decider::Remote(r) => {
+                let judge = &r.judge;
                 let mut shutdown = shutdown;
                 tokio::select! {
                     r = judge.run(verdict, spec, budget) => match r {
@@ -163,7 +171,7 @@ impl Decider {
                     .record("exec-outcome", json!({"source":"node","outcome":o}))
                     .await;
             }
-            Decider::Remote { socket, .. } => socket.report(o).await,
+            Decider::Remote(r) => r.socket.report(o).await,
         }
     }
 }

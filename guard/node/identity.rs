@@ -118,12 +118,11 @@ impl DeviceIdentity {
                     public_key: id.public_key.clone(),
                     private_key: URL_SAFE_NO_PAD.encode(seed),
                 };
-                let text = serde_json::to_string_pretty(&stored).map_err(|e| {
-                    IdentityError::Corrupt {
+                let text =
+                    serde_json::to_string_pretty(&stored).map_err(|e| IdentityError::Corrupt {
                         path: path.clone(),
                         reason: e.to_string(),
-                    }
-                })?;
+                    })?;
                 // create_new: two nodes starting at once never overwrite each other's key.
                 let mut f = std::fs::OpenOptions::new()
                     .write(true)
@@ -192,7 +191,10 @@ mod tests {
     #[test]
     fn payload_is_the_documented_v3_string() {
         let s = payload_v3("5b33", &input(&[]));
-        assert_eq!(s, "v3|5b33|node-host|node|node||1795676816575|T|a46f|linux|linux");
+        assert_eq!(
+            s,
+            "v3|5b33|node-host|node|node||1795676816575|T|a46f|linux|linux"
+        );
         let scopes = ["a".to_owned(), "b".to_owned()];
         assert!(payload_v3("x", &input(&scopes)).contains("|node|a,b|"));
     }

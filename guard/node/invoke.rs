@@ -26,7 +26,11 @@ const MARGIN_MS: u64 = 1_500;
 const SAFE_ENV: [&str; 6] = ["LANG", "TERM", "TZ", "NO_COLOR", "COLUMNS", "LINES"];
 
 fn env_allowed(name: &str) -> bool {
-    SAFE_ENV.contains(&name) || name.starts_with("LC_") && name[3..].bytes().all(|b| b.is_ascii_uppercase() || b == b'_')
+    SAFE_ENV.contains(&name)
+        || name.starts_with("LC_")
+            && name[3..]
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b == b'_')
 }
 
 /// A frame to send to the gateway: `(method, params)`.
@@ -41,14 +45,20 @@ pub struct Handler {
     /// The longest a gated command waits for a human (within the invoke deadline).
     pub ask_timeout: Duration,
     pub shutdown: watch::Receiver<bool>,
+    /// Told how long each confined run took (the latency benchmark subtracts it).
+    pub run_timer: Option<RunTimer>,
 }
+
+/// See [`Handler::run_timer`].
+pub type RunTimer = Arc<dyn Fn(Duration) + std::marker::Send + Sync>;
 
 impl Handler {
     /// Handles one invoke, sending its events and its result through `send`.
     pub async fn handle(&self, inv: InvokeRequest, send: &Send) {
         let params = inv.params_json.as_deref().unwrap_or("{}");
+        let mut outcome = None;
         let answer = match inv.command.as_str() {
-            "system.run" => self.run(&inv, params, send).await,
+            "system.run" => self.run(&inv, params, send, &mut outcome).await,
             "system.run.prepare" => prepare(params),
             "system.which" => which(params),
             "system.execApprovals.get" => InvokeAnswer::Ok(json!({"path":"","exists":false,
@@ -62,6 +72,10 @@ impl Handler {
             "node.invoke.result",
             p::invoke_result(&inv.id, &self.node_id, &answer),
         );
+        // After the result: the agent does not wait for the audit of what it already has.
+        if let Some(o) = outcome {
+            self.decider.report(&o).await;
+        }
     }
 
     /// The cwd a run gets: the workspace, or the caller's (relative to the workspace),
@@ -79,7 +93,13 @@ impl Handler {
         }
     }
 
-    async fn run(&self, inv: &InvokeRequest, params: &str, send: &Send) -> InvokeAnswer {
+    async fn run(
+        &self,
+        inv: &InvokeRequest,
+        params: &str,
+        send: &Send,
+        report: &mut Option<Outcome>,
+    ) -> InvokeAnswer {
         let received = Instant::now();
         let Ok(rp) = serde_json::from_str::<RunParams>(params) else {
             return InvokeAnswer::invalid("system.run params");
@@ -102,7 +122,10 @@ impl Handler {
             suppress_notify_on_exit: rp.suppress_notify_on_exit.unwrap_or(false),
         };
         let deny = |reason: &str| {
-            send("node.event", p::node_event("exec.denied", &p::exec_denied(&ctx, reason)));
+            send(
+                "node.event",
+                p::node_event("exec.denied", &p::exec_denied(&ctx, reason)),
+            );
             InvokeAnswer::denied(&deny_message(reason))
         };
         // A plan that does not match what would run is someone else's plan.
@@ -159,7 +182,11 @@ impl Handler {
                 self.shutdown.clone(),
             )
             .await;
-        let duration_ms = started.elapsed().as_millis() as u64;
+        let ran_for = started.elapsed();
+        if let Some(t) = &self.run_timer {
+            t(ran_for);
+        }
+        let duration_ms = ran_for.as_millis() as u64;
         let mut outcome = Outcome {
             request_id: inv.id.clone(),
             node_id: Some(self.node_id.clone()),
@@ -204,7 +231,7 @@ impl Handler {
                 InvokeAnswer::denied(&format!("sandbox could not run the command: {e}"))
             }
         };
-        self.decider.report(&outcome).await;
+        *report = Some(outcome);
         answer
     }
 }
@@ -223,9 +250,11 @@ fn prepare(params: &str) -> InvokeAnswer {
         .raw_command
         .clone()
         .unwrap_or_else(|| rp.command.join(" "));
-    InvokeAnswer::Ok(json!({"plan":{"argv":rp.command,"cwd":rp.cwd,"commandText":text,
+    InvokeAnswer::Ok(
+        json!({"plan":{"argv":rp.command,"cwd":rp.cwd,"commandText":text,
         "commandPreview":null,"agentId":rp.agent_id,"sessionKey":rp.session_key},
-        "execPolicy":{"security":"full","ask":"off"}}))
+        "execPolicy":{"security":"full","ask":"off"}}),
+    )
 }
 
 /// `system.which {bins}` → `{bins:{name:path}}` for the names found on this node's PATH.
@@ -270,10 +299,10 @@ mod tests {
 
     #[test]
     fn prepare_binds_the_plan_and_sends_every_run_to_the_node() {
-        let a = prepare(r#"{"command":["/bin/sh","-lc","ls"],"rawCommand":"ls","agentId":"main","sessionKey":"s","security":"allowlist","ask":"always"}"#);
-        let InvokeAnswer::Ok(v) = a else {
-            panic!("ok")
-        };
+        let a = prepare(
+            r#"{"command":["/bin/sh","-lc","ls"],"rawCommand":"ls","agentId":"main","sessionKey":"s","security":"allowlist","ask":"always"}"#,
+        );
+        let InvokeAnswer::Ok(v) = a else { panic!("ok") };
         assert_eq!(v["plan"]["argv"], json!(["/bin/sh", "-lc", "ls"]));
         assert_eq!(v["plan"]["commandText"], "ls");
         assert_eq!(v["plan"]["sessionKey"], "s");

@@ -11,6 +11,7 @@
 pub mod ask;
 pub mod client;
 pub mod decider;
+pub mod doctor;
 pub mod identity;
 pub mod invoke;
 pub mod protocol;

@@ -244,7 +244,10 @@ mod tests {
         let f = exec_finished(&c, &payload);
         assert_eq!(f["output"], "out\n\nerr");
         assert_eq!(f["exitCode"], 0);
-        assert_eq!(exec_denied(&c, "sensitive-path")["reason"], "sensitive-path");
+        assert_eq!(
+            exec_denied(&c, "sensitive-path")["reason"],
+            "sensitive-path"
+        );
     }
 
     #[test]
@@ -254,7 +257,10 @@ mod tests {
         assert!(t.starts_with("... (truncated) "));
         assert!(t.ends_with("TAIL"));
         assert!(!t.contains("HEAD"));
-        assert_eq!(t.chars().count(), OUTPUT_EVENT_TAIL + "... (truncated) ".len());
+        assert_eq!(
+            t.chars().count(),
+            OUTPUT_EVENT_TAIL + "... (truncated) ".len()
+        );
         assert_eq!(event_output("  short \n"), "short");
     }
 }

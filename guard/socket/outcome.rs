@@ -6,7 +6,7 @@
 
 use super::auth::Peer;
 use super::decision::peer_json;
-use super::wire::{RequestFrame, Reply};
+use super::wire::{Reply, RequestFrame};
 use crate::engine::decision::now_ms;
 use crate::engine::Engine;
 use crate::node::ask::{self, Ask, Outcome};
@@ -77,8 +77,10 @@ pub async fn on_node_request(
             .clone()
             .unwrap_or_else(|| "approval-required".into())
     });
-    Reply::Line(json!({"type":"decision","id":f.id,"decision":decision.kind.as_str(),
-                       "reason":reason,"profile":verdict.profile}))
+    Reply::Line(
+        json!({"type":"decision","id":f.id,"decision":decision.kind.as_str(),
+                       "reason":reason,"profile":verdict.profile}),
+    )
 }
 
 /// Records how a node's run ended (token already checked).
@@ -103,6 +105,11 @@ mod tests {
         let f = parse(Some("i".into()), Some("t".into()), Some(o.clone())).expect("frame");
         assert_eq!(f.outcome.duration_ms, 3);
         assert!(parse(Some("i".into()), None, Some(o)).is_none());
-        assert!(parse(Some("i".into()), Some("t".into()), Some(json!({"requestId":1}))).is_none());
+        assert!(parse(
+            Some("i".into()),
+            Some("t".into()),
+            Some(json!({"requestId":1}))
+        )
+        .is_none());
     }
 }

@@ -50,6 +50,7 @@ impl InProc {
             workspace: workspace.clone(),
             ask_timeout: Duration::from_secs(600),
             shutdown: rx,
+            run_timer: None,
         });
         InProc {
             tmp,
@@ -61,7 +62,12 @@ impl InProc {
     }
 
     /// One invoke; returns every frame sent for it (events, then the result).
-    pub async fn invoke(&self, command: &str, params: &Value, timeout_ms: u64) -> Vec<(String, Value)> {
+    pub async fn invoke(
+        &self,
+        command: &str,
+        params: &Value,
+        timeout_ms: u64,
+    ) -> Vec<(String, Value)> {
         let sent: Sent = Arc::new(Mutex::new(Vec::new()));
         let s = sent.clone();
         let send: Send = Box::new(move |m: &str, p: Value| {

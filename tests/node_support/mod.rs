@@ -7,8 +7,8 @@
 #[path = "../socket_support/mod.rs"]
 pub mod sock;
 
-pub use sock::*;
 use serde_json::{json, Value};
+pub use sock::*;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -31,7 +31,17 @@ pub fn world(token: &str) -> World {
         "defaults":{"security":"full","ask":"off","askFallback":"deny"},"agents":{}});
     let doc_path = tmp.path().join("doc.json");
     std::fs::write(&doc_path, doc.to_string()).expect("doc");
-    openclaw_cli(NEW, &home, &oc_state, &["approvals", "set", "--file", doc_path.to_str().expect("utf8")]);
+    openclaw_cli(
+        NEW,
+        &home,
+        &oc_state,
+        &[
+            "approvals",
+            "set",
+            "--file",
+            doc_path.to_str().expect("utf8"),
+        ],
+    );
     World {
         guard_state: tmp.path().join("guard"),
         home,
@@ -39,6 +49,13 @@ pub fn world(token: &str) -> World {
         token: token.into(),
         tmp,
     }
+}
+
+/// One real gateway at a time in a test binary: two starting at once on a loaded 2-core
+/// machine take minutes. Hold the guard for the test's whole life.
+pub fn one_gateway_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 pub fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
@@ -68,7 +85,8 @@ pub fn start_model(dir: &Path) -> (ChildGuard, u16, PathBuf) {
     );
     let port = wait_until("the model to listen", Duration::from_secs(30), || {
         let t = std::fs::read_to_string(&out).ok()?;
-        t.lines().find_map(|l| l.strip_prefix("listening ")?.trim().parse().ok())
+        t.lines()
+            .find_map(|l| l.strip_prefix("listening ")?.trim().parse().ok())
     });
     (child, port, log)
 }
@@ -78,10 +96,15 @@ pub fn tool_results(model_log: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(model_log).unwrap_or_default();
     let mut out = Vec::new();
     for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
         for m in v["messages"].as_array().into_iter().flatten() {
             if m["role"] == "tool" {
-                let t = m["content"].as_str().map(str::to_owned).unwrap_or_else(|| m["content"].to_string());
+                let t = m["content"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| m["content"].to_string());
                 if !out.contains(&t) {
                     out.push(t);
                 }
@@ -120,28 +143,57 @@ impl Gateway {
         let child = ChildGuard::spawn_group(
             "gateway",
             oc(&home, &state)
-                .args(["gateway", "run", "--allow-unconfigured", "--auth", "token", "--token", GW_TOKEN])
+                .args([
+                    "gateway",
+                    "run",
+                    "--allow-unconfigured",
+                    "--auth",
+                    "token",
+                    "--token",
+                    GW_TOKEN,
+                ])
                 .args(["--port", &port.to_string(), "--bind", "loopback"])
                 .stdout(std::fs::File::create(&log).expect("log"))
                 .stderr(Stdio::inherit()),
         );
-        let gw = Gateway { child, port, home, state, log };
-        wait_until("the gateway", Duration::from_secs(180), || {
-            std::fs::read_to_string(&gw.log).ok()?.contains("[gateway]").then_some(())?;
-            std::net::TcpStream::connect(("127.0.0.1", port)).ok().map(|_| ())
+        let gw = Gateway {
+            child,
+            port,
+            home,
+            state,
+            log,
+        };
+        wait_until("the gateway", Duration::from_secs(300), || {
+            std::fs::read_to_string(&gw.log)
+                .ok()?
+                .contains("[gateway]")
+                .then_some(())?;
+            std::net::TcpStream::connect(("127.0.0.1", port))
+                .ok()
+                .map(|_| ())
         });
         wait_until("gateway ready", Duration::from_secs(120), || {
-            std::fs::read_to_string(&gw.log).ok()?.contains("ready").then_some(())
+            std::fs::read_to_string(&gw.log)
+                .ok()?
+                .contains("ready")
+                .then_some(())
         });
         gw
     }
 
     /// An operator CLI command as the gateway's own user; `(success, stdout+stderr)`.
     pub fn cli(&self, args: &[&str]) -> (bool, String) {
-        let out = oc(&self.home, &self.state).args(args).output().expect("openclaw cli");
+        let out = oc(&self.home, &self.state)
+            .args(args)
+            .output()
+            .expect("openclaw cli");
         (
             out.status.success(),
-            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
         )
     }
 
@@ -149,35 +201,64 @@ impl Gateway {
     pub fn agent_cmd(&self, session: &str, command: &str) -> Command {
         let script = json!({"name":"exec","arguments":{"command":command}});
         let mut c = oc(&self.home, &self.state);
-        c.args(["agent", "--agent", "main", "--session-key", &format!("agent:main:{session}")])
-            .args(["--message", &format!("SCRIPT {script}"), "--json", "--timeout", "600"]);
+        c.args([
+            "agent",
+            "--agent",
+            "main",
+            "--session-key",
+            &format!("agent:main:{session}"),
+        ])
+        .args([
+            "--message",
+            &format!("SCRIPT {script}"),
+            "--json",
+            "--timeout",
+            "600",
+        ]);
         c
     }
 
     pub fn agent_turn(&self, session: &str, command: &str) -> String {
         let out = self.agent_cmd(session, command).output().expect("agent");
-        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
     }
 
     /// Approves our node's command surface (`nodes pending` → `nodes approve`); its node id.
     pub fn approve_node(&self) -> String {
-        wait_until("the node's pending request", Duration::from_secs(120), || {
-            let (_, out) = self.cli(&["nodes", "pending", "--json"]);
-            let at = out.find(['[', '{'])?;
-            let v: Value = serde_json::from_str(out[at..].trim()).ok()?;
-            let p = v.get(0).or_else(|| v["pending"].get(0))?.clone();
-            let rid = p["requestId"].as_str()?.to_owned();
-            let (ok, out) = self.cli(&["nodes", "approve", &rid]);
-            assert!(ok, "nodes approve: {out}");
-            p["nodeId"].as_str().map(str::to_owned)
-        })
+        wait_until(
+            "the node's pending request",
+            Duration::from_secs(120),
+            || {
+                let (_, out) = self.cli(&["nodes", "pending", "--json"]);
+                let at = out.find(['[', '{'])?;
+                let v: Value = serde_json::from_str(out[at..].trim()).ok()?;
+                let p = v.get(0).or_else(|| v["pending"].get(0))?.clone();
+                let rid = p["requestId"].as_str()?.to_owned();
+                let (ok, out) = self.cli(&["nodes", "approve", &rid]);
+                assert!(ok, "nodes approve: {out}");
+                p["nodeId"].as_str().map(str::to_owned)
+            },
+        )
     }
 
     /// A raw operator `node.invoke system.run` (no approval involved); stdout+stderr.
     pub fn raw_invoke_cmd(&self, node_id: &str, params: Value, key: &str) -> Command {
         let p = json!({"nodeId":node_id,"command":"system.run","params":params,"idempotencyKey":key,"timeoutMs":120000});
         let mut c = oc(&self.home, &self.state);
-        c.args(["gateway", "call", "node.invoke", "--json", "--timeout", "130000", "--params", &p.to_string()]);
+        c.args([
+            "gateway",
+            "call",
+            "node.invoke",
+            "--json",
+            "--timeout",
+            "130000",
+            "--params",
+            &p.to_string(),
+        ]);
         c
     }
 
@@ -217,7 +298,13 @@ pub struct NodeProc {
 }
 
 impl NodeProc {
-    pub fn start(dir: &Path, gw: &Gateway, state: &Path, workspace: &Path, extra: &[&str]) -> NodeProc {
+    pub fn start(
+        dir: &Path,
+        gw: &Gateway,
+        state: &Path,
+        workspace: &Path,
+        extra: &[&str],
+    ) -> NodeProc {
         let token = dir.join("gw-token");
         std::fs::write(&token, GW_TOKEN).expect("token");
         let log = dir.join(format!("node-{}.log", now_ms()));
@@ -236,7 +323,10 @@ impl NodeProc {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log"));
-        NodeProc { child: ChildGuard::new("node", c.spawn().expect("spawn node")), log }
+        NodeProc {
+            child: ChildGuard::new("node", c.spawn().expect("spawn node")),
+            log,
+        }
     }
 
     pub fn log(&self) -> String {
@@ -253,28 +343,54 @@ impl NodeProc {
 
 /// A spawned command whose output is collected at the end.
 pub fn spawn_collect(mut c: Command) -> Child {
-    c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn")
+    c.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn")
 }
 
 pub fn collect(child: Child) -> String {
     let out = child.wait_with_output().expect("wait");
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// The guard inbox's pending entries (via the real CLI): `(inbox id, request json)`.
 pub fn pending(state_dir: &Path) -> Vec<(String, Value)> {
-    let (code, out, err) = guard_cli(&["inbox", "list", "--json", "--state-dir", state_dir.to_str().expect("utf8")], &[]);
+    let (code, out, err) = guard_cli(
+        &[
+            "inbox",
+            "list",
+            "--json",
+            "--state-dir",
+            state_dir.to_str().expect("utf8"),
+        ],
+        &[],
+    );
     assert_eq!(code, 0, "inbox list: {err}");
     let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
     v.as_array()
         .into_iter()
         .flatten()
-        .map(|e| (e["id"].as_str().unwrap_or_default().to_owned(), e["request"].clone()))
+        .map(|e| {
+            (
+                e["id"].as_str().unwrap_or_default().to_owned(),
+                e["request"].clone(),
+            )
+        })
         .collect()
 }
 
 pub fn lines_of(f: &Path) -> Vec<String> {
     std::fs::File::open(f)
-        .map(|f| std::io::BufReader::new(f).lines().map_while(Result::ok).collect())
+        .map(|f| {
+            std::io::BufReader::new(f)
+                .lines()
+                .map_while(Result::ok)
+                .collect()
+        })
         .unwrap_or_default()
 }
