@@ -11,7 +11,6 @@ use sanctum_guard::node::invoke::{Handler, RunTimer, Send};
 use sanctum_guard::node::protocol::InvokeRequest;
 use sanctum_guard::openclaw::store::{Era, Store};
 use serde_json::{json, Value};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,7 +24,7 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
-async fn measure(name: &str, decider: Decider, ws: &Path) {
+async fn measure(name: &str, decider: Decider) {
     let runs: Arc<Mutex<Vec<Duration>>> = Arc::new(Mutex::new(Vec::new()));
     let r = runs.clone();
     let timer: RunTimer = Arc::new(move |d| r.lock().expect("lock").push(d));
@@ -33,7 +32,6 @@ async fn measure(name: &str, decider: Decider, ws: &Path) {
     let h = Handler {
         node_id: "bench".into(),
         decider: Arc::new(decider),
-        workspace: ws.to_path_buf(),
         ask_timeout: Duration::from_secs(60),
         shutdown: rx,
         run_timer: Some(timer),
@@ -95,12 +93,13 @@ fn main() {
     let cfg = Config::load(&Overrides {
         state_dir: Some(tmp.path().join("guard")),
         openclaw_state: Some(tmp.path().join("oc")),
+        workspace: Some(ws.clone()),
         ..Default::default()
     })
     .expect("config");
     let store = Store::open(tmp.path().join("oc"), Era::Sqlite).expect("store");
     let engine = local_engine(&cfg, store).expect("engine");
-    rt.block_on(measure("in-process", Decider::Local(Arc::new(engine)), &ws));
+    rt.block_on(measure("in-process", Decider::Local(Arc::new(engine))));
 
     // Deployment mode: the real sidecar over the approvals socket.
     let oc = tmp.path().join("oc-sidecar");
@@ -141,7 +140,7 @@ fn main() {
         },
         judge,
     }));
-    rt.block_on(measure("sidecar-socket", decider, &ws));
+    rt.block_on(measure("sidecar-socket", decider));
     let _ = serve.kill();
     let _ = serve.wait();
 }

@@ -29,6 +29,20 @@ async fn attacks_on_system_run_are_denied_and_run_nothing() {
     std::fs::create_dir_all(&outside).expect("outside");
     symlink(&outside, ws.join("escape")).expect("symlink");
     let canary = |name: &str| ws.join("sub").join(name);
+    // An attacker's `ls`, planted in the workspace, that leaves a trace when it runs.
+    let evil = ws.join("sub/evil");
+    std::fs::create_dir_all(&evil).expect("evil");
+    let trace = n.tmp.path().join("evil-ran");
+    std::fs::write(
+        evil.join("ls"),
+        format!("#!/bin/sh\ntouch {}\n", trace.display()),
+    )
+    .expect("evil ls");
+    std::fs::set_permissions(
+        evil.join("ls"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
     let cases: Vec<(&str, Value, Want)> = vec![
         // Approval claims from the caller prove nothing.
         (
@@ -52,57 +66,49 @@ async fn attacks_on_system_run_are_denied_and_run_nothing() {
             json!({"command":sh("ls"),"systemRunPlan":{"argv":sh("pwd"),"cwd":null,"commandText":"pwd"}}),
             Want::Denied("plan-mismatch"),
         ),
-        // The cwd is the deployment's workspace.
-        (
-            "absolute cwd outside",
-            json!({"command":sh("ls"),"cwd":"/etc"}),
-            Want::Denied("cwd-outside-workspace"),
-        ),
+        // The cwd: absolute or none (the deployment's workspace); never relative.
         (
             "dotdot cwd",
             json!({"command":sh("ls"),"cwd":"../"}),
-            Want::Denied("cwd-outside-workspace"),
+            Want::Denied("cwd-relative"),
         ),
         (
-            "symlinked cwd",
+            "relative symlink cwd",
             json!({"command":sh("ls"),"cwd":"escape"}),
-            Want::Denied("cwd-outside-workspace"),
+            Want::Denied("cwd-relative"),
         ),
         (
-            "missing cwd",
-            json!({"command":sh("ls"),"cwd":"nope"}),
+            "missing absolute cwd",
+            json!({"command":sh("ls"),"cwd":"/nonexistent-dir-9c2"}),
             Want::Denied("cwd-unavailable"),
         ),
-        // Environment overrides that change what runs.
+        // The program: found on the deployment's PATH, and never autonomous where the agent
+        // could have planted it.
         (
-            "PATH override",
-            json!({"command":sh("ls"),"env":{"PATH":"/tmp/evil"}}),
-            Want::Denied("env-override"),
+            "unknown program",
+            json!({"command":["no-such-program-9c2"]}),
+            Want::Denied("program-not-found"),
         ),
+        (
+            "planted program",
+            json!({"command":[evil.join("ls")]}),
+            Want::Denied("approval-timeout"),
+        ),
+        // Environment overrides that load code gate (and no person answers here).
         (
             "LD_PRELOAD",
             json!({"command":sh("ls"),"env":{"LD_PRELOAD":"/tmp/x.so"}}),
-            Want::Denied("env-override"),
+            Want::Denied("approval-timeout"),
         ),
         (
             "BASH_ENV",
             json!({"command":sh("ls"),"env":{"BASH_ENV":"/tmp/rc"}}),
-            Want::Denied("env-override"),
+            Want::Denied("approval-timeout"),
         ),
         (
             "ENV for sh",
             json!({"command":sh("ls"),"env":{"ENV":"/tmp/rc"}}),
-            Want::Denied("env-override"),
-        ),
-        (
-            "HOME for the login shell",
-            json!({"command":sh("ls"),"env":{"HOME":"/tmp"}}),
-            Want::Denied("env-override"),
-        ),
-        (
-            "lowercase lc_ lookalike",
-            json!({"command":sh("ls"),"env":{"LC_x":"1"}}),
-            Want::Denied("env-override"),
+            Want::Denied("approval-timeout"),
         ),
         // Gated without a human: the deadline answers deny, the flag notwithstanding.
         (
@@ -142,6 +148,8 @@ async fn attacks_on_system_run_are_denied_and_run_nothing() {
         }
     }
     assert!(!canary("gated").exists(), "nothing gated ran");
+    assert!(!trace.exists(), "the planted program never ran");
+
     let audit = std::fs::read_to_string(n.tmp.path().join("guard/audit.jsonl")).expect("audit");
     let runs = audit
         .lines()
@@ -149,6 +157,32 @@ async fn attacks_on_system_run_are_denied_and_run_nothing() {
         .filter(|r| r["kind"] == "exec" || r["kind"] == "exec-outcome")
         .count();
     assert_eq!(runs, 0, "no run was even attempted:\n{audit}");
+
+    // Overrides the deployment owns are replaced, not obeyed: PATH pointing at the planted
+    // `ls` (and HOME) still run the system's `ls`.
+    for env in [
+        json!({"PATH": evil}),
+        json!({"HOME": evil, "PATH": format!("{}:/usr/bin:/bin", evil.display())}),
+    ] {
+        let frames = n
+            .invoke("system.run", &json!({"command":sh("ls"),"env":env}), 10_000)
+            .await;
+        let r = result_of(&frames);
+        assert_eq!(r["ok"], true, "{env}: {r}");
+        assert!(
+            !trace.exists(),
+            "{env}: the request's PATH must not pick the program"
+        );
+    }
+    // A cwd outside the workspace is allowed read-only.
+    let frames = n
+        .invoke(
+            "system.run",
+            &json!({"command":sh("ls"),"cwd":outside}),
+            10_000,
+        )
+        .await;
+    assert_eq!(result_of(&frames)["ok"], true);
 }
 
 #[tokio::test(flavor = "current_thread")]

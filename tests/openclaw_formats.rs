@@ -16,18 +16,24 @@ use std::process::Command;
 
 #[path = "openclaw_formats/support.rs"]
 mod support;
+
+/// The deployment HOME that expands `~` in stored socket paths.
+const HOME: &str = "/home/sanctum-test";
 use support::*;
 
 #[test]
 fn ensure_socket_seeds_a_sqlite_store_openclaw_reads() {
     let e = env();
     let store = Store::open(&e.state, Era::Sqlite).unwrap();
-    let config = ensure_socket(&store).unwrap();
+    let config = ensure_socket(&store, Some(Path::new(HOME))).unwrap();
     assert_eq!(config.path, e.state.join("exec-approvals.sock"));
     assert_eq!(config.token.len(), 32);
     assert!(!e.state.join(JSON_FILE).exists(), "legacy JSON created");
     // Idempotent: a second call returns the stored values, not new ones.
-    assert_eq!(ensure_socket(&store).unwrap(), config);
+    assert_eq!(
+        ensure_socket(&store, Some(Path::new(HOME))).unwrap(),
+        config
+    );
 
     let got = approvals_get(SQLITE_VERSION, &e.home, &e.state);
     assert_eq!(got["exists"], json!(true));
@@ -87,11 +93,11 @@ fn ensure_socket_reads_the_token_openclaw_generated() {
         .unwrap()
         .to_string();
     assert_eq!(token.len(), 32, "OpenClaw generated a 32-char token");
-    let config = ensure_socket(&store).unwrap();
+    let config = ensure_socket(&store, Some(Path::new(HOME))).unwrap();
     assert_eq!(config.token, token);
     assert_eq!(
         config.path,
-        sanctum_guard::openclaw::store::expand_home("~/oc.sock")
+        sanctum_guard::openclaw::store::expand_home("~/oc.sock", Some(Path::new(HOME)))
     );
     assert_eq!(
         store.read_raw().unwrap().unwrap(),
@@ -243,7 +249,7 @@ fn json_era_round_trips_with_openclaw_2026_7() {
         drop_ids(serde_json::to_value(&ours).unwrap()),
         drop_ids(got["file"].clone())
     );
-    let config = ensure_socket(&store).unwrap();
+    let config = ensure_socket(&store, Some(Path::new(HOME))).unwrap();
     assert_eq!(config.token, "legacy-token");
     assert_eq!(config.path, e.state.join("exec-approvals.sock"));
     let after = approvals_get(JSON_VERSION, &e.home, &e.state);
@@ -397,7 +403,7 @@ fn corrupt_or_conflicting_stores_fail_closed() {
         "OpenClaw fails closed too"
     );
     assert!(matches!(
-        ensure_socket(&store),
+        ensure_socket(&store, Some(Path::new(HOME))),
         Err(sanctum_guard::openclaw::socket::SocketConfigError::Store(_))
     ));
 
@@ -438,7 +444,7 @@ fn openclaw_runtime_uses_our_token_and_keeps_our_bytes() {
     let mut doc = sample_doc(Path::new("unused"));
     doc.socket = Default::default();
     store.write(&doc).unwrap();
-    let config = ensure_socket(&store).unwrap();
+    let config = ensure_socket(&store, Some(Path::new(HOME))).unwrap();
     let row = || -> (String, i64) {
         let conn = rusqlite::Connection::open(e.state.join(SQLITE_FILE)).unwrap();
         conn.query_row(

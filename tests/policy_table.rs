@@ -280,7 +280,21 @@ fn offered_decisions_follow_persistence_and_openclaw() {
     assert_eq!(decide(&w.policy, &ctx, &req).kind, VerdictKind::Deny);
     req.openclaw.security = Some("full".into());
     req.openclaw.ask = Some("always".into());
+    // ask=always says when OpenClaw consults the guard; the table decides who answers.
+    assert_eq!(decide(&w.policy, &ctx, &req).kind, VerdictKind::Allow);
+    req.action = request("touch x", &w.ws).action;
     assert_eq!(decide(&w.policy, &ctx, &req).kind, VerdictKind::Ask);
+    // The operator's switch: a person answers every command, reads included.
+    let everyone =
+        sanctum_guard::policy::file::parse("version = 1\nask_every_command = true\n", "test")
+            .expect("policy")
+            .with_agent_home(&w.home)
+            .expect("home");
+    let v = decide(&everyone, &ctx, &request("ls", &w.ws));
+    assert_eq!(v.kind, VerdictKind::Ask);
+    assert_eq!(v.reasons[0].code, "policy-ask-every-command");
+    let v = decide(&everyone, &ctx, &request("cat ~/.ssh/id_rsa", &w.ws));
+    assert_eq!(v.kind, VerdictKind::Deny, "blocked stays blocked");
     // Profiles follow the deciding category.
     assert_eq!(ask("ls", "-", None).profile.as_deref(), Some("read-only"));
     assert_eq!(

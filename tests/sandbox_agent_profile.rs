@@ -31,7 +31,7 @@ fn image() -> &'static str {
         let exists = Command::new("podman")
             .args(["image", "exists", IMAGE])
             .status()
-            .expect("podman is required (see compose-on-podman.md)");
+            .expect("podman is required (see docs/compose-on-podman.md)");
         if exists.success() {
             return;
         }

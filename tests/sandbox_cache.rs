@@ -27,6 +27,8 @@ fn cat(ws: &Path, path: &Path) -> RunOutcome {
 /// Runs `argv` under an already prepared plan, as the socket's exec path does.
 fn output(prepared: &Prepared, ws: &Path, argv: &[&str]) -> RunOutcome {
     let spec = RunSpec {
+        program: None,
+        inherit_env: true,
         argv: argv.iter().map(|s| s.to_string()).collect(),
         cwd: ws.to_path_buf(),
         env: BTreeMap::new(),

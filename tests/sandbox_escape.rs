@@ -1,4 +1,4 @@
-//! The escape suite (sandbox-anchors.md §5): every attack runs under `sanctum-guard sandbox`
+//! The escape suite (docs/sandbox-anchors.md §5): every attack runs under `sanctum-guard sandbox`
 //! and must fail with the specific denial (errno, signal or exit code). Needs gcc, git, curl,
 //! wget, nc, ping, Landlock ABI >= 6 and seccomp; fails loudly when one is missing.
 

@@ -21,7 +21,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-# Podman as this machine's container engine (compose-on-podman.md): crun refuses hybrid
+# Podman as this machine's container engine (docs/compose-on-podman.md): crun refuses hybrid
 # cgroups and the default RLIMIT_NOFILE; runc with explicit ulimits works.
 if [ ! -f /etc/containers/containers.conf ] || ! grep -q 'runtime = "runc"' /etc/containers/containers.conf; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo

@@ -115,10 +115,11 @@ fn gated_exec_goes_through_the_inbox() {
     std::fs::write(&cfg, "[deadlines]\nexec_ms = 6000\nmargin_ms = 1000\n").expect("cfg");
     let _serve = Serve::start(&w, &[], &["--config", cfg.to_str().expect("utf8")]);
     let dir = w.guard_state.to_str().expect("utf8").to_owned();
-    // workspace-write lets the command write inside the workspace's directories (the root
-    // itself stays non-creatable, a sandbox rule), so the target sits in `out/`.
-    std::fs::create_dir_all(w.home.join("out")).expect("out dir");
-    let target = w.home.join("out/approved-file");
+    // workspace-write lets the command write inside the deployment's workspace (OpenClaw's
+    // default, <state>/workspace), whatever cwd the request names.
+    let ws = w.oc_state.join("workspace");
+    std::fs::create_dir_all(ws.join("out")).expect("out dir");
+    let target = ws.join("out/approved-file");
     let argv = ["/usr/bin/touch".to_owned(), target.display().to_string()];
 
     // Approved by a person → the guard runs it (in the workspace-write profile).
@@ -134,7 +135,7 @@ fn gated_exec_goes_through_the_inbox() {
     assert!(target.exists(), "the approved command ran");
 
     // Denied by a person → SYSTEM_RUN_DENIED with reason user-denied.
-    let other = w.home.join("out/denied-file");
+    let other = ws.join("out/denied-file");
     let (sock, home, o) = (w.socket(), w.home.clone(), other.display().to_string());
     let client = std::thread::spawn(move || exec(&sock, &["/usr/bin/touch", &o], &home, 30_000));
     let id = pending(&w);

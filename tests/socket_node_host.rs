@@ -1,4 +1,4 @@
-//! Recipe B (openclaw-protocol.md §5): the REAL OpenClaw 2026.9.6 gateway and node host (with
+//! Recipe B (docs/openclaw-protocol.md §5): the REAL OpenClaw 2026.9.6 gateway and node host (with
 //! the darwin override, so it uses the exec-host socket) send HMAC `exec` frames to the real
 //! `serve`, which runs the command under the sandbox and returns its output; a command the
 //! guard blocks comes back from the node host as SYSTEM_RUN_DENIED.

@@ -1,4 +1,4 @@
-//! Recipe A (openclaw-protocol.md §5): the REAL `requestExecApprovalViaSocket` of OpenClaw
+//! Recipe A (docs/openclaw-protocol.md §5): the REAL `requestExecApprovalViaSocket` of OpenClaw
 //! 2026.9.6 (SQLite era) and 2026.7.35 (JSON era) against the real `serve` binary: allow,
 //! deny, ask→approved through the `inbox approve` CLI (also allow-always, written back into
 //! OpenClaw's own document), ask→timeout (an explicit deny, never null), wrong token.

@@ -13,6 +13,10 @@ pub const DEFAULT_CONFIG: &str = r#"# sanctum-guard deployment config (all keys 
 # openclaw_state_dir = "/home/node/.openclaw"  # default $OPENCLAW_STATE_DIR, else ~/.openclaw
 #                                        # (env SANCTUM_OPENCLAW_STATE)
 # policy = "/etc/sanctum/policy.toml"    # default: the embedded policy (env SANCTUM_POLICY)
+# workspace = "/workspace"               # the only tree an approved run may write (env
+#                                        # SANCTUM_WORKSPACE); default: the policy's `workspace`,
+#                                        # else OpenClaw's agents.defaults.workspace from
+#                                        # openclaw.json, else <openclaw_state_dir>/workspace
 
 [socket]
 # UIDs that may connect (SO_PEERCRED); empty = only the guard's own UID.
@@ -63,6 +67,7 @@ struct FileConfig {
     state_dir: Option<PathBuf>,
     openclaw_state_dir: Option<PathBuf>,
     policy: Option<PathBuf>,
+    workspace: Option<PathBuf>,
     #[serde(default)]
     socket: SocketSection,
     #[serde(default)]
@@ -136,6 +141,10 @@ pub struct Config {
     pub openclaw_state_dir: PathBuf,
     /// A policy file; `None` = the embedded policy.
     pub policy: Option<PathBuf>,
+    /// The deployment's writable workspace, when the config names one (see [`Config::workspace`]).
+    pub workspace: Option<PathBuf>,
+    /// `$HOME` of the guard's environment (expands `~` in OpenClaw's stored paths).
+    pub home: Option<PathBuf>,
     pub socket: SocketSettings,
     pub deadlines: Deadlines,
     /// Which file was read, for the startup lines.
@@ -149,10 +158,12 @@ pub struct Overrides {
     pub state_dir: Option<PathBuf>,
     pub openclaw_state: Option<PathBuf>,
     pub policy: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
 }
 
 impl Config {
-    /// Loads with the real process environment.
+    /// Loads with the real process environment: the one place the guard reads it.
+    #[allow(clippy::disallowed_methods)]
     pub fn load(o: &Overrides) -> Result<Config, ConfigError> {
         Self::load_with(o, &|k| std::env::var(k).ok())
     }
@@ -215,6 +226,19 @@ impl Config {
             .clone()
             .or_else(|| env_path("SANCTUM_POLICY"))
             .or(file.policy);
+        let workspace = o
+            .workspace
+            .clone()
+            .or_else(|| env_path("SANCTUM_WORKSPACE"))
+            .or(file.workspace);
+        if let Some(w) = &workspace {
+            if !w.is_absolute() {
+                return Err(ConfigError::Env {
+                    name: "workspace".into(),
+                    message: format!("{} is not an absolute path", w.display()),
+                });
+            }
+        }
 
         let num = |name: &str| -> Result<Option<u64>, ConfigError> {
             env(name)
@@ -306,6 +330,10 @@ impl Config {
             state_dir,
             openclaw_state_dir,
             policy,
+            workspace,
+            home: env("HOME")
+                .filter(|h| h.starts_with('/'))
+                .map(PathBuf::from),
             socket,
             deadlines,
             origin,
@@ -319,6 +347,41 @@ impl Config {
     pub fn audit_path(&self) -> PathBuf {
         self.state_dir.join("audit.jsonl")
     }
+
+    /// The writable workspace of approved runs, never chosen by a request: this config's
+    /// `workspace`, else the policy's, else OpenClaw's `agents.defaults.workspace` (from
+    /// `openclaw.json` in its state dir), else `<openclaw_state_dir>/workspace`, OpenClaw's
+    /// own default.
+    pub fn workspace(&self, policy_workspace: Option<&Path>) -> PathBuf {
+        if let Some(w) = self
+            .workspace
+            .as_ref()
+            .or(policy_workspace.map(|p| p.to_path_buf()).as_ref())
+        {
+            return w.clone();
+        }
+        let oc = self.openclaw_state_dir.join("openclaw.json");
+        if let Some(w) = openclaw_workspace(&oc) {
+            return w;
+        }
+        self.openclaw_state_dir.join("workspace")
+    }
+}
+
+/// `agents.defaults.workspace` of OpenClaw's config, when the file is plain JSON and names an
+/// absolute path. (OpenClaw also accepts JSON5; such a file is not read and the default holds.)
+fn openclaw_workspace(file: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let v: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::warn!(file = %file.display(), error = %e, "OpenClaw config is not plain JSON; its workspace is not read");
+            return None;
+        }
+    };
+    let w = v.pointer("/agents/defaults/workspace")?.as_str()?;
+    let p = PathBuf::from(w);
+    p.is_absolute().then_some(p)
 }
 
 fn parse(text: &str, origin: &str) -> Result<FileConfig, ConfigError> {

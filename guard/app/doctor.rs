@@ -22,17 +22,59 @@ pub struct DoctorReport {
     pub root_read_only: Option<bool>,
     /// A real `/bin/true` under the read-only profile: its status, or why it failed.
     pub trial: Result<EnforcementStatus, String>,
+    /// OpenClaw's effective exec approvals for agent `main`, as the guard reads them.
+    pub openclaw: Result<OpenClawPosture, String>,
     /// Problems that make `sandbox`/exec refuse to run (exit 1 when non-empty).
     pub problems: Vec<String>,
     /// The OpenClaw side of a node deployment, when its config could be found (warnings only).
-    pub openclaw: Option<crate::node::doctor::OpenClawSide>,
+    pub openclaw_node: Option<crate::node::doctor::OpenClawSide>,
 }
 
 /// OpenClaw's config (`<state>/openclaw.json`) against this machine's node identity.
 fn openclaw_side() -> Option<crate::node::doctor::OpenClawSide> {
-    let state = crate::openclaw::store::state_dir(None).ok()?;
     let cfg = super::config::Config::load(&super::config::Overrides::default()).ok()?;
-    crate::node::doctor::inspect(&state.join("openclaw.json"), &cfg.state_dir.join("node"))
+    crate::node::doctor::inspect(
+        &cfg.openclaw_state_dir.join("openclaw.json"),
+        &cfg.state_dir.join("node"),
+    )
+}
+
+/// What OpenClaw's approvals document says, read where `serve` would read it.
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenClawPosture {
+    pub store: String,
+    pub era: &'static str,
+    /// Effective `security`/`ask`/`askFallback` for agent `main`.
+    pub security: String,
+    pub ask: String,
+    pub ask_fallback: String,
+    /// Whether a socket token is stored (never the token).
+    pub socket_token: bool,
+}
+
+/// Reads OpenClaw's approvals document from the deployment's OpenClaw state dir.
+fn openclaw_posture() -> Result<OpenClawPosture, String> {
+    use crate::openclaw::document::ApprovalsDocument;
+    use crate::openclaw::store::{Era, Store};
+    let cfg = super::config::Config::load(&super::config::Overrides::default())
+        .map_err(|e| e.to_string())?;
+    let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite).map_err(|e| e.to_string())?;
+    let doc = match store.read_raw().map_err(|e| e.to_string())? {
+        Some(raw) => ApprovalsDocument::parse_lenient(&raw).map_err(|e| e.to_string())?,
+        None => ApprovalsDocument::default(),
+    };
+    let eff = crate::openclaw::resolve::resolve(&doc, "main");
+    Ok(OpenClawPosture {
+        store: store.path().display().to_string(),
+        era: match store.era() {
+            Era::Json => "json",
+            Era::Sqlite => "sqlite",
+        },
+        security: eff.values.security.as_str().to_owned(),
+        ask: eff.values.ask.as_str().to_owned(),
+        ask_fallback: eff.values.ask_fallback.as_str().to_owned(),
+        socket_token: doc.socket_token().is_some(),
+    })
 }
 
 fn trial() -> Result<EnforcementStatus, String> {
@@ -93,8 +135,9 @@ pub fn check() -> DoctorReport {
         can_clear_bounding_set: kernel::can_drop_bounding(),
         root_read_only: root_ro,
         trial,
+        openclaw: openclaw_posture(),
         problems,
-        openclaw: openclaw_side(),
+        openclaw_node: openclaw_side(),
     }
 }
 
@@ -128,6 +171,20 @@ impl DoctorReport {
             Err(e) => out.push(format!("trial spawn:         FAILED: {e}")),
         }
         match &self.openclaw {
+            Ok(o) => {
+                out.push(format!(
+                "openclaw approvals:  {} ({}): security={} ask={} askFallback={}, socket token {}",
+                o.store,
+                o.era,
+                o.security,
+                o.ask,
+                o.ask_fallback,
+                if o.socket_token { "stored" } else { "not stored yet (serve seeds one)" }
+            ))
+            }
+            Err(e) => out.push(format!("openclaw approvals:  not readable: {e}")),
+        }
+        match &self.openclaw_node {
             None => out.push("openclaw config:     not found (node checks skipped)".into()),
             Some(o) => {
                 out.push(format!("openclaw config:     {}", o.config.display()));

@@ -43,8 +43,6 @@ pub enum NodeError {
     Judge(#[from] JudgeError),
     #[error("the approvals document at {0} names no socket token: pass --decider-token-file")]
     NoDeciderToken(PathBuf),
-    #[error("workspace {0}: {1}")]
-    Workspace(PathBuf, std::io::Error),
     #[error("signals: {0}")]
     Signal(std::io::Error),
 }
@@ -55,7 +53,6 @@ pub struct NodeOptions {
     pub token_file: PathBuf,
     pub decider: Option<PathBuf>,
     pub decider_token_file: Option<PathBuf>,
-    pub workspace: Option<PathBuf>,
     pub name: String,
     pub ask_timeout: Duration,
     pub overrides: Overrides,
@@ -121,10 +118,6 @@ pub fn local_engine(cfg: &Config, store: Store) -> Result<Engine, NodeError> {
 pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
     let cfg = Config::load(&o.overrides)?;
     let token = read_token(&o.token_file)?;
-    // Without --workspace, the directory the node was started in: a run's cwd is always
-    // confined to a workspace the deployment chose, never one the request names.
-    let ws = o.workspace.clone().unwrap_or_else(|| PathBuf::from("."));
-    let workspace = std::fs::canonicalize(&ws).map_err(|e| NodeError::Workspace(ws, e))?;
     let node_dir = cfg.state_dir.join("node");
     let id = Arc::new(DeviceIdentity::load_or_create(&node_dir)?);
     let decider = Arc::new(build_decider(&o, &cfg)?);
@@ -138,7 +131,12 @@ pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
             cfg.state_dir.display()
         ),
     }
-    eprintln!("sanctum-guard node: workspace {}", workspace.display());
+    // The deployment's (config > policy > OpenClaw's agents.defaults.workspace), never the
+    // request's: every plan is resolved against it.
+    eprintln!(
+        "sanctum-guard node: workspace {}",
+        decider.judge().deployment().workspace.display()
+    );
 
     let (tx, rx) = watch::channel(false);
     let mut term = signal(SignalKind::terminate()).map_err(NodeError::Signal)?;
@@ -165,7 +163,6 @@ pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
     let handler = Arc::new(Handler {
         node_id: id.device_id().to_owned(),
         decider,
-        workspace,
         ask_timeout: o.ask_timeout,
         shutdown: rx.clone(),
         run_timer: None,

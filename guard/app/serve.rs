@@ -37,6 +37,11 @@ pub enum ServeError {
     Judge(#[from] JudgeError),
     #[error("signals: {0}")]
     Signal(std::io::Error),
+    #[error("workspace {path}: {message}")]
+    Workspace {
+        path: std::path::PathBuf,
+        message: String,
+    },
 }
 
 /// Runs the server until SIGTERM or SIGINT. Startup lines go to stderr.
@@ -46,8 +51,10 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let (audit, report) = AuditLog::open(&cfg.audit_path())?;
     let (inbox, expired) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
     let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
-    let sock = ensure_socket(&store)?;
+    let sock = ensure_socket(&store, cfg.home.as_deref())?;
     let judge = Judge::load(&cfg, store)?;
+
+    let workspace = ensure_workspace(&cfg, &judge.deployment().workspace)?;
 
     eprintln!("sanctum-guard: config          {}", cfg.origin);
     eprintln!("sanctum-guard: state dir       {}", cfg.state_dir.display());
@@ -66,6 +73,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         judge.era_name()
     );
     eprintln!("sanctum-guard: policy          {}", judge.policy_origin());
+    eprintln!("sanctum-guard: workspace       {}", workspace.display());
     eprintln!("sanctum-guard: socket          {}", sock.path.display());
     eprintln!(
         "sanctum-guard: allowed uids    {:?}",
@@ -121,4 +129,27 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         .await?;
     eprintln!("sanctum-guard: stopped");
     Ok(())
+}
+
+/// The deployment's workspace must be a directory. OpenClaw's own default
+/// (`<openclaw_state_dir>/workspace`) is created (0700) when missing, as OpenClaw would; a
+/// workspace a config or policy names must already exist.
+fn ensure_workspace(cfg: &Config, ws: &std::path::Path) -> Result<std::path::PathBuf, ServeError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let err = |message: String| ServeError::Workspace {
+        path: ws.to_path_buf(),
+        message,
+    };
+    if !ws.exists() && ws == cfg.openclaw_state_dir.join("workspace") {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(ws)
+            .map_err(|e| err(e.to_string()))?;
+    }
+    let real = ws.canonicalize().map_err(|e| err(e.to_string()))?;
+    if !real.is_dir() {
+        return Err(err("not a directory".into()));
+    }
+    Ok(real)
 }

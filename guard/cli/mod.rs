@@ -134,7 +134,18 @@ enum AuditCmd {
 }
 
 fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
-    let dir = opts.state_dir.unwrap_or_else(inbox::default_state_dir);
+    // The state dir is the deployment's, resolved exactly as `serve` resolves it.
+    let overrides = sanctum_guard::app::config::Overrides {
+        state_dir: opts.state_dir.clone(),
+        ..Default::default()
+    };
+    let dir = match sanctum_guard::app::config::Config::load(&overrides) {
+        Ok(c) => c.state_dir,
+        Err(e) => {
+            eprintln!("inbox: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let db = dir.join(inbox::DB_FILE);
     if !db.exists() {
         eprintln!("error: no inbox at {}", db.display());
@@ -298,6 +309,10 @@ struct ServeArgs {
     /// Policy file; default: the embedded policy.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// The only tree approved runs may write; default: the config's, the policy's, OpenClaw's
+    /// agents.defaults.workspace, else <openclaw state>/workspace.
+    #[arg(long)]
+    workspace: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -314,9 +329,6 @@ struct NodeArgs {
     /// File holding the socket token (default: the one in OpenClaw's approvals document).
     #[arg(long)]
     decider_token_file: Option<PathBuf>,
-    /// Where commands run (default: the current directory); a cwd outside it is refused.
-    #[arg(long)]
-    workspace: Option<PathBuf>,
     /// The node's display name in OpenClaw.
     #[arg(long, default_value = "sanctum-guard")]
     name: String,
@@ -333,7 +345,6 @@ fn run_node(a: NodeArgs) -> ExitCode {
         token_file: a.token_file,
         decider: a.decider,
         decider_token_file: a.decider_token_file,
-        workspace: a.workspace,
         name: a.name,
         ask_timeout: std::time::Duration::from_secs(a.ask_timeout),
         overrides: sanctum_guard::app::config::Overrides {
@@ -341,6 +352,7 @@ fn run_node(a: NodeArgs) -> ExitCode {
             state_dir: a.serve.state_dir,
             openclaw_state: a.serve.openclaw_state,
             policy: a.serve.policy,
+            workspace: a.serve.workspace,
         },
     };
     // As `serve`: before any thread exists, so no thread keeps a capability to hand on.
@@ -374,6 +386,7 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         state_dir: a.state_dir,
         openclaw_state: a.openclaw_state,
         policy: a.policy,
+        workspace: a.workspace,
     };
     // Before any thread exists (the bounding set is per thread, inherited at creation).
     match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {
@@ -481,8 +494,11 @@ fn policy_command(cmd: PolicyCommand) -> ExitCode {
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SANCTUM_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour only on a terminal: a log file or a container log gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Text => builder.init(),

@@ -2,6 +2,7 @@
 //! security/ask/allowlist per agent, cached and reloaded when OpenClaw changes it;
 //! `allow-always` entries written back), and the sandbox runner for approved execs.
 
+use super::plan::{self, Deployment, ExecPlan, PlanError, PlanInput};
 use crate::app::config::Config;
 use crate::openclaw::allow_always::{append_allow_always, Grant};
 use crate::openclaw::document::ApprovalsDocument;
@@ -10,11 +11,13 @@ use crate::openclaw::store::{Era, Store, StoreError};
 use crate::policy::allowlist::{CompiledAllowlist, Rule};
 use crate::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
 use crate::policy::file::{Policy, PolicyError};
+use crate::policy::request::DecisionKind;
 use crate::policy::request::Request;
+use crate::policy::verdict::Reason;
 use crate::policy::verdict::{Category, Verdict, VerdictKind};
 use crate::sandbox::{self, ProfileSpec, RunOutcome, RunSpec, SandboxError};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -39,10 +42,11 @@ struct Cached {
     contexts: HashMap<String, Arc<DecideContext>>,
 }
 
-/// The decide context of one agent: the policy's agent home and PATH, OpenClaw's effective
-/// security/ask/askFallback and its compiled allowlist. Unknown enum spellings fail closed.
-fn context_for(policy: &Policy, eff: &resolve::EffectivePolicy) -> DecideContext {
-    let home = policy.agent_home().to_path_buf();
+/// The decide context of one agent: the deployment's home, PATH and workspace, OpenClaw's
+/// effective security/ask/askFallback and its compiled allowlist. Unknown enum spellings fail
+/// closed.
+fn context_for(dep: &Deployment, eff: &resolve::EffectivePolicy) -> DecideContext {
+    let home = dep.agent_home.clone();
     let rules: Vec<Rule> = eff
         .allowlist
         .iter()
@@ -54,26 +58,15 @@ fn context_for(policy: &Policy, eff: &resolve::EffectivePolicy) -> DecideContext
         .collect();
     let v = &eff.values;
     DecideContext {
-        cwd: policy
-            .workspace()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| home.clone()),
-        path: policy.agent_path().to_owned(),
-        workspace: None,
+        cwd: dep.workspace.clone(),
+        path: dep.agent_path.clone(),
+        workspace: Some(dep.workspace.clone()),
         security: ExecSecurity::parse(v.security.as_str()).unwrap_or(ExecSecurity::Deny),
         ask: ExecAsk::parse(v.ask.as_str()).unwrap_or(ExecAsk::Always),
         ask_fallback: ExecSecurity::parse(v.ask_fallback.as_str()).unwrap_or(ExecSecurity::Deny),
         allowlist: CompiledAllowlist::compile(&rules, &home),
         home,
     }
-}
-
-/// What an approved exec asks to run: the door's argv, cwd and environment overrides.
-#[derive(Debug, Clone)]
-pub struct ExecSpec {
-    pub argv: Vec<String>,
-    pub cwd: Option<String>,
-    pub env: BTreeMap<String, String>,
 }
 
 /// Policy + OpenClaw document + sandbox, as the engine calls them.
@@ -83,6 +76,7 @@ pub struct Judge {
     store: Store,
     cache: RwLock<Cached>,
     profiles: BTreeMap<String, ProfileSpec>,
+    deployment: Deployment,
 }
 
 impl Judge {
@@ -94,6 +88,11 @@ impl Judge {
         };
         let policy_origin = policy.origin().to_owned();
         let profiles = policy.profiles().clone();
+        let deployment = Deployment {
+            workspace: cfg.workspace(policy.workspace()),
+            agent_home: policy.agent_home().to_path_buf(),
+            agent_path: policy.agent_path().to_owned(),
+        };
         let o = Judge {
             policy,
             policy_origin,
@@ -104,6 +103,7 @@ impl Judge {
                 contexts: HashMap::new(),
             }),
             profiles,
+            deployment,
         };
         o.reload();
         Ok(o)
@@ -162,7 +162,7 @@ impl Judge {
             Ok(doc) => resolve::resolve(doc, agent_id),
             Err(_) => resolve::EffectivePolicy::fail_closed(),
         };
-        let ctx = Arc::new(context_for(&self.policy, &effective));
+        let ctx = Arc::new(context_for(&self.deployment, &effective));
         c.contexts.insert(agent_id.to_owned(), ctx.clone());
         ctx
     }
@@ -218,11 +218,62 @@ impl Judge {
         Ok(added)
     }
 
-    /// Runs an approved `exec` under the sandbox profile the verdict names.
+    /// The deployment facts every plan is resolved against.
+    pub fn deployment(&self) -> &Deployment {
+        &self.deployment
+    }
+
+    /// Resolves one run (see [`ExecPlan`]).
+    pub fn plan(&self, input: &PlanInput) -> Result<ExecPlan, PlanError> {
+        ExecPlan::resolve(input, &self.deployment)
+    }
+
+    /// The verdict for an exec whose plan is resolved: the policy's, then what only the
+    /// plan knows. A program the agent could have put where it is, or a git repository
+    /// whose config can run programs, is never autonomous.
+    pub fn decide_plan(&self, req: &Request, plan: &ExecPlan) -> Verdict {
+        let mut v = self.decide(req);
+        if v.kind != VerdictKind::Allow {
+            return v;
+        }
+        let mut why = None;
+        if !plan.program_trusted {
+            why = Some(Reason::new(
+                "program-untrusted-location",
+                format!(
+                    "{} is where the agent could have put it (workspace, home, a temp dir, or a \
+                     directory not owned by root)",
+                    plan.program.display()
+                ),
+            ));
+        } else if runs_git(&v) {
+            why = match plan::git_config_not_plain(&plan.cwd) {
+                Ok(None) => None,
+                Ok(Some(key)) => Some(Reason::new(
+                    "git-config",
+                    format!("the repository's config sets {key}, which this guard does not know to be inert"),
+                )),
+                Err(e) => Some(Reason::new(
+                    "git-config",
+                    format!("the repository's config cannot be read: {e}"),
+                )),
+            };
+        }
+        if let Some(r) = why {
+            v.reasons.insert(0, r);
+            v.kind = VerdictKind::Ask;
+            v.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
+        }
+        v
+    }
+
+    /// Runs an approved plan under the sandbox profile the verdict names, with the plan's
+    /// program, argv, cwd and environment, writable only in the deployment's workspace.
     pub async fn run(
         &self,
         verdict: &Verdict,
-        er: ExecSpec,
+        mut plan: ExecPlan,
+        autonomous: bool,
         budget: Duration,
     ) -> Result<RunOutcome, JudgeError> {
         let name = verdict
@@ -233,28 +284,37 @@ impl Judge {
             .profiles
             .get(&name)
             .ok_or_else(|| JudgeError::NoProfile(name.clone()))?;
-        let cwd = er
-            .cwd
-            .as_ref()
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| self.policy.workspace().map(Path::to_path_buf))
-            .unwrap_or_else(|| PathBuf::from("/"));
-        let workspace = self
-            .policy
-            .workspace()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| cwd.clone());
-        let profile = spec.resolve(&workspace)?;
+        let profile = spec.resolve(&plan.workspace)?;
+        if autonomous {
+            plan.neutralise_git();
+        }
+        let timeout = plan.timeout.map_or(budget, |t| t.min(budget));
         let outcome = sandbox::run(RunSpec {
-            argv: er.argv,
-            cwd,
-            env: er.env,
-            timeout: budget,
+            program: Some(plan.program),
+            inherit_env: false,
+            argv: plan.argv,
+            cwd: plan.cwd,
+            env: plan.env,
+            timeout,
             output_cap: super::OUTPUT_CAP,
             profile,
         })
         .await?;
         Ok(outcome)
     }
+}
+
+/// Whether any segment of the verdict runs git.
+fn runs_git(v: &Verdict) -> bool {
+    v.segments.iter().any(|s| {
+        let by_path = s
+            .resolved_path
+            .as_deref()
+            .is_some_and(|p| p.rsplit('/').next() == Some("git"));
+        let by_name = s
+            .argv
+            .first()
+            .is_some_and(|a| a.rsplit('/').next() == Some("git"));
+        by_path || by_name
+    })
 }

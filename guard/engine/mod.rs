@@ -6,22 +6,24 @@
 
 pub mod decision;
 pub mod judge;
+pub mod plan;
 
 use crate::app::config::Deadlines;
 use crate::audit::{self, AuditLog};
 use crate::inbox::{Cancel, Inbox};
-use crate::policy::request::{Decision, DecisionKind, Request, Source};
+use crate::policy::request::{DecidedBy, Decision, DecisionKind, Request, Source};
 use crate::policy::verdict::{Verdict, VerdictKind};
 use crate::sandbox::RunOutcome;
 use decision::{deny_reason, fallback, now_ms, policy_decision};
 pub use judge::{Judge, JudgeError};
+pub use plan::{ExecPlan, PlanError, PlanInput};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// The OpenClaw combined output cap (openclaw-protocol.md §3.4).
+/// The OpenClaw combined output cap (docs/openclaw-protocol.md §3.4).
 pub const OUTPUT_CAP: usize = 200_000;
 
 /// Everything the pipeline needs, built once by the app wiring (`serve`).
@@ -40,7 +42,7 @@ pub struct Engine {
 #[derive(Debug)]
 pub enum RunResult {
     /// The command ran (whatever its exit status).
-    Ran(RunOutcome),
+    Ran(Box<RunOutcome>),
     /// The guard is stopping: the run was abandoned (its process group killed).
     Shutdown,
     /// The sandbox could not run it; the message says why. Nothing ran.
@@ -116,9 +118,13 @@ impl Engine {
         &self,
         requester: &serde_json::Value,
         req: &Request,
+        plan: Option<&ExecPlan>,
         mut shutdown: watch::Receiver<bool>,
     ) -> (Decision, Verdict) {
-        let verdict = self.judge.decide(req);
+        let verdict = match plan {
+            Some(p) => self.judge.decide_plan(req, p),
+            None => self.judge.decide(req),
+        };
         let decision = match verdict.kind {
             VerdictKind::Allow => policy_decision(DecisionKind::AllowOnce, None),
             VerdictKind::Deny => policy_decision(DecisionKind::Deny, Some(deny_reason(&verdict))),
@@ -211,13 +217,18 @@ impl Engine {
         &self,
         req: &Request,
         verdict: &Verdict,
-        spec: judge::ExecSpec,
+        decision: &Decision,
+        plan: ExecPlan,
         budget: Duration,
         mut shutdown: watch::Receiver<bool>,
     ) -> RunResult {
-        let argv = spec.argv.clone();
-        let cwd = spec.cwd.clone();
-        let run = self.judge.run(verdict, spec, budget);
+        let argv = plan.argv.clone();
+        let cwd = plan.cwd.clone();
+        let program = plan.program.clone();
+        let dropped = plan.dropped_env.clone();
+        // Only what the policy let run by itself gets git's own programs switched off.
+        let autonomous = decision.by == DecidedBy::Policy;
+        let run = self.judge.run(verdict, plan, autonomous, budget);
         let outcome = tokio::select! {
             o = run => o,
             _ = async { let _ = shutdown.wait_for(|s| *s).await; } => {
@@ -229,13 +240,14 @@ impl Engine {
             Ok(o) => {
                 self.record(
                     "exec",
-                    json!({"id":req.id,"argv":argv,"cwd":cwd,"exitCode":o.exit_code,
+                    json!({"id":req.id,"program":program,"argv":argv,"cwd":cwd,
+                           "droppedEnv":dropped,"exitCode":o.exit_code,
                            "timedOut":o.timed_out,"success":o.success,
                            "stdoutBytes":o.stdout.len(),"stderrBytes":o.stderr.len(),
                            "error":o.error}),
                 )
                 .await;
-                RunResult::Ran(o)
+                RunResult::Ran(Box::new(o))
             }
             Err(e) => {
                 self.record(

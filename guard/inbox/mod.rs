@@ -45,19 +45,6 @@ pub fn cli_identity() -> String {
     format!("cli:{name}")
 }
 
-/// The guard's state dir when none is given: `$SANCTUM_STATE_DIR`, else
-/// `$XDG_STATE_HOME/sanctum-guard`, else `~/.local/state/sanctum-guard`.
-pub fn default_state_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("SANCTUM_STATE_DIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
-    }
-    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("sanctum-guard");
-    }
-    let home = std::env::var_os("HOME").unwrap_or_else(|| "/".into());
-    PathBuf::from(home).join(".local/state/sanctum-guard")
-}
-
 /// A submitted request; [`Ticket::wait`] gives its decision.
 #[derive(Debug)]
 pub struct Ticket {

@@ -22,6 +22,8 @@ pub struct Ask {
     pub cwd: Option<String>,
     /// Names only: values never leave the node.
     pub env_keys: Vec<String>,
+    /// The exact program file the node's exec plan resolved.
+    pub resolved_path: Option<String>,
     pub agent_id: Option<String>,
     pub session_key: Option<String>,
     pub run_id: Option<String>,
@@ -38,6 +40,8 @@ pub struct Answer {
     pub reason: Option<String>,
     /// The sandbox profile the verdict names for the run.
     pub profile: Option<String>,
+    /// The policy answered by itself (an autonomous run), not a person.
+    pub by_policy: bool,
 }
 
 impl Answer {
@@ -46,6 +50,7 @@ impl Answer {
             allow: false,
             reason: Some(reason.into()),
             profile: None,
+            by_policy: true,
         }
     }
 }
@@ -87,7 +92,7 @@ pub fn request(a: &Ask, received_ms: u64) -> Request {
             command: None,
             cwd: a.cwd.as_ref().map(PathBuf::from),
             env_keys: a.env_keys.clone(),
-            resolved_path: None,
+            resolved_path: a.resolved_path.as_ref().map(PathBuf::from),
         }),
         received_at_ms: received_ms,
         deadline_ms: Some(received_ms + a.wait_ms.min(MAX_WAIT_MS)),

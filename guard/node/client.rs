@@ -113,7 +113,7 @@ async fn session(
         platform: p::PLATFORM,
         device_family: p::DEVICE_FAMILY,
     });
-    let path_env = std::env::var("PATH").unwrap_or_default();
+    let path_env = handler.decider.judge().deployment().agent_path.clone();
     let params = p::connect_params(&p::ConnectInfo {
         display_name: &gw.display_name,
         device_id: id.device_id(),

@@ -1,14 +1,15 @@
 //! Who decides a node's `system.run`: the sidecar guard over the approvals socket (a
 //! deployment: the node runs in the agent's container, the human's inbox is the sidecar's),
-//! or the same engine in-process (laptop mode). Either way the node runs the approved command
-//! under its own sandbox with the profile the verdict named, and reports the outcome back.
+//! or the same engine in-process (laptop mode). Either way the node resolves the exec plan
+//! where the command runs, asks about exactly that plan, runs it unchanged under its own
+//! sandbox with the profile the verdict named, and reports the outcome back.
 
 use super::ask::{self, Answer, Ask, Outcome};
 use crate::engine::decision::now_ms;
-use crate::engine::judge::ExecSpec;
+use crate::engine::plan::ExecPlan;
 use crate::engine::{Engine, Judge, RunResult};
-use crate::policy::request::DecisionKind;
-use crate::policy::verdict::Verdict;
+use crate::policy::request::{DecidedBy, Decision, DecisionKind};
+use crate::policy::verdict::{Verdict, VerdictKind};
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -48,11 +49,12 @@ impl SocketDecider {
     }
 
     /// A deny unless the sidecar says `allow-once`/`allow-always` for this very request id.
-    async fn ask(&self, a: &Ask) -> Answer {
+    pub async fn ask(&self, a: &Ask) -> Answer {
         let frame = json!({"type":"request","token":self.token,"id":a.id,"request":{
             "command":a.command_text,"cwd":a.cwd,"host":"node","agentId":a.agent_id,
             "sessionKey":a.session_key,"commandArgv":a.argv,"envKeys":a.env_keys,
-            "source":"node","runId":a.run_id,"nodeId":a.node_id,"timeoutMs":a.wait_ms}});
+            "resolvedPath":a.resolved_path,"source":"node","runId":a.run_id,"nodeId":a.node_id,
+            "timeoutMs":a.wait_ms}});
         // A little longer than the sidecar's own deadline, so its fallback answer arrives.
         let wait = Duration::from_millis(a.wait_ms.saturating_add(2_000));
         let v = match self.exchange(frame.to_string(), wait).await {
@@ -69,6 +71,9 @@ impl SocketDecider {
                 allow: true,
                 reason: None,
                 profile: v["profile"].as_str().map(str::to_owned),
+                // Anything but an explicit person counts as the policy's (no git neutralising
+                // is skipped on a guess).
+                by_policy: v["by"] != "human",
             },
             _ => Answer::deny(v["reason"].as_str().unwrap_or("approval-required")),
         }
@@ -85,28 +90,53 @@ impl SocketDecider {
     }
 }
 
-/// The deciding guard and the runner, as the node uses them.
-pub enum Decider {
-    /// Laptop mode: the same engine (policy, inbox, audit) in this process.
-    Local(Arc<Engine>),
-    /// Deployment: the sidecar decides; the judge only holds the sandbox profiles.
-    Remote(Box<Remote>),
-}
-
-/// The sidecar's socket and the node's own judge (for the profiles).
+/// Deployment mode: the sidecar decides; the node's judge resolves plans and holds the
+/// sandbox profiles.
 pub struct Remote {
     pub socket: SocketDecider,
     pub judge: Judge,
 }
 
+/// The deciding guard and the runner, as the node uses them.
+pub enum Decider {
+    /// Laptop mode: the same engine (policy, inbox, audit) in this process.
+    Local(Arc<Engine>),
+    /// Deployment: the sidecar decides.
+    Remote(Box<Remote>),
+}
+
+/// A decision and what the run needs from it.
+pub struct Decided {
+    pub answer: Answer,
+    pub verdict: Verdict,
+    pub decision: Decision,
+}
+
+/// Reasons only the node can know (they need the filesystem the command runs on).
+const PLAN_REASONS: [&str; 2] = ["program-untrusted-location", "git-config"];
+
 impl Decider {
-    /// The decision and the verdict the run is confined by.
-    pub async fn decide(&self, a: &Ask, shutdown: watch::Receiver<bool>) -> (Answer, Verdict) {
-        let req = ask::request(a, now_ms());
+    /// The judge that resolves plans where the command runs.
+    pub fn judge(&self) -> &Judge {
+        match self {
+            Decider::Local(e) => e.judge(),
+            Decider::Remote(r) => &r.judge,
+        }
+    }
+
+    /// Decides `a`, whose facts come from `plan`.
+    pub async fn decide(
+        &self,
+        a: &Ask,
+        plan: &ExecPlan,
+        shutdown: watch::Receiver<bool>,
+    ) -> Decided {
+        let mut req = ask::request(a, now_ms());
+        req.action = crate::policy::request::Action::Exec(plan.action(None));
         match self {
             Decider::Local(engine) => {
                 let requester = json!({"node":a.node_id,"runId":a.run_id});
-                let (d, verdict) = engine.decide(&requester, &req, shutdown).await;
+                let (d, verdict) = engine.decide(&requester, &req, Some(plan), shutdown).await;
                 if d.kind == DecisionKind::AllowAlways {
                     engine.persist_allow_always(&req, &verdict).await;
                 }
@@ -118,43 +148,79 @@ impl Decider {
                         allow: true,
                         reason: None,
                         profile: verdict.profile.clone(),
+                        by_policy: d.by == DecidedBy::Policy,
                     },
                 };
-                (answer, verdict)
+                Decided {
+                    answer,
+                    verdict,
+                    decision: d,
+                }
             }
             Decider::Remote(r) => {
-                let (socket, judge) = (&r.socket, &r.judge);
-                let answer = socket.ask(a).await;
-                // The local verdict only carries the run's profile: the sidecar's wins.
-                let mut verdict = judge.decide(&req);
+                let mut answer = r.socket.ask(a).await;
+                let mut verdict = r.judge.decide_plan(&req, plan);
+                // The sidecar cannot see this filesystem: what only the plan knows takes
+                // autonomy away here. With no person in the loop that is a deny.
+                let plan_reason = verdict
+                    .reasons
+                    .first()
+                    .map(|r| r.code.clone())
+                    .filter(|c| PLAN_REASONS.contains(&c.as_str()));
+                if answer.allow && answer.by_policy && verdict.kind == VerdictKind::Ask {
+                    if let Some(code) = plan_reason {
+                        answer = Answer::deny(&code);
+                    }
+                }
                 if answer.profile.is_some() {
                     verdict.profile = answer.profile.clone();
                 }
-                (answer, verdict)
+                let decision = Decision {
+                    kind: if answer.allow {
+                        DecisionKind::AllowOnce
+                    } else {
+                        DecisionKind::Deny
+                    },
+                    reason: answer.reason.clone(),
+                    by: if answer.by_policy {
+                        DecidedBy::Policy
+                    } else {
+                        DecidedBy::Human("sidecar".into())
+                    },
+                    at_ms: now_ms(),
+                };
+                Decided {
+                    answer,
+                    verdict,
+                    decision,
+                }
             }
         }
     }
 
-    /// Runs an approved command confined, within `budget`.
+    /// Runs an approved plan confined, unchanged, within `budget`.
     pub async fn run(
         &self,
         a: &Ask,
-        verdict: &Verdict,
-        spec: ExecSpec,
+        d: &Decided,
+        plan: ExecPlan,
         budget: Duration,
         shutdown: watch::Receiver<bool>,
     ) -> RunResult {
         match self {
             Decider::Local(engine) => {
-                let req = ask::request(a, now_ms());
-                engine.run_exec(&req, verdict, spec, budget, shutdown).await
+                let mut req = ask::request(a, now_ms());
+                req.action = crate::policy::request::Action::Exec(plan.action(None));
+                engine
+                    .run_exec(&req, &d.verdict, &d.decision, plan, budget, shutdown)
+                    .await
             }
             Decider::Remote(r) => {
-                let judge = &r.judge;
                 let mut shutdown = shutdown;
+                let autonomous = d.decision.by == DecidedBy::Policy;
                 tokio::select! {
-                    r = judge.run(verdict, spec, budget) => match r {
-                        Ok(o) => RunResult::Ran(o),
+                    o = r.judge.run(&d.verdict, plan, autonomous, budget) => match o {
+                        Ok(o) => RunResult::Ran(Box::new(o)),
                         Err(e) => RunResult::Failed(e.to_string()),
                     },
                     _ = async { let _ = shutdown.wait_for(|s| *s).await; } => RunResult::Shutdown,

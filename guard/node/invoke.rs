@@ -6,7 +6,7 @@ use super::ask::{Ask, Outcome};
 use super::decider::Decider;
 use super::protocol::{self as p, InvokeAnswer, InvokeRequest, RunContext, RunParams, RunPayload};
 use crate::engine::decision::deny_message;
-use crate::engine::judge::ExecSpec;
+use crate::engine::plan::PlanInput;
 use crate::engine::RunResult;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -20,28 +20,13 @@ const DEFAULT_INVOKE_MS: u64 = 30_000;
 /// Answer this long before the gateway's invoke deadline.
 const MARGIN_MS: u64 = 1_500;
 
-/// Environment overrides a caller may set. Anything else (PATH, HOME, LD_*, BASH_ENV, ENV,
-/// ...) changes which program runs or what the shell reads first, so the verdict on the argv
-/// would no longer describe the run: such a `system.run` is denied (`env-override`).
-const SAFE_ENV: [&str; 6] = ["LANG", "TERM", "TZ", "NO_COLOR", "COLUMNS", "LINES"];
-
-fn env_allowed(name: &str) -> bool {
-    SAFE_ENV.contains(&name)
-        || name.starts_with("LC_")
-            && name[3..]
-                .bytes()
-                .all(|b| b.is_ascii_uppercase() || b == b'_')
-}
-
 /// A frame to send to the gateway: `(method, params)`.
 pub type Send = Box<dyn Fn(&str, Value) + std::marker::Send + Sync>;
 
-/// The node's invoke handler: its id, the decider, the workspace it confines runs to.
+/// The node's invoke handler: its id, the decider, the deadlines.
 pub struct Handler {
     pub node_id: String,
     pub decider: Arc<Decider>,
-    /// Runs happen here (cwd when the caller names none) and nowhere outside it.
-    pub workspace: PathBuf,
     /// The longest a gated command waits for a human (within the invoke deadline).
     pub ask_timeout: Duration,
     pub shutdown: watch::Receiver<bool>,
@@ -60,7 +45,7 @@ impl Handler {
         let answer = match inv.command.as_str() {
             "system.run" => self.run(&inv, params, send, &mut outcome).await,
             "system.run.prepare" => prepare(params),
-            "system.which" => which(params),
+            "system.which" => which(params, &self.decider.judge().deployment().agent_path),
             "system.execApprovals.get" => InvokeAnswer::Ok(json!({"path":"","exists":false,
                 "hash":"","file":{"version":1,"defaults":{},"agents":{}}})),
             other => InvokeAnswer::Err {
@@ -75,21 +60,6 @@ impl Handler {
         // After the result: the agent does not wait for the audit of what it already has.
         if let Some(o) = outcome {
             self.decider.report(&o).await;
-        }
-    }
-
-    /// The cwd a run gets: the workspace, or the caller's (relative to the workspace),
-    /// resolved through symlinks, only if it is inside the workspace.
-    fn cwd(&self, asked: Option<&str>) -> Result<String, &'static str> {
-        let ws = std::fs::canonicalize(&self.workspace).map_err(|_| "cwd-unavailable")?;
-        let Some(asked) = asked.filter(|c| !c.trim().is_empty()) else {
-            return Ok(ws.display().to_string());
-        };
-        let real = std::fs::canonicalize(ws.join(asked)).map_err(|_| "cwd-unavailable")?;
-        if real.starts_with(&ws) && real.is_dir() {
-            Ok(real.display().to_string())
-        } else {
-            Err("cwd-outside-workspace")
         }
     }
 
@@ -134,31 +104,42 @@ impl Handler {
                 return deny("plan-mismatch");
             }
         }
-        let env = rp.env.clone().unwrap_or_default();
-        if !env.keys().all(|k| env_allowed(k)) {
-            return deny("env-override");
-        }
-        let cwd = match self.cwd(rp.cwd.as_deref()) {
-            Ok(c) => Some(c),
-            Err(reason) => return deny(reason),
+        // Resolved once, where the command runs: what is judged below is exactly what runs
+        // (program file, argv, cwd, the deployment's workspace, environment).
+        let input = PlanInput {
+            argv: rp.command.clone(),
+            cwd: rp.cwd.clone(),
+            env: rp.env.clone().unwrap_or_default(),
+            timeout_ms: rp.timeout_ms,
+        };
+        let plan = match self.decider.judge().plan(&input) {
+            Ok(p) => p,
+            Err(e) => return deny(e.reason()),
         };
         let invoke_ms = inv.timeout_ms.unwrap_or(DEFAULT_INVOKE_MS);
         let window = invoke_ms.saturating_sub(MARGIN_MS);
         let a = Ask {
             id: inv.id.clone(),
-            argv: rp.command.clone(),
+            argv: plan.argv.clone(),
             command_text: command_text.clone(),
-            cwd: cwd.clone(),
-            env_keys: env.keys().cloned().collect(),
+            cwd: Some(plan.cwd.display().to_string()),
+            env_keys: plan.env_keys.clone(),
+            resolved_path: Some(plan.program.display().to_string()),
             agent_id: rp.agent_id.clone(),
             session_key: rp.session_key.clone(),
             run_id: Some(run_id.clone()),
             node_id: Some(self.node_id.clone()),
             wait_ms: window.min(self.ask_timeout.as_millis() as u64),
         };
-        let (answer, verdict) = self.decider.decide(&a, self.shutdown.clone()).await;
-        if !answer.allow {
-            return deny(answer.reason.as_deref().unwrap_or("approval-required"));
+        let decided = self.decider.decide(&a, &plan, self.shutdown.clone()).await;
+        if !decided.answer.allow {
+            return deny(
+                decided
+                    .answer
+                    .reason
+                    .as_deref()
+                    .unwrap_or("approval-required"),
+            );
         }
         let left = window.saturating_sub(received.elapsed().as_millis() as u64);
         let budget = match rp.timeout_ms {
@@ -166,18 +147,13 @@ impl Handler {
             _ => left,
         }
         .max(1);
-        let spec = ExecSpec {
-            argv: rp.command.clone(),
-            cwd,
-            env,
-        };
         let started = Instant::now();
         let result = self
             .decider
             .run(
                 &a,
-                &verdict,
-                spec,
+                &decided,
+                plan,
                 Duration::from_millis(budget),
                 self.shutdown.clone(),
             )
@@ -257,18 +233,19 @@ fn prepare(params: &str) -> InvokeAnswer {
     )
 }
 
-/// `system.which {bins}` → `{bins:{name:path}}` for the names found on this node's PATH.
-fn which(params: &str) -> InvokeAnswer {
+/// `system.which {bins}` → `{bins:{name:path}}`: the names found on the PATH this node's runs
+/// get (the deployment's), so the answer is what a run would find.
+fn which(params: &str, path: &str) -> InvokeAnswer {
     let Ok(v) = serde_json::from_str::<Value>(params) else {
         return InvokeAnswer::invalid("system.which params");
     };
     let Some(bins) = v["bins"].as_array() else {
         return InvokeAnswer::invalid("bins required");
     };
-    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::ffi::OsStr::new(path);
     let mut found = serde_json::Map::new();
     for name in bins.iter().filter_map(Value::as_str) {
-        if let Some(p) = resolve(name, &path) {
+        if let Some(p) = resolve(name, path) {
             found.insert(name.to_owned(), json!(p.display().to_string()));
         }
     }
@@ -312,12 +289,15 @@ mod tests {
 
     #[test]
     fn which_finds_only_executables_on_path() {
-        let InvokeAnswer::Ok(v) = which(r#"{"bins":["sh","no-such-binary-xyz",""]}"#) else {
+        let InvokeAnswer::Ok(v) = which(
+            r#"{"bins":["sh","no-such-binary-xyz",""]}"#,
+            "/usr/bin:/bin",
+        ) else {
             panic!("ok")
         };
         let sh = v["bins"]["sh"].as_str().expect("sh found");
         assert!(sh.ends_with("/sh"));
         assert!(v["bins"].get("no-such-binary-xyz").is_none());
-        assert!(matches!(which("{}"), InvokeAnswer::Err { .. }));
+        assert!(matches!(which("{}", "/bin"), InvokeAnswer::Err { .. }));
     }
 }

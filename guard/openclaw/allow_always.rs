@@ -1,5 +1,5 @@
 //! The `allow-always` entry format: OpenClaw binds a persisted grant to the exact argv and
-//! cwd with `argPattern = "sha256:cwd-argv:v1:" + hex(sha256(S))` (openclaw-protocol.md §2.1).
+//! cwd with `argPattern = "sha256:cwd-argv:v1:" + hex(sha256(S))` (docs/openclaw-protocol.md §2.1).
 
 use super::document::{AllowlistEntry, ApprovalsDocument, SOURCE_ALLOW_ALWAYS};
 use sha2::{Digest, Sha256};

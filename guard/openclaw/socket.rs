@@ -44,7 +44,11 @@ pub fn generate_token() -> Result<String, SocketConfigError> {
 /// Reads `socket.path` and `socket.token` from the store; when either is absent, fills it in
 /// (default path `$STATE/exec-approvals.sock`, a fresh token) in one store transaction and
 /// returns the stored values. Existing values are never replaced.
-pub fn ensure_socket(store: &Store) -> Result<SocketConfig, SocketConfigError> {
+/// `home` expands a `~` in the stored socket path (OpenClaw writes `~/.openclaw/…`).
+pub fn ensure_socket(
+    store: &Store,
+    home: Option<&std::path::Path>,
+) -> Result<SocketConfig, SocketConfigError> {
     // Generate up front: the store callback cannot fail on randomness mid-transaction.
     let fresh_token = generate_token()?;
     let default_path = store.default_socket_path().to_string_lossy().into_owned();
@@ -68,7 +72,7 @@ pub fn ensure_socket(store: &Store) -> Result<SocketConfig, SocketConfigError> {
     let path = doc.socket.path.as_deref().unwrap_or_default().trim();
     let token = doc.socket_token().unwrap_or_default().to_string();
     Ok(SocketConfig {
-        path: expand_home(path),
+        path: expand_home(path, home),
         token,
     })
 }

@@ -66,34 +66,15 @@ pub(super) fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError +
     }
 }
 
-/// Expands a leading `~` (OpenClaw's `expandHomePrefix`) with `$HOME`.
-pub fn expand_home(path: &str) -> PathBuf {
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty());
+/// Expands a leading `~` (OpenClaw's `expandHomePrefix`) with `home` (the deployment's HOME,
+/// from the config); without one the path stays as written.
+pub fn expand_home(path: &str, home: Option<&Path>) -> PathBuf {
     match (path.strip_prefix('~'), home) {
-        (Some(""), Some(home)) => PathBuf::from(home),
+        (Some(""), Some(home)) => home.to_path_buf(),
         (Some(rest), Some(home)) if rest.starts_with('/') => {
-            PathBuf::from(home).join(rest.trim_start_matches('/'))
+            home.join(rest.trim_start_matches('/'))
         }
         _ => PathBuf::from(path),
-    }
-}
-
-/// OpenClaw's state dir: an explicit override, else `$OPENCLAW_STATE_DIR` (trimmed, `~`
-/// expanded), else `~/.openclaw`.
-pub fn state_dir(explicit: Option<&Path>) -> Result<PathBuf, StoreError> {
-    if let Some(dir) = explicit {
-        return Ok(dir.to_path_buf());
-    }
-    if let Some(env) = std::env::var("OPENCLAW_STATE_DIR")
-        .ok()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-    {
-        return Ok(expand_home(&env));
-    }
-    match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
-        Some(home) => Ok(PathBuf::from(home).join(".openclaw")),
-        None => Err(StoreError::NoStateDir),
     }
 }
 

@@ -1,4 +1,4 @@
-//! OpenClaw's exec allowlist semantics (openclaw-protocol.md §2.1), byte for byte: the glob
+//! OpenClaw's exec allowlist semantics (docs/openclaw-protocol.md §2.1), byte for byte: the glob
 //! rules of `matchesExecAllowlistPattern`, the path-vs-bare-name split of `hasPathSelector`,
 //! the entry order of `matchAllowlist` and the ECMAScript `argPattern` of `matchArgPattern`.
 //! This module owns that compatibility; it compiles the rules once so a lookup among 10,000

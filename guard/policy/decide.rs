@@ -5,6 +5,7 @@
 //! may lift a gated segment whose category persists.
 
 use super::allowlist::{AllowMatch, CompiledAllowlist, Target};
+use super::env::{self, EnvName};
 use super::file::Policy;
 use super::fs_memo;
 use super::request::{Action, DecisionKind, ExecAction, Request, Status};
@@ -186,10 +187,11 @@ fn score(policy: &Policy, c: &Classification) -> (Status, Category, Vec<Reason>,
 
 fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecAction) -> Verdict {
     let cwd = exec.cwd.clone().unwrap_or_else(|| ctx.cwd.clone());
-    let workspace = policy
-        .workspace()
-        .map(Path::to_path_buf)
-        .or_else(|| ctx.workspace.clone())
+    // The deployment's workspace (the context's) wins over the policy file's.
+    let workspace = ctx
+        .workspace
+        .clone()
+        .or_else(|| policy.workspace().map(Path::to_path_buf))
         .unwrap_or_else(|| cwd.clone());
     let sctx = ShellContext {
         home: ctx.home.clone(),
@@ -263,17 +265,43 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
             ),
         );
     }
-    if ask == ExecAsk::Always && verdict.kind != VerdictKind::Deny {
-        if verdict.kind == VerdictKind::Allow {
-            verdict.reasons.insert(
-                0,
-                Reason::new(
-                    "openclaw-ask-always",
-                    "OpenClaw asks for every command (ask=always)",
+    // Environment the request sets is data to judge: only inert names run by themselves.
+    let gating: Vec<&str> = exec
+        .env_keys
+        .iter()
+        .filter(|k| matches!(env::classify(k), EnvName::Loads | EnvName::Other))
+        .map(String::as_str)
+        .collect();
+    if !gating.is_empty() && verdict.kind == VerdictKind::Allow {
+        verdict.reasons.insert(
+            0,
+            Reason::new(
+                "request-env",
+                format!(
+                    "the request sets environment variables a person must see: {} \
+                     (names that load code are dropped from the run)",
+                    gating.join(", ")
                 ),
-            );
-        }
+            ),
+        );
         verdict.kind = VerdictKind::Ask;
+        verdict.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
+    }
+    // OpenClaw's `ask` says when it consults the guard; the guard is that approver, so
+    // `ask=always` does not make a person answer what the table runs by itself (DESIGN §2).
+    // It only narrows what a person may answer: OpenClaw offers no allow-always then.
+    if policy.ask_every_command() && verdict.kind == VerdictKind::Allow {
+        verdict.reasons.insert(
+            0,
+            Reason::new(
+                "policy-ask-every-command",
+                "the policy has a person answer every command (ask_every_command = true)",
+            ),
+        );
+        verdict.kind = VerdictKind::Ask;
+        verdict.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
+    }
+    if ask == ExecAsk::Always && verdict.kind == VerdictKind::Ask {
         verdict.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
     }
     finish_offered(&mut verdict, req);

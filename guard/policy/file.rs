@@ -120,6 +120,7 @@ impl CommandOverride {
 pub struct Policy {
     origin: String,
     workspace: Option<PathBuf>,
+    ask_every_command: bool,
     agent_home: PathBuf,
     agent_path: String,
     categories: BTreeMap<Category, CategoryRule>,
@@ -188,6 +189,11 @@ impl Policy {
     /// `workspace`, if set (default: the request's cwd).
     pub fn workspace(&self) -> Option<&Path> {
         self.workspace.as_deref()
+    }
+
+    /// `ask_every_command`: a person answers every command the table would run by itself.
+    pub fn ask_every_command(&self) -> bool {
+        self.ask_every_command
     }
 
     pub fn agent_home(&self) -> &Path {
@@ -262,6 +268,7 @@ type Layer<'a> = (&'a RawPolicy, &'a str, &'a str);
 /// Merges layers (later wins), then validates every layer's values against the result.
 fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
     let mut workspace = None;
+    let mut ask_every_command = false;
     let mut home = None;
     let mut path = None;
     let mut categories: BTreeMap<Category, CategoryRule> = BTreeMap::new();
@@ -282,6 +289,9 @@ fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
         }
         if let Some(ws) = &layer.workspace {
             workspace = Some(absolute_path(ws, text, origin, "workspace")?);
+        }
+        if let Some(a) = layer.ask_every_command {
+            ask_every_command = a;
         }
         if let Some(agent) = &layer.agent {
             if let Some(h) = &agent.home {
@@ -338,6 +348,7 @@ fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
     Ok(Policy {
         origin: origin.to_string(),
         workspace,
+        ask_every_command,
         agent_home,
         agent_path: path
             .or_else(|| std::env::var("PATH").ok())

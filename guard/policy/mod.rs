@@ -2,6 +2,7 @@
 //! except loading a policy file, so every rule is table-tested.
 pub mod allowlist;
 pub mod decide;
+pub mod env;
 pub mod explain;
 pub mod file;
 pub mod fs_memo;

@@ -99,7 +99,10 @@ fn null_terminated(v: &[CString]) -> Vec<*const libc::c_char> {
 }
 
 impl ExecArgs {
+    /// `program`, when given, is the exact file executed (argv[0] is passed as it is, for
+    /// programs that read their name); else argv[0] is looked up like execvp does.
     pub fn new(
+        program: Option<&Path>,
         argv: &[String],
         cwd: &Path,
         env: &BTreeMap<String, String>,
@@ -108,7 +111,15 @@ impl ExecArgs {
         if prog.is_empty() {
             return Err(SandboxError::Command("empty program name".into()));
         }
-        let candidates = if prog.contains('/') {
+        let candidates = if let Some(file) = program {
+            if !file.is_absolute() {
+                return Err(SandboxError::Command(format!(
+                    "program {} is not an absolute path",
+                    file.display()
+                )));
+            }
+            vec![c_string(OsStr::as_bytes(file.as_os_str()), "program")?]
+        } else if prog.contains('/') {
             vec![c_string(prog.as_bytes(), "program")?]
         } else {
             let path = env.get("PATH").map_or(DEFAULT_PATH, String::as_str);

@@ -18,10 +18,15 @@ use tokio::net::unix::pipe;
 /// One command to run confined.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
+    /// The exact file to execute; `None` looks argv[0] up like execvp.
+    pub program: Option<PathBuf>,
     pub argv: Vec<String>,
     pub cwd: PathBuf,
     /// The request's overrides (filtered by the profile's allow-list).
     pub env: BTreeMap<String, String>,
+    /// Whether the guard's own variables (allow-listed) are the base of the environment.
+    /// An exec plan builds the whole environment itself and says `false`.
+    pub inherit_env: bool,
     pub timeout: Duration,
     /// Combined stdout+stderr bytes kept (200_000 for OpenClaw).
     pub output_cap: usize,
@@ -92,7 +97,11 @@ pub async fn run(spec: RunSpec) -> Result<RunOutcome, SandboxError> {
 
 /// [`run`] with a plan already prepared (from `spec.profile`, whose confinement it applies).
 pub async fn run_prepared(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome, SandboxError> {
-    let env = prepared.env(&spec.env);
+    let env = if spec.inherit_env {
+        prepared.env(&spec.env)
+    } else {
+        prepared.env_exact(&spec.env)
+    };
     let (out_r, out_w) = pipe()?;
     let (err_r, err_w) = pipe()?;
     let stdio = ChildStdio {
@@ -102,22 +111,23 @@ pub async fn run_prepared(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutc
     };
     let status = prepared.status.clone();
     // The write ends are closed here once the child has its copies, so EOF means it is done.
-    let mut child = match prepared.spawn(&spec.argv, &spec.cwd, &env, stdio) {
-        Ok(c) => c,
-        Err(SpawnError::Sandbox(e)) => return Err(e),
-        Err(SpawnError::Exec(e)) => {
-            return Ok(RunOutcome {
-                exit_code: None,
-                timed_out: false,
-                success: false,
-                stdout: String::new(),
-                stderr: String::new(),
-                error: Some(format!("exec {}: {e}", spec.argv[0])),
-                enforcement: status,
-                signal: None,
-            });
-        }
-    };
+    let mut child =
+        match prepared.spawn_program(spec.program.as_deref(), &spec.argv, &spec.cwd, &env, stdio) {
+            Ok(c) => c,
+            Err(SpawnError::Sandbox(e)) => return Err(e),
+            Err(SpawnError::Exec(e)) => {
+                return Ok(RunOutcome {
+                    exit_code: None,
+                    timed_out: false,
+                    success: false,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    error: Some(format!("exec {}: {e}", spec.argv[0])),
+                    enforcement: status,
+                    signal: None,
+                });
+            }
+        };
     let out = pipe::Receiver::from_owned_fd(out_r)?;
     let err = pipe::Receiver::from_owned_fd(err_r)?;
     let collector = tokio::spawn(collect(out, err, spec.output_cap));

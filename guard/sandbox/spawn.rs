@@ -136,6 +136,19 @@ impl Prepared {
         env::build_env(std::env::vars(), overrides, &self.profile.env_allow, &extra)
     }
 
+    /// The child's environment when the caller judged all of it (an exec plan): `vars`
+    /// less secret-looking names, plus TMPDIR; nothing of the guard's own.
+    pub fn env_exact(&self, vars: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let mut extra = Vec::new();
+        if let Some(t) = &self.profile.tmp {
+            extra.push((
+                "TMPDIR".to_string(),
+                t.path().to_string_lossy().into_owned(),
+            ));
+        }
+        env::build_env(Vec::new(), vars, &["*".to_string()], &extra)
+    }
+
     pub fn profile(&self) -> &ResolvedProfile {
         &self.profile
     }
@@ -149,7 +162,19 @@ impl Prepared {
         env: &BTreeMap<String, String>,
         stdio: ChildStdio,
     ) -> Result<ConfinedChild, SpawnError> {
-        let exec = ExecArgs::new(argv, cwd, env)?;
+        self.spawn_program(None, argv, cwd, env, stdio)
+    }
+
+    /// [`Self::spawn`] executing exactly `program` (when given) with `argv` as its arguments.
+    pub fn spawn_program(
+        &self,
+        program: Option<&Path>,
+        argv: &[String],
+        cwd: &Path,
+        env: &BTreeMap<String, String>,
+        stdio: ChildStdio,
+    ) -> Result<ConfinedChild, SpawnError> {
+        let exec = ExecArgs::new(program, argv, cwd, env)?;
         launch(&self.plan, &exec, stdio)
     }
 }

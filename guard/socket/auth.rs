@@ -22,7 +22,7 @@ pub fn token_matches(expected: &str, presented: &str) -> bool {
 }
 
 /// Lowercase hex HMAC-SHA256 over `nonce:ts:requestJson`, keyed with the token's UTF-8 bytes
-/// (openclaw-protocol.md §1.4). Used by tests and the load client to sign like the real client.
+/// (docs/openclaw-protocol.md §1.4). Used by tests and the load client to sign like the real client.
 pub fn exec_hmac(token: &str, nonce: &str, ts: i64, request_json: &str) -> String {
     exec_mac(token, nonce, ts, request_json)
         .map(|m| hex::encode(m.finalize().into_bytes()))
@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn protocol_test_vector_verifies() {
-        // The vector of openclaw-protocol.md §1.4, re-checked with node's crypto.createHmac.
+        // The vector of docs/openclaw-protocol.md §1.4, re-checked with node's crypto.createHmac.
         let f = vector();
         assert_eq!(
             exec_hmac("hmac-test-token", &f.nonce, f.ts, &f.request_json),

@@ -11,9 +11,8 @@ use super::wire::{
 };
 use crate::app::config::SocketSettings;
 use crate::engine::decision::{deny_message, now_ms};
-use crate::engine::judge::ExecSpec;
-use crate::engine::{Engine, RunResult};
-use crate::policy::request::DecisionKind;
+use crate::engine::{Engine, PlanInput, RunResult};
+use crate::policy::request::{Action, DecisionKind};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -146,7 +145,24 @@ impl SocketDoor {
             received,
             self.engine.deadlines().request_deadline(received),
         );
-        let (decision, verdict) = self.engine.decide(&peer_json(peer), &req, shutdown).await;
+        // A relative cwd names no directory: judging it against any guess could be wrong.
+        if let Some(cwd) = f.request.cwd.as_deref().filter(|c| !c.is_empty()) {
+            if !std::path::Path::new(cwd).is_absolute() {
+                let fields = json!({"requester":peer_json(peer),"request":req,
+                    "decision":{"kind":"deny","reason":"cwd-relative","by":"policy"},
+                    "message":format!("cwd {cwd:?} is relative")});
+                self.engine.record("decision", fields).await;
+                return Reply::Decision {
+                    id: Some(f.id),
+                    decision: DecisionKind::Deny,
+                    reject: None,
+                };
+            }
+        }
+        let (decision, verdict) = self
+            .engine
+            .decide(&peer_json(peer), &req, None, shutdown)
+            .await;
         if decision.kind == DecisionKind::AllowAlways {
             self.engine.persist_allow_always(&req, &verdict).await;
         }
@@ -183,10 +199,32 @@ impl SocketDoor {
             }
         };
         let deadline = self.engine.deadlines().exec_deadline(now, er.timeout_ms);
-        let req = request_from_exec(&f.id, &er, now, deadline);
+        let mut req = request_from_exec(&f.id, &er, now, deadline);
+        // Resolved once: what is judged below is exactly what runs.
+        let input = PlanInput {
+            argv: er.command.clone(),
+            cwd: er.cwd.clone(),
+            env: er.env.clone().unwrap_or_default(),
+            timeout_ms: er.timeout_ms,
+        };
+        let plan = match self.engine.judge().plan(&input) {
+            Ok(p) => p,
+            Err(e) => {
+                let reason = e.reason();
+                let message = e.to_string();
+                let fields = json!({"requester":peer_json(peer),"request":req,
+                    "decision":{"kind":"deny","reason":reason,"by":"policy"},"message":message});
+                self.engine.record("decision", fields).await;
+                return Reply::ExecErr {
+                    id: Some(f.id),
+                    error: ExecError::denied(reason, &format!("{reason}: {message}")),
+                };
+            }
+        };
+        req.action = Action::Exec(plan.action(None));
         let (decision, verdict) = self
             .engine
-            .decide(&peer_json(peer), &req, shutdown.clone())
+            .decide(&peer_json(peer), &req, Some(&plan), shutdown.clone())
             .await;
         if decision.kind == DecisionKind::Deny {
             let reason = decision
@@ -207,17 +245,13 @@ impl SocketDoor {
             Some(t) if t > 0 => t.min(left),
             _ => left,
         };
-        let spec = ExecSpec {
-            argv: er.command.clone(),
-            cwd: er.cwd.clone(),
-            env: er.env.clone().unwrap_or_default(),
-        };
         let result = self
             .engine
             .run_exec(
                 &req,
                 &verdict,
-                spec,
+                &decision,
+                plan,
                 Duration::from_millis(budget),
                 shutdown,
             )

@@ -10,7 +10,7 @@ use super::wire::{Reply, RequestFrame};
 use crate::engine::decision::now_ms;
 use crate::engine::Engine;
 use crate::node::ask::{self, Ask, Outcome};
-use crate::policy::request::DecisionKind;
+use crate::policy::request::{DecidedBy, DecisionKind};
 use serde_json::json;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -52,6 +52,7 @@ pub async fn on_node_request(
         command_text: r.command.clone(),
         cwd: r.cwd.clone(),
         env_keys: r.env_keys.clone().unwrap_or_default(),
+        resolved_path: r.resolved_path.clone(),
         agent_id: r.agent_id.clone(),
         session_key: r.session_key.clone(),
         run_id: r.run_id.clone(),
@@ -67,7 +68,7 @@ pub async fn on_node_request(
     }
     let req = ask::request(&a, now_ms());
     let requester = json!({"peer":peer_json(peer),"nodeId":a.node_id,"runId":a.run_id});
-    let (decision, verdict) = engine.decide(&requester, &req, shutdown).await;
+    let (decision, verdict) = engine.decide(&requester, &req, None, shutdown).await;
     if decision.kind == DecisionKind::AllowAlways {
         engine.persist_allow_always(&req, &verdict).await;
     }
@@ -77,9 +78,15 @@ pub async fn on_node_request(
             .clone()
             .unwrap_or_else(|| "approval-required".into())
     });
+    // Who answered: the node neutralises what git would run by itself only for the policy's.
+    let by = match decision.by {
+        DecidedBy::Policy => "policy",
+        DecidedBy::Human(_) => "human",
+        DecidedBy::Fallback => "fallback",
+    };
     Reply::Line(
         json!({"type":"decision","id":f.id,"decision":decision.kind.as_str(),
-                       "reason":reason,"profile":verdict.profile}),
+                       "reason":reason,"profile":verdict.profile,"by":by}),
     )
 }
 

@@ -1,4 +1,4 @@
-//! Wire frames of OpenClaw's exec-approvals socket (openclaw-protocol.md §1.3/§1.4): parsing
+//! Wire frames of OpenClaw's exec-approvals socket (docs/openclaw-protocol.md §1.3/§1.4): parsing
 //! the one JSON line a client sends, and serialising the one reply, byte-compatible with the
 //! real Node client. `requestJson` of an `exec` is kept as the exact string the HMAC covers.
 

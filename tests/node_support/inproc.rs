@@ -38,6 +38,7 @@ impl InProc {
         let cfg = Config::load(&Overrides {
             state_dir: Some(tmp.path().join("guard")),
             openclaw_state: Some(tmp.path().join("oc")),
+            workspace: Some(workspace.clone()),
             ..Default::default()
         })
         .expect("config");
@@ -47,7 +48,6 @@ impl InProc {
         let handler = Arc::new(Handler {
             node_id: "node-under-test".into(),
             decider: Arc::new(Decider::Local(engine.clone())),
-            workspace: workspace.clone(),
             ask_timeout: Duration::from_secs(600),
             shutdown: rx,
             run_timer: None,

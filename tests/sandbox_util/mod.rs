@@ -120,6 +120,8 @@ pub fn procs_with(needle: &str) -> usize {
 /// no env overrides, a 30 s timeout, OpenClaw's 200,000-byte output cap.
 pub fn run_spec(ws: &Ws, profile: &str, argv: &[&str]) -> sanctum_guard::sandbox::RunSpec {
     sanctum_guard::sandbox::RunSpec {
+        program: None,
+        inherit_env: true,
         argv: argv.iter().map(|s| s.to_string()).collect(),
         cwd: ws.path().to_path_buf(),
         env: std::collections::BTreeMap::new(),

@@ -41,8 +41,12 @@ pub fn openclaw_dir(version: &str) -> PathBuf {
     d
 }
 
+/// The guard binary under test; `SANCTUM_TEST_GUARD_BIN` runs the suite against another
+/// build (e.g. an older commit, to show a new attack test fails there).
 pub fn guard_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_sanctum-guard"))
+    std::env::var_os("SANCTUM_TEST_GUARD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_sanctum-guard")))
 }
 
 pub fn now_ms() -> i64 {

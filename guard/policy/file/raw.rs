@@ -14,6 +14,7 @@ use toml::Spanned;
 pub(super) struct RawPolicy {
     pub version: Spanned<i64>,
     pub workspace: Option<Spanned<String>>,
+    pub ask_every_command: Option<bool>,
     pub agent: Option<RawAgent>,
     #[serde(default)]
     pub categories: BTreeMap<Category, RawCategory>,
