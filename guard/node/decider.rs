@@ -158,8 +158,9 @@ impl Decider {
                 }
             }
             Decider::Remote(r) => {
-                let mut answer = r.socket.ask(a).await;
-                let mut verdict = r.judge.decide_plan(&req, plan);
+                // The local plan verdict is computed while the sidecar thinks.
+                let (mut answer, mut verdict) =
+                    tokio::join!(r.socket.ask(a), async { r.judge.decide_plan(&req, plan) });
                 // The sidecar cannot see this filesystem: what only the plan knows takes
                 // autonomy away here. With no person in the loop that is a deny.
                 let plan_reason = verdict
