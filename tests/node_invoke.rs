@@ -283,3 +283,95 @@ async fn prepare_which_and_approvals_answer_truthfully_and_other_commands_are_re
         assert_eq!(r["ok"], false, "{cmd}: {r}");
     }
 }
+
+/// A sidecar stand-in on a real Unix socket: answers every connection with `reply(id)`.
+fn fake_sidecar(path: std::path::PathBuf, reply: fn(&str) -> String) {
+    use std::io::{BufRead, BufReader, Write};
+    let l = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+    std::thread::spawn(move || {
+        for s in l.incoming().map_while(Result::ok) {
+            let mut line = String::new();
+            let mut r = BufReader::new(&s);
+            let _ = r.read_line(&mut line);
+            let id = serde_json::from_str::<Value>(&line).unwrap_or(Value::Null)["id"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned();
+            let _ = (&s).write_all(reply(&id).as_bytes());
+        }
+    });
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn deployment_mode_fails_closed_on_anything_but_a_matching_allow() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let cases: Vec<(&str, Option<fn(&str) -> String>, &str)> = vec![
+        ("no sidecar", None, "decider-unavailable"),
+        (
+            "closes without a line",
+            Some(|_| String::new()),
+            "decider-unavailable",
+        ),
+        (
+            "allow for another id",
+            Some(|_| {
+                "{\"type\":\"decision\",\"id\":\"other\",\"decision\":\"allow-once\"}\n".into()
+            }),
+            "approval-required",
+        ),
+        (
+            "unknown decision",
+            Some(|id| {
+                format!(
+                    "{{\"type\":\"decision\",\"id\":\"{id}\",\"decision\":\"allow-sometimes\"}}\n"
+                )
+            }),
+            "approval-required",
+        ),
+        (
+            "wrong frame type",
+            Some(|id| {
+                format!("{{\"type\":\"exec-res\",\"id\":\"{id}\",\"decision\":\"allow-once\"}}\n")
+            }),
+            "approval-required",
+        ),
+        (
+            "deny with reason",
+            Some(|id| {
+                format!("{{\"type\":\"decision\",\"id\":\"{id}\",\"decision\":\"deny\",\"reason\":\"user-denied\"}}\n")
+            }),
+            "user-denied",
+        ),
+    ];
+    for (i, (name, reply, reason)) in cases.into_iter().enumerate() {
+        let sock = dir.path().join(format!("s{i}.sock"));
+        if let Some(f) = reply {
+            fake_sidecar(sock.clone(), f);
+        }
+        let n = InProc::remote(sock);
+        std::fs::write(n.workspace.join("sub/m"), "").expect("m");
+        let frames = n
+            .invoke("system.run", &json!({"command":sh("ls sub")}), 5_000)
+            .await;
+        let r = result_of(&frames);
+        assert_eq!(r["ok"], false, "{name}: {r}");
+        let ev = events_of(&frames);
+        assert_eq!(ev[0].1["reason"], reason, "{name}: {ev:?}");
+    }
+    // And the matching allow runs, under the profile the sidecar named.
+    let sock = dir.path().join("ok.sock");
+    fake_sidecar(sock.clone(), |id| {
+        format!("{{\"type\":\"decision\",\"id\":\"{id}\",\"decision\":\"allow-once\",\"profile\":\"read-only\",\"by\":\"policy\"}}\n")
+    });
+    let n = InProc::remote(sock);
+    std::fs::write(n.workspace.join("sub/marker-remote"), "").expect("m");
+    let r = result_of(
+        &n.invoke("system.run", &json!({"command":sh("ls sub")}), 5_000)
+            .await,
+    );
+    assert_eq!(r["ok"], true, "{r}");
+    assert!(payload_of(&r)["stdout"]
+        .as_str()
+        .unwrap_or("")
+        .contains("marker-remote"));
+}

@@ -6,7 +6,8 @@
 use sanctum_guard::app::config::{Config, Overrides};
 use sanctum_guard::app::node::local_engine;
 use sanctum_guard::engine::Engine;
-use sanctum_guard::node::decider::Decider;
+use sanctum_guard::engine::Judge;
+use sanctum_guard::node::decider::{Decider, Remote, SocketDecider};
 use sanctum_guard::node::invoke::{Handler, Send};
 use sanctum_guard::node::protocol::InvokeRequest;
 use sanctum_guard::openclaw::store::{Era, Store};
@@ -29,6 +30,15 @@ pub type Sent = Arc<Mutex<Vec<(String, Value)>>>;
 
 impl InProc {
     pub fn new() -> InProc {
+        Self::with(None)
+    }
+
+    /// Deployment mode: the decider is whatever listens on `socket` (token `t`).
+    pub fn remote(socket: PathBuf) -> InProc {
+        Self::with(Some(socket))
+    }
+
+    fn with(socket: Option<PathBuf>) -> InProc {
         let tmp = tempfile::Builder::new()
             .prefix("sg-node-")
             .tempdir()
@@ -44,10 +54,23 @@ impl InProc {
         .expect("config");
         let store = Store::open(tmp.path().join("oc"), Era::Sqlite).expect("store");
         let engine = Arc::new(local_engine(&cfg, store).expect("engine"));
+        let decider = match socket {
+            None => Decider::Local(engine.clone()),
+            Some(path) => {
+                let store = Store::open(tmp.path().join("oc"), Era::Sqlite).expect("store");
+                Decider::Remote(Box::new(Remote {
+                    socket: SocketDecider {
+                        path,
+                        token: "t".into(),
+                    },
+                    judge: Judge::load(&cfg, store).expect("judge"),
+                }))
+            }
+        };
         let (tx, rx) = watch::channel(false);
         let handler = Arc::new(Handler {
             node_id: "node-under-test".into(),
-            decider: Arc::new(Decider::Local(engine.clone())),
+            decider: Arc::new(decider),
             ask_timeout: Duration::from_secs(600),
             shutdown: rx,
             run_timer: None,
