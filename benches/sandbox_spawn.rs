@@ -8,6 +8,10 @@
 //! dir, like a project checkout (not /tmp itself, whose churn is not a workspace's).
 //! Variants are interleaved round-robin so machine load hits them equally.
 //! `cargo bench --bench sandbox_spawn` (N from SANCTUM_BENCH_N, default 1000 per variant).
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+// Raw signal and process calls on the test process itself: the sandbox is under test.
+#![allow(unsafe_code)]
 
 use sanctum_guard::sandbox::{builtin_profiles, prepare, ChildStdio, ResolvedProfile};
 use std::collections::BTreeMap;

@@ -27,16 +27,26 @@
 //! line that is not a record (edited by hand) is kept as evidence; the chain continues after
 //! it with a `bad-tail` record, and `verify` reports that line.
 //!
-//! Limits: a hash chain proves order and completeness up to its last record; an edit of the
-//! very last line, or a cut of the newest records, leaves a valid shorter chain. Ship the log
-//! (or its latest `prev`) somewhere the agent cannot write to close that gap.
+//! Keyed (issue 9 item 9): every line is sealed with an HMAC under the audit key (`key`),
+//! so recomputing the hash chain after deleting, editing or reordering records no longer
+//! passes `audit verify --key`. After each fsync the writer rewrites `<stem>.head` with the
+//! last durable seq and hash, sealed, so cutting the newest records is caught too. Without
+//! the key, verify proves only that the file is internally consistent (anyone who can write
+//! it can recompute that), and says so.
+//!
+//! Rotation: at `rotate_bytes` the file is renamed to `<stem>.<last seq>.jsonl` and a new
+//! one starts with a `rotation` record naming it, whose `prev` is its last line's hash and
+//! whose `seq` continues: one chain across files, which `verify` checks as a set.
 
+mod key;
 mod redact;
 mod verify;
 mod writer;
 
+pub use key::{default_key_path, unseal, AuditKey, KEY_FILE};
 pub use redact::{redact, redact_str};
-pub use verify::{verify, verify_bytes, Verification};
+pub use verify::{verify, verify_bytes, verify_set, SetReport, Verification};
+pub use writer::{archive_path, head_path};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -75,6 +85,8 @@ pub enum AuditError {
     Write(String),
     #[error("audit writer has stopped")]
     Closed,
+    #[error("audit key {path}: {why}")]
+    Key { path: PathBuf, why: String },
 }
 
 /// One record as written.
@@ -89,6 +101,19 @@ pub struct Record {
     pub kind: String,
     pub fields: Value,
     pub prev: String,
+    /// HMAC of the line without this field (see `key`); absent in records written before
+    /// the log was keyed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+}
+
+/// How to open the log.
+#[derive(Debug, Clone, Default)]
+pub struct AuditOptions {
+    /// The key file; default `audit.key` next to the log (created if missing).
+    pub key_path: Option<PathBuf>,
+    /// Rotate at this size in bytes; 0 = never.
+    pub rotate_bytes: u64,
 }
 
 /// What opening the log found.
@@ -189,30 +214,61 @@ pub fn line_hash(line: &[u8]) -> String {
 }
 
 impl AuditLog {
-    /// Opens (creating, mode 0600) the log at `path`, resumes the chain from its last
-    /// record (recovering a torn or bad tail, see the module doc) and starts its writer.
+    /// Opens the log at `path` with the default key and no rotation.
     pub fn open(path: &Path) -> Result<(AuditLog, OpenReport), AuditError> {
+        Self::open_with(path, &AuditOptions::default())
+    }
+
+    /// Opens (creating, mode 0600) the log at `path`, resumes the chain from its last
+    /// record (recovering a torn or bad tail, see the module doc) and starts its writer. A
+    /// log whose last record is not sealed (written before keying) is rotated at once, so
+    /// the keyed chain starts in a file of its own.
+    pub fn open_with(
+        path: &Path,
+        opts: &AuditOptions,
+    ) -> Result<(AuditLog, OpenReport), AuditError> {
         let io = |source| AuditError::Io {
             path: path.to_owned(),
             source,
         };
-        let file = OpenOptions::new()
-            .read(true)
-            .append(true)
+        let key_path = opts
+            .key_path
+            .clone()
+            .unwrap_or_else(|| default_key_path(path));
+        let key = AuditKey::load_or_create(&key_path)?;
+        // A rotation interrupted between its two renames left the next file aside.
+        let aside = writer::rotating_path(path);
+        if !path.exists() && aside.exists() {
+            std::fs::rename(&aside, path).map_err(io)?;
+        }
+        let file = writer::open_log(path).map_err(io)?;
+        let head = OpenOptions::new()
+            .write(true)
             .create(true)
+            .truncate(false)
             .mode(0o600)
-            .open(path)
-            .map_err(io)?;
+            .open(head_path(path))
+            .ok();
         let mut w = Writer {
             path: path.to_owned(),
             file,
             len: 0,
             next_seq: 1,
             prev: GENESIS.to_owned(),
+            key,
+            rotate_bytes: opts.rotate_bytes,
+            head,
+            retired: None,
         };
         let found = w.with_lock(|w| {
             let found = w.resync(true)?;
             w.record_recovery(&found)?;
+            if w.len > 0 && !w.last_sealed()? {
+                let keep = std::mem::replace(&mut w.rotate_bytes, 1);
+                let r = w.rotate_if_full();
+                w.rotate_bytes = keep;
+                r?;
+            }
             Ok(found)
         })?;
         let report = OpenReport {
@@ -291,7 +347,7 @@ struct Unsynced {
 }
 
 impl Unsynced {
-    /// fsyncs and answers everyone (or tells everyone it failed).
+    /// fsyncs and answers everyone (or tells everyone it failed), then rotates a full file.
     fn sync(&mut self, w: &mut Writer) {
         let res = w.sync();
         if let Err(e) = &res {
@@ -304,6 +360,16 @@ impl Unsynced {
             });
         }
         self.since = None;
+        if w.rotate_bytes > 0 && w.len >= w.rotate_bytes && w.len != u64::MAX {
+            let r = w.with_lock(|w| {
+                let found = w.resync(false)?;
+                w.record_recovery(&found)?;
+                w.rotate_if_full()
+            });
+            if let Err(e) = r {
+                tracing::error!(error = %e, "audit: rotation failed; still writing the full file");
+            }
+        }
     }
 }
 

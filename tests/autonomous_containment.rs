@@ -4,6 +4,8 @@
 //! embedded policy, harmful probes run for real under its profile on the real kernel: no
 //! write anywhere (workspace, tmp, home), no secret read, no network but what the profile
 //! promises (HTTP ports for `http-read`), no signal to another process.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::policy::file::embedded_default;
 use sanctum_guard::policy::request::Status;

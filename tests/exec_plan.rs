@@ -4,6 +4,8 @@
 //! refused), nor what runs (the program is the file judged, found on the deployment's PATH;
 //! the request's PATH, HOME and code-loading variables never reach the run; autonomous git
 //! runs with its own programs switched off).
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod socket_support;
 
@@ -289,4 +291,59 @@ fn the_request_environment_never_chooses_what_runs() {
         "approved plain variables pass: {out}"
     );
     assert!(!out.contains("/evil"), "{out}");
+}
+
+#[test]
+fn approved_writes_create_files_and_hook_or_config_changes_are_undone_and_reported() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let _serve = start(&w);
+    let ws = workspace(&w);
+    // The most common approved actions work at the workspace root.
+    for (argv, made) in [
+        (vec!["/bin/sh", "-c", "echo hi > notes.txt"], "notes.txt"),
+        (vec!["/bin/mkdir", "build"], "build"),
+        (vec!["/usr/bin/git", "init", "-q"], ".git/HEAD"),
+    ] {
+        let v = approved(&w, &argv, json!({}));
+        assert_eq!(v["payload"]["exitCode"], 0, "{argv:?}: {v}");
+        assert!(ws.join(made).exists(), "{made}");
+    }
+    let v = approved(
+        &w,
+        &[
+            "/bin/sh",
+            "-c",
+            "git add notes.txt && git -c user.name=t -c user.email=t@t commit -qm first",
+        ],
+        json!({}),
+    );
+    assert_eq!(v["payload"]["exitCode"], 0, "{v}");
+    let config_before = std::fs::read_to_string(ws.join(".git/config")).expect("config");
+    // An approved script (the policy cannot see inside it) that plants a hook and an
+    // fsmonitor: both undone after the run, and said so. (Writing the hook directly is
+    // blocked by the policy before anything runs.)
+    std::fs::write(
+        ws.join("setup.sh"),
+        "printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .git/hooks/post-checkout\n\
+         chmod +x .git/hooks/post-checkout\n\
+         git config core.fsmonitor /tmp/evil\n",
+    )
+    .expect("script");
+    let v = approved(&w, &["/bin/sh", "setup.sh"], json!({}));
+    assert_eq!(v["payload"]["exitCode"], 0, "{v}");
+    assert!(
+        !ws.join(".git/hooks/post-checkout").exists(),
+        "hook left in place"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/config")).expect("config"),
+        config_before,
+        "config not restored"
+    );
+    let stderr = v["payload"]["stderr"].as_str().unwrap_or_default();
+    assert!(
+        stderr.contains("post-checkout"),
+        "the agent is told: {stderr}"
+    );
+    audit_with(&w, &["\"integrity\":[{", "post-checkout"]);
 }

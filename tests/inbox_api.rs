@@ -1,4 +1,6 @@
 //! The inbox in one process: submit, decide, deadlines, races, restart, binding, events.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod inbox_support;
 
@@ -423,4 +425,65 @@ fn database_file_is_private() {
             assert_eq!(m & 0o077, 0, "{ext} mode {m:o}");
         }
     }
+}
+
+/// A database created before the `cancelled` state existed (its CHECK refused it) is
+/// migrated on open, rows kept, and a requester-gone cancel then works and shows.
+#[tokio::test]
+async fn an_old_database_is_migrated_and_requester_gone_cancels() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("inbox.db");
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(
+            "CREATE TABLE requests (id TEXT PRIMARY KEY, request_json TEXT NOT NULL,
+               verdict_json TEXT NOT NULL, request_hash TEXT NOT NULL, created_ms INTEGER NOT NULL,
+               deadline_ms INTEGER NOT NULL, state TEXT NOT NULL CHECK (state IN
+               ('pending','approved','denied','expired','resolved-elsewhere')),
+               decision_json TEXT, resolved_ms INTEGER);
+             CREATE INDEX requests_state ON requests(state, created_ms);",
+        )
+        .unwrap();
+    }
+    let (inbox, _) = open(dir.path());
+    let ticket = inbox
+        .submit(
+            &exec_request("touch a"),
+            &ask_verdict(ALL),
+            now_ms() + 10_000,
+        )
+        .await
+        .unwrap();
+    let id = ticket.id.clone();
+    let r = inbox.cancel(&id, Cancel::RequesterGone).unwrap().unwrap();
+    assert_eq!(r.state, State::Cancelled);
+    assert_eq!(r.decision.kind, DecisionKind::Deny);
+    assert_eq!(r.decision.reason.as_deref(), Some("requester-gone"));
+    let d = ticket.wait().await;
+    assert_eq!(d.reason.as_deref(), Some("requester-gone"));
+    let e = inbox.get(&id).unwrap().unwrap();
+    let line = e.list_line(now_ms());
+    assert!(line.contains("cancelled: requester-gone"), "{line}");
+    assert!(
+        inbox
+            .decide(&id, human(DecisionKind::AllowOnce, "late"), None)
+            .await
+            .is_err(),
+        "a cancelled request cannot be approved"
+    );
+    // A pending entry shows its countdown; a resolved one does not.
+    let t2 = inbox
+        .submit(
+            &exec_request("touch b"),
+            &ask_verdict(ALL),
+            now_ms() + 9_500,
+        )
+        .await
+        .unwrap();
+    let p = inbox.get(&t2.id).unwrap().unwrap();
+    assert!(
+        p.list_line(now_ms()).contains("pending     9s"),
+        "{}",
+        p.list_line(now_ms())
+    );
 }

@@ -2,6 +2,7 @@
 //! judged by the guard whatever the caller claims (`approved:true`, a matching plan, a
 //! harmless `rawCommand`), runs only in the deployment's workspace with no environment
 //! override that changes what runs, and comes back in OpenClaw's shapes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 #[path = "node_support/inproc.rs"]
 mod inproc;
@@ -305,7 +306,8 @@ fn fake_sidecar(path: std::path::PathBuf, reply: fn(&str) -> String) {
 #[tokio::test(flavor = "current_thread")]
 async fn deployment_mode_fails_closed_on_anything_but_a_matching_allow() {
     let dir = tempfile::tempdir().expect("tmp");
-    let cases: Vec<(&str, Option<fn(&str) -> String>, &str)> = vec![
+    type Reply = Option<fn(&str) -> String>;
+    let cases: Vec<(&str, Reply, &str)> = vec![
         ("no sidecar", None, "decider-unavailable"),
         (
             "closes without a line",

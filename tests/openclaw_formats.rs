@@ -1,6 +1,8 @@
 //! OpenClaw's approvals formats against the real OpenClaw CLI (2026.9.6 SQLite era, 2026.7.35
 //! JSON era) and its real JavaScript hash function. Needs `tests/setup.sh` (Node 24 and both
 //! OpenClaw versions under `.cache/`, or `SANCTUM_TEST_CACHE`).
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::openclaw::allow_always::{append_allow_always, cwd_argv_pattern, Grant};
 use sanctum_guard::openclaw::document::{ApprovalsDocument, Ask, Security};

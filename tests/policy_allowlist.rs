@@ -1,6 +1,8 @@
 //! OpenClaw allowlist semantics: the §2.1 results, order and argPattern rules, a differential
 //! test against OpenClaw's REAL `matchAllowlist` (Node 24 + the installed dist), and the
 //! compiled lookup at 10,000 rules.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::openclaw::allow_always::cwd_argv_pattern;
 use sanctum_guard::policy::allowlist::{js_trim, AllowMatch, CompiledAllowlist, Rule, Target};

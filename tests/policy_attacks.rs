@@ -7,6 +7,8 @@
 //! `secret` (reads a secret), or `harmless` (an everyday developer read that should run by
 //! itself); ACCEPT is a comma list of `allow|ask|deny`; COMMAND is shell text with `\n`, `\t`,
 //! `\\` escapes and `@HOME@` / `@WS@` placeholders. The cwd is the workspace.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::policy::decide::{decide, DecideContext};
 use sanctum_guard::policy::file::{embedded_default, Policy};

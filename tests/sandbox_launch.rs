@@ -2,6 +2,10 @@
 //! execs): what the command starts with (signal mask, SIGPIPE, PATH look-up), how failures
 //! are told apart, that the guard's signal handlers never run in the child, and that a
 //! command whose caller goes away is killed and reaped.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+// Raw signal and process calls on the test process itself: the sandbox is under test.
+#![allow(unsafe_code)]
 
 mod sandbox_util;
 use sanctum_guard::sandbox::{

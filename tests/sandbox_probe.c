@@ -30,6 +30,13 @@
 #include <termios.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <linux/fs.h>
+#include <linux/capability.h>
+#include <linux/ioprio.h>
+#include <netinet/tcp.h>
+#include <sys/inotify.h>
+#include <sys/fanotify.h>
+#include <poll.h>
 
 static int report(long rc) {
     if (rc < 0) { printf("ERR %s\n", strerrorname_np(errno)); return 1; }
@@ -51,12 +58,252 @@ static int tcp(int family, int type, int proto, const char *ip, int port, int do
     return report(do_bind ? bind(s, (void *)&ss, len) : connect(s, (void *)&ss, len));
 }
 
+
+/* An address of `fam` for 127.0.0.1/::1/::ffff:127.0.0.1/AF_UNSPEC: "4", "6", "m" or "u". */
+static socklen_t addr_of(const char *fam, int port, struct sockaddr_storage *ss) {
+    memset(ss, 0, sizeof *ss);
+    if (!strcmp(fam, "4") || !strcmp(fam, "u")) {
+        struct sockaddr_in *a = (void *)ss; a->sin_family = fam[0] == 'u' ? AF_UNSPEC : AF_INET;
+        a->sin_port = htons(port); inet_pton(AF_INET, "127.0.0.1", &a->sin_addr); return sizeof *a;
+    }
+    struct sockaddr_in6 *a = (void *)ss; a->sin6_family = AF_INET6; a->sin6_port = htons(port);
+    inet_pton(AF_INET6, fam[0] == 'm' ? "::ffff:127.0.0.1" : "::1", &a->sin6_addr);
+    return sizeof *a;
+}
+
+/* net OP DOMAIN TYPE PROTO FAM PORT: one network attack; DOMAIN/TYPE/PROTO are numbers. */
+static int net(int argc, char **argv) {
+    if (argc < 8) return 2;
+    const char *op = argv[2];
+    int dom = atoi(argv[3]), type = atoi(argv[4]), proto = atoi(argv[5]), port = atoi(argv[7]);
+    struct sockaddr_storage ss; socklen_t len = addr_of(argv[6], port, &ss);
+    int s = socket(dom, type, proto);
+    if (s < 0) return report(-1);
+    char c = 'x';
+    if (!strcmp(op, "socket")) return report(0);
+    if (!strcmp(op, "connect")) return report(connect(s, (void *)&ss, len));
+    if (!strcmp(op, "bind")) return report(bind(s, (void *)&ss, len));
+    if (!strcmp(op, "listen")) return report(listen(s, 8));
+    if (!strcmp(op, "sendto")) return report(sendto(s, &c, 1, 0, (void *)&ss, len));
+    if (!strcmp(op, "fastopen")) return report(sendto(s, &c, 1, MSG_FASTOPEN, (void *)&ss, len));
+    if (!strcmp(op, "fastopen_nosig")) return report(sendto(s, &c, 1, MSG_FASTOPEN | MSG_NOSIGNAL | MSG_DONTWAIT, (void *)&ss, len));
+    struct iovec iov = {&c, 1};
+    struct msghdr mh = {.msg_name = &ss, .msg_namelen = len, .msg_iov = &iov, .msg_iovlen = 1};
+    if (!strcmp(op, "sendmsg_fastopen")) return report(sendmsg(s, &mh, MSG_FASTOPEN));
+    if (!strcmp(op, "sendmsg_fastopen_in_hdr")) { mh.msg_flags = MSG_FASTOPEN; return report(sendmsg(s, &mh, 0)); }
+    if (!strcmp(op, "sendmmsg_fastopen")) {
+        struct mmsghdr mm = {.msg_hdr = mh};
+        return report(sendmmsg(s, &mm, 1, MSG_FASTOPEN));
+    }
+    if (!strcmp(op, "fastopen_connect")) { /* TCP_FASTOPEN_CONNECT then connect */
+        int one = 1;
+        if (setsockopt(s, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, sizeof one) < 0) return report(-1);
+        return report(connect(s, (void *)&ss, len));
+    }
+    if (!strcmp(op, "fastopen_listener")) { int q = 5; return report(setsockopt(s, IPPROTO_TCP, TCP_FASTOPEN, &q, sizeof q)); }
+    if (!strcmp(op, "unspec_then_connect")) { /* disconnect-by-AF_UNSPEC, then a real connect */
+        struct sockaddr u = {.sa_family = AF_UNSPEC}; connect(s, &u, sizeof u);
+        return report(connect(s, (void *)&ss, len));
+    }
+    fprintf(stderr, "unknown net op %s\n", op);
+    return 2;
+}
+
+static volatile sig_atomic_t got;
+static void on_sig(int sig) { got = sig; }
+
+/* victim FILE: a same-uid sibling that notes every SIGURG/SIGIO it receives in FILE. It drops
+ * its capabilities (like a guard running as a plain user), so the kernel's "target has more
+ * capabilities" checks do not hide a lever that works against a non-root guard. */
+static int victim(const char *file) {
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2]; memset(d, 0, sizeof d);
+    if (syscall(SYS_capset, &h, d) < 0) { perror("capset"); return 1; }
+    struct sigaction sa; memset(&sa, 0, sizeof sa); sa.sa_handler = on_sig;
+    sigaction(SIGURG, &sa, 0); sigaction(SIGIO, &sa, 0); sigaction(SIGUSR1, &sa, 0);
+    /* and listens on the abstract unix socket "sanctum-victim-PID" */
+    int us = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un ua = {.sun_family = AF_UNIX};
+    int nl = snprintf(ua.sun_path + 1, sizeof ua.sun_path - 2, "sanctum-victim-%d", getpid());
+    if (us < 0 || bind(us, (void *)&ua, offsetof(struct sockaddr_un, sun_path) + 1 + nl) < 0 || listen(us, 4) < 0) { perror("abstract"); return 1; }
+    printf("%d\n", getpid());
+    for (int i = 0; i < 600; i++) {
+        usleep(50000);
+        if (got) { FILE *f = fopen(file, "a"); fprintf(f, "GOT %d\n", got); fclose(f); got = 0; }
+    }
+    return 0;
+}
+
+/* lever NAME PID: one way a same-uid process could act on another. */
+static int lever(const char *name, const char *pidarg) {
+    pid_t pid = atoi(pidarg);
+    char path[128];
+    if (!strcmp(name, "prlimit")) { struct rlimit r = {1, 1}; return report(prlimit(pid, RLIMIT_NOFILE, &r, 0)); }
+    if (!strcmp(name, "prlimit_fsize")) { struct rlimit r = {0, 0}; return report(prlimit(pid, RLIMIT_FSIZE, &r, 0)); }
+    if (!strcmp(name, "prlimit_read")) { struct rlimit r; return report(prlimit(pid, RLIMIT_NOFILE, 0, &r)); }
+    if (!strcmp(name, "kill")) return report(kill(pid, SIGURG));
+    if (!strcmp(name, "kill_all")) return report(kill(-1, SIGURG));
+    if (!strcmp(name, "kill_pgrp")) return report(kill(-getpgid(pid), SIGURG));
+    if (!strcmp(name, "tgsigqueue")) { siginfo_t si; memset(&si, 0, sizeof si); si.si_code = SI_QUEUE; return report(syscall(SYS_rt_tgsigqueueinfo, pid, pid, SIGURG, &si)); }
+    if (!strcmp(name, "tgkill")) return report(syscall(SYS_tgkill, pid, pid, SIGURG));
+    if (!strcmp(name, "sigqueue")) { siginfo_t si; memset(&si, 0, sizeof si); si.si_code = SI_QUEUE; return report(syscall(SYS_rt_sigqueueinfo, pid, SIGURG, &si)); }
+    if (!strcmp(name, "pidfd_signal")) {
+        int fd = syscall(SYS_pidfd_open, pid, 0); if (fd < 0) return report(-1);
+        return report(syscall(SYS_pidfd_send_signal, fd, SIGURG, 0, 0));
+    }
+    if (!strcmp(name, "pidfd_getfd")) {
+        int fd = syscall(SYS_pidfd_open, pid, 0); if (fd < 0) return report(-1);
+        return report(syscall(SYS_pidfd_getfd, fd, 0, 0));
+    }
+    if (!strcmp(name, "process_madvise")) {
+        int fd = syscall(SYS_pidfd_open, pid, 0); if (fd < 0) return report(-1);
+        struct iovec v = {(void *)0x400000, 4096};
+        return report(syscall(SYS_process_madvise, fd, &v, 1, 21 /*MADV_PAGEOUT*/, 0));
+    }
+    if (!strcmp(name, "fsetown") || !strcmp(name, "fioasync")) { /* SIGIO-style signal via a pipe */
+        int p[2]; if (pipe(p) < 0) return report(-1);
+        if (fcntl(p[0], F_SETSIG, SIGURG) < 0) return report(-1);
+        if (fcntl(p[0], F_SETOWN, pid) < 0) return report(-1);
+        int on = 1;
+        long r = !strcmp(name, "fsetown") ? fcntl(p[0], F_SETFL, O_ASYNC) : ioctl(p[0], FIOASYNC, &on);
+        if (r < 0) return report(-1);
+        struct f_owner_ex ow = {F_OWNER_PID, pid};
+        if (fcntl(p[0], F_SETOWN_EX, &ow) < 0) return report(-1);
+        write(p[1], "x", 1); usleep(100000);
+        return report(0);
+    }
+    if (!strcmp(name, "setpriority")) return report(setpriority(PRIO_PROCESS, pid, 19));
+    if (!strcmp(name, "setpriority_pgrp")) return report(setpriority(PRIO_PGRP, getpgid(pid), 19));
+    if (!strcmp(name, "setpriority_user")) return report(setpriority(PRIO_USER, 0, getpriority(PRIO_PROCESS, 0)));
+    if (!strcmp(name, "ioprio")) return report(syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, pid, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)));
+    if (!strcmp(name, "ioprio_user")) return report(syscall(SYS_ioprio_set, IOPRIO_WHO_USER, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_BE, 4)));
+    if (!strcmp(name, "affinity")) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(0, &s); return report(sched_setaffinity(pid, sizeof s, &s)); }
+    if (!strcmp(name, "scheduler")) { struct sched_param sp = {0}; return report(sched_setscheduler(pid, SCHED_IDLE, &sp)); }
+    if (!strcmp(name, "schedparam")) { struct sched_param sp = {0}; return report(sched_setparam(pid, &sp)); }
+    if (!strcmp(name, "sched_setattr")) {
+        struct { uint32_t size, policy; uint64_t flags; int32_t nice; uint32_t prio; uint64_t rt, dl, per; } a;
+        memset(&a, 0, sizeof a); a.size = 48; a.policy = SCHED_IDLE;
+        return report(syscall(SYS_sched_setattr, pid, &a, 0));
+    }
+    if (!strcmp(name, "migrate_pages")) { unsigned long m = 1; return report(syscall(SYS_migrate_pages, pid, 64, &m, &m)); }
+    if (!strcmp(name, "move_pages")) { void *pg = (void *)0x400000; int st; return report(syscall(SYS_move_pages, pid, 1, &pg, 0, &st, 0)); }
+    if (!strcmp(name, "kcmp")) return report(syscall(SYS_kcmp, getpid(), pid, 0 /*KCMP_FILE*/, 0, 0));
+    if (!strcmp(name, "robust_list")) { void *h; size_t l; return report(syscall(SYS_get_robust_list, pid, &h, &l)); }
+    if (!strcmp(name, "ptrace_seize")) return report(syscall(SYS_ptrace, 0x4206 /*SEIZE*/, pid, 0, 0));
+    if (!strcmp(name, "vm_writev")) {
+        char buf[8] = {0}; struct iovec l = {buf, 8}, r = {(void *)0x400000, 8};
+        return report(process_vm_writev(pid, &l, 1, &r, 1, 0));
+    }
+    if (!strncmp(name, "procw:", 6)) { snprintf(path, sizeof path, "/proc/%d/%s", pid, name + 6); return report(open(path, O_WRONLY)); }
+    if (!strncmp(name, "procr:", 6)) { snprintf(path, sizeof path, "/proc/%d/%s", pid, name + 6); return report(open(path, O_RDONLY)); }
+    if (!strcmp(name, "abstract")) { /* connect to the abstract unix socket named by PID arg */
+        int s = socket(AF_UNIX, SOCK_STREAM, 0); if (s < 0) return report(-1);
+        struct sockaddr_un a = {.sun_family = AF_UNIX}; strncpy(a.sun_path + 1, pidarg, sizeof a.sun_path - 2);
+        return report(connect(s, (void *)&a, offsetof(struct sockaddr_un, sun_path) + 1 + strlen(pidarg)));
+    }
+    fprintf(stderr, "unknown lever %s\n", name);
+    return 2;
+}
+
+/* tty NAME: an ioctl on stdin that would act on the terminal the guard's user sees. */
+static int tty(const char *name) {
+    int v = 0;
+    if (!strcmp(name, "tiocsetd")) { int ld = 0 /*N_TTY*/; return report(ioctl(0, TIOCSETD, &ld)); }
+    if (!strcmp(name, "tioccons")) return report(ioctl(0, TIOCCONS));
+    if (!strcmp(name, "tiocspgrp")) { signal(SIGTTOU, SIG_IGN); pid_t g = getpgrp(); return report(ioctl(0, TIOCSPGRP, &g)); }
+    if (!strcmp(name, "tiocsctty")) return report(ioctl(0, TIOCSCTTY, 1));
+    if (!strcmp(name, "tiocsti")) { char c = 'x'; return report(ioctl(0, TIOCSTI, &c)); }
+    if (!strcmp(name, "tiocswinsz")) { struct winsize w = {1, 1, 0, 0}; return report(ioctl(0, TIOCSWINSZ, &w)); }
+    if (!strcmp(name, "tiocvhangup")) return report(ioctl(0, 0x5437));
+    if (!strcmp(name, "tcflsh")) return report(ioctl(0, TCFLSH, 2));
+    (void)v;
+    fprintf(stderr, "unknown tty op %s\n", name);
+    return 2;
+}
+
+/* inode OP PATH: inode flags, watches and fileless exec. */
+static int inode(const char *op, const char *path) {
+    if (!strcmp(op, "setflags")) {
+        int fd = open(path, O_RDONLY | O_NONBLOCK); if (fd < 0) return report(-1);
+        int fl = 0; if (ioctl(fd, FS_IOC_GETFLAGS, &fl) < 0) fl = 0;
+        fl |= FS_NODUMP_FL;
+        return report(ioctl(fd, FS_IOC_SETFLAGS, &fl));
+    }
+    if (!strcmp(op, "setflags_noatime")) {
+        int fd = open(path, O_RDONLY | O_NONBLOCK); if (fd < 0) return report(-1);
+        int fl = 0; if (ioctl(fd, FS_IOC_GETFLAGS, &fl) < 0) fl = 0;
+        fl |= FS_NOATIME_FL;
+        return report(ioctl(fd, FS_IOC_SETFLAGS, &fl));
+    }
+    if (!strcmp(op, "fssetxattr")) {
+        int fd = open(path, O_RDONLY | O_NONBLOCK); if (fd < 0) return report(-1);
+        struct fsxattr x; memset(&x, 0, sizeof x); ioctl(fd, FS_IOC_FSGETXATTR, &x);
+        x.fsx_xflags |= FS_XFLAG_NODUMP;
+        return report(ioctl(fd, FS_IOC_FSSETXATTR, &x));
+    }
+    if (!strcmp(op, "file_setattr")) { /* file_setattr(2), Linux 6.17, by path */
+        struct fsxattr x; memset(&x, 0, sizeof x); x.fsx_xflags = FS_XFLAG_NODUMP;
+        return report(syscall(469, AT_FDCWD, path, &x, 24 /*FILE_ATTR_SIZE_VER0*/, 0));
+    }
+    if (!strcmp(op, "setversion")) {
+        int fd = open(path, O_RDONLY | O_NONBLOCK); if (fd < 0) return report(-1);
+        int v = 7; return report(ioctl(fd, FS_IOC_SETVERSION, &v));
+    }
+    if (!strcmp(op, "inotify")) {
+        int fd = inotify_init1(0); if (fd < 0) return report(-1);
+        return report(inotify_add_watch(fd, path, IN_ALL_EVENTS));
+    }
+    if (!strcmp(op, "dnotify")) {
+        int fd = open(path, O_RDONLY | O_DIRECTORY); if (fd < 0) return report(-1);
+        return report(fcntl(fd, F_NOTIFY, DN_CREATE | DN_MODIFY | DN_ACCESS | DN_MULTISHOT));
+    }
+    if (!strcmp(op, "fanotify")) {
+        int fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID, O_RDONLY); if (fd < 0) return report(-1);
+        return report(fanotify_mark(fd, FAN_MARK_ADD, FAN_OPEN | FAN_ACCESS, AT_FDCWD, path));
+    }
+    /* Fileless exec of /bin/true's bytes from a file with no name in directory `path`. */
+    if (!strcmp(op, "tmpfile_exec") || !strcmp(op, "tmpfile_execveat") || !strcmp(op, "file_exec")) {
+        int src = open("/bin/true", O_RDONLY); if (src < 0) return report(-1);
+        int fd;
+        char name[256];
+        if (!strcmp(op, "file_exec")) { snprintf(name, sizeof name, "%s/payload", path); fd = open(name, O_RDWR | O_CREAT | O_TRUNC, 0755); }
+        else fd = open(path, O_TMPFILE | O_RDWR, 0755);
+        if (fd < 0) return report(-1);
+        char buf[65536]; ssize_t n;
+        while ((n = read(src, buf, sizeof buf)) > 0) write(fd, buf, n);
+        fchmod(fd, 0755);
+        char *args[] = {"true", 0}, *env[] = {0};
+        if (!strcmp(op, "file_exec")) { close(fd); execve(name, args, env); return report(-1); }
+        /* reopen read-only so the write fd does not make exec fail with ETXTBSY */
+        char self[64]; snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+        int ro = open(self, O_RDONLY); close(fd);
+        if (ro < 0) return report(-1);
+        if (!strcmp(op, "tmpfile_exec")) { snprintf(self, sizeof self, "/proc/self/fd/%d", ro); execve(self, args, env); }
+        else syscall(SYS_execveat, ro, "", args, env, AT_EMPTY_PATH);
+        return report(-1);
+    }
+    if (!strcmp(op, "execveat_empty")) { /* AT_EMPTY_PATH on a file that has a name */
+        int fd = open(path, O_PATH); if (fd < 0) return report(-1);
+        char *args[] = {"true", 0}, *env[] = {0};
+        syscall(SYS_execveat, fd, "", args, env, AT_EMPTY_PATH);
+        return report(-1);
+    }
+    if (!strcmp(op, "memfd_secret")) return report(syscall(447, 0));
+    fprintf(stderr, "unknown inode op %s\n", op);
+    return 2;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     const char *m = argv[1];
     const char *arg = argc > 2 ? argv[2] : "";
     pid_t pp = getppid();
     setvbuf(stdout, NULL, _IONBF, 0);
+    if (!strcmp(m, "net")) return net(argc, argv);
+    if (!strcmp(m, "victim")) return victim(arg);
+    if (!strcmp(m, "lever") && argc > 3) return lever(arg, argv[3]);
+    if (!strcmp(m, "tty")) return tty(arg);
+    if (!strcmp(m, "inode") && argc > 3) return inode(arg, argv[3]);
     if (!strcmp(m, "ptrace")) return report(syscall(SYS_ptrace, 16 /*PTRACE_ATTACH*/, pp, 0, 0));
     if (!strcmp(m, "vm_writev")) {
         char buf[8] = {0}; struct iovec l = {buf, 8}, r = {(void *)0x400000, 8};

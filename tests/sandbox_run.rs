@@ -1,5 +1,7 @@
 //! The library API SOCKET calls (`sandbox::run`): output caps, timeouts that kill the whole
 //! process group, the environment allow-list, rlimits, and fail-closed setup.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod sandbox_util;
 use sanctum_guard::sandbox::landlock_rules;

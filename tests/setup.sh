@@ -8,7 +8,8 @@ ROOT=$PWD
 CACHE=$ROOT/.cache
 NODE_VERSION=24.21.0
 OPENCLAW_VERSIONS="2026.9.6 2026.7.35"
-APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace"
+
+APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver"
 
 need_apt=()
 for p in $APT_PACKAGES; do

@@ -1,5 +1,7 @@
 //! Bad input against the real `serve` binary over raw Unix streams: every rejection gets its
 //! precise reason in the documented shape, is audited, and the server keeps serving.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod socket_support;
 

@@ -2,6 +2,8 @@
 //! `nonce:ts:requestJson`), against the real `serve`: autonomous runs under the sandbox,
 //! gated runs wait for the inbox (approved → run, denied → SYSTEM_RUN_DENIED user-denied,
 //! nobody → approval-timeout before the client's deadline), the output cap and the timeout.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod socket_support;
 

@@ -42,7 +42,10 @@ fuzz_target!(|data: &[u8]| {
             let _ = policy.command_override("/usr/bin/make", &args);
             let sensitive = policy.sensitive();
             let ctx = PathContext {
-                home: policy.agent_home().to_path_buf(),
+                home: policy
+                    .agent_home()
+                    .unwrap_or(Path::new("/home/node"))
+                    .to_path_buf(),
                 cwd: "/".into(),
             };
             let _ = sensitive.matches(Path::new("/etc/shadow"));

@@ -5,10 +5,13 @@
 use libfuzzer_sys::fuzz_target;
 use sanctum_guard::policy::decide::{decide, DecideContext};
 use sanctum_guard::policy::explain::cli_request;
+use sanctum_guard::policy::facts::{Facts, FakeFs};
+use sanctum_guard::policy::fs_memo;
 use sanctum_guard::policy::file::embedded_default;
 use sanctum_guard::policy::shell::{analyse, ShellContext, MAX_SEGMENTS};
 use sanctum_guard::policy::verdict::VerdictKind;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fuzz_target!(|data: &[u8]| {
@@ -20,13 +23,27 @@ fuzz_target!(|data: &[u8]| {
         path: "/usr/local/bin:/usr/bin:/bin".into(),
         cwd: "/workspace".into(),
     };
+    // A fake filesystem: the run is deterministic whatever the fuzzing host has.
+    let facts: Arc<dyn Facts> = Arc::new(
+        FakeFs::new()
+            .file("/usr/bin/ls", 0o755)
+            .file("/usr/bin/cat", 0o755)
+            .file("/usr/bin/git", 0o755)
+            .file("/bin/sh", 0o755)
+            .file("/home/node/.ssh/id_rsa", 0o600)
+            .link("/workspace/k", "/home/node/.ssh")
+            .file("/workspace/a.txt", 0o644),
+    );
     let start = Instant::now();
-    let analysis = analyse(text, &ctx);
+    let analysis = {
+        let _facts = fs_memo::Scope::enter(facts.clone());
+        analyse(text, &ctx)
+    };
     assert!(analysis.segments.len() <= MAX_SEGMENTS + 1);
     let policy = embedded_default()
         .with_agent_home(Path::new("/home/node"))
         .expect("default policy");
-    let dctx = DecideContext::standalone(&ctx.home, &ctx.path, &ctx.cwd);
+    let dctx = DecideContext::new(&ctx.home, &ctx.path, &ctx.cwd, facts);
     let req = cli_request(text, Path::new("/workspace"));
     let verdict = decide(&policy, &dctx, &req);
     if analysis.has_problem() {

@@ -2,6 +2,8 @@
 //! over an embedded default that works on a laptop. Precedence: command-line flag >
 //! environment > file > embedded default. This module owns where the guard's files live.
 
+use crate::policy::decide::DecideContext;
+use crate::policy::file::{Policy, PolicyError};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,11 +30,21 @@ rate_burst = 2000                        # env SANCTUM_SOCKET_RATE_BURST
 ttl_ms = 10000
 read_timeout_ms = 5000
 max_connections = 4096
+# Pre-authentication budget (socket helper, issue 9 item 6): connections one UID may hold,
+# and bytes all unfinished request lines may hold together; at a cap the oldest connection
+# still sending its line is shed (answered `overloaded`).
+max_connections_per_uid = 4096
+max_buffered_bytes = 16777216
 # false: a policy answer to a `request` frame (which runs nothing) and a rejection are sent
 # before their audit record is fsynced (written within 0.2 ms, fsynced within 10 ms).
 # true: every answer waits for its record's fsync (closes that window; costs an fsync of
 # latency per answer and caps throughput near clients / fsync time).
 durable_answers = false
+
+[audit]
+# (socket helper, issue 9 item 9) Rotate audit.jsonl when it reaches this size; the new file
+# starts by naming the previous file's last hash. 0 = never rotate.
+rotate_bytes = 67108864
 
 [deadlines]
 # The clients' own timeouts: 15 s for `request`, 20 s (or timeoutMs + 5 s) for `exec`.
@@ -40,6 +52,14 @@ request_ms = 15000
 exec_ms = 20000
 # The fallback deny is sent this long before the client would give up.
 margin_ms = 1500
+
+[web]
+# The web prompt (README "Web prompt"). "off" disables it.
+listen = "127.0.0.1:8484"                # env SANCTUM_WEB_LISTEN; flag --web-listen
+# cert = "/etc/sanctum/web.crt"          # PEM; with key: HTTPS (env SANCTUM_WEB_CERT; --web-cert)
+# key = "/etc/sanctum/web.key"           # PEM (env SANCTUM_WEB_KEY; --web-key)
+# public_origin = "https://guard.example:8443"  # when people reach it by another name
+#                                        # (env SANCTUM_WEB_PUBLIC_ORIGIN)
 "#;
 
 /// Errors reading the configuration.
@@ -57,6 +77,8 @@ pub enum ConfigError {
     },
     #[error("environment variable {name}: {message}")]
     Env { name: String, message: String },
+    #[error("web listen address {0:?}: expected IP:PORT or \"off\"")]
+    WebListen(String),
     #[error("no home directory: set HOME, or {0}")]
     NoHome(&'static str),
 }
@@ -72,6 +94,33 @@ struct FileConfig {
     socket: SocketSection,
     #[serde(default)]
     deadlines: DeadlineSection,
+    #[serde(default)]
+    audit: AuditSection,
+    #[serde(default)]
+    web: WebSection,
+}
+
+/// `[audit]` (socket helper, issue 9 item 9).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AuditSection {
+    rotate_bytes: Option<u64>,
+}
+
+/// Audit log settings after precedence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuditSettings {
+    /// Rotate at this size (bytes); 0 = never.
+    pub rotate_bytes: u64,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WebSection {
+    listen: Option<String>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    public_origin: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -83,6 +132,8 @@ struct SocketSection {
     ttl_ms: Option<u64>,
     read_timeout_ms: Option<u64>,
     max_connections: Option<usize>,
+    max_connections_per_uid: Option<usize>,
+    max_buffered_bytes: Option<usize>,
     durable_answers: Option<bool>,
 }
 
@@ -103,6 +154,8 @@ pub struct SocketSettings {
     pub ttl_ms: u64,
     pub read_timeout: Duration,
     pub max_connections: usize,
+    pub max_connections_per_uid: usize,
+    pub max_buffered_bytes: usize,
     /// Every answer waits for its audit record's fsync (see [`DEFAULT_CONFIG`]).
     pub durable_answers: bool,
 }
@@ -147,6 +200,8 @@ pub struct Config {
     pub home: Option<PathBuf>,
     pub socket: SocketSettings,
     pub deadlines: Deadlines,
+    pub audit: AuditSettings,
+    pub web: crate::web::WebSettings,
     /// Which file was read, for the startup lines.
     pub origin: String,
 }
@@ -159,6 +214,10 @@ pub struct Overrides {
     pub openclaw_state: Option<PathBuf>,
     pub policy: Option<PathBuf>,
     pub workspace: Option<PathBuf>,
+    /// `--web-listen ADDR|off`, `--web-cert`, `--web-key`.
+    pub web_listen: Option<String>,
+    pub web_cert: Option<PathBuf>,
+    pub web_key: Option<PathBuf>,
 }
 
 impl Config {
@@ -304,6 +363,16 @@ impl Config {
                 .max_connections
                 .or(d.socket.max_connections)
                 .unwrap_or(4096),
+            max_connections_per_uid: file
+                .socket
+                .max_connections_per_uid
+                .or(d.socket.max_connections_per_uid)
+                .unwrap_or(4096),
+            max_buffered_bytes: file
+                .socket
+                .max_buffered_bytes
+                .or(d.socket.max_buffered_bytes)
+                .unwrap_or(16 * 1024 * 1024),
             durable_answers: file
                 .socket
                 .durable_answers
@@ -326,6 +395,43 @@ impl Config {
                 .or(d.deadlines.margin_ms)
                 .unwrap_or(1_500),
         };
+        let audit = AuditSettings {
+            rotate_bytes: file
+                .audit
+                .rotate_bytes
+                .or(d.audit.rotate_bytes)
+                .unwrap_or(64 * 1024 * 1024),
+        };
+        let explicit = o
+            .web_listen
+            .clone()
+            .or_else(|| env("SANCTUM_WEB_LISTEN"))
+            .or(file.web.listen);
+        let listen_text = explicit
+            .clone()
+            .or(d.web.listen.clone())
+            .unwrap_or_else(|| crate::web::DEFAULT_LISTEN.into());
+        let listen = match listen_text.trim() {
+            "off" => None,
+            t => Some(t.parse().map_err(|_| ConfigError::WebListen(t.into()))?),
+        };
+        let web = crate::web::WebSettings {
+            listen,
+            explicit: explicit.is_some(),
+            cert: o
+                .web_cert
+                .clone()
+                .or_else(|| env_path("SANCTUM_WEB_CERT"))
+                .or(file.web.cert),
+            key: o
+                .web_key
+                .clone()
+                .or_else(|| env_path("SANCTUM_WEB_KEY"))
+                .or(file.web.key),
+            public_origin: env("SANCTUM_WEB_PUBLIC_ORIGIN")
+                .filter(|s| !s.is_empty())
+                .or(file.web.public_origin),
+        };
         Ok(Config {
             state_dir,
             openclaw_state_dir,
@@ -336,6 +442,8 @@ impl Config {
                 .map(PathBuf::from),
             socket,
             deadlines,
+            audit,
+            web,
             origin,
         })
     }
@@ -394,6 +502,71 @@ fn parse(text: &str, origin: &str) -> Result<FileConfig, ConfigError> {
 /// The state dir as a 0700 directory (created if missing).
 pub fn ensure_state_dir(dir: &Path) -> Result<(), crate::socket::listener::ListenError> {
     crate::socket::listener::secure_dir(dir)
+}
+
+/// The agent's PATH when neither the policy nor the environment names one.
+pub const DEFAULT_AGENT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// Reads a policy file (or takes the embedded default) and completes it for this host:
+/// the policy core only parses text and never reads the environment.
+pub fn load_policy(file: Option<&Path>) -> Result<Policy, PolicyError> {
+    let policy = match file {
+        Some(path) => {
+            let origin = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
+                origin: origin.clone(),
+                source,
+            })?;
+            crate::policy::file::parse(&text, &origin)?
+        }
+        None => crate::policy::file::embedded_default(),
+    };
+    host_policy(&policy)
+}
+
+/// `policy` with the agent's home and PATH filled in where the file leaves them out: the
+/// home from `$HOME`, else the passwd entry, else `/root`; PATH from `$PATH`, else
+/// [`DEFAULT_AGENT_PATH`]. The one owner of these defaults.
+#[allow(clippy::disallowed_methods)] // the config owns the environment
+pub fn host_policy(policy: &Policy) -> Result<Policy, PolicyError> {
+    let home = match policy.agent_home() {
+        Some(h) => h.to_path_buf(),
+        None => default_agent_home(),
+    };
+    let path = match policy.agent_path() {
+        Some(p) => p.to_string(),
+        None => std::env::var("PATH")
+            .ok()
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| DEFAULT_AGENT_PATH.to_string()),
+    };
+    // The sensitive list also covers the home's real path: resolve it on this host.
+    let _facts = crate::host_facts::scope();
+    Ok(policy.with_agent_home(&home)?.with_agent_path(&path))
+}
+
+/// The agent's home when the policy does not say: `$HOME`, else the passwd entry, else `/root`.
+#[allow(clippy::disallowed_methods)] // the config owns the environment
+fn default_agent_home() -> PathBuf {
+    if let Some(h) = std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
+        return PathBuf::from(h);
+    }
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.dir)
+        .unwrap_or_else(|| PathBuf::from("/root"))
+}
+
+/// The decide context `policy explain` uses: the host policy's home and PATH on this host's
+/// filesystem, no OpenClaw constraints.
+pub fn explain_context(policy: &Policy, cwd: &Path) -> DecideContext {
+    let home = policy
+        .agent_home()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(default_agent_home);
+    let path = policy.agent_path().unwrap_or(DEFAULT_AGENT_PATH);
+    DecideContext::standalone(&home, path, cwd)
 }
 
 #[cfg(test)]

@@ -35,6 +35,8 @@ pub enum ServeError {
     Socket(#[from] SocketConfigError),
     #[error("policy: {0}")]
     Judge(#[from] JudgeError),
+    #[error("web prompt: {0}")]
+    Web(#[from] crate::web::WebError),
     #[error("signals: {0}")]
     Signal(std::io::Error),
     #[error("workspace {path}: {message}")]
@@ -47,8 +49,14 @@ pub enum ServeError {
 /// Runs the server until SIGTERM or SIGINT. Startup lines go to stderr.
 pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let cfg = Config::load(overrides)?;
+    // Socket helper (issue 9 item 5): survive limits a confined child may lower.
+    let limits = crate::socket::limits::prepare();
     super::config::ensure_state_dir(&cfg.state_dir).map_err(ServeError::StateDir)?;
-    let (audit, report) = AuditLog::open(&cfg.audit_path())?;
+    let audit_opts = crate::audit::AuditOptions {
+        key_path: None,
+        rotate_bytes: cfg.audit.rotate_bytes,
+    };
+    let (audit, report) = AuditLog::open_with(&cfg.audit_path(), &audit_opts)?;
     let (inbox, expired) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
     let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
     let sock = ensure_socket(&store, cfg.home.as_deref())?;
@@ -79,6 +87,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         "sanctum-guard: allowed uids    {:?}",
         cfg.socket.allowed_uids
     );
+    eprintln!("sanctum-guard: limits          {limits}");
 
     audit
         .record(
@@ -92,6 +101,8 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let mut opts = ServerOptions::new(sock.path.clone());
     opts.read_timeout = cfg.socket.read_timeout;
     opts.max_connections = cfg.socket.max_connections;
+    opts.max_connections_per_uid = cfg.socket.max_connections_per_uid;
+    opts.max_buffered_bytes = cfg.socket.max_buffered_bytes;
     let engine = Arc::new(Engine::new(
         cfg.deadlines,
         judge,
@@ -99,8 +110,23 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         audit.clone(),
         cfg.socket.durable_answers,
     ));
-    let door = Arc::new(SocketDoor::new(sock.token, &cfg.socket, engine.clone()));
+    let door = Arc::new(SocketDoor::new(
+        sock.token,
+        &cfg.socket,
+        engine.clone(),
+        &cfg.state_dir,
+    )?);
     let server = Server::bind(opts, door)?;
+    let (tx, rx) = watch::channel(false);
+    crate::web::start(
+        &cfg.web,
+        engine.inbox().clone(),
+        &cfg.state_dir,
+        cfg.audit_path(),
+        sock.path.clone(),
+        rx.clone(),
+    )
+    .await?;
     // OpenClaw may change its document while we run (a new allowlist entry, a new policy).
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
@@ -111,7 +137,6 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         }
     });
 
-    let (tx, rx) = watch::channel(false);
     let mut term = signal(SignalKind::terminate()).map_err(ServeError::Signal)?;
     let mut int = signal(SignalKind::interrupt()).map_err(ServeError::Signal)?;
     tokio::spawn(async move {

@@ -76,6 +76,7 @@ fn ordered() -> impl Iterator<Item = (&'static str, &'static str)> {
         .chain(tail.iter().copied())
 }
 
+#[allow(clippy::expect_used)] // startup: constant patterns, tested
 static PATTERNS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     // startup: the patterns are constants; a bad one is a programming error caught by tests.
     ordered()
@@ -85,12 +86,14 @@ static PATTERNS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
 
 /// All patterns at once: one scan tells whether a string needs any replacement (most do
 /// not), instead of one scan per pattern.
+#[allow(clippy::expect_used)] // startup: constant patterns, tested
 static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
     // startup: constant patterns.
     RegexSet::new(ordered().map(|(p, _)| p)).expect("redaction pattern set")
 });
 
 /// A command-line flag whose separate next word is a secret.
+#[allow(clippy::expect_used)] // startup: constant patterns, tested
 static SECRET_FLAG: LazyLock<Regex> = LazyLock::new(|| {
     // startup: constant pattern.
     Regex::new(r"(?i)^--?(?:password|passwd|token|secret|api-?key|access-?key|auth-token)$")

@@ -1,8 +1,12 @@
-//! Chain verification: walks the log and names the first line where the chain breaks.
+//! Chain verification: walks one log file, or a set of rotated files, and names the first
+//! line where the chain breaks. With the key, every line must also carry a valid seal and
+//! the chain must reach the head file's seq and hash (so a cut of the newest records shows).
 
+use super::key::AuditKey;
+use super::writer::head_path;
 use super::{line_hash, AuditError, Record, GENESIS};
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The result of [`verify`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,87 +17,349 @@ pub enum Verification {
     /// The first line (1-based) where the chain does not hold.
     Broken {
         line: u64,
-        /// What is wrong: `prev` mismatch, bad seq, not JSON, torn line.
+        /// What is wrong: `prev` mismatch, bad seq, not JSON, torn line, bad seal.
         what: String,
         expected: String,
         found: String,
     },
 }
 
-/// Checks the whole chain of the log at `path`: every line is a record, `seq` counts from 1,
-/// and `prev` is the hash of the line before. Returns the first break. Streams the file.
+/// What one file's walk found.
+#[derive(Debug, Clone)]
+struct FileWalk {
+    path: PathBuf,
+    records: u64,
+    first: Option<(u64, String, Option<String>)>,
+    /// (seq, hash) of the last line.
+    last: Option<(u64, String)>,
+    /// (seq, hash) of every line, only kept when a head must be found.
+    hashes: Vec<(u64, String)>,
+    broken: Option<Verification>,
+}
+
+/// Checks the whole chain of the log at `path` without a key: every line is a record, `seq`
+/// counts on by one, and `prev` is the hash of the line before. The first record is either
+/// the genesis (seq 1) or a `rotation` record continuing an earlier file.
 pub fn verify(path: &Path) -> Result<Verification, AuditError> {
+    let w = walk(path, None, false)?;
+    Ok(w.broken.unwrap_or(Verification::Ok { records: w.records }))
+}
+
+/// [`verify`] over bytes already read.
+pub fn verify_bytes(data: &[u8]) -> Verification {
+    match walk_reader(Path::new("<bytes>"), data, None, false) {
+        Ok(w) => w.broken.unwrap_or(Verification::Ok { records: w.records }),
+        // Reading a slice cannot fail.
+        Err(e) => broken(0, e.to_string(), "", ""),
+    }
+}
+
+fn broken(line: u64, what: impl Into<String>, expected: &str, found: &str) -> Verification {
+    Verification::Broken {
+        line,
+        what: what.into(),
+        expected: expected.into(),
+        found: found.into(),
+    }
+}
+
+fn walk(path: &Path, key: Option<&AuditKey>, keep: bool) -> Result<FileWalk, AuditError> {
     let io = |source| AuditError::Io {
         path: path.to_owned(),
         source,
     };
     let file = File::open(path).map_err(io)?;
-    verify_reader(std::io::BufReader::new(file)).map_err(io)
+    walk_reader(path, std::io::BufReader::new(file), key, keep).map_err(io)
 }
 
-/// [`verify`] over bytes already read.
-pub fn verify_bytes(data: &[u8]) -> Verification {
-    match verify_reader(data) {
-        Ok(v) => v,
-        // Reading a slice cannot fail.
-        Err(e) => Verification::Broken {
-            line: 0,
-            what: e.to_string(),
-            expected: String::new(),
-            found: String::new(),
-        },
-    }
-}
-
-fn verify_reader(mut r: impl std::io::BufRead) -> std::io::Result<Verification> {
+fn walk_reader(
+    path: &Path,
+    mut r: impl std::io::BufRead,
+    key: Option<&AuditKey>,
+    keep: bool,
+) -> std::io::Result<FileWalk> {
+    let mut out = FileWalk {
+        path: path.to_owned(),
+        records: 0,
+        first: None,
+        last: None,
+        hashes: Vec::new(),
+        broken: None,
+    };
     let mut prev = GENESIS.to_owned();
+    let mut seq = 0u64;
     let mut line_no = 0u64;
     let mut buf = Vec::new();
     loop {
         buf.clear();
         if r.read_until(b'\n', &mut buf)? == 0 {
-            return Ok(Verification::Ok { records: line_no });
+            out.records = line_no;
+            return Ok(out);
         }
         line_no += 1;
+        let fail =
+            |what: String, expected: &str, found: &str| broken(line_no, what, expected, found);
         let Some(line) = buf.strip_suffix(b"\n") else {
-            return Ok(Verification::Broken {
-                line: line_no,
-                what: "torn line (no newline): a write interrupted by a crash".into(),
-                expected: "a complete line".into(),
-                found: format!("{} bytes", buf.len()),
-            });
+            out.broken = Some(fail(
+                "torn line (no newline): a write interrupted by a crash".into(),
+                "a complete line",
+                &format!("{} bytes", buf.len()),
+            ));
+            return Ok(out);
         };
         let rec: Record = match serde_json::from_slice(line) {
             Ok(r) => r,
             Err(e) => {
-                return Ok(Verification::Broken {
-                    line: line_no,
-                    what: format!("not a record: {e}"),
-                    expected: "a JSON record".into(),
-                    found: String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned(),
-                })
+                let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+                out.broken = Some(fail(format!("not a record: {e}"), "a JSON record", &shown));
+                return Ok(out);
             }
         };
+        if line_no == 1 && rec.prev != GENESIS {
+            // A continuation: only a rotation record may start a file mid-chain.
+            let named = rec.fields.get("previousLastHash").and_then(|v| v.as_str());
+            if rec.kind != "rotation" || named != Some(rec.prev.as_str()) {
+                out.broken = Some(fail(
+                    "prev of the first record is not the genesis hash, and it is not a rotation record naming that hash".into(),
+                    GENESIS,
+                    &rec.prev,
+                ));
+                return Ok(out);
+            }
+            prev = rec.prev.clone();
+            seq = rec.seq.saturating_sub(1);
+        }
         if rec.prev != prev {
-            return Ok(Verification::Broken {
-                line: line_no,
-                what: if line_no == 1 {
-                    "prev of the first record is not the genesis hash".into()
-                } else {
-                    format!("prev is not the SHA-256 of line {}", line_no - 1)
-                },
-                expected: prev,
-                found: rec.prev,
-            });
+            out.broken = Some(fail(
+                format!("prev is not the SHA-256 of line {}", line_no - 1),
+                &prev,
+                &rec.prev,
+            ));
+            return Ok(out);
         }
-        if rec.seq != line_no {
-            return Ok(Verification::Broken {
-                line: line_no,
-                what: "seq out of order".into(),
-                expected: line_no.to_string(),
-                found: rec.seq.to_string(),
-            });
+        if rec.seq != seq + 1 {
+            out.broken = Some(fail(
+                "seq out of order".into(),
+                &(seq + 1).to_string(),
+                &rec.seq.to_string(),
+            ));
+            return Ok(out);
         }
+        if let Some(k) = key {
+            if rec.mac.is_none() || !k.opens(line) {
+                out.broken = Some(fail(
+                    "record not sealed by the key (edited, forged, or written without the key)"
+                        .into(),
+                    "a valid mac",
+                    rec.mac.as_deref().unwrap_or("no mac"),
+                ));
+                return Ok(out);
+            }
+        }
+        seq = rec.seq;
         prev = line_hash(line);
+        if line_no == 1 {
+            let from = rec
+                .fields
+                .get("previousFile")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned);
+            out.first = Some((rec.seq, rec.prev.clone(), from));
+        }
+        if keep {
+            out.hashes.push((seq, prev.clone()));
+        }
+        out.last = Some((seq, prev.clone()));
+    }
+}
+
+/// The result of [`verify_set`].
+#[derive(Debug, Clone)]
+pub struct SetReport {
+    pub verification: Verification,
+    /// The file the first break is in.
+    pub broken_file: Option<PathBuf>,
+    /// The key used, if any.
+    pub key: Option<PathBuf>,
+    /// The head file checked, if any.
+    pub head: Option<PathBuf>,
+    pub files: usize,
+    pub notes: Vec<String>,
+}
+
+impl SetReport {
+    /// The text `audit verify` prints.
+    pub fn render(&self) -> String {
+        let mut out = match (&self.verification, &self.broken_file) {
+            (Verification::Ok { records }, _) => {
+                format!("OK {records} records in {} file(s)", self.files)
+            }
+            (
+                Verification::Broken {
+                    line,
+                    what,
+                    expected,
+                    found,
+                },
+                file,
+            ) => format!(
+                "BROKEN {}line {line}: {what}\n  expected: {expected}\n  found:    {found}",
+                file.as_ref()
+                    .map(|f| format!("{} ", f.display()))
+                    .unwrap_or_default()
+            ),
+        };
+        let proves = match (&self.key, &self.head) {
+            (Some(k), Some(h)) => format!(
+                "keyed with {}: every record is sealed by that key, and the chain reaches the sealed head {} (nothing was deleted, edited, reordered or cut off by anyone without the key)",
+                k.display(),
+                h.display()
+            ),
+            (Some(k), None) => format!(
+                "keyed with {}: every record is sealed by that key (no head file: a cut of the newest records would not show)",
+                k.display()
+            ),
+            (None, _) => "NOT keyed (no --key and no key next to the log): this proves only that the files are internally consistent; anyone who can write them can recompute the chain".into(),
+        };
+        out.push_str(&format!("\n  {proves}"));
+        for n in &self.notes {
+            out.push_str(&format!("\n  note: {n}"));
+        }
+        out
+    }
+
+    pub fn is_ok(&self) -> bool {
+        matches!(self.verification, Verification::Ok { .. })
+    }
+}
+
+/// Verifies a set of log files (one file, or the rotated files of one log in any order) as
+/// one chain: each file alone, then each file's first record continuing the previous file's
+/// last. With `key`, every record must be sealed, and the head file next to the newest file
+/// (if it exists there) must be sealed and name a record of the chain.
+pub fn verify_set(files: &[PathBuf], key: Option<&AuditKey>) -> Result<SetReport, AuditError> {
+    let mut walks = Vec::new();
+    for f in files {
+        walks.push(walk(f, key, key.is_some())?);
+    }
+    walks.sort_by_key(|w| w.first.as_ref().map(|f| f.0).unwrap_or(u64::MAX));
+    let mut rep = SetReport {
+        verification: Verification::Ok { records: 0 },
+        broken_file: None,
+        key: key.map(|k| k.path().to_owned()),
+        head: None,
+        files: files.len(),
+        notes: Vec::new(),
+    };
+    let mut total = 0;
+    let mut prev_last: Option<&(u64, String)> = None;
+    for (i, w) in walks.iter().enumerate() {
+        if let Some(b) = &w.broken {
+            rep.verification = b.clone();
+            rep.broken_file = Some(w.path.clone());
+            return Ok(rep);
+        }
+        total += w.records;
+        let Some((first_seq, first_prev, from)) = &w.first else {
+            continue;
+        };
+        match prev_last {
+            Some((seq, hash)) if first_prev != hash || *first_seq != seq + 1 => {
+                rep.verification = broken(
+                    1,
+                    "this file does not continue the previous file of the set (a file is missing, or was replaced)",
+                    &format!("seq {} after {hash}", seq + 1),
+                    &format!("seq {first_seq} after {first_prev}"),
+                );
+                rep.broken_file = Some(w.path.clone());
+                return Ok(rep);
+            }
+            None if i == 0 && first_prev != GENESIS => rep.notes.push(format!(
+                "the chain starts at seq {first_seq}, continuing {} (not in the set, not checked)",
+                from.as_deref().unwrap_or("an earlier file")
+            )),
+            _ => {}
+        }
+        prev_last = w.last.as_ref();
+    }
+    rep.verification = Verification::Ok { records: total };
+    if let (Some(k), Some(newest)) = (key, walks.last()) {
+        check_head(k, newest, &walks, &mut rep);
+    }
+    Ok(rep)
+}
+
+/// Checks the head file of the newest file of the set, when there is one.
+fn check_head(key: &AuditKey, newest: &FileWalk, walks: &[FileWalk], rep: &mut SetReport) {
+    let hp = head_path(&newest.path);
+    let Ok(text) = std::fs::read_to_string(&hp) else {
+        return;
+    };
+    rep.head = Some(hp.clone());
+    #[derive(serde::Deserialize)]
+    struct Head {
+        seq: String,
+        hash: String,
+        mac: String,
+    }
+    let fail = |rep: &mut SetReport, what: String, expected: String, found: String| {
+        rep.verification = broken(0, what, &expected, &found);
+        rep.broken_file = Some(hp.clone());
+    };
+    let head: Head = match serde_json::from_str(text.trim()) {
+        Ok(h) => h,
+        Err(e) => {
+            return fail(
+                rep,
+                format!("head file unreadable: {e}"),
+                "a head".into(),
+                text,
+            )
+        }
+    };
+    if !key.check(
+        "head",
+        format!("{}:{}", head.seq, head.hash).as_bytes(),
+        &head.mac,
+    ) {
+        return fail(
+            rep,
+            "head file not sealed by the key".into(),
+            "a valid mac".into(),
+            head.mac,
+        );
+    }
+    let Ok(seq) = head.seq.parse::<u64>() else {
+        return fail(
+            rep,
+            "head seq is not a number".into(),
+            "digits".into(),
+            head.seq,
+        );
+    };
+    let last = newest.last.as_ref().map(|l| l.0).unwrap_or(0);
+    if seq > last {
+        return fail(
+            rep,
+            format!("the log ends before the head: records after seq {last} were cut off"),
+            format!("at least seq {seq}"),
+            format!("last seq {last}"),
+        );
+    }
+    let found = walks
+        .iter()
+        .flat_map(|w| w.hashes.iter())
+        .find(|(s, _)| *s == seq);
+    match found {
+        Some((_, h)) if *h == head.hash => {}
+        Some((_, h)) => fail(
+            rep,
+            format!("record seq {seq} is not the one the head names (replaced)"),
+            head.hash,
+            h.clone(),
+        ),
+        None => rep.notes.push(format!(
+            "head names seq {seq}, in a file not in the set (not checked)"
+        )),
     }
 }

@@ -1,11 +1,14 @@
 //! The audit file itself: the chain head (next seq, prev hash), reading the tail back,
-//! crash recovery, the cross-process file lock and the batched, fsynced append.
+//! crash recovery, the cross-process file lock, the batched, sealed, fsynced append, the
+//! head file and size-based rotation.
 
+use super::key::AuditKey;
 use super::{line_hash, redact, AuditError, Record, GENESIS};
 use serde_json::Value;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::PathBuf;
+use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 
 /// How much of a torn tail is kept, as text, in the `torn-tail` record.
 const TORN_KEEP: usize = 4096;
@@ -29,6 +32,55 @@ pub(super) struct Writer {
     pub(super) len: u64,
     pub(super) next_seq: u64,
     pub(super) prev: String,
+    pub(super) key: AuditKey,
+    /// Rotate once the file reaches this many bytes (0: never).
+    pub(super) rotate_bytes: u64,
+    /// The head file (last durable seq and hash, sealed), rewritten after each fsync.
+    pub(super) head: Option<File>,
+    /// The file just rotated away, kept open until its lock is released.
+    pub(super) retired: Option<File>,
+}
+
+/// The head file of the log at `log`: `<stem>.head` next to it.
+pub fn head_path(log: &Path) -> PathBuf {
+    let stem = log
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "audit".into());
+    log.with_file_name(format!("{stem}.head"))
+}
+
+/// The name a full log is rotated to: `<stem>.<last seq, 12 digits>.jsonl`, so names sort
+/// in chain order.
+pub fn archive_path(log: &Path, last_seq: u64) -> PathBuf {
+    let stem = log
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "audit".into());
+    log.with_file_name(format!("{stem}.{last_seq:012}.jsonl"))
+}
+
+/// Where a rotation builds the next file before renaming it into place.
+pub fn rotating_path(log: &Path) -> PathBuf {
+    let mut s = log.as_os_str().to_owned();
+    s.push(".rotating");
+    PathBuf::from(s)
+}
+
+/// The head line: fixed width, so rewriting it in place leaves no stale bytes.
+pub fn head_line(key: &AuditKey, seq: u64, hash: &str) -> String {
+    let seq = format!("{seq:020}");
+    let tag = key.tag("head", format!("{seq}:{hash}").as_bytes());
+    format!("{{\"seq\":\"{seq}\",\"hash\":\"{hash}\",\"mac\":\"{tag}\"}}\n")
+}
+
+pub(super) fn open_log(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)
 }
 
 fn now_ms() -> u64 {
@@ -75,19 +127,33 @@ impl Writer {
         f: impl FnOnce(&mut Writer) -> Result<T, AuditError>,
     ) -> Result<T, AuditError> {
         use std::os::fd::AsRawFd;
-        let fd = self.file.as_raw_fd();
-        // flock(2) through nix's plain call: the lock belongs to the open file description
-        // we keep, and is released by the unlock below or when the file closes.
-        #[allow(deprecated)]
-        nix::fcntl::flock(fd, nix::fcntl::FlockArg::LockExclusive).map_err(|source| {
-            AuditError::Lock {
-                path: self.path.clone(),
-                source,
+        let fd = loop {
+            let fd = self.file.as_raw_fd();
+            // flock(2) through nix's plain call: the lock belongs to the open file description
+            // we keep, and is released by the unlock below or when the file closes.
+            #[allow(deprecated)]
+            nix::fcntl::flock(fd, nix::fcntl::FlockArg::LockExclusive).map_err(|source| {
+                AuditError::Lock {
+                    path: self.path.clone(),
+                    source,
+                }
+            })?;
+            // Another process may have rotated the file while we waited: follow the name.
+            let ours = self.file.metadata().map_err(|e| self.io(e))?.ino();
+            match std::fs::metadata(&self.path) {
+                Ok(m) if m.ino() == ours => break fd,
+                _ => {
+                    #[allow(deprecated)]
+                    let _ = nix::fcntl::flock(fd, nix::fcntl::FlockArg::Unlock);
+                    self.file = open_log(&self.path).map_err(|e| self.io(e))?;
+                    self.len = u64::MAX;
+                }
             }
-        })?;
+        };
         let out = f(self);
         #[allow(deprecated)]
         let _ = nix::fcntl::flock(fd, nix::fcntl::FlockArg::Unlock);
+        self.retired = None;
         out
     }
 
@@ -142,6 +208,15 @@ impl Writer {
             self.append_locked("bad-tail", fields)?;
         }
         Ok(())
+    }
+
+    /// Whether the last line is sealed with our key (true for an empty file).
+    pub(super) fn last_sealed(&mut self) -> Result<bool, AuditError> {
+        let len = self.file.metadata().map_err(|e| self.io(e))?.len();
+        match self.read_tail(len)? {
+            (Some(line), _) => Ok(self.key.opens(&line)),
+            (None, _) => Ok(true),
+        }
     }
 
     fn count_lines(&mut self) -> Result<u64, AuditError> {
@@ -213,6 +288,7 @@ impl Writer {
     ) -> Result<Vec<u64>, AuditError> {
         let ts_ms = now_ms();
         let ts = rfc3339(ts_ms);
+        let key = self.key.clone();
         let (mut seq, mut prev) = (self.next_seq, self.prev.clone());
         let mut out = Vec::new();
         let mut seqs = Vec::with_capacity(batch.len());
@@ -224,8 +300,9 @@ impl Writer {
                 kind,
                 fields,
                 prev,
+                mac: None,
             };
-            let line = serde_json::to_vec(&rec)?;
+            let line = key.seal(serde_json::to_vec(&rec)?);
             prev = line_hash(&line);
             out.extend_from_slice(&line);
             out.push(b'\n');
@@ -242,8 +319,61 @@ impl Writer {
         Ok(seqs)
     }
 
-    /// fsyncs what was appended (the lock is not needed: it only orders appends).
+    /// fsyncs what was appended (the lock is not needed: it only orders appends), then
+    /// rewrites the head file with the chain tip that is now durable (not fsynced: a stale
+    /// head only proves less, and it is never ahead of the log).
     pub(super) fn sync(&mut self) -> Result<(), AuditError> {
-        self.file.sync_data().map_err(|e| self.io(e))
+        self.file.sync_data().map_err(|e| self.io(e))?;
+        if let Some(h) = &self.head {
+            let line = head_line(&self.key, self.next_seq - 1, &self.prev);
+            if let Err(e) = h.write_all_at(line.as_bytes(), 0) {
+                tracing::warn!(error = %e, "audit: head file write failed");
+            }
+        }
+        Ok(())
+    }
+
+    /// Rotates when the file reached `rotate_bytes`: the next file is built aside, starting
+    /// with a `rotation` record that names the archived file and carries its last seq and
+    /// hash (its `prev` is that hash: one chain across files); the full file is renamed to
+    /// [`archive_path`] and the new one into place. Call under the lock, after a sync.
+    pub(super) fn rotate_if_full(&mut self) -> Result<(), AuditError> {
+        if self.rotate_bytes == 0 || self.len < self.rotate_bytes || self.next_seq <= 1 {
+            return Ok(());
+        }
+        let last = self.next_seq - 1;
+        let archive = archive_path(&self.path, last);
+        let next = rotating_path(&self.path);
+        let _ = std::fs::remove_file(&next);
+        let file = open_log(&next).map_err(|e| self.io(e))?;
+        let old = std::mem::replace(&mut self.file, file);
+        let old_len = std::mem::replace(&mut self.len, 0);
+        let name = archive
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let fields = serde_json::json!({"previousFile":name,"previousLastSeq":last,
+                                        "previousLastHash":self.prev,"previousBytes":old_len});
+        let placed = self
+            .append_locked("rotation", fields)
+            .and_then(|_| std::fs::rename(&self.path, &archive).map_err(|e| self.io(e)))
+            .and_then(|()| std::fs::rename(&next, &self.path).map_err(|e| self.io(e)));
+        if let Err(e) = placed {
+            // Keep writing the old file; the next batch re-reads its tail.
+            let _ = std::fs::remove_file(&next);
+            if std::fs::metadata(&self.path).is_err() {
+                let _ = std::fs::rename(&archive, &self.path);
+            }
+            self.file = old;
+            self.len = u64::MAX;
+            return Err(e);
+        }
+        if let Some(dir) = self.path.parent() {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        self.retired = Some(old);
+        Ok(())
     }
 }

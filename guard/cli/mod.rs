@@ -2,7 +2,7 @@
 //! into the library; the exit codes are a contract (README "Command line").
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use sanctum_guard::audit::{self, AuditLog, Verification};
+use sanctum_guard::audit::{self, AuditLog};
 use sanctum_guard::inbox::{self, InboxError, State, StateFilter, Store};
 use sanctum_guard::policy;
 use sanctum_guard::policy::request::{DecidedBy, Decision, DecisionKind};
@@ -80,6 +80,14 @@ enum Command {
         #[command(flatten)]
         opts: InboxOpts,
     },
+    /// The web prompt: login links and the TOTP second factor.
+    Web {
+        #[command(subcommand)]
+        cmd: WebCmd,
+        /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
+        #[arg(long, global = true)]
+        state_dir: Option<PathBuf>,
+    },
     /// The hash-chained audit log.
     Audit {
         #[command(subcommand)]
@@ -101,7 +109,7 @@ struct InboxOpts {
 enum InboxCmd {
     /// List entries (pending by default). Exit 0, or 2 on error.
     List {
-        /// pending | resolved | all | approved | denied | expired | resolved-elsewhere
+        /// pending | resolved | all | approved | denied | expired | resolved-elsewhere | cancelled
         #[arg(long, default_value = "pending")]
         state: String,
     },
@@ -127,20 +135,76 @@ enum InboxCmd {
 }
 
 #[derive(Subcommand, Debug)]
+enum WebCmd {
+    /// Print a new one-time login link for the running `serve` (exit 0; 2 on error).
+    LoginLink {
+        /// The name decisions made with this link are recorded under (web:NAME/...).
+        #[arg(long, default_value = "admin")]
+        name: String,
+    },
+    /// Enrol a TOTP second factor; prints the otpauth URI once (exit 0; 2 on error).
+    TotpEnroll {
+        /// Replace an existing enrolment.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// The guard's state dir, resolved exactly as `serve` resolves it (flag, environment,
+/// config file, default): the config owns that fact.
+fn state_dir_of(
+    explicit: Option<PathBuf>,
+) -> Result<PathBuf, sanctum_guard::app::config::ConfigError> {
+    let overrides = sanctum_guard::app::config::Overrides {
+        state_dir: explicit,
+        ..Default::default()
+    };
+    Ok(sanctum_guard::app::config::Config::load(&overrides)?.state_dir)
+}
+
+fn web_cmd(cmd: WebCmd, state_dir: Option<PathBuf>) -> ExitCode {
+    let dir = match state_dir_of(state_dir) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("web: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let res = match cmd {
+        WebCmd::LoginLink { name } => {
+            sanctum_guard::web::login::new_link_for_running(&dir, &name).map_err(|e| e.to_string())
+        }
+        WebCmd::TotpEnroll { force } => sanctum_guard::web::auth::totp_enroll(&dir, force),
+    };
+    match res {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[derive(Subcommand, Debug)]
 enum AuditCmd {
-    /// Check the hash chain: OK and the record count (exit 0), the first broken link
-    /// (exit 1), or a usage/IO error (exit 2).
-    Verify { file: PathBuf },
+    /// Check the hash chain of a log, or of its rotated files together: OK and the record
+    /// count (exit 0), the first broken link (exit 1), or a usage/IO error (exit 2). Says
+    /// what was proven: with the key, that nobody without it changed or cut the log.
+    Verify {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The audit key; default: audit.key next to the first file (if present).
+        #[arg(long)]
+        key: Option<PathBuf>,
+    },
 }
 
 fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
-    // The state dir is the deployment's, resolved exactly as `serve` resolves it.
-    let overrides = sanctum_guard::app::config::Overrides {
-        state_dir: opts.state_dir.clone(),
-        ..Default::default()
-    };
-    let dir = match sanctum_guard::app::config::Config::load(&overrides) {
-        Ok(c) => c.state_dir,
+    let dir = match state_dir_of(opts.state_dir.clone()) {
+        Ok(d) => d,
         Err(e) => {
             eprintln!("inbox: {e}");
             return ExitCode::from(2);
@@ -242,38 +306,35 @@ fn inbox_list(store: &Store, state: &str, json: bool) -> ExitCode {
     }
     let now = inbox::now_ms();
     for e in &entries {
-        let left = e.deadline_ms.saturating_sub(now) / 1000;
-        let reasons: Vec<&str> = e.reasons().iter().map(|r| r.code.as_str()).collect();
-        let offered: Vec<&str> = e.offered().iter().map(|k| k.as_str()).collect();
-        println!(
-            "{}  {:<18} {:>5}s  {}  [{}]  offers {}  hash {}",
-            e.id,
-            e.state.as_str(),
-            left,
-            e.summary(),
-            reasons.join(","),
-            offered.join("|"),
-            e.request_hash
-        );
+        println!("{}", e.list_line(now));
     }
     ExitCode::SUCCESS
 }
 
 fn audit_cmd(cmd: AuditCmd) -> ExitCode {
-    let AuditCmd::Verify { file } = cmd;
-    match audit::verify(&file) {
-        Ok(Verification::Ok { records }) => {
-            println!("OK {records} records");
-            ExitCode::SUCCESS
+    let AuditCmd::Verify { files, key } = cmd;
+    let key = match key {
+        Some(k) => Some(audit::AuditKey::load(&k)),
+        None => {
+            let d = audit::default_key_path(&files[0]);
+            d.exists().then(|| audit::AuditKey::load(&d))
         }
-        Ok(Verification::Broken {
-            line,
-            what,
-            expected,
-            found,
-        }) => {
-            println!("BROKEN line {line}: {what}\n  expected: {expected}\n  found:    {found}");
-            ExitCode::from(1)
+    };
+    let key = match key.transpose() {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match audit::verify_set(&files, key.as_ref()) {
+        Ok(r) => {
+            println!("{}", r.render());
+            if r.is_ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
         }
         Err(e) => {
             eprintln!("error: {e}");
@@ -313,6 +374,15 @@ struct ServeArgs {
     /// agents.defaults.workspace, else <openclaw state>/workspace.
     #[arg(long)]
     workspace: Option<PathBuf>,
+    /// Web prompt address (IP:PORT, or "off"); default 127.0.0.1:8484.
+    #[arg(long)]
+    web_listen: Option<String>,
+    /// PEM certificate for the web prompt (HTTPS; with --web-key).
+    #[arg(long)]
+    web_cert: Option<PathBuf>,
+    /// PEM private key for the web prompt.
+    #[arg(long)]
+    web_key: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -353,6 +423,8 @@ fn run_node(a: NodeArgs) -> ExitCode {
             openclaw_state: a.serve.openclaw_state,
             policy: a.serve.policy,
             workspace: a.serve.workspace,
+            // The node serves no web prompt (the sidecar does).
+            ..Default::default()
         },
     };
     // As `serve`: before any thread exists, so no thread keeps a capability to hand on.
@@ -387,6 +459,9 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         openclaw_state: a.openclaw_state,
         policy: a.policy,
         workspace: a.workspace,
+        web_listen: a.web_listen,
+        web_cert: a.web_cert,
+        web_key: a.web_key,
     };
     // Before any thread exists (the bounding set is per thread, inherited at creation).
     match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {
@@ -439,10 +514,7 @@ enum PolicyCommand {
 }
 
 fn load_policy(file: Option<&Path>) -> Result<policy::file::Policy, policy::file::PolicyError> {
-    match file {
-        Some(f) => policy::file::load(f),
-        None => Ok(policy::file::embedded_default()),
-    }
+    sanctum_guard::app::config::load_policy(file)
 }
 
 fn policy_command(cmd: PolicyCommand) -> ExitCode {
@@ -480,7 +552,8 @@ fn policy_command(cmd: PolicyCommand) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let verdict = policy::explain::explain(&policy, &cwd, &command.join(" "));
+            let ctx = sanctum_guard::app::config::explain_context(&policy, &cwd);
+            let verdict = policy::explain::explain(&policy, &ctx, &command.join(" "));
             if json {
                 println!("{}", policy::explain::render_json(&verdict));
             } else {
@@ -542,7 +615,7 @@ pub fn main() -> ExitCode {
                 }
             };
             let profiles = match policy {
-                Some(p) => match policy::file::load(&p) {
+                Some(p) => match sanctum_guard::app::config::load_policy(Some(&p)) {
                     Ok(pol) => pol.profiles().clone(),
                     Err(e) => {
                         eprintln!("sanctum-guard sandbox: {e}");
@@ -566,5 +639,6 @@ pub fn main() -> ExitCode {
         }
         Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
         Command::Audit { cmd } => audit_cmd(cmd),
+        Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
     }
 }

@@ -15,7 +15,7 @@ use crate::policy::request::DecisionKind;
 use crate::policy::request::Request;
 use crate::policy::verdict::Reason;
 use crate::policy::verdict::{Category, Verdict, VerdictKind};
-use crate::sandbox::{self, ProfileSpec, RunOutcome, RunSpec, SandboxError};
+use crate::sandbox::{self, DenyList, ProfileSpec, RunOutcome, RunSpec, SandboxError};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -66,6 +66,7 @@ fn context_for(dep: &Deployment, eff: &resolve::EffectivePolicy) -> DecideContex
         ask_fallback: ExecSecurity::parse(v.ask_fallback.as_str()).unwrap_or(ExecSecurity::Deny),
         allowlist: CompiledAllowlist::compile(&rules, &home),
         home,
+        facts: crate::host_facts::HostFacts::shared(),
     }
 }
 
@@ -77,22 +78,52 @@ pub struct Judge {
     cache: RwLock<Cached>,
     profiles: BTreeMap<String, ProfileSpec>,
     deployment: Deployment,
+    /// The deployment's own secrets, unreadable in every profile.
+    deny: DenyList,
 }
 
 impl Judge {
     /// Loads the policy (file or embedded) and reads the approvals document once.
     pub fn load(cfg: &Config, store: Store) -> Result<Judge, JudgeError> {
-        let policy = match &cfg.policy {
-            Some(p) => crate::policy::file::load(p)?,
-            None => crate::policy::file::embedded_default(),
-        };
+        let policy = crate::app::config::load_policy(cfg.policy.as_deref())?;
+        // The deployment's own secrets (their places are configuration, not policy):
+        // OpenClaw's approvals document and SQLite state, the guard's state dir.
+        let oc = &cfg.openclaw_state_dir;
+        let policy = policy.with_sensitive_extra(&[
+            oc.join(crate::openclaw::store::JSON_FILE)
+                .to_string_lossy()
+                .into_owned(),
+            format!("{}/", oc.join("state").to_string_lossy()),
+            format!("{}/", cfg.state_dir.to_string_lossy()),
+        ])?;
         let policy_origin = policy.origin().to_owned();
         let profiles = policy.profiles().clone();
+        let mut deny = DenyList::default();
+        deny.push(cfg.state_dir.clone())?;
+        deny.push_openclaw_state(&cfg.openclaw_state_dir)?;
         let deployment = Deployment {
             workspace: cfg.workspace(policy.workspace()),
-            agent_home: policy.agent_home().to_path_buf(),
-            agent_path: policy.agent_path().to_owned(),
+            // `load_policy` completed both for this host.
+            agent_home: policy
+                .agent_home()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from("/")),
+            agent_path: policy
+                .agent_path()
+                .unwrap_or(crate::app::config::DEFAULT_AGENT_PATH)
+                .to_owned(),
         };
+        // One list: everything the policy treats as a secret is unreadable in every run too
+        // (globs like /proc/*/environ are the kernel's ptrace rule's, not Landlock's).
+        let sensitive =
+            crate::policy::paths::sensitive_paths(&deployment.agent_home, policy.sensitive_extra());
+        for e in sensitive {
+            let p = PathBuf::from(&e.path);
+            let globbed = e.path.contains(['*', '?', '[']);
+            if !globbed && !deployment.workspace.starts_with(&p) {
+                deny.push(p)?;
+            }
+        }
         let o = Judge {
             policy,
             policy_origin,
@@ -104,6 +135,7 @@ impl Judge {
             }),
             profiles,
             deployment,
+            deny,
         };
         o.reload();
         Ok(o)
@@ -284,7 +316,8 @@ impl Judge {
             .profiles
             .get(&name)
             .ok_or_else(|| JudgeError::NoProfile(name.clone()))?;
-        let profile = spec.resolve(&plan.workspace)?;
+        let profile =
+            spec.resolve_with(&plan.workspace, &self.deployment.agent_home, &self.deny)?;
         if autonomous {
             plan.neutralise_git();
         }

@@ -113,13 +113,16 @@ impl Engine {
     }
 
     /// Verdict, then the decision: at once for allow/deny, via the inbox for ask. Audited.
-    /// `requester` is the door's description of who asked (audit only).
+    /// `requester` is the door's description of who asked (audit only). `requester_gone`
+    /// resolves when the door's client went away (pass `std::future::pending()` if it
+    /// cannot): a request waiting in the inbox is then cancelled `requester-gone` and denied.
     pub async fn decide(
         &self,
         requester: &serde_json::Value,
         req: &Request,
         plan: Option<&ExecPlan>,
         mut shutdown: watch::Receiver<bool>,
+        requester_gone: impl std::future::Future<Output = ()>,
     ) -> (Decision, Verdict) {
         let verdict = match plan {
             Some(p) => self.judge.decide_plan(req, p),
@@ -149,20 +152,22 @@ impl Engine {
                 .await;
                 let id = ticket.id.clone();
                 let d = if *shutdown.borrow() {
-                    None
+                    Err(Cancel::GuardShutdown)
                 } else {
                     tokio::select! {
-                        d = ticket.wait() => Some(d),
-                        _ = shutdown.changed() => None,
+                        d = ticket.wait() => Ok(d),
+                        _ = shutdown.changed() => Err(Cancel::GuardShutdown),
+                        _ = requester_gone => Err(Cancel::RequesterGone),
                     }
                 };
                 let d = match d {
-                    Some(d) => d,
-                    None => {
-                        if let Err(e) = self.inbox.cancel(&id, Cancel::ClientGone) {
-                            tracing::warn!(error = %e, "inbox cancel at shutdown failed");
+                    Ok(d) => d,
+                    Err(why) => {
+                        let reason = why.reason();
+                        if let Err(e) = self.inbox.cancel(&id, why) {
+                            tracing::warn!(error = %e, reason, "inbox cancel failed");
                         }
-                        fallback("guard-shutdown")
+                        fallback(&reason)
                     }
                 };
                 self.record(
@@ -173,6 +178,7 @@ impl Engine {
                 return (d, verdict);
             }
         };
+        crate::web::metrics::global().decision(&decision, Some(req.received_at_ms));
         let (p, r, v, d) = (
             requester.clone(),
             req.clone(),
@@ -232,24 +238,31 @@ impl Engine {
         let outcome = tokio::select! {
             o = run => o,
             _ = async { let _ = shutdown.wait_for(|s| *s).await; } => {
+                crate::web::metrics::global().run("shutdown");
                 self.record("exec", json!({"id":req.id,"argv":argv,"reason":"guard-shutdown"})).await;
                 return RunResult::Shutdown;
             }
         };
         match outcome {
             Ok(o) => {
+                crate::web::metrics::global().run_outcome(&o);
                 self.record(
                     "exec",
                     json!({"id":req.id,"program":program,"argv":argv,"cwd":cwd,
-                           "droppedEnv":dropped,"exitCode":o.exit_code,
+                           "droppedEnv":dropped,"integrity":o.integrity,"exitCode":o.exit_code,
                            "timedOut":o.timed_out,"success":o.success,
                            "stdoutBytes":o.stdout.len(),"stderrBytes":o.stderr.len(),
                            "error":o.error}),
                 )
                 .await;
+                if !o.integrity.is_empty() {
+                    tracing::warn!(id = %req.id, events = o.integrity.len(),
+                        "an approved run changed repository hooks or config; restored or flagged");
+                }
                 RunResult::Ran(Box::new(o))
             }
             Err(e) => {
+                crate::web::metrics::global().run("sandbox-unavailable");
                 self.record(
                     "exec",
                     json!({"id":req.id,"argv":argv,"error":e.to_string(),"reason":"sandbox-unavailable"}),

@@ -1,7 +1,7 @@
 //! The inbox: requests waiting for a human, each with its deadline and fallback, stored
 //! durably in SQLite so a restart loses nothing and approves nothing by accident. This module
 //! owns the pending-request lifecycle (pending → approved | denied | expired |
-//! resolved-elsewhere), the deadline timers, and the events subscribers (the web prompt) see.
+//! resolved-elsewhere | cancelled), the deadline timers, and the events subscribers (the web prompt) see.
 //!
 //! One process serves an inbox ([`Inbox`], holding an exclusive lock file); others (the
 //! `inbox` command line) act on the same database through a [`Store`]. The serving inbox
@@ -230,15 +230,14 @@ impl Inbox {
     /// Withdraws a pending request whose client is gone or which another channel answered;
     /// its ticket gets a deny with the reason. `Ok(None)` if it was no longer pending.
     pub fn cancel(&self, id: &str, why: Cancel) -> Result<Option<Resolved>, InboxError> {
-        let how = match why {
-            Cancel::ClientGone => Resolution::Cancel {
-                state: State::Expired,
-                reason: "client-gone".into(),
-            },
-            Cancel::ResolvedElsewhere(by) => Resolution::Cancel {
-                state: State::ResolvedElsewhere,
-                reason: format!("resolved-elsewhere: {by}"),
-            },
+        let state = match why {
+            Cancel::ClientGone | Cancel::GuardShutdown => State::Expired,
+            Cancel::RequesterGone => State::Cancelled,
+            Cancel::ResolvedElsewhere(_) => State::ResolvedElsewhere,
+        };
+        let how = Resolution::Cancel {
+            state,
+            reason: why.reason(),
         };
         match self.inner.resolve(id, how) {
             Ok(r) => Ok(Some(r)),
@@ -384,7 +383,7 @@ impl Inner {
         if !self.deliver(&r.id, r.decision.clone()) {
             return;
         }
-        let ev = if r.state == State::Expired {
+        let ev = if matches!(r.state, State::Expired | State::Cancelled) {
             InboxEvent::Expired(r.clone())
         } else {
             InboxEvent::Resolved(r.clone())

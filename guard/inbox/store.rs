@@ -21,11 +21,19 @@ CREATE TABLE IF NOT EXISTS requests (
     created_ms    INTEGER NOT NULL,
     deadline_ms   INTEGER NOT NULL,
     state         TEXT NOT NULL CHECK (state IN
-                    ('pending','approved','denied','expired','resolved-elsewhere')),
+                    ('pending','approved','denied','expired','resolved-elsewhere','cancelled')),
     decision_json TEXT,
     resolved_ms   INTEGER
 );
 CREATE INDEX IF NOT EXISTS requests_state ON requests(state, created_ms);
+";
+
+/// Databases created before the `cancelled` state have a CHECK that refuses it: the table
+/// is rebuilt under the new schema, rows kept, in one transaction.
+const MIGRATE_CANCELLED: &str = "
+BEGIN IMMEDIATE;
+ALTER TABLE requests RENAME TO requests_old;
+DROP INDEX IF EXISTS requests_state;
 ";
 
 /// What a resolution is, which fixes the checks it passes and the state it leaves.
@@ -117,6 +125,23 @@ impl Store {
         }
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.execute_batch(SCHEMA)?;
+        let sql: String = conn.query_row(
+            "SELECT sql FROM sqlite_master WHERE type='table' AND name='requests'",
+            [],
+            |r| r.get(0),
+        )?;
+        if !sql.contains("'cancelled'") {
+            let batch = format!(
+                "{MIGRATE_CANCELLED}{SCHEMA}
+                 INSERT INTO requests SELECT * FROM requests_old;
+                 DROP TABLE requests_old;
+                 COMMIT;"
+            );
+            if let Err(e) = conn.execute_batch(&batch) {
+                let _ = conn.execute_batch("ROLLBACK;");
+                return Err(e.into());
+            }
+        }
         Ok(Store {
             conn,
             path: path.to_owned(),

@@ -56,6 +56,8 @@ pub enum State {
     Denied,
     Expired,
     ResolvedElsewhere,
+    /// Withdrawn without a decision (the requester went away): nothing runs.
+    Cancelled,
 }
 
 impl State {
@@ -66,6 +68,7 @@ impl State {
             State::Denied => "denied",
             State::Expired => "expired",
             State::ResolvedElsewhere => "resolved-elsewhere",
+            State::Cancelled => "cancelled",
         }
     }
 
@@ -76,6 +79,7 @@ impl State {
             State::Denied,
             State::Expired,
             State::ResolvedElsewhere,
+            State::Cancelled,
         ]
         .into_iter()
         .find(|st| st.as_str() == s)
@@ -154,6 +158,34 @@ impl Entry {
         }
     }
 
+    /// The `inbox list` line. A pending entry shows the seconds left to its deadline; a
+    /// resolved one shows no countdown (its deadline no longer means anything) but its
+    /// state and the decision's reason, e.g. `cancelled: requester-gone`.
+    pub fn list_line(&self, now_ms: u64) -> String {
+        let reasons: Vec<&str> = self.reasons().iter().map(|r| r.code.as_str()).collect();
+        let offered: Vec<&str> = self.offered().iter().map(|k| k.as_str()).collect();
+        let status = match (&self.state, &self.decision) {
+            (State::Pending, _) => format!(
+                "pending {:>5}s",
+                self.deadline_ms.saturating_sub(now_ms) / 1000
+            ),
+            (s, Some(d)) => match &d.reason {
+                Some(r) => format!("{}: {r}", s.as_str()),
+                None => format!("{}: {}", s.as_str(), d.kind.as_str()),
+            },
+            (s, None) => s.as_str().to_owned(),
+        };
+        format!(
+            "{}  {:<24} {}  [{}]  offers {}  hash {}",
+            self.id,
+            status,
+            self.summary(),
+            reasons.join(","),
+            offered.join("|"),
+            self.request_hash
+        )
+    }
+
     /// Deny is always possible: refusing is never taken away from a person.
     pub fn offers(&self, kind: DecisionKind) -> bool {
         kind == DecisionKind::Deny || self.offered().contains(&kind)
@@ -174,8 +206,20 @@ pub enum InboxEvent {
     Added(Box<Entry>),
     /// Approved, denied or resolved elsewhere (by this process or another).
     Resolved(Resolved),
-    /// Answered by the fallback: deadline, restart or client gone.
+    /// Answered by the fallback: deadline, restart, shutdown or requester gone.
     Expired(Resolved),
+}
+
+impl Cancel {
+    /// The reason the withdrawn entry's deny carries.
+    pub fn reason(&self) -> String {
+        match self {
+            Cancel::ClientGone => "client-gone".into(),
+            Cancel::RequesterGone => "requester-gone".into(),
+            Cancel::GuardShutdown => "guard-shutdown".into(),
+            Cancel::ResolvedElsewhere(by) => format!("resolved-elsewhere: {by}"),
+        }
+    }
 }
 
 /// Why a waiting request is withdrawn.
@@ -183,6 +227,11 @@ pub enum InboxEvent {
 pub enum Cancel {
     /// The client hung up: state expired, reason `client-gone`.
     ClientGone,
+    /// The door saw its requester close the connection while the request waited: state
+    /// cancelled, reason `requester-gone`; an approval can no longer reach anyone.
+    RequesterGone,
+    /// The guard is stopping: state expired, reason `guard-shutdown`.
+    GuardShutdown,
     /// Another channel (OpenClaw's own UI, the gateway) answered it: state
     /// resolved-elsewhere; the text says where.
     ResolvedElsewhere(String),

@@ -136,7 +136,15 @@ impl Decider {
         match self {
             Decider::Local(engine) => {
                 let requester = json!({"node":a.node_id,"runId":a.run_id});
-                let (d, verdict) = engine.decide(&requester, &req, Some(plan), shutdown).await;
+                let (d, verdict) = engine
+                    .decide(
+                        &requester,
+                        &req,
+                        Some(plan),
+                        shutdown,
+                        std::future::pending(),
+                    )
+                    .await;
                 if d.kind == DecisionKind::AllowAlways {
                     engine.persist_allow_always(&req, &verdict).await;
                 }

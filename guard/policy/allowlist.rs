@@ -14,12 +14,13 @@
 //! so is stricter, never looser. Like OpenClaw, an `argPattern` runs on a backtracking engine:
 //! a pathological pattern from the approvals file can be slow on a crafted argv.
 
+pub mod cwd_argv;
 mod glob;
 mod js;
 
 pub use js::{js_trim, node_posix_normalize};
 
-use crate::openclaw::allow_always::{cwd_argv_pattern, CWD_ARGV_PREFIX, LEGACY_ARGV_PREFIX};
+use cwd_argv::{cwd_argv_pattern, CWD_ARGV_PREFIX, LEGACY_ARGV_PREFIX};
 use foldhash::{HashMap, HashMapExt};
 use glob::GlobIndex;
 use js::{js_units, node_basename};

@@ -6,6 +6,7 @@
 
 use super::allowlist::{AllowMatch, CompiledAllowlist, Target};
 use super::env::{self, EnvName};
+use super::facts::Facts;
 use super::file::Policy;
 use super::fs_memo;
 use super::request::{Action, DecisionKind, ExecAction, Request, Status};
@@ -13,7 +14,10 @@ use super::shell::{self, Analysis, Segment, ShellContext};
 use super::table::{self, Classification, TableContext};
 use super::verdict::{Category, Reason, SegmentVerdict, Verdict, VerdictKind};
 use std::borrow::Cow;
+
+mod gates;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// OpenClaw's `security` (and `askFallback`) enum, strictest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -71,12 +75,14 @@ pub struct DecideContext {
     pub ask_fallback: ExecSecurity,
     /// The agent's effective allowlist (`agents["*"]` then `agents.<id>`), compiled.
     pub allowlist: CompiledAllowlist,
+    /// What the filesystem looks like (the host's, or a fake in tests).
+    pub facts: Arc<dyn Facts>,
 }
 
 impl DecideContext {
     /// A context with no OpenClaw constraints (security `full`, ask `off`) and an empty
-    /// allowlist: the guard's own policy alone decides.
-    pub fn standalone(home: &Path, path: &str, cwd: &Path) -> Self {
+    /// allowlist: the guard's own policy alone decides, on `facts`.
+    pub fn new(home: &Path, path: &str, cwd: &Path, facts: Arc<dyn Facts>) -> Self {
         DecideContext {
             home: home.to_path_buf(),
             path: path.to_string(),
@@ -86,6 +92,7 @@ impl DecideContext {
             ask: ExecAsk::Off,
             ask_fallback: ExecSecurity::Deny,
             allowlist: CompiledAllowlist::compile(&[], home),
+            facts,
         }
     }
 }
@@ -121,12 +128,13 @@ impl Scored {
     }
 }
 
-/// Decides one request. Pure apart from `stat`/`realpath` of the paths the request names.
+/// Decides one request: a pure function of the policy, the context (with its facts about
+/// the filesystem) and the request.
 pub fn decide(policy: &Policy, ctx: &DecideContext, req: &Request) -> Verdict {
-    // One decision asks the kernel each filesystem question once (see `fs_memo`).
-    let _memo = fs_memo::Scope::enter();
+    // One decision asks its facts each question once (see `fs_memo`).
+    let _memo = fs_memo::Scope::enter(ctx.facts.clone());
     // The sensitive list is built for the policy's agent home; follow the context's.
-    let policy: Cow<Policy> = if policy.agent_home() == ctx.home {
+    let policy: Cow<Policy> = if policy.agent_home() == Some(ctx.home.as_path()) {
         Cow::Borrowed(policy)
     } else {
         match policy.with_agent_home(&ctx.home) {
@@ -237,6 +245,11 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
         .iter()
         .map(|seg| score_segment(policy, ctx, &t, seg, &cwd_str, need_all))
         .collect();
+    let gates = gates::not_inert(&analysis);
+    if !gates.findings.is_empty() {
+        let text = exec.command.clone().unwrap_or_default();
+        scored.push(Scored::whole(policy, &gates, text, exec.argv.clone()));
+    }
     if scored.is_empty() {
         let mut c = Classification::default();
         c.add(Category::Unanalysable, "unanalysable", "no command to run");
@@ -316,7 +329,8 @@ fn score_segment(
     cwd: &str,
     need_all: bool,
 ) -> Scored {
-    let c = table::classify_segment(seg, t);
+    let mut c = table::classify_segment(seg, t);
+    gates::variable_secrets(policy, ctx, seg, &mut c);
     let (mut status, category, mut reasons, gated) = score(policy, &c);
     let static_argv: Option<Vec<String>> = seg.argv.iter().map(|w| w.value.clone()).collect();
     let mut allowlisted = false;

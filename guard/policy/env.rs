@@ -160,6 +160,17 @@ pub fn inert_value(name: &str, value: &str) -> bool {
     !path_like && slash_ok && !value.contains('\0')
 }
 
+/// Is `name` on the inert allow-list? (The shell analysis judges every assignment with it.)
+pub fn is_inert_name(name: &str) -> bool {
+    classify(name) == EnvName::Inert
+}
+
+/// Is the assignment `name=value` inert: an inert name with a value that is a name, not a
+/// file (see [`inert_value`])?
+pub fn is_inert_assignment(name: &str, value: &str) -> bool {
+    is_inert_name(name) && inert_value(name, value)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,6 +206,16 @@ mod tests {
         for (name, want) in cases {
             assert_eq!(classify(name), *want, "{name}");
         }
+    }
+
+    #[test]
+    fn assignments_need_an_inert_name_and_value() {
+        assert!(is_inert_assignment("LANG", "C.UTF-8"));
+        assert!(is_inert_assignment("TZ", "UTC"));
+        assert!(!is_inert_assignment("LANG", "../../tmp/x"));
+        assert!(!is_inert_assignment("TZ", ":/etc/shadow"));
+        assert!(!is_inert_assignment("FOO", "1"));
+        assert!(!is_inert_assignment("PATH", "/usr/bin"));
     }
 
     #[test]

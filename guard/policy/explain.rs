@@ -8,11 +8,10 @@ use super::verdict::{Verdict, VerdictKind};
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Decides `text` run in `cwd` under `policy` (agent home and PATH from the policy, which
-/// defaults them to the environment's), with no OpenClaw constraints.
-pub fn explain(policy: &Policy, cwd: &Path, text: &str) -> Verdict {
-    let ctx = DecideContext::standalone(policy.agent_home(), policy.agent_path(), cwd);
-    decide(policy, &ctx, &cli_request(text, cwd))
+/// Decides `text` run in the context's cwd under `policy` (the caller gives the agent's
+/// home, PATH and facts in `ctx`; `crate::config::explain_context` for the command line).
+pub fn explain(policy: &Policy, ctx: &DecideContext, text: &str) -> Verdict {
+    decide(policy, ctx, &cli_request(text, &ctx.cwd))
 }
 
 /// Shell text asked from the command line: no OpenClaw constraints, agent `main`.

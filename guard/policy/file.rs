@@ -9,9 +9,9 @@ mod raw;
 pub use error::PolicyError;
 
 use super::paths::{lexical_clean, validate_rule, SensitivePaths};
+use super::profile::{builtin_profiles, ProfileSpec};
 use super::request::Status;
 use super::verdict::Category;
-use crate::sandbox::profile::ProfileSpec;
 use raw::{RawCommand, RawPolicy};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -121,8 +121,10 @@ pub struct Policy {
     origin: String,
     workspace: Option<PathBuf>,
     ask_every_command: bool,
-    agent_home: PathBuf,
-    agent_path: String,
+    /// `agent.home`, when the file (or `with_agent_home`) sets it; the host defaults it.
+    agent_home: Option<PathBuf>,
+    /// `agent.path`, when the file sets it; the host defaults it.
+    agent_path: Option<String>,
     categories: BTreeMap<Category, CategoryRule>,
     commands: Vec<CommandOverride>,
     sensitive_extra: Vec<String>,
@@ -196,23 +198,44 @@ impl Policy {
         self.ask_every_command
     }
 
-    pub fn agent_home(&self) -> &Path {
-        &self.agent_home
+    /// `agent.home` as the file says (the host side defaults it: `crate::config`).
+    pub fn agent_home(&self) -> Option<&Path> {
+        self.agent_home.as_deref()
     }
 
-    pub fn agent_path(&self) -> &str {
-        &self.agent_path
+    /// `agent.path` as the file says (the host side defaults it: `crate::config`).
+    pub fn agent_path(&self) -> Option<&str> {
+        self.agent_path.as_deref()
     }
 
     pub fn profiles(&self) -> &BTreeMap<String, ProfileSpec> {
         &self.profiles
     }
 
-    /// The same policy for another agent home (`~` in the sensitive list moves with it).
+    /// The same policy with the agent's PATH set (the host's default when the file names none).
+    pub fn with_agent_path(&self, path: &str) -> Policy {
+        let mut p = self.clone();
+        p.agent_path = Some(path.to_string());
+        p
+    }
+
+    /// The same policy with more sensitive paths (deployment values the file cannot know:
+    /// OpenClaw's approvals document and SQLite state, the guard's state dir).
+    pub fn with_sensitive_extra(&self, extra: &[String]) -> Result<Policy, PolicyError> {
+        let mut p = self.clone();
+        p.sensitive_extra.extend(extra.iter().cloned());
+        let home = p.agent_home.clone().unwrap_or_else(|| PathBuf::from("/"));
+        p.sensitive = SensitivePaths::new(&home, &p.sensitive_extra)?;
+        Ok(p)
+    }
+
+    /// The same policy for another agent home (`~` in the sensitive list moves with it; the
+    /// home's real path comes from the facts installed, see `fs_memo::Scope`).
     pub fn with_agent_home(&self, home: &Path) -> Result<Policy, PolicyError> {
         let mut p = self.clone();
-        p.agent_home = lexical_clean(home);
-        p.sensitive = SensitivePaths::new(&p.agent_home, &p.sensitive_extra)?;
+        let home = lexical_clean(home);
+        p.sensitive = SensitivePaths::new(&home, &p.sensitive_extra)?;
+        p.agent_home = Some(home);
         Ok(p)
     }
 }
@@ -244,17 +267,8 @@ fn default_layer() -> Result<&'static RawPolicy, PolicyError> {
         })
 }
 
-/// Reads and parses a policy file.
-pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-    let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
-        origin: origin.clone(),
-        source,
-    })?;
-    parse(&text, &origin)
-}
-
 /// The embedded default policy.
+#[allow(clippy::expect_used)] // startup: a constant, tested
 pub fn embedded_default() -> Policy {
     // startup: the embedded file is tested (tests/policy_file.rs, embedded_default_is_*).
     let layer = default_layer().expect("embedded default policy");
@@ -273,7 +287,7 @@ fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
     let mut path = None;
     let mut categories: BTreeMap<Category, CategoryRule> = BTreeMap::new();
     // The sandbox's built-in profiles are the base; a layer may redefine them or add others.
-    let mut profiles = crate::sandbox::builtin_profiles();
+    let mut profiles = builtin_profiles();
     let mut sensitive_extra = Vec::new();
     for (layer, text, origin) in layers {
         if *layer.version.get_ref() != 1 {
@@ -321,14 +335,16 @@ fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
             profiles.insert(name.clone(), spec.get_ref().clone());
         }
     }
-    let agent_home = home.unwrap_or_else(default_home);
+    // Until the host names the agent's home, `~` rules are checked against `/` (a policy
+    // without `agent.home` is re-based with `with_agent_home` before it decides anything).
+    let rule_home = home.clone().unwrap_or_else(|| PathBuf::from("/"));
     let mut commands = Vec::new();
     for (layer, text, origin) in layers.iter().rev() {
         for cmd in &layer.commands {
             commands.push(command_override(cmd, text, origin, &categories)?);
         }
         for extra in layer.sensitive.iter().flat_map(|s| &s.paths) {
-            validate_rule(extra.get_ref(), &agent_home)
+            validate_rule(extra.get_ref(), &rule_home)
                 .map_err(|e| PolicyError::at(origin, text, extra.span(), e.to_string()))?;
             sensitive_extra.push(extra.get_ref().clone());
         }
@@ -344,15 +360,13 @@ fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
             message: format!("category {} has no rule", category_name(*missing)),
         });
     }
-    let sensitive = SensitivePaths::new(&agent_home, &sensitive_extra)?;
+    let sensitive = SensitivePaths::new(&rule_home, &sensitive_extra)?;
     Ok(Policy {
         origin: origin.to_string(),
         workspace,
         ask_every_command,
-        agent_home,
-        agent_path: path
-            .or_else(|| std::env::var("PATH").ok())
-            .unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".to_string()),
+        agent_home: home,
+        agent_path: path,
         categories,
         commands,
         sensitive_extra,
@@ -476,18 +490,6 @@ fn absolute_path(
         ));
     }
     Ok(lexical_clean(p))
-}
-
-/// The agent's home when the policy does not say: `$HOME`, else the passwd entry, else `/root`.
-fn default_home() -> PathBuf {
-    if let Some(h) = std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
-        return lexical_clean(Path::new(&h));
-    }
-    nix::unistd::User::from_uid(nix::unistd::getuid())
-        .ok()
-        .flatten()
-        .map(|u| u.dir)
-        .unwrap_or_else(|| PathBuf::from("/root"))
 }
 
 /// A category's kebab-case name, as the file spells it.

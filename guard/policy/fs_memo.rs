@@ -1,18 +1,19 @@
-//! Per-decision memo of the filesystem look-ups the policy makes (`stat`, `lstat`,
-//! `readlink`, `realpath`). One `decide()` checks the same directories again and again
-//! (`/tmp` for every operand, each PATH entry for every segment); inside a [`Scope`] each
-//! distinct question is asked of the kernel once. Nothing outlives the scope, so no
-//! decision ever sees an answer older than the decision itself. Outside a scope every
-//! call goes straight to the kernel.
+//! The facts of the decision under way, and a per-decision memo of the questions asked of
+//! them (`stat`, `lstat`, `readlink`, `realpath`, PATH look-ups). One `decide()` checks the
+//! same directories again and again (`/tmp` for every operand, each PATH entry for every
+//! segment); inside a [`Scope`] each distinct question is asked of the [`Facts`] once.
+//! Nothing outlives the scope, so no decision sees an answer older than itself. Outside a
+//! scope there are no facts: every answer is `None` (unknown, never proven safe).
 
+use super::facts::{Facts, Found, Meta};
 use std::cell::{Cell, RefCell};
 use std::ffi::{OsStr, OsString};
-use std::fs::Metadata;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Keys are agent-chosen paths: foldhash keeps a per-process random seed (no flooding by
 /// chosen collisions) at a fraction of SipHash's cost. Keyed by the raw bytes, so a hit
-/// needs the same spelling (never a wrong answer, at worst one more syscall).
+/// needs the same spelling (never a wrong answer, at worst one more question).
 type Map = foldhash::HashMap<OsString, Answer>;
 
 /// Which question was asked about a path.
@@ -26,27 +27,34 @@ enum Op {
 
 #[derive(Debug, Clone)]
 enum Answer {
-    Meta(Option<Metadata>),
+    Meta(Option<Meta>),
     Path(Option<PathBuf>),
 }
 
 thread_local! {
     static DEPTH: Cell<usize> = const { Cell::new(0) };
+    static FACTS: RefCell<Option<Arc<dyn Facts>>> = const { RefCell::new(None) };
     /// One map per [`Op`], indexed by `Op as usize`.
     static MEMO: RefCell<[Map; 4]> = RefCell::new(Default::default());
 }
 
-/// While alive, this thread's look-ups are memoised; the memo is emptied when the
-/// outermost scope ends (scopes nest).
+/// While alive, this thread's questions go to its facts and are memoised; the memo is
+/// emptied (and the previous facts restored) when the scope ends. Scopes nest.
 #[derive(Debug)]
 pub struct Scope {
+    previous: Option<Arc<dyn Facts>>,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Scope {
-    pub fn enter() -> Self {
+    /// Installs `facts` for this thread until the scope is dropped.
+    pub fn enter(facts: Arc<dyn Facts>) -> Self {
         DEPTH.with(|d| d.set(d.get() + 1));
+        let previous = FACTS.with(|f| f.replace(Some(facts)));
+        // Answers from other facts must not leak into these.
+        MEMO.with(|m| m.borrow_mut().iter_mut().for_each(Map::clear));
         Scope {
+            previous,
             _not_send: std::marker::PhantomData,
         }
     }
@@ -54,15 +62,15 @@ impl Scope {
 
 impl Drop for Scope {
     fn drop(&mut self) {
-        let left = DEPTH.with(|d| {
-            let n = d.get().saturating_sub(1);
-            d.set(n);
-            n
-        });
-        if left == 0 {
-            MEMO.with(|m| m.borrow_mut().iter_mut().for_each(Map::clear));
-        }
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
+        FACTS.with(|f| *f.borrow_mut() = self.previous.take());
+        MEMO.with(|m| m.borrow_mut().iter_mut().for_each(Map::clear));
     }
+}
+
+/// Asks the installed facts (`None` when there are none).
+fn ask<T>(q: impl FnOnce(&dyn Facts) -> Option<T>) -> Option<T> {
+    FACTS.with(|f| f.borrow().as_deref().and_then(q))
 }
 
 fn memo(op: Op, path: &Path, ask: impl FnOnce() -> Answer) -> Answer {
@@ -78,7 +86,7 @@ fn memo(op: Op, path: &Path, ask: impl FnOnce() -> Answer) -> Answer {
     answer
 }
 
-fn meta(a: Answer) -> Option<Metadata> {
+fn meta(a: Answer) -> Option<Meta> {
     match a {
         Answer::Meta(m) => m,
         Answer::Path(_) => None,
@@ -92,53 +100,59 @@ fn path(a: Answer) -> Option<PathBuf> {
     }
 }
 
-/// `stat` (follows symlinks); `None` on any error.
-pub fn metadata(p: &Path) -> Option<Metadata> {
-    meta(memo(Op::Stat, p, || {
-        Answer::Meta(std::fs::metadata(p).ok())
-    }))
+/// `stat` (follows symlinks); `None` when unknown.
+pub fn metadata(p: &Path) -> Option<Meta> {
+    meta(memo(Op::Stat, p, || Answer::Meta(ask(|f| f.stat(p)))))
 }
 
-/// `lstat`; `None` on any error.
-pub fn symlink_metadata(p: &Path) -> Option<Metadata> {
-    meta(memo(Op::Lstat, p, || {
-        Answer::Meta(std::fs::symlink_metadata(p).ok())
-    }))
+/// `lstat`; `None` when unknown.
+pub fn symlink_metadata(p: &Path) -> Option<Meta> {
+    meta(memo(Op::Lstat, p, || Answer::Meta(ask(|f| f.lstat(p)))))
 }
 
-/// `readlink`; `None` on any error.
+/// `readlink`; `None` when unknown.
 pub fn read_link(p: &Path) -> Option<PathBuf> {
     path(memo(Op::ReadLink, p, || {
-        Answer::Path(std::fs::read_link(p).ok())
+        Answer::Path(ask(|f| f.read_link(p)))
     }))
 }
 
-/// `realpath`; `None` on any error.
+/// `realpath`; `None` when unknown.
 pub fn canonicalize(p: &Path) -> Option<PathBuf> {
     path(memo(Op::Canonicalize, p, || {
-        Answer::Path(std::fs::canonicalize(p).ok())
+        Answer::Path(ask(|f| f.realpath(p)))
     }))
+}
+
+/// The names in a directory (glob expansion; not memoised: asked once per glob word).
+pub fn list_dir(p: &Path) -> Option<Vec<String>> {
+    ask(|f| f.list_dir(p))
+}
+
+/// A bare command name's PATH look-up (the analyser memoises it per analysis).
+pub fn which(name: &str, path_var: &str, cwd: &Path) -> Found {
+    ask(|f| Some(f.which(name, path_var, cwd))).unwrap_or_default()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::facts::FakeFs;
 
-    /// Inside a scope a changed file is seen as it was; after the scope, as it is.
+    /// Inside a scope the facts answer; outside, nothing is known.
     #[test]
-    fn scope_memoises_and_forgets() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let f = dir.path().join("f");
-        assert!(metadata(&f).is_none());
+    fn scope_installs_facts_and_forgets_them() {
+        let f = Path::new("/w/f");
+        assert!(metadata(f).is_none());
         {
-            let _s = Scope::enter();
-            assert!(symlink_metadata(&f).is_none());
-            std::fs::write(&f, b"x").expect("write");
-            assert!(symlink_metadata(&f).is_none(), "memoised inside the scope");
-            assert!(metadata(&f).is_some(), "stat is a separate question");
+            let _s = Scope::enter(Arc::new(FakeFs::new().file("/w/f", 0o644)));
+            assert!(symlink_metadata(f).is_some_and(|m| m.is_file()));
+            {
+                let _inner = Scope::enter(Arc::new(FakeFs::new()));
+                assert!(metadata(f).is_none(), "inner facts, no stale memo");
+            }
+            assert!(metadata(f).is_some(), "outer facts restored");
         }
-        assert!(symlink_metadata(&f).is_some(), "forgotten after the scope");
-        std::fs::remove_file(&f).expect("rm");
-        assert!(metadata(&f).is_none(), "no memo outside a scope");
+        assert!(metadata(f).is_none(), "no facts outside a scope");
     }
 }

@@ -3,7 +3,14 @@
 //! globset. This module owns path expansion and normalisation for the policy core, and the
 //! symlink-aware question "does this path reach a sensitive file?".
 
+mod expand;
 mod glob;
+mod list;
+mod url;
+
+pub use list::{is_secret_file_name, sensitive_paths, SensitiveEntry, BUILTIN, SECRET_FILE_NAMES};
+
+pub use url::{file_url_path, FileUrl};
 
 use super::file::PolicyError;
 use super::fs_memo;
@@ -11,31 +18,6 @@ use glob::{glob_hits_rule, has_glob_chars, rule_literal, GlobWord};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
-
-/// The built-in sensitive paths. A trailing `/` makes a directory rule (the directory and
-/// everything under it); anything else matches that one path exactly.
-pub const BUILTIN: &[&str] = &[
-    "~/.ssh/",
-    "~/.gnupg/",
-    "~/.aws/",
-    "~/.config/gcloud/",
-    "~/.azure/",
-    "~/.kube/config",
-    "~/.docker/config.json",
-    "~/.netrc",
-    "~/.npmrc",
-    "~/.env",
-    "~/.bash_history",
-    "~/.zsh_history",
-    "/etc/shadow",
-    "/etc/sudoers",
-    "/etc/sudoers.d/",
-    "/proc/*/environ",
-    "/proc/*/mem",
-    // `/proc/thread-self` and `/proc/<pid>/task/<tid>` expose the same files per thread.
-    "/proc/*/task/*/environ",
-    "/proc/*/task/*/mem",
-];
 
 /// Longest symlink chain followed before giving up (Linux's own limit is 40).
 const MAX_SYMLINKS: usize = 40;
@@ -139,7 +121,7 @@ pub fn resolve_lenient(path: &Path) -> Option<PathBuf> {
         current.push(&name);
         if exists {
             match fs_memo::symlink_metadata(&current) {
-                Some(meta) if meta.file_type().is_symlink() => {
+                Some(meta) if meta.is_symlink() => {
                     followed += 1;
                     if followed > MAX_SYMLINKS {
                         return None;
@@ -271,6 +253,12 @@ impl SensitivePaths {
         if let Some(i) = self.set.matches(path).into_iter().min() {
             return Some(self.rules[self.owner[i]].label.clone());
         }
+        if path
+            .file_name()
+            .is_some_and(|n| is_secret_file_name(&n.to_string_lossy()))
+        {
+            return Some(".env".to_string());
+        }
         // `/proc/<pid>/root/x` is `/x` seen through that process's root.
         let mut comps = path.components();
         if let (Some(Component::RootDir), Some(proc_), Some(_), Some(root)) =
@@ -288,19 +276,51 @@ impl SensitivePaths {
     /// sensitive path? Conservative: a glob in a rule, `**`, or an unknown bracket counts as
     /// a possible match, and `*` is assumed to match dot files (`shopt -s dotglob`).
     pub fn glob_may_match(&self, glob: &str, ctx: &PathContext) -> Option<String> {
-        if !has_glob_chars(glob) {
-            return self.check(glob, ctx);
+        self.glob_word(glob, ctx, false)
+    }
+
+    /// Brace alternatives, then for each: the rules (conservatively), a dotenv name in the
+    /// last component, and the paths it expands to on the decision's filesystem.
+    fn glob_word(&self, glob: &str, ctx: &PathContext, contain: bool) -> Option<String> {
+        let Some(alternatives) = expand::braces(glob) else {
+            return Some(format!("{glob} (too many brace alternatives to check)"));
+        };
+        for alt in &alternatives {
+            let hit = if !has_glob_chars(alt) {
+                if contain {
+                    self.contains_sensitive(&absolute(alt, ctx))
+                } else {
+                    self.check(alt, ctx)
+                }
+            } else {
+                self.glob_against_rules(alt, ctx, contain)
+                    .or_else(|| dotenv_glob(alt))
+                    .or_else(|| self.glob_on_disk(alt, ctx, contain))
+            };
+            if hit.is_some() {
+                return hit;
+            }
         }
-        self.glob_against_rules(glob, ctx, false)
+        None
+    }
+
+    /// The paths the glob matches on disk, each checked (symlinks resolved).
+    fn glob_on_disk(&self, glob: &str, ctx: &PathContext, contain: bool) -> Option<String> {
+        let abs = absolute(glob, ctx);
+        let paths = expand::glob_paths(&abs)?;
+        paths.iter().find_map(|p| {
+            if contain {
+                self.contains_sensitive(p)
+            } else {
+                self.matches(p)
+            }
+        })
     }
 
     /// Could the shell glob expand to a directory that contains (or is) a sensitive path
     /// (`rm -rf /home/*`)? Conservative like [`Self::glob_may_match`].
     pub fn glob_may_contain(&self, glob: &str, ctx: &PathContext) -> Option<String> {
-        if !has_glob_chars(glob) {
-            return self.contains_sensitive(&absolute(glob, ctx));
-        }
-        self.glob_against_rules(glob, ctx, true)
+        self.glob_word(glob, ctx, true)
     }
 
     fn glob_against_rules(&self, glob: &str, ctx: &PathContext, contain: bool) -> Option<String> {
@@ -360,6 +380,26 @@ impl SensitivePaths {
         }
         None
     }
+}
+
+/// Could the last component of a glob name a dotenv file? Only a pattern that starts with
+/// `.` (or a bracket) can: the shell never lets `*` match a leading dot unless `dotglob`
+/// is set, and setting it is not inert (`shopt` gates).
+fn dotenv_glob(glob: &str) -> Option<String> {
+    let last = glob.rsplit('/').next().unwrap_or(glob);
+    if !(last.starts_with('.') || last.starts_with('[')) {
+        return None;
+    }
+    let m = GlobBuilder::new(last)
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .ok()?
+        .compile_matcher();
+    [".env", ".env.local", ".env.production"]
+        .iter()
+        .any(|n| m.is_match(n))
+        .then(|| ".env".to_string())
 }
 
 /// Checks one sensitive-path rule (as in `[sensitive].paths`) without building a set: the

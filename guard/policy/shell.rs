@@ -4,8 +4,11 @@
 //! here matches regular expressions over raw text. Anything the analyser cannot pin down is
 //! kept as a segment carrying a `problem`, so the policy can gate it (never allow it).
 
+mod builtins;
+mod inert;
 mod path_lookup;
 mod redirects;
+mod tracking;
 mod walk;
 mod words;
 mod wrapper_args;
@@ -53,6 +56,10 @@ pub struct Word {
     pub substitution: bool,
     /// Is (or contains) a process substitution `<(…)`/`>(…)`: a `/dev/fd` path to a program.
     pub process_substitution: bool,
+    /// When `value` is unknown: values it may take, built from variables the same text
+    /// assigns static values (`f=~/.ssh/id_rsa; cat $f`), `$PWD` and `${HOME…}`. Used only
+    /// to find secrets (a hit denies); never to allow.
+    pub candidates: Vec<String>,
 }
 
 impl Word {
@@ -64,6 +71,7 @@ impl Word {
             glob: false,
             substitution: false,
             process_substitution: false,
+            candidates: Vec::new(),
         }
     }
 
@@ -75,6 +83,7 @@ impl Word {
             glob: false,
             substitution: false,
             process_substitution: false,
+            candidates: Vec::new(),
         }
     }
 
@@ -237,6 +246,9 @@ impl Segment {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Analysis {
     pub segments: Vec<Segment>,
+    /// Constructs in the text that are not known inert (arithmetic on variables, builtins
+    /// that plant code, environment assignments that are code): each gates the request.
+    pub gates: Vec<String>,
 }
 
 impl Analysis {

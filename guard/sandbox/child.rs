@@ -136,7 +136,7 @@ impl ChildPlan {
     /// # Safety
     /// Call only in a child between clone and exec; it changes process-wide state.
     pub unsafe fn apply(&self) -> Result<(), Failure> {
-        // SAFETY (whole block): each call is a raw syscall on integers or on memory owned by
+        // SAFETY: (whole block) each call is a raw syscall on integers or on memory owned by
         // `self`, which the parent keeps alive and unchanged until the child has exec'd;
         // none allocates or locks.
         unsafe {

@@ -2,6 +2,7 @@
 //! container entrypoints. Exit code: the command's, 128+signal when killed, 125 when the
 //! sandbox could not be set up, 126/127 when the command could not be executed.
 
+use super::integrity::{self, Integrity, IntegrityEvent, ScanLimits};
 use super::launch::{ChildStdio, SpawnError};
 use super::profile::{NetworkSpec, ProfileSpec};
 use super::spawn::prepare;
@@ -50,7 +51,7 @@ pub fn sandbox_main(args: SandboxArgs) -> i32 {
         return setup_failed(&e, args.json_status);
     };
     let mut spec = spec;
-    if let Some(n) = args.network {
+    if let Some(n) = args.network.clone() {
         spec.network = n;
     }
     if let Some(t) = args.timeout_secs {
@@ -79,7 +80,46 @@ pub fn sandbox_main(args: SandboxArgs) -> i32 {
     }
     let env = prepared.env(&BTreeMap::new());
     let cwd = std::env::current_dir().unwrap_or_else(|_| resolved.workspace.clone());
-    let mut child = match prepared.spawn(&args.argv, &cwd, &env, ChildStdio::inherit()) {
+    let check = if integrity::needed(&resolved.workspace, &resolved.write) {
+        match Integrity::before(&resolved.workspace, ScanLimits::default()) {
+            Ok(c) => Some(c),
+            Err(e) => return setup_failed(&e, args.json_status),
+        }
+    } else {
+        None
+    };
+    let code = run_child(&args, &prepared, &env, &cwd, resolved.timeout);
+    if let Some(check) = check {
+        report_integrity(&check.after(), args.json_status);
+    }
+    code
+}
+
+/// Prints what the integrity check found, one line per event (JSON with --json-status).
+fn report_integrity(events: &[IntegrityEvent], json: bool) {
+    for e in events {
+        if json {
+            eprintln!("{}", serde_json::json!({ "integrity": e }));
+        } else {
+            eprintln!(
+                "sanctum-guard sandbox: integrity: {}: {:?}, {:?} ({})",
+                e.path.display(),
+                e.change,
+                e.action,
+                e.detail
+            );
+        }
+    }
+}
+
+fn run_child(
+    args: &SandboxArgs,
+    prepared: &super::spawn::Prepared,
+    env: &BTreeMap<String, String>,
+    cwd: &std::path::Path,
+    timeout: std::time::Duration,
+) -> i32 {
+    let mut child = match prepared.spawn(&args.argv, cwd, env, ChildStdio::inherit()) {
         Ok(c) => c,
         Err(SpawnError::Sandbox(setup)) => return setup_failed(&setup, args.json_status),
         Err(SpawnError::Exec(exec_err)) => {
@@ -93,7 +133,6 @@ pub fn sandbox_main(args: SandboxArgs) -> i32 {
     };
     let pgid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let (done_tx, done_rx) = mpsc::channel::<()>();
-    let timeout = resolved.timeout;
     // The leader stays unreaped until the watchdog is joined, so `pgid` names our group.
     let watchdog = std::thread::spawn(move || {
         if done_rx.recv_timeout(timeout) == Err(mpsc::RecvTimeoutError::Timeout) {

@@ -431,6 +431,8 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     let args = unsafe { &*(arg as *const ChildArgs) };
     // SAFETY: we are the child between clone and exec.
     let failure = match unsafe { setup(args) } {
+        // SAFETY: still the child between clone and exec; `args.exec` points into the
+        // suspended parent's frame, alive until we exec or exit.
         Ok(()) => unsafe { exec(args.exec) },
         Err(f) => f,
     };

@@ -5,6 +5,7 @@
 pub mod child;
 pub mod cli;
 pub mod env;
+pub mod integrity;
 pub mod kernel;
 pub mod landlock_cache;
 pub mod landlock_rules;
@@ -17,9 +18,10 @@ pub mod spawn;
 pub mod status;
 pub mod tmpdir;
 
+pub use integrity::{IntegrityEvent, ScanLimits};
 pub use launch::{ChildIo, ChildStdio, SpawnError};
 pub use process::ConfinedChild;
-pub use profile::{builtin_profiles, Limits, NetworkSpec, ProfileSpec, ResolvedProfile};
+pub use profile::{builtin_profiles, DenyList, Limits, NetworkSpec, ProfileSpec, ResolvedProfile};
 pub use run::{run, run_prepared, RunOutcome, RunSpec};
 pub use spawn::{prepare, Prepared};
 pub use status::{EnforcementStatus, Level};

@@ -6,11 +6,10 @@
 //! [profiles.workspace-write]           # built in; a policy may redefine it or add others
 //! read = ["/"]                         # read + execute
 //! write = ["/dev/null", "{workspace}", "{tmp}"]   # {tmp}: private 0700 dir, TMPDIR, removed after
-//! protected = ["{workspace}/.git/hooks", "{workspace}/.git/config",
-//!              "{workspace}/.openclaw", "{workspace}/.sanctum"]
+//! protected = []                       # read-only paths under a writable root (see below)
 //! network = "none"                     # or { ports = [443] }: TCP connect to these only
 //! deny_read = ["{home}/.ssh", "{home}/.aws", "{home}/.gnupg", "{home}/.config/gh",
-//!              "{workspace}/.env", "/etc/shadow"]   # not even readable ({home} = $HOME)
+//!              "/etc/shadow"]          # not even readable ({home} = $HOME)
 //! env = ["PATH", "HOME", "LANG", "LC_*", "TERM", "TZ", "USER", ...]  # default list below
 //! allow_degraded = false               # true: run even if the kernel lacks a Landlock feature
 //! timeout_secs = 600
@@ -21,44 +20,26 @@
 //! cpu_secs = 600
 //! nofile = 1024                        # core dumps are always off
 //! ```
-//! `read-only` is the same with `write = ["/dev/null"]` and no protected paths.
+//! `read-only` is the same with `write = ["/dev/null"]` and `{workspace}/.env` also denied.
+//! The deployment adds its own secrets to every profile (`resolve_with` and [`DenyList`]).
 //!
-//! Protected paths stay read-only even when they do not exist yet: Landlock rights apply to a
-//! whole subtree, so each ancestor of a protected path (the workspace root, `.git`) gets read
-//! rights only and its other children are granted write one by one. Consequence: new entries
-//! cannot be created directly in the workspace root or in `.git` (so `git commit`, which
-//! writes `.git/index.lock`, needs a profile without `.git` protection); existing top-level
-//! files stay writable and subdirectories are fully writable.
+//! Protected and deny-read paths stay so even when they do not exist yet: Landlock rights
+//! apply to a whole subtree, so each ancestor of such a path gets read rights only and its
+//! other children are granted write one by one. Consequence: nothing can be created directly
+//! in such an ancestor. That is why `workspace-write` protects nothing under the workspace
+//! and does not deny its `.env`: an approved command must be able to create files at the
+//! workspace root (`echo hi > notes.txt`, `git init`). Git hooks and config, and the agent's
+//! `.openclaw`/`.sanctum`, are kept safe by the integrity check around each run instead
+//! (`integrity.rs`: snapshot, restore, report).
 
 use super::tmpdir::PrivateTmp;
 use super::SandboxError;
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+pub use crate::policy::profile::{
+    builtin_profiles, default_env_allow, Limits, NetworkSpec, ProfileSpec,
+};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Network access of a confined process.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum NetworkSpec {
-    /// No sockets at all (socketpair still works).
-    None,
-    /// TCP connect to these ports only (no bind, no UDP, no unix sockets).
-    Ports(Vec<u16>),
-}
-
-impl std::fmt::Display for NetworkSpec {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NetworkSpec::None => f.write_str("none"),
-            NetworkSpec::Ports(p) => {
-                let list: Vec<String> = p.iter().map(u16::to_string).collect();
-                write!(f, "tcp:{}", list.join(","))
-            }
-        }
-    }
-}
 
 impl std::str::FromStr for NetworkSpec {
     type Err = SandboxError;
@@ -79,93 +60,6 @@ impl std::str::FromStr for NetworkSpec {
     }
 }
 
-/// Resource limits (setrlimit) of a confined process. Core dumps are always off.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Limits {
-    /// RLIMIT_NPROC (not enforced by the kernel for uid 0; see README).
-    pub nproc: u64,
-    /// RLIMIT_AS in MiB (V8 reserves a lot of address space: keep it generous).
-    pub address_space_mb: u64,
-    /// RLIMIT_FSIZE in MiB.
-    pub file_size_mb: u64,
-    /// RLIMIT_CPU in seconds.
-    pub cpu_secs: u64,
-    /// RLIMIT_NOFILE.
-    pub nofile: u64,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            nproc: 512,
-            address_space_mb: 16 * 1024,
-            file_size_mb: 1024,
-            cpu_secs: 600,
-            nofile: 1024,
-        }
-    }
-}
-
-/// Environment variables a confined process may inherit or be given (`*` is a suffix glob).
-pub fn default_env_allow() -> Vec<String> {
-    [
-        "PATH",
-        "HOME",
-        "LANG",
-        "LANGUAGE",
-        "LC_*",
-        "TERM",
-        "TZ",
-        "USER",
-        "LOGNAME",
-        "SHELL",
-        "PWD",
-        "COLUMNS",
-        "LINES",
-        "NO_COLOR",
-        "FORCE_COLOR",
-        "GIT_PAGER",
-        "PAGER",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect()
-}
-
-fn default_timeout_secs() -> u64 {
-    600
-}
-
-/// One named profile.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProfileSpec {
-    /// Paths that may be read and executed. `{workspace}` expands to the workspace.
-    pub read: Vec<String>,
-    /// Paths that may be written. `{workspace}` and `{tmp}` (a private temp dir) expand.
-    pub write: Vec<String>,
-    /// Paths under a writable root that stay read-only (e.g. `{workspace}/.git/hooks`),
-    /// whether they exist or not.
-    pub protected: Vec<String>,
-    pub network: NetworkSpec,
-    /// Paths that may not even be read (secrets), though under a readable or writable root.
-    /// `{home}` expands to $HOME.
-    #[serde(default)]
-    pub deny_read: Vec<String>,
-    #[serde(default)]
-    pub limits: Limits,
-    /// Environment allow-list; secret-looking names are removed even when listed.
-    #[serde(default = "default_env_allow")]
-    pub env: Vec<String>,
-    /// Run even when the kernel lacks a Landlock feature the profile needs (status says so).
-    #[serde(default)]
-    pub allow_degraded: bool,
-    /// Wall-clock limit in seconds; the whole process group is killed after it.
-    #[serde(default = "default_timeout_secs")]
-    pub timeout_secs: u64,
-}
-
 /// A profile with concrete, canonical paths for one workspace.
 #[derive(Debug, Clone)]
 pub struct ResolvedProfile {
@@ -183,53 +77,82 @@ pub struct ResolvedProfile {
     pub tmp: Option<Arc<PrivateTmp>>,
 }
 
-/// Protected paths of the built-in writable profile: code the human runs later (git hooks,
-/// git config with `core.hooksPath`/`core.fsmonitor`) and agent/guard configuration.
-const PROTECTED: [&str; 4] = [
-    "{workspace}/.git/hooks",
-    "{workspace}/.git/config",
-    "{workspace}/.openclaw",
-    "{workspace}/.sanctum",
-];
+/// Paths the deployment says no confined process may read, whatever the profile: the
+/// guard's state dir, OpenClaw's approvals document and SQLite store, token files. They
+/// may not exist yet (a SQLite `-wal` appears later): a missing path is denied by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DenyList {
+    paths: Vec<PathBuf>,
+}
 
-/// Secrets no built-in profile may read: SSH and cloud credentials, the workspace's `.env`.
-const DENY_READ: [&str; 6] = [
-    "{home}/.ssh",
-    "{home}/.aws",
-    "{home}/.gnupg",
-    "{home}/.config/gh",
-    "{workspace}/.env",
-    "/etc/shadow",
-];
+impl DenyList {
+    /// Absolute paths only (a relative one would depend on the guard's cwd).
+    pub fn new(paths: impl IntoIterator<Item = PathBuf>) -> Result<DenyList, SandboxError> {
+        let mut list = DenyList::default();
+        for p in paths {
+            list.push(p)?;
+        }
+        Ok(list)
+    }
 
-/// The profiles every policy has; a policy file may override them by name.
-pub fn builtin_profiles() -> BTreeMap<String, ProfileSpec> {
-    let base = ProfileSpec {
-        read: vec!["/".into()],
-        write: vec!["/dev/null".into()],
-        protected: vec![],
-        network: NetworkSpec::None,
-        deny_read: DENY_READ.iter().map(|s| s.to_string()).collect(),
-        limits: Limits::default(),
-        env: default_env_allow(),
-        allow_degraded: false,
-        timeout_secs: default_timeout_secs(),
-    };
-    let workspace_write = ProfileSpec {
-        write: vec!["/dev/null".into(), "{workspace}".into(), "{tmp}".into()],
-        protected: PROTECTED.iter().map(|s| s.to_string()).collect(),
-        ..base.clone()
-    };
-    BTreeMap::from([
-        ("read-only".to_string(), base),
-        ("workspace-write".to_string(), workspace_write),
-    ])
+    pub fn push(&mut self, path: PathBuf) -> Result<(), SandboxError> {
+        if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
+            return Err(SandboxError::Profile(format!(
+                "deny-read path {} is not absolute and normal",
+                path.display()
+            )));
+        }
+        self.paths.push(path);
+        Ok(())
+    }
+
+    /// A SQLite database and the files SQLite creates next to it.
+    pub fn push_sqlite(&mut self, db: PathBuf) -> Result<(), SandboxError> {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut name = db.clone().into_os_string();
+            name.push(suffix);
+            self.push(PathBuf::from(name))?;
+        }
+        Ok(())
+    }
+
+    /// OpenClaw's secrets in its state dir: the approvals document (it holds the socket
+    /// token) and the SQLite store (which holds it from 2026.8.1).
+    pub fn push_openclaw_state(&mut self, state_dir: &Path) -> Result<(), SandboxError> {
+        self.push(state_dir.join("exec-approvals.json"))?;
+        self.push_sqlite(state_dir.join("state").join("openclaw.sqlite"))
+    }
+
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
 }
 
 impl ProfileSpec {
-    /// Expands placeholders and canonicalizes paths. Missing read paths are skipped (a
-    /// read grant on nothing grants nothing); a missing write path is an error (fail closed).
+    /// [`ProfileSpec::resolve_with`] for standalone use (the `sandbox` command, tests,
+    /// `doctor`): no deployment secrets, and `{home}` is the calling user's own HOME.
     pub fn resolve(&self, workspace: &Path) -> Result<ResolvedProfile, SandboxError> {
+        // The one read of the environment outside the config: a standalone run confines
+        // on behalf of the user who started it.
+        #[allow(clippy::disallowed_methods)]
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute())
+            .unwrap_or_else(|| PathBuf::from("/root"));
+        self.resolve_with(workspace, &home, &DenyList::default())
+    }
+
+    /// Expands placeholders and canonicalizes paths, and adds the deployment's `deny` list to
+    /// the profile's deny_read. Missing read paths are skipped (a read grant on nothing grants
+    /// nothing); a missing write path is an error (fail closed), and so is a deny-read path
+    /// at or above the workspace (nothing could run there).
+    /// `home` is what `{home}` means: the agent's HOME of the deployment.
+    pub fn resolve_with(
+        &self,
+        workspace: &Path,
+        home: &Path,
+        deny: &DenyList,
+    ) -> Result<ResolvedProfile, SandboxError> {
         let workspace = workspace.canonicalize().map_err(|e| {
             SandboxError::Profile(format!("workspace {}: {e}", workspace.display()))
         })?;
@@ -255,8 +178,7 @@ impl ProfileSpec {
             }
             let mut out = s.replace("{workspace}", &workspace.to_string_lossy());
             if out.contains("{home}") {
-                let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-                out = out.replace("{home}", &home);
+                out = out.replace("{home}", &home.to_string_lossy());
             }
             if let Some(t) = &tmp {
                 out = out.replace("{tmp}", &t.path().to_string_lossy());
@@ -285,7 +207,7 @@ impl ProfileSpec {
         let mut protected = Vec::new();
         for s in &self.protected {
             let p = expand(s)?;
-            if p.components().any(|c| c == std::path::Component::ParentDir) {
+            if p.components().any(|c| c == Component::ParentDir) {
                 return Err(SandboxError::Profile(format!(
                     "protected path {s:?} has .."
                 )));
@@ -295,12 +217,25 @@ impl ProfileSpec {
         let mut deny_read = Vec::new();
         for s in &self.deny_read {
             let p = expand(s)?;
-            if p.components().any(|c| c == std::path::Component::ParentDir) {
+            if p.components().any(|c| c == Component::ParentDir) {
                 return Err(SandboxError::Profile(format!(
                     "deny_read path {s:?} has .."
                 )));
             }
             deny_read.push(p.canonicalize().unwrap_or(p));
+        }
+        for p in deny.paths() {
+            let p = p.canonicalize().unwrap_or_else(|_| p.clone());
+            if workspace.starts_with(&p) {
+                return Err(SandboxError::Profile(format!(
+                    "deny-read path {} contains the workspace {}",
+                    p.display(),
+                    workspace.display()
+                )));
+            }
+            if !deny_read.contains(&p) {
+                deny_read.push(p);
+            }
         }
         Ok(ResolvedProfile {
             workspace,
@@ -323,15 +258,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn builtin_workspace_write_protects_git_and_agent_config() {
+    fn builtin_workspace_write_caps_nothing_under_the_workspace() {
         let dir = tempfile::tempdir().unwrap();
         let p = builtin_profiles()["workspace-write"]
             .resolve(dir.path())
             .unwrap();
         let ws = dir.path().canonicalize().unwrap();
         assert!(p.write.contains(&ws));
-        assert!(p.protected.contains(&ws.join(".git/hooks")));
-        assert!(p.protected.contains(&ws.join(".openclaw")));
+        let under = |l: &[PathBuf]| l.iter().any(|x| x.starts_with(&ws));
+        assert!(!under(&p.protected) && !under(&p.deny_read));
+        let ro = builtin_profiles()["read-only"].resolve(dir.path()).unwrap();
+        assert!(ro.deny_read.contains(&ws.join(".env")));
         let tmp = p.tmp.clone().unwrap();
         assert!(p.write.contains(&tmp.path().to_path_buf()));
         let tmp_path = tmp.path().to_path_buf();
@@ -373,5 +310,31 @@ mod tests {
         );
         assert!("0".parse::<NetworkSpec>().is_err());
         assert!("http".parse::<NetworkSpec>().is_err());
+    }
+
+    #[test]
+    fn deployment_deny_list_added_to_every_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let mut deny = DenyList::new([dir.path().join("guard-state")]).unwrap();
+        deny.push_openclaw_state(dir.path()).unwrap();
+        for (name, spec) in builtin_profiles() {
+            let p = spec.resolve_with(&ws, Path::new("/root"), &deny).unwrap();
+            for d in deny.paths() {
+                assert!(p.deny_read.contains(d), "{name}: {}", d.display());
+            }
+            assert!(p
+                .deny_read
+                .contains(&dir.path().join("state/openclaw.sqlite-wal")));
+        }
+        assert!(DenyList::new([PathBuf::from("state")]).is_err());
+        assert!(DenyList::new([PathBuf::from("/a/../etc")]).is_err());
+        let around = DenyList::new([dir.path().to_path_buf()]).unwrap();
+        let spec = &builtin_profiles()["read-only"];
+        assert!(matches!(
+            spec.resolve_with(&ws, Path::new("/root"), &around),
+            Err(SandboxError::Profile(_))
+        ));
     }
 }

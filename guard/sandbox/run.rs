@@ -1,6 +1,7 @@
 //! `run`: one confined command with captured, capped output and a timeout that kills its whole
 //! process group. This is what the approvals socket's exec path calls.
 
+use super::integrity::{self, Integrity, IntegrityEvent, ScanLimits};
 use super::launch::{ChildIo, ChildStdio, SpawnError};
 use super::profile::ResolvedProfile;
 use super::spawn::{prepare, Prepared};
@@ -47,6 +48,10 @@ pub struct RunOutcome {
     /// The signal that killed the command, if any (the CLI exits 128+signal).
     #[serde(default)]
     pub signal: Option<i32>,
+    /// What the run changed in the workspace's git hooks/config or agent config, and what
+    /// the guard did about it (see `integrity`). Empty when nothing changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub integrity: Vec<IntegrityEvent>,
 }
 
 /// Appended when output was cut, as OpenClaw's node host does.
@@ -96,7 +101,27 @@ pub async fn run(spec: RunSpec) -> Result<RunOutcome, SandboxError> {
 }
 
 /// [`run`] with a plan already prepared (from `spec.profile`, whose confinement it applies).
+/// A run that may write the workspace is wrapped in the integrity check.
 pub async fn run_prepared(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome, SandboxError> {
+    let p = &spec.profile;
+    if !integrity::needed(&p.workspace, &p.write) {
+        return run_confined(prepared, spec).await;
+    }
+    let ws = p.workspace.clone();
+    let check = tokio::task::spawn_blocking(move || Integrity::before(&ws, ScanLimits::default()))
+        .await
+        .map_err(|e| SandboxError::Io(std::io::Error::other(e)))??;
+    let outcome = run_confined(prepared, spec).await;
+    // Restore even when the run failed half-way: it may have written before failing.
+    let events = tokio::task::spawn_blocking(move || check.after())
+        .await
+        .map_err(|e| SandboxError::Io(std::io::Error::other(e)))?;
+    let mut outcome = outcome?;
+    outcome.integrity = events;
+    Ok(outcome)
+}
+
+async fn run_confined(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome, SandboxError> {
     let env = if spec.inherit_env {
         prepared.env(&spec.env)
     } else {
@@ -125,6 +150,7 @@ pub async fn run_prepared(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutc
                     error: Some(format!("exec {}: {e}", spec.argv[0])),
                     enforcement: status,
                     signal: None,
+                    integrity: Vec::new(),
                 });
             }
         };
@@ -168,6 +194,7 @@ pub async fn run_prepared(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutc
         error: timed_out.then(|| format!("timed out after {:?}", spec.timeout)),
         enforcement: status,
         signal: exit.signal(),
+        integrity: Vec::new(),
     })
 }
 

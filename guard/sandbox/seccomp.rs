@@ -1,6 +1,7 @@
 //! The exec-child seccomp filter: `seccomp/exec-child.json` (seccompiler's JSON format, a
 //! deny-list returning EPERM) compiled before the spawn, behind a hand-written prefix that kills
-//! non-x86_64 arches and x32 syscall numbers and answers clone3 with ENOSYS.
+//! non-x86_64 arches and x32 syscall numbers and answers a few calls by number (clone3 and
+//! inotify with ENOSYS, syscalls newer than seccompiler's table with EPERM).
 
 use super::profile::{NetworkSpec, ResolvedProfile};
 use super::SandboxError;
@@ -18,6 +19,10 @@ const NR_CLONE3: u32 = 435;
 /// Newer than seccompiler's syscall table, so matched by number here.
 const NR_SETXATTRAT: u32 = 463;
 const NR_REMOVEXATTRAT: u32 = 466;
+/// file_setattr(2) (Linux 6.17): chattr-style flags by path, newer than seccompiler's table.
+const NR_FILE_SETATTR: u32 = 469;
+const NR_INOTIFY_INIT: u32 = 253;
+const NR_INOTIFY_INIT1: u32 = 294;
 
 const RET_KILL_PROCESS: u32 = 0x8000_0000;
 const RET_ERRNO: u32 = 0x0005_0000;
@@ -49,17 +54,21 @@ fn prefix() -> Vec<libc::sock_filter> {
 
 /// Hand-written answers, searched like the JSON rules (inclusive number ranges): x32
 /// numbers die (seccompiler does not check the x32 bit), clone3 gets ENOSYS (its flags sit
-/// behind a pointer; glibc and Node fall back to clone, whose flags the JSON checks), and
-/// the xattr calls newer than seccompiler's syscall table get EPERM.
-fn special_spans() -> [(u32, u32, u32); 4] {
+/// behind a pointer; glibc and Node fall back to clone, whose flags the JSON checks), the
+/// xattr/attr calls newer than seccompiler's syscall table get EPERM, and inotify gets ENOSYS:
+/// a watch needs only read permission, which Landlock does not check, so a watch on a
+/// deny-read directory would leak the names and timing of what happens in it; ENOSYS is
+/// "no inotify in this kernel", on which tail, glib and inotify-tools fall back to polling.
+fn special_spans() -> [(u32, u32, u32); 7] {
+    let enosys = RET_ERRNO | libc::ENOSYS as u32;
+    let eperm = RET_ERRNO | libc::EPERM as u32;
     [
-        (NR_CLONE3, NR_CLONE3, RET_ERRNO | libc::ENOSYS as u32),
-        (NR_SETXATTRAT, NR_SETXATTRAT, RET_ERRNO | libc::EPERM as u32),
-        (
-            NR_REMOVEXATTRAT,
-            NR_REMOVEXATTRAT,
-            RET_ERRNO | libc::EPERM as u32,
-        ),
+        (NR_INOTIFY_INIT, NR_INOTIFY_INIT, enosys),
+        (NR_INOTIFY_INIT1, NR_INOTIFY_INIT1, enosys),
+        (NR_CLONE3, NR_CLONE3, enosys),
+        (NR_SETXATTRAT, NR_SETXATTRAT, eperm),
+        (NR_REMOVEXATTRAT, NR_REMOVEXATTRAT, eperm),
+        (NR_FILE_SETATTR, NR_FILE_SETATTR, eperm),
         (X32_SYSCALL_BIT, u32::MAX, RET_KILL_PROCESS),
     ]
 }
@@ -359,151 +368,5 @@ fn compile(part_names: &[&str]) -> Result<Vec<libc::sock_filter>, SandboxError> 
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sandbox::builtin_profiles;
-
-    /// A cBPF interpreter for the instructions our filters use.
-    fn eval(prog: &[libc::sock_filter], nr: u32, args: [u64; 6]) -> u32 {
-        let data = |off: u32| -> u32 {
-            match off {
-                0 => nr,
-                4 => AUDIT_ARCH_X86_64,
-                o if o >= 16 => {
-                    let arg = args[((o - 16) / 8) as usize];
-                    if (o - 16) % 8 == 0 {
-                        arg as u32
-                    } else {
-                        (arg >> 32) as u32
-                    }
-                }
-                _ => 0,
-            }
-        };
-        let (mut pc, mut a) = (0usize, 0u32);
-        loop {
-            let f = prog[pc];
-            pc += 1;
-            let cond = |c: bool| if c { f.jt } else { f.jf } as usize;
-            match f.code {
-                LD_W_ABS => a = data(f.k),
-                JA => pc += f.k as usize,
-                JEQ_K => pc += cond(a == f.k),
-                JGT_K => pc += cond(a > f.k),
-                JGE_K => pc += cond(a >= f.k),
-                0x45 => pc += cond(a & f.k != 0), // JSET
-                0x54 => a &= f.k,                 // ALU AND K
-                RET_K => return f.k,
-                c => panic!("unexpected opcode {c:#x}"),
-            }
-        }
-    }
-
-    /// What seccompiler alone makes of the merged rules: one linear program.
-    fn reference(part_names: &[&str]) -> Vec<libc::sock_filter> {
-        let doc = serde_json::json!({ "merged": {
-            "mismatch_action": "allow",
-            "match_action": { "errno": libc::EPERM },
-            "filter": merged_rules(part_names).unwrap(),
-        }});
-        let bytes = serde_json::to_vec(&doc).unwrap();
-        let mut map = seccompiler::compile_from_json(bytes.as_slice(), TargetArch::x86_64).unwrap();
-        // The documented prefix, written out as a linear check.
-        let mut prog = vec![
-            insn(LD_W_ABS, 0, 0, 4),
-            insn(JEQ_K, 1, 0, AUDIT_ARCH_X86_64),
-            insn(RET_K, 0, 0, RET_KILL_PROCESS),
-            insn(LD_W_ABS, 0, 0, 0),
-            insn(JGE_K, 0, 1, X32_SYSCALL_BIT),
-            insn(RET_K, 0, 0, RET_KILL_PROCESS),
-            insn(JEQ_K, 0, 1, NR_CLONE3),
-            insn(RET_K, 0, 0, RET_ERRNO | libc::ENOSYS as u32),
-            insn(JEQ_K, 1, 0, NR_SETXATTRAT),
-            insn(JEQ_K, 0, 1, NR_REMOVEXATTRAT),
-            insn(RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32),
-        ];
-        prog.extend(
-            map.remove("merged")
-                .unwrap()
-                .iter()
-                .map(|f| insn(f.code, f.jt, f.jf, f.k)),
-        );
-        prog
-    }
-
-    /// Argument values the rules compare against, and neighbours of them.
-    const ARGS: [u64; 16] = [
-        0,
-        1,
-        2,
-        3,
-        5,
-        10,
-        16,
-        262,
-        0o2000,
-        0o4000,
-        0o6755,
-        0x5412,
-        0x541C,
-        0x2_0000,
-        0x1000_0000,
-        u64::MAX,
-    ];
-
-    #[test]
-    fn dispatch_answers_like_seccompiler_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        for (_, spec) in builtin_profiles() {
-            let mut p = spec.resolve(dir.path()).unwrap();
-            for net in [NetworkSpec::None, NetworkSpec::Ports(vec![443])] {
-                p.network = net;
-                let key = parts(&p);
-                let ours = compile(&key).unwrap();
-                let slow = reference(&key);
-                assert!(ours.len() < slow.len(), "{} >= {}", ours.len(), slow.len());
-                for nr in (0..2048).chain([X32_SYSCALL_BIT - 1, X32_SYSCALL_BIT, u32::MAX]) {
-                    for a0 in ARGS {
-                        for a1 in ARGS {
-                            for a2 in [0, 2, 262, 0o2000, 0o4000] {
-                                let args = [a0, a1, a2, a0, a1, a2];
-                                assert_eq!(
-                                    eval(&ours, nr, args),
-                                    eval(&slow, nr, args),
-                                    "nr {nr} args {args:?}"
-                                );
-                            }
-                        }
-                    }
-                }
-                // Most syscalls are answered within a few instructions.
-                assert_eq!(eval(&ours, libc::SYS_getpid as u32, [0; 6]), RET_ALLOW);
-                assert_eq!(
-                    eval(&ours, libc::SYS_kexec_load as u32, [0; 6]),
-                    RET_ERRNO | 1
-                );
-                let ns = [0x1000_0000, 0, 0, 0, 0, 0];
-                assert_eq!(eval(&ours, libc::SYS_clone as u32, ns), RET_ERRNO | 1);
-                assert_eq!(
-                    eval(&ours, libc::SYS_clone as u32, [0x11, 0, 0, 0, 0, 0]),
-                    RET_ALLOW
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn every_json_part_compiles_for_both_profiles() {
-        let dir = tempfile::tempdir().unwrap();
-        for (name, spec) in builtin_profiles() {
-            let mut p = spec.resolve(dir.path()).unwrap();
-            for net in [NetworkSpec::None, NetworkSpec::Ports(vec![443])] {
-                p.network = net;
-                let prog = build(&p).unwrap();
-                assert!(prog.len() > 100, "{name}: {} insns", prog.len());
-                let ro = parts(&p).contains(&"metadata-read-only");
-                assert_eq!(ro, name == "read-only", "{name}");
-            }
-        }
-    }
-}
+#[path = "seccomp_tests.rs"]
+mod tests;

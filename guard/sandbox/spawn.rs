@@ -133,7 +133,11 @@ impl Prepared {
                 t.path().to_string_lossy().into_owned(),
             ));
         }
-        env::build_env(std::env::vars(), overrides, &self.profile.env_allow, &extra)
+        // The standalone `sandbox` command passes the user's own environment through the
+        // profile's allow-list; the engine's runs use `env_exact` and inherit nothing.
+        #[allow(clippy::disallowed_methods)]
+        let inherited = std::env::vars();
+        env::build_env(inherited, overrides, &self.profile.env_allow, &extra)
     }
 
     /// The child's environment when the caller judged all of it (an exec plan): `vars`

@@ -1,11 +1,25 @@
 //! Authentication of socket clients: the `request` token, the `exec` HMAC with its TTL and
 //! nonce replay cache, the SO_PEERCRED UID check and the per-peer rate limit. Every check
 //! answers a [`RejectReason`]; all secret comparisons are constant time.
+//!
+//! Replay across restarts (issue 9 item 8): a frame captured just before a restart is still
+//! inside its ±TTL window afterwards, and the in-memory nonce cache is gone. Two rules close
+//! it: (1) a frame whose `ts` is before this process started is refused (`replay`): the old
+//! process could have accepted it, and every honest client on this kernel signs with the
+//! same clock after connecting, which it cannot do before the socket exists; (2) accepted
+//! nonces are appended to a journal in the state dir and reloaded at start for their TTL
+//! window, which covers frames dated in the future (a skewed remote signer) and a clock
+//! stepped backwards. The journal is not fsynced: a crash keeps it (page cache), a power loss
+//! may lose its tail, and then rule (1) still holds.
 
 use super::wire::{ExecFrame, RejectReason};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use subtle::ConstantTimeEq;
@@ -60,7 +74,81 @@ pub fn verify_exec(
     if mac.is_none_or(|m| m.verify_slice(&presented).is_err()) {
         return Err(RejectReason::Hmac);
     }
+    if frame.ts < replay.started_ms {
+        return Err(RejectReason::Replay);
+    }
     replay.check_and_insert(&frame.nonce, now_ms, ttl_ms)
+}
+
+/// The replay journal's file name inside the state dir.
+pub const REPLAY_FILE: &str = "replay-nonces";
+
+/// Appends accepted nonces (`<expiry ms> <hex nonce>` lines) so a restarted guard still
+/// knows them; compacted at open and whenever dead lines dominate.
+struct Journal {
+    path: PathBuf,
+    file: File,
+    lines: usize,
+}
+
+impl Journal {
+    fn open_append(path: &Path) -> std::io::Result<File> {
+        OpenOptions::new()
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)
+    }
+
+    /// Rewrites the journal with exactly `live` (tmp + rename), then reopens it for append.
+    fn rewrite(path: &Path, live: &HashMap<String, i64>) -> std::io::Result<Journal> {
+        let tmp = path.with_extension("tmp");
+        let mut out = String::with_capacity(live.len() * 56);
+        for (nonce, exp) in live {
+            out.push_str(&format!("{exp} {}\n", hex::encode(nonce.as_bytes())));
+        }
+        {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(out.as_bytes())?;
+            f.sync_data()?;
+        }
+        std::fs::rename(&tmp, path)?;
+        Ok(Journal {
+            path: path.to_owned(),
+            file: Self::open_append(path)?,
+            lines: live.len(),
+        })
+    }
+
+    /// The nonces of `path` still live at `now_ms` (missing file: none; bad lines skipped).
+    fn load(path: &Path, now_ms: i64) -> std::io::Result<HashMap<String, i64>> {
+        let f = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashMap::new()),
+            Err(e) => return Err(e),
+        };
+        let mut live = HashMap::new();
+        for line in std::io::BufReader::new(f).lines() {
+            let line = line?;
+            let Some((exp, nonce)) = line.split_once(' ') else {
+                continue;
+            };
+            let (Ok(exp), Ok(bytes)) = (exp.parse::<i64>(), hex::decode(nonce)) else {
+                continue;
+            };
+            if exp >= now_ms {
+                if let Ok(n) = String::from_utf8(bytes) {
+                    live.insert(n, exp);
+                }
+            }
+        }
+        Ok(live)
+    }
 }
 
 /// Nonces seen inside the TTL window. A nonce may be accepted again only after its frame
@@ -68,22 +156,46 @@ pub fn verify_exec(
 pub struct ReplayCache {
     inner: Mutex<ReplayInner>,
     capacity: usize,
+    /// Frames dated before this (epoch ms) are refused as replays.
+    started_ms: i64,
 }
 
 struct ReplayInner {
     seen: HashMap<String, i64>,
     order: VecDeque<(i64, String)>,
+    journal: Option<Journal>,
 }
 
 impl ReplayCache {
+    /// An in-memory cache that accepts any `ts` (tests, benchmarks).
     pub fn new(capacity: usize) -> Self {
         ReplayCache {
             inner: Mutex::new(ReplayInner {
                 seen: HashMap::new(),
                 order: VecDeque::new(),
+                journal: None,
             }),
             capacity,
+            started_ms: i64::MIN,
         }
+    }
+
+    /// The serving cache: refuses frames dated before `started_ms` and keeps its nonces in
+    /// the journal at `path` (reloading the live ones).
+    pub fn durable(capacity: usize, path: &Path, started_ms: i64) -> std::io::Result<Self> {
+        let seen = Journal::load(path, started_ms)?;
+        let journal = Journal::rewrite(path, &seen)?;
+        let mut order: Vec<(i64, String)> = seen.iter().map(|(n, e)| (*e, n.clone())).collect();
+        order.sort();
+        Ok(ReplayCache {
+            inner: Mutex::new(ReplayInner {
+                seen,
+                order: order.into(),
+                journal: Some(journal),
+            }),
+            capacity,
+            started_ms,
+        })
     }
 
     /// `Replay` for a nonce seen before; `RateLimit` when the cache is full of live entries
@@ -95,7 +207,11 @@ impl ReplayCache {
         ttl_ms: u64,
     ) -> Result<(), RejectReason> {
         let mut g = self.inner.lock().unwrap_or_else(|p| p.into_inner());
-        let ReplayInner { seen, order } = &mut *g;
+        let ReplayInner {
+            seen,
+            order,
+            journal,
+        } = &mut *g;
         while let Some((exp, _)) = order.front() {
             if *exp >= now_ms {
                 break;
@@ -114,8 +230,25 @@ impl ReplayCache {
         }
         // The frame's ts was within ttl of now, so ts + ttl <= now + 2·ttl.
         let expiry = now_ms.saturating_add(2 * ttl_ms as i64);
+        if let Some(j) = journal.as_mut() {
+            // Fail closed: a nonce that could not be kept could replay after a restart.
+            let line = format!("{expiry} {}\n", hex::encode(nonce.as_bytes()));
+            if let Err(e) = j.file.write_all(line.as_bytes()) {
+                tracing::error!(error = %e, path = %j.path.display(), "replay journal append failed");
+                return Err(RejectReason::StateUnavailable);
+            }
+            j.lines += 1;
+        }
         seen.insert(nonce.to_owned(), expiry);
         order.push_back((expiry, nonce.to_owned()));
+        if let Some(j) = journal.as_mut() {
+            if j.lines > 2 * seen.len() + 4096 {
+                match Journal::rewrite(&j.path, seen) {
+                    Ok(fresh) => *j = fresh,
+                    Err(e) => tracing::warn!(error = %e, "replay journal compaction failed"),
+                }
+            }
+        }
         Ok(())
     }
 

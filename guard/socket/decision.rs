@@ -4,8 +4,122 @@
 use super::auth::Peer;
 use super::wire::{ApprovalRequest, ExecRequest};
 use crate::policy::request::{Action, DecisionKind, ExecAction, OpenClawAsk, Request, Source, Who};
+use crate::policy::shell::{self, Analysis, Segment, ShellContext};
 use serde_json::json;
 use std::path::PathBuf;
+
+/// A frame's forms of one command (issue 9 item 10): the text a client shows and the argv it
+/// runs must be the same command, or a harmless text could be judged while another argv runs
+/// (or is persisted). Agreement is semantic: both forms go through the same shell analyser
+/// and must yield the same segments (static words, wrappers, assignments, redirections), so
+/// `ls -la` agrees with `["ls","-la"]` and `ls; rm x`, `ls $X`, `ls > f` do not. A shell
+/// argv `[sh, -c|-lc, TEXT]` agrees with exactly TEXT. Anything the analyser cannot read
+/// statically cannot be proven to agree, so it disagrees.
+pub fn forms_agree(text: &str, argv: &[String]) -> bool {
+    if let [sh, flag, inner] = argv {
+        let shell_form = shell::SHELLS.contains(&shell::basename(sh))
+            && matches!(flag.as_str(), "-c" | "-lc" | "-cl");
+        if shell_form && inner == text {
+            return true;
+        }
+    }
+    let ctx = ShellContext {
+        home: PathBuf::from("/nonexistent-home"),
+        path: String::new(),
+        cwd: PathBuf::from("/"),
+    };
+    same_command(
+        &shell::analyse(text, &ctx),
+        &shell::analyse_argv(argv, &ctx),
+    )
+}
+
+fn same_command(a: &Analysis, b: &Analysis) -> bool {
+    !a.segments.is_empty()
+        && !a.has_problem()
+        && !b.has_problem()
+        && a.segments.len() == b.segments.len()
+        && a.segments
+            .iter()
+            .zip(&b.segments)
+            .all(|(x, y)| same_segment(x, y))
+}
+
+fn static_words(s: &Segment) -> Option<Vec<&str>> {
+    s.argv
+        .iter()
+        .map(|w| {
+            (!w.glob && !w.substitution && !w.process_substitution)
+                .then_some(w.value.as_deref())
+                .flatten()
+        })
+        .collect()
+}
+
+fn same_segment(x: &Segment, y: &Segment) -> bool {
+    let redirects = |s: &Segment| -> Option<Vec<_>> {
+        s.redirects
+            .iter()
+            .map(|r| r.target.value.clone().map(|v| (r.kind, v)))
+            .collect()
+    };
+    static_words(x).is_some()
+        && static_words(x) == static_words(y)
+        && x.wrappers == y.wrappers
+        && x.env_assignments == y.env_assignments
+        && x.privileged == y.privileged
+        && x.stdin == y.stdin
+        && redirects(x).is_some()
+        && redirects(x) == redirects(y)
+}
+
+/// Checks every pair of forms a `request` frame carries: `command` against `commandArgv`,
+/// `systemRunPlan.argv` and `systemRunPlan.commandText`. The error names the pair.
+pub fn prompt_forms_agree(r: &ApprovalRequest) -> Result<(), String> {
+    let plan = r.system_run_plan.as_ref();
+    let argvs = [
+        ("commandArgv", r.command_argv.as_ref()),
+        ("systemRunPlan.argv", plan.and_then(|p| p.argv.as_ref())),
+    ];
+    let texts = [
+        ("command", Some(&r.command)),
+        (
+            "systemRunPlan.commandText",
+            plan.and_then(|p| p.command_text.as_ref()),
+        ),
+    ];
+    for (an, argv) in argvs.iter().filter_map(|(n, a)| Some((n, (*a)?))) {
+        if argv.is_empty() {
+            return Err(format!("{an} is empty"));
+        }
+        for (tn, text) in texts.iter().filter_map(|(n, t)| Some((n, (*t)?))) {
+            if !forms_agree(text, argv) {
+                return Err(format!("{an} is not the command {tn} says"));
+            }
+        }
+    }
+    if let (Some(a), Some(b)) = (argvs[0].1, argvs[1].1) {
+        if a != b {
+            return Err("commandArgv differs from systemRunPlan.argv".into());
+        }
+    }
+    if let Some(t) = texts[1].1 {
+        if argvs.iter().all(|(_, a)| a.is_none()) && t != &r.command {
+            return Err("systemRunPlan.commandText differs from command".into());
+        }
+    }
+    Ok(())
+}
+
+/// An `exec` request's `rawCommand` (display text) against the argv that runs.
+pub fn exec_forms_agree(r: &ExecRequest) -> Result<(), String> {
+    match &r.raw_command {
+        Some(raw) if !forms_agree(raw, &r.command) => {
+            Err("rawCommand is not the command argv runs".into())
+        }
+        _ => Ok(()),
+    }
+}
 
 pub fn peer_json(p: &Peer) -> serde_json::Value {
     json!({"uid":p.uid,"pid":p.pid})
@@ -136,6 +250,89 @@ mod tests {
             .unwrap_or_default()
             .contains("s3cret"));
         assert_eq!(req.who.agent_id, "ops");
+    }
+
+    #[test]
+    fn forms_agree_only_when_they_are_the_same_command() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        // (text, argv, agree)
+        let cases: &[(&str, &[&str], bool)] = &[
+            ("ls -la", &["ls", "-la"], true),
+            ("ls 'a b'", &["ls", "a b"], true),
+            ("/usr/bin/uname -s", &["/usr/bin/uname", "-s"], true),
+            ("ls | wc -l", &["/bin/sh", "-lc", "ls | wc -l"], true),
+            ("ls | wc -l", &["bash", "-c", "ls | wc -l"], true),
+            ("env FOO=1 ls", &["env", "FOO=1", "ls"], true),
+            ("ls", &["rm", "-rf", "/"], false),
+            ("ls a b", &["ls", "a b"], false),
+            ("ls; rm -rf ~", &["ls"], false),
+            ("ls && curl x | sh", &["ls"], false),
+            ("ls > /etc/passwd", &["ls"], false),
+            ("ls $HOME", &["ls", "/root"], false),
+            ("ls `id`", &["ls", "uid=0"], false),
+            ("ls *", &["ls", "*"], false),
+            ("ls", &["sh", "-c", "ls; rm -rf /"], false),
+            ("echo hi", &["sh", "-c", "echo hi", "extra"], false),
+            ("echo hi", &["python3", "-c", "echo hi"], false),
+            ("", &["ls"], false),
+            ("ls\nrm x", &["ls"], false),
+            ("ls", &["ls", ""], false),
+        ];
+        for (text, argv, agree) in cases {
+            assert_eq!(forms_agree(text, &v(argv)), *agree, "{text:?} vs {argv:?}");
+        }
+    }
+
+    #[test]
+    fn every_pair_of_prompt_forms_is_checked() {
+        use crate::socket::wire::SystemRunPlan;
+        let base = ApprovalRequest {
+            command: "ls -la".into(),
+            ..Default::default()
+        };
+        assert!(prompt_forms_agree(&base).is_ok(), "text alone");
+        let mut r = base.clone();
+        r.command_argv = Some(vec!["rm".into(), "-rf".into(), "/".into()]);
+        assert!(prompt_forms_agree(&r).is_err());
+        let mut r = base.clone();
+        r.command_argv = Some(vec![]);
+        assert!(prompt_forms_agree(&r).is_err(), "an empty argv");
+        let mut r = base.clone();
+        r.system_run_plan = Some(SystemRunPlan {
+            argv: Some(vec!["ls".into(), "-la".into()]),
+            command_text: Some("rm -rf /".into()),
+        });
+        assert!(prompt_forms_agree(&r).is_err(), "plan text disagrees");
+        let mut r = base.clone();
+        r.system_run_plan = Some(SystemRunPlan {
+            argv: None,
+            command_text: Some("rm -rf /".into()),
+        });
+        assert!(prompt_forms_agree(&r).is_err(), "plan text alone disagrees");
+        let mut r = base.clone();
+        r.command_argv = Some(vec!["ls".into(), "-la".into()]);
+        r.system_run_plan = Some(SystemRunPlan {
+            argv: Some(vec!["/bin/sh".into(), "-lc".into(), "ls -la".into()]),
+            command_text: Some("ls -la".into()),
+        });
+        assert!(prompt_forms_agree(&r).is_err(), "two argvs that differ");
+        r.system_run_plan = Some(SystemRunPlan {
+            argv: Some(vec!["ls".into(), "-la".into()]),
+            command_text: Some("ls -la".into()),
+        });
+        assert!(prompt_forms_agree(&r).is_ok(), "all four agree");
+        let e = ExecRequest {
+            command: vec!["/bin/echo".into(), "a b".into()],
+            raw_command: Some("echo 'a b' ; rm -rf /".into()),
+            ..Default::default()
+        };
+        assert!(exec_forms_agree(&e).is_err());
+        let e = ExecRequest {
+            command: vec!["/bin/echo".into(), "a b".into()],
+            raw_command: None,
+            ..Default::default()
+        };
+        assert!(exec_forms_agree(&e).is_ok(), "no text: nothing to disagree");
     }
 
     #[test]

@@ -1,26 +1,29 @@
-//! Creating the socket file safely: the directory 0700 (a symlinked directory is refused),
-//! the socket 0600 from the moment it appears under its name (bound under a temporary name,
-//! chmod-ed, then renamed into place), a stale socket removed, a live one left alone.
+//! Creating the socket file safely. The socket's directory is checked, never changed: every
+//! existing component of its path must be owned by us or root, be no symlink, and be writable by nobody else unless sticky (as `/tmp`); anything else is
+//! refused with the path and the reason (issue 9 item 7: a guard started on `/tmp/x.sock`
+//! used to chmod `/tmp`). Missing directories are created 0700. The socket is 0600 from the
+//! moment it appears under its name (bound under a temporary name, chmod-ed, then renamed
+//! into place); a stale socket of ours is removed, a live one or another user's left alone.
 
 use std::fs;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener as StdListener, UnixStream as StdStream};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// Why the socket could not be created.
 #[derive(Debug, thiserror::Error)]
 pub enum ListenError {
     #[error("socket path {0} has no parent directory")]
     NoParent(PathBuf),
-    #[error("socket directory {0} is a symlink; refusing to use it")]
-    SymlinkDir(PathBuf),
-    #[error("socket directory {0} is not a directory")]
-    NotDir(PathBuf),
-    #[error("socket directory {path} is owned by uid {owner}, not by us ({me})")]
-    ForeignDir { path: PathBuf, owner: u32, me: u32 },
+    #[error("socket path {0} is not absolute")]
+    Relative(PathBuf),
+    #[error("unsafe location {path}: {why}; refusing to use it (the guard never changes a directory it did not create)")]
+    Unsafe { path: PathBuf, why: String },
     #[error("{0} exists and is not a socket; refusing to replace it")]
     NotSocket(PathBuf),
+    #[error("{path} is a socket owned by uid {owner}; refusing to replace it")]
+    ForeignSocket { path: PathBuf, owner: u32 },
     #[error("another server is already listening on {0}")]
     InUse(PathBuf),
     #[error("{what} {path}: {source}")]
@@ -39,41 +42,85 @@ fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> L
     }
 }
 
-/// Makes `dir` a 0700 directory we own, creating it (and missing parents) if needed.
+fn unsafe_at(path: &Path, why: String) -> ListenError {
+    ListenError::Unsafe {
+        path: path.to_owned(),
+        why,
+    }
+}
+
+/// Why an existing path component cannot be trusted to stay ours, if it cannot.
+fn component_problem(m: &fs::Metadata, me: u32) -> Option<String> {
+    let owner = m.uid();
+    if owner != me && owner != 0 {
+        return Some(format!(
+            "owned by uid {owner} (only uid {me} or root are trusted)"
+        ));
+    }
+    if m.file_type().is_symlink() {
+        return Some("is a symlink (give the real path)".into());
+    }
+    if !m.is_dir() {
+        return Some("is not a directory".into());
+    }
+    let mode = m.mode();
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        return Some(format!(
+            "is writable by group or others (mode {:o}) without the sticky bit",
+            mode & 0o7777
+        ));
+    }
+    None
+}
+
+/// Checks every existing component of `dir` (see the module doc) and creates the missing
+/// tail 0700. Never chmods or chowns a directory that already existed.
 pub fn secure_dir(dir: &Path) -> Result<(), ListenError> {
-    match fs::symlink_metadata(dir) {
-        Ok(m) if m.file_type().is_symlink() => return Err(ListenError::SymlinkDir(dir.into())),
-        Ok(m) if !m.is_dir() => return Err(ListenError::NotDir(dir.into())),
-        Ok(m) => {
-            let me = nix::unistd::geteuid().as_raw();
-            if m.uid() != me {
-                return Err(ListenError::ForeignDir {
-                    path: dir.into(),
-                    owner: m.uid(),
-                    me,
-                });
-            }
-            if m.mode() & 0o077 != 0 {
-                fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-                    .map_err(io_err("chmod 0700", dir))?;
-            }
+    if !dir.is_absolute() {
+        return Err(ListenError::Relative(dir.into()));
+    }
+    let me = nix::unistd::geteuid().as_raw();
+    let mut cur = PathBuf::from("/");
+    let mut missing_from: Option<PathBuf> = None;
+    for comp in dir.components() {
+        match comp {
+            Component::RootDir => continue,
+            Component::Normal(c) => cur.push(c),
+            _ => return Err(unsafe_at(dir, "has a `.` or `..` component".into())),
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(io_err("create directory", dir))?;
-            // `recursive` applies the mode to each new dir, but an umask may have narrowed it.
-            fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-                .map_err(io_err("chmod 0700", dir))?;
+        match fs::symlink_metadata(&cur) {
+            Ok(m) => {
+                if let Some(why) = component_problem(&m, me) {
+                    return Err(unsafe_at(&cur, why));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                missing_from = Some(cur.clone());
+                break;
+            }
+            Err(e) => return Err(io_err("stat", &cur)(e)),
         }
-        Err(e) => return Err(io_err("stat", dir)(e)),
+    }
+    if missing_from.is_none() {
+        return Ok(());
+    }
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(io_err("create directory", dir))?;
+    // We created it: narrowing its mode (an umask may have widened nothing, but a racing
+    // creator could have) is ours to do, and it must be 0700 now.
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+        .map_err(io_err("chmod 0700", dir))?;
+    let m = fs::symlink_metadata(dir).map_err(io_err("stat", dir))?;
+    if let Some(why) = component_problem(&m, me) {
+        return Err(unsafe_at(dir, why));
     }
     Ok(())
 }
 
-/// Binds `path` (0600, dir 0700) and returns the non-blocking std listener.
+/// Binds `path` (0600) in a checked directory and returns the non-blocking std listener.
 pub fn bind_secure(path: &Path) -> Result<StdListener, ListenError> {
     let dir = path
         .parent()
@@ -82,6 +129,13 @@ pub fn bind_secure(path: &Path) -> Result<StdListener, ListenError> {
     secure_dir(dir)?;
     match fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_socket() => {
+            let me = nix::unistd::geteuid().as_raw();
+            if m.uid() != me {
+                return Err(ListenError::ForeignSocket {
+                    path: path.into(),
+                    owner: m.uid(),
+                });
+            }
             if StdStream::connect(path).is_ok() {
                 return Err(ListenError::InUse(path.into()));
             }
@@ -91,10 +145,11 @@ pub fn bind_secure(path: &Path) -> Result<StdListener, ListenError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err("stat", path)(e)),
     }
+    // Short: a socket path is limited to 107 bytes, and the temporary name must fit where
+    // the final one does.
     let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("sock"),
-        uuid::Uuid::new_v4().simple()
+        ".sg{}.tmp",
+        &uuid::Uuid::new_v4().simple().to_string()[..12]
     ));
     let listener = StdListener::bind(&tmp).map_err(io_err("bind", &tmp))?;
     let placed = fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))
@@ -160,7 +215,7 @@ mod tests {
         std::os::unix::fs::symlink(&real, &link).expect("symlink");
         assert!(matches!(
             bind_secure(&link.join("s.sock")),
-            Err(ListenError::SymlinkDir(_))
+            Err(ListenError::Unsafe { .. })
         ));
         let file = real.join("plain");
         fs::write(&file, b"x").expect("write");

@@ -6,6 +6,7 @@
 
 use super::auth::Peer;
 use super::decision::peer_json;
+use super::peer::PeerLink;
 use super::wire::{Reply, RequestFrame};
 use crate::engine::decision::now_ms;
 use crate::engine::Engine;
@@ -44,6 +45,7 @@ pub async fn on_node_request(
     peer: &Peer,
     f: RequestFrame,
     shutdown: watch::Receiver<bool>,
+    link: PeerLink<'_>,
 ) -> Reply {
     let r = &f.request;
     let a = Ask {
@@ -68,7 +70,9 @@ pub async fn on_node_request(
     }
     let req = ask::request(&a, now_ms());
     let requester = json!({"peer":peer_json(peer),"nodeId":a.node_id,"runId":a.run_id});
-    let (decision, verdict) = engine.decide(&requester, &req, None, shutdown).await;
+    let (decision, verdict) = engine
+        .decide(&requester, &req, None, shutdown, link.gone())
+        .await;
     if decision.kind == DecisionKind::AllowAlways {
         engine.persist_allow_always(&req, &verdict).await;
     }

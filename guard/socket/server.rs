@@ -7,20 +7,33 @@
 //! when the connection is accepted: it is read, answered and closed without registering the
 //! connection with the event loop (two epoll_ctl calls and a loop round trip fewer per
 //! request). Only a connection whose line has not fully arrived is handed to tokio.
+//!
+//! Pre-authentication load (issue 9 item 6): nothing a client does before its line is
+//! complete may delay others or grow memory without bound. The [`Budget`] caps connections
+//! (in total and per uid) and the bytes buffered for unfinished lines (in total; each line is
+//! capped at [`MAX_LINE_BYTES`]). At a cap, the oldest connection still sending its line is
+//! shed (answered `overloaded` and closed) to make room: honest clients send their line at
+//! once, so the ones shed are the silent and the slow. The accept loop never waits for a
+//! slot, so a flood cannot hold honest connections in the listen backlog. Out of descriptors
+//! (EMFILE, e.g. a lowered RLIMIT_NOFILE), a reserved descriptor is given up to accept and
+//! answer the waiting client with a deny instead of spinning or dying.
 
 use super::auth::Peer;
+use super::budget::{Budget, Caps, Refused, Slot};
 use super::door::SocketDoor as Engine;
 use super::listener::{bind_secure, ListenError, SocketFile};
+use super::peer::PeerLink;
 use super::wire::{FrameKind, RejectReason, Reply, MAX_LINE_BYTES};
 use std::io::{ErrorKind, Read, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::{UnixListener as StdListener, UnixStream as StdStream};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
 /// Socket-level settings (the policy-level ones live in the engine).
@@ -29,8 +42,12 @@ pub struct ServerOptions {
     pub socket_path: PathBuf,
     /// How long a client may take to send its line.
     pub read_timeout: Duration,
-    /// Connections served at once; further ones wait in the listen backlog.
+    /// Connections served at once (reading or waiting for their answer).
     pub max_connections: usize,
+    /// Connections one uid may hold at once.
+    pub max_connections_per_uid: usize,
+    /// Bytes buffered for lines not yet complete, all connections together.
+    pub max_buffered_bytes: usize,
     /// How long in-flight requests get to answer after shutdown starts.
     pub drain_timeout: Duration,
 }
@@ -41,6 +58,8 @@ impl ServerOptions {
             socket_path,
             read_timeout: Duration::from_secs(5),
             max_connections: 4096,
+            max_connections_per_uid: 4096,
+            max_buffered_bytes: 16 * 1024 * 1024,
             drain_timeout: Duration::from_secs(3),
         }
     }
@@ -55,8 +74,14 @@ pub struct Server {
     engine: Arc<Engine>,
 }
 
+/// Descriptor exhaustion seen since the last `guard-limit` record, and when that was.
+struct LoadReport {
+    emfile: u64,
+    since: Instant,
+}
+
 impl Server {
-    /// Binds the socket (dir 0700, socket 0600). Must be called inside a tokio runtime.
+    /// Binds the socket (checked dir, socket 0600). Must be called inside a tokio runtime.
     pub fn bind(opts: ServerOptions, engine: Arc<Engine>) -> Result<Self, ListenError> {
         let std = bind_secure(&opts.socket_path)?;
         let file = SocketFile::new(&opts.socket_path);
@@ -80,13 +105,29 @@ impl Server {
     /// Serves until `shutdown` becomes true, then drains in-flight connections (their waits
     /// end with `guard-shutdown`) and removes the socket file.
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
-        let limit = Arc::new(Semaphore::new(self.opts.max_connections.max(1)));
+        let budget = Budget::new(Caps {
+            total: self.opts.max_connections,
+            per_uid: self.opts.max_connections_per_uid,
+            bytes: self.opts.max_buffered_bytes,
+        });
+        // Given up to accept one connection when descriptors run out (see the module doc).
+        let mut reserve = std::fs::File::open("/dev/null").ok();
+        let mut report = LoadReport {
+            emfile: 0,
+            since: Instant::now(),
+        };
+        let flusher = {
+            let engine = self.engine.clone();
+            tokio::spawn(async move {
+                let mut tick = tokio::time::interval(super::rejections::WINDOW);
+                loop {
+                    tick.tick().await;
+                    engine.flush_rejections(false).await;
+                }
+            })
+        };
         let mut tasks = JoinSet::new();
         loop {
-            let permit = tokio::select! {
-                p = limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-                _ = shutdown.changed() => break,
-            };
             let accepted = tokio::select! {
                 a = accept(&self.listener) => a,
                 _ = shutdown.changed() => break,
@@ -95,13 +136,36 @@ impl Server {
             while tasks.try_join_next().is_some() {}
             match accepted {
                 Ok(stream) => {
+                    let peer = peer_of(&stream);
+                    let (slot, shed) = match budget.admit(peer.uid) {
+                        Ok(s) => s,
+                        Err(Refused::Full) => {
+                            refuse_now(stream, &self.engine, &peer).await;
+                            continue;
+                        }
+                    };
                     let engine = self.engine.clone();
                     let timeout = self.opts.read_timeout;
                     let stop = shutdown.clone();
                     tasks.spawn(async move {
-                        handle_connection(stream, engine, timeout, stop).await;
-                        drop(permit);
+                        let conn = Admitted { slot, shed };
+                        handle_connection(stream, peer, conn, engine, timeout, stop).await;
                     });
+                }
+                Err(e) if is_out_of_fds(&e) => {
+                    report.emfile += 1;
+                    // Free a descriptor: a slow reader first, else the reserve, and answer
+                    // the waiting client rather than leave it in the backlog.
+                    if !budget.shed_one() {
+                        reserve = None;
+                        if let Ok(stream) = accept_now(&self.listener) {
+                            let peer = peer_of(&stream);
+                            refuse_now(stream, &self.engine, &peer).await;
+                        }
+                        reserve = reserve.or_else(|| std::fs::File::open("/dev/null").ok());
+                    }
+                    self.report_load(&mut report).await;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
@@ -109,6 +173,8 @@ impl Server {
                 }
             }
         }
+        drop(reserve);
+        while tasks.try_join_next().is_some() {}
         tracing::info!(in_flight = tasks.len(), "socket: stopped accepting");
         let drain = async { while tasks.join_next().await.is_some() {} };
         if tokio::time::timeout(self.opts.drain_timeout, drain)
@@ -118,7 +184,63 @@ impl Server {
             tracing::warn!("socket: in-flight requests did not finish in time; aborting them");
             tasks.abort_all();
         }
+        flusher.abort();
+        self.report_load(&mut report).await;
+        self.engine.flush_rejections(true).await;
     }
+
+    /// One `guard-limit` record per window for descriptor exhaustion (the shed connections
+    /// themselves are counted in the `overloaded` rejection aggregate).
+    async fn report_load(&self, r: &mut LoadReport) {
+        if r.emfile > 0 && r.since.elapsed() >= super::rejections::WINDOW {
+            let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+                .map(|(s, h)| serde_json::json!({"soft":s,"hard":h}))
+                .unwrap_or(serde_json::Value::Null);
+            tracing::error!(
+                count = r.emfile,
+                "socket: out of file descriptors (EMFILE); clients denied"
+            );
+            self.engine
+                .engine()
+                .record(
+                    "guard-limit",
+                    serde_json::json!({"what":"accept","error":"EMFILE: too many open files",
+                        "count":r.emfile,"rlimitNofile":nofile,
+                        "action":"oldest readers shed; waiting clients denied"}),
+                )
+                .await;
+            r.emfile = 0;
+            r.since = Instant::now();
+        }
+    }
+}
+
+fn is_out_of_fds(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE))
+}
+
+/// The peer's credentials (SO_PEERCRED); unknown credentials are a foreign peer (fail closed).
+fn peer_of(stream: &StdStream) -> Peer {
+    match nix::sys::socket::getsockopt(stream, nix::sys::socket::sockopt::PeerCredentials) {
+        Ok(c) => Peer {
+            uid: c.uid(),
+            pid: Some(c.pid()),
+        },
+        Err(_) => Peer {
+            uid: u32::MAX,
+            pid: None,
+        },
+    }
+}
+
+/// Answers `overloaded` without reading and closes (best effort: never waits).
+async fn refuse_now(mut stream: StdStream, engine: &Engine, peer: &Peer) {
+    let msg = "guard overloaded: too many connections";
+    engine
+        .audit_rejection(peer, None, RejectReason::Overloaded, msg)
+        .await;
+    let reply = Reply::reject(None, FrameKind::Unknown, RejectReason::Overloaded, msg);
+    let _ = stream.write(&reply.to_bytes());
 }
 
 /// Accepts one connection, non-blocking.
@@ -137,6 +259,13 @@ async fn accept(listener: &AsyncFd<StdListener>) -> std::io::Result<StdStream> {
     }
 }
 
+/// One accept without waiting.
+fn accept_now(listener: &AsyncFd<StdListener>) -> std::io::Result<StdStream> {
+    let (stream, _) = listener.get_ref().accept()?;
+    stream.set_nonblocking(true)?;
+    Ok(stream)
+}
+
 /// What reading the one request line produced.
 enum LineRead {
     Line(Vec<u8>),
@@ -146,12 +275,12 @@ enum LineRead {
 }
 
 /// Adds one read's bytes to `buf`: the line once its `\n` arrived, a rejection when it is too
-/// long or the client closed first (`data` empty), else None (read more).
-fn absorb(buf: &mut Vec<u8>, data: &[u8]) -> Option<LineRead> {
+/// long, the client closed first (`data` empty) or the budget shed it, else None (read more).
+fn absorb(buf: &mut Vec<u8>, data: &[u8], slot: &Slot) -> Option<LineRead> {
     if data.is_empty() {
         return Some(LineRead::Reject(RejectReason::Eof));
     }
-    if let Some(pos) = data.iter().position(|b| *b == b'\n') {
+    if let Some(pos) = memchr::memchr(b'\n', data) {
         if buf.len() + pos > MAX_LINE_BYTES {
             return Some(LineRead::Reject(RejectReason::TooLarge));
         }
@@ -162,16 +291,28 @@ fn absorb(buf: &mut Vec<u8>, data: &[u8]) -> Option<LineRead> {
         return Some(LineRead::Reject(RejectReason::TooLarge));
     }
     buf.extend_from_slice(data);
+    if !slot.buffer(buf.capacity()) {
+        return Some(LineRead::Reject(RejectReason::Overloaded));
+    }
     None
 }
 
+/// Most bytes one read takes.
+const READ_CHUNK: usize = 8192;
+
+/// A connection's share of the budget and the signal that it was shed.
+struct Admitted {
+    slot: Slot,
+    shed: oneshot::Receiver<()>,
+}
+
 /// Reads what has already arrived, without waiting: None when the line is not complete yet.
-fn read_line_now(stream: &mut StdStream, buf: &mut Vec<u8>) -> Option<LineRead> {
+fn read_line_now(stream: &mut StdStream, buf: &mut Vec<u8>, slot: &Slot) -> Option<LineRead> {
     let mut chunk = [0u8; 8192];
     loop {
         match stream.read(&mut chunk) {
             Ok(n) => {
-                if let Some(done) = absorb(buf, &chunk[..n]) {
+                if let Some(done) = absorb(buf, &chunk[..n], slot) {
                     return Some(done);
                 }
             }
@@ -182,22 +323,46 @@ fn read_line_now(stream: &mut StdStream, buf: &mut Vec<u8>) -> Option<LineRead> 
     }
 }
 
-/// Reads the rest of the line (after `buf`), waiting up to `deadline`.
+/// Reads the rest of the line (after `buf`), waiting up to `deadline` unless shed first.
 async fn read_line(
     stream: &mut UnixStream,
     buf: &mut Vec<u8>,
     deadline: tokio::time::Instant,
+    adm: &mut Admitted,
 ) -> LineRead {
-    let mut chunk = [0u8; 8192];
+    let Admitted { slot, shed } = adm;
     loop {
-        let n = match tokio::time::timeout_at(deadline, stream.read(&mut chunk)).await {
-            Ok(Ok(n)) => n,
-            Ok(Err(_)) => return LineRead::Gone,
-            // Still connected but silent: it gets an explicit rejection, not silence.
-            Err(_) => return LineRead::Reject(RejectReason::ReadTimeout),
-        };
-        if let Some(done) = absorb(buf, &chunk[..n]) {
-            return done;
+        // Wait for data before allocating for it: a silent connection holds no buffer.
+        tokio::select! {
+            r = tokio::time::timeout_at(deadline, stream.readable()) => match r {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return LineRead::Gone,
+                // Still connected but silent: it gets an explicit rejection, not silence.
+                Err(_) => return LineRead::Reject(RejectReason::ReadTimeout),
+            },
+            _ = &mut *shed => return LineRead::Reject(RejectReason::Overloaded),
+        }
+        let start = buf.len();
+        buf.reserve(READ_CHUNK.min(MAX_LINE_BYTES + 1 - start.min(MAX_LINE_BYTES)));
+        if !slot.buffer(buf.capacity()) {
+            return LineRead::Reject(RejectReason::Overloaded);
+        }
+        match stream.try_read_buf(buf) {
+            Ok(0) => return LineRead::Reject(RejectReason::Eof),
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock => continue,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return LineRead::Gone,
+        }
+        if let Some(pos) = memchr::memchr(b'\n', &buf[start..]) {
+            buf.truncate(start + pos);
+            if buf.len() > MAX_LINE_BYTES {
+                return LineRead::Reject(RejectReason::TooLarge);
+            }
+            return LineRead::Line(std::mem::take(buf));
+        }
+        if buf.len() > MAX_LINE_BYTES {
+            return LineRead::Reject(RejectReason::TooLarge);
         }
     }
 }
@@ -210,13 +375,24 @@ enum Conn {
 }
 
 impl Conn {
+    fn fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Conn::Plain(s) => s.as_fd(),
+            Conn::Async(s) => s.as_fd(),
+        }
+    }
+
     /// The line, and the connection to answer on (None only if registering it with the
     /// event loop failed: then the line is `Gone` too).
-    async fn read_line(self, timeout: Duration) -> (Option<Conn>, LineRead) {
+    async fn read_line(self, timeout: Duration, adm: &mut Admitted) -> (Option<Conn>, LineRead) {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut buf = Vec::new();
+        if adm.shed.try_recv().is_ok() {
+            // Shed before it was ever read (the flood was ahead of this task).
+            return (Some(self), LineRead::Reject(RejectReason::Overloaded));
+        }
         let mut stream = match self {
-            Conn::Plain(mut s) => match read_line_now(&mut s, &mut buf) {
+            Conn::Plain(mut s) => match read_line_now(&mut s, &mut buf, &adm.slot) {
                 Some(done) => return (Some(Conn::Plain(s)), done),
                 None => match UnixStream::from_std(s) {
                     Ok(s) => s,
@@ -228,7 +404,7 @@ impl Conn {
             },
             Conn::Async(s) => s,
         };
-        let got = read_line(&mut stream, &mut buf, deadline).await;
+        let got = read_line(&mut stream, &mut buf, deadline, adm).await;
         (Some(Conn::Async(stream)), got)
     }
 
@@ -257,23 +433,14 @@ impl Conn {
 
 async fn handle_connection(
     stream: StdStream,
+    peer: Peer,
+    mut adm: Admitted,
     engine: Arc<Engine>,
     timeout: Duration,
     shutdown: watch::Receiver<bool>,
 ) {
-    let peer =
-        match nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials) {
-            Ok(c) => Peer {
-                uid: c.uid(),
-                pid: Some(c.pid()),
-            },
-            // No credentials: treat as a foreign peer (fail closed).
-            Err(_) => Peer {
-                uid: u32::MAX,
-                pid: None,
-            },
-        };
-    let (conn, line) = Conn::Plain(stream).read_line(timeout).await;
+    let (conn, line) = Conn::Plain(stream).read_line(timeout, &mut adm).await;
+    adm.slot.line_done();
     let reply = match line {
         LineRead::Gone => {
             engine
@@ -290,12 +457,21 @@ async fn handle_connection(
             let message = match reason {
                 RejectReason::TooLarge => "request line exceeds 256000 bytes",
                 RejectReason::ReadTimeout => "no complete request line in time",
+                RejectReason::Overloaded => {
+                    "shed under load: too many connections or buffered bytes (oldest first)"
+                }
                 _ => "connection closed before a newline",
             };
             engine.audit_rejection(&peer, None, reason, message).await;
             Reply::reject(None, FrameKind::Unknown, reason, message)
         }
-        LineRead::Line(line) => engine.respond(&peer, &line, shutdown).await,
+        LineRead::Line(line) => {
+            let link = match &conn {
+                Some(c) => PeerLink::new(c.fd()),
+                None => PeerLink::detached(),
+            };
+            engine.respond(&peer, &line, shutdown, link).await
+        }
     };
     let bytes = reply.to_bytes();
     let Some(conn) = conn else { return };
@@ -305,4 +481,5 @@ async fn handle_connection(
     if let Err(e) = conn.write_all(&bytes).await {
         tracing::debug!(error = %e, "socket: client left before the reply");
     }
+    drop(adm);
 }

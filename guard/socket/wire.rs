@@ -36,6 +36,12 @@ pub enum RejectReason {
     Eof,
     /// The client sent no complete line within the read timeout.
     ReadTimeout,
+    /// Shed under load: too many connections or buffered bytes (the oldest idle go first).
+    Overloaded,
+    /// The guard could not keep state it needs to answer safely (replay journal, audit).
+    StateUnavailable,
+    /// The frame carries several forms of the command (text, argv, plan) that disagree.
+    CommandMismatch,
 }
 
 impl RejectReason {
@@ -52,6 +58,9 @@ impl RejectReason {
             RejectReason::Token => "token",
             RejectReason::Eof => "eof",
             RejectReason::ReadTimeout => "read-timeout",
+            RejectReason::Overloaded => "overloaded",
+            RejectReason::StateUnavailable => "state-unavailable",
+            RejectReason::CommandMismatch => "command-mismatch",
         }
     }
 
@@ -59,7 +68,9 @@ impl RejectReason {
     /// `INVALID_REQUEST` (as the reference server), load shedding is `UNAVAILABLE`.
     pub fn code(self) -> &'static str {
         match self {
-            RejectReason::RateLimit => "UNAVAILABLE",
+            RejectReason::RateLimit | RejectReason::Overloaded | RejectReason::StateUnavailable => {
+                "UNAVAILABLE"
+            }
             _ => "INVALID_REQUEST",
         }
     }
@@ -101,6 +112,20 @@ pub struct ApprovalRequest {
     /// How long the node can wait for the decision.
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// The node host's plan (TS payload type): its argv and text are forms of the same
+    /// command and must agree with `command` (the rest of it is not read).
+    #[serde(default)]
+    pub system_run_plan: Option<SystemRunPlan>,
+}
+
+/// The parts of OpenClaw's `systemRunPlan` that name the command.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemRunPlan {
+    #[serde(default)]
+    pub argv: Option<Vec<String>>,
+    #[serde(default)]
+    pub command_text: Option<String>,
 }
 
 /// `type:"request"`.

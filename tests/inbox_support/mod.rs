@@ -1,4 +1,6 @@
 //! Shared fixtures for the inbox tests: a gated exec request and its verdict.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 #![allow(dead_code)]
 
 use sanctum_guard::policy::request::{

@@ -43,6 +43,7 @@ pub fn world(token: &str) -> World {
         ],
     );
     World {
+        sock: oc_state.join("exec-approvals.sock"),
         guard_state: tmp.path().join("guard"),
         home,
         oc_state,

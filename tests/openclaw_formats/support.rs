@@ -1,5 +1,7 @@
 //! Helpers for tests/openclaw_formats.rs: locating and running the real OpenClaw CLI and its
 //! JS functions, throwaway state dirs, the sample document.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::openclaw::document::{ApprovalsDocument, Ask, Security};
 use sanctum_guard::openclaw::resolve::{effective_with_config, ConfigPolicy};

@@ -1,4 +1,6 @@
 //! Shared fixtures of the sandbox tests: the CLI, the compiled attack probe, a workspace.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};

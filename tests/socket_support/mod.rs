@@ -1,6 +1,8 @@
 //! Shared helpers of the socket integration tests: finding the real Node/OpenClaw installed
 //! by tests/setup.sh, running the real `serve` binary on temp dirs, the real OpenClaw
 //! clients, and raw socket clients. Every child process is killed by a Drop guard.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -146,12 +148,25 @@ pub struct World {
     pub oc_state: PathBuf,
     pub guard_state: PathBuf,
     pub token: String,
+    /// The socket path the approvals document names.
+    pub sock: PathBuf,
 }
 
 impl World {
     /// Seeds OpenClaw's approvals document with the REAL `openclaw approvals set --file`
     /// (SQLite era for 2026.9.6, JSON for 2026.7.35), with `token` and the given allowlist.
     pub fn new(version: &str, token: &str, allowlist: &[&str]) -> World {
+        Self::with_socket(version, token, allowlist, None)
+    }
+
+    /// [`World::new`] with the document naming `sock` as the socket path (default: in the
+    /// OpenClaw state dir).
+    pub fn with_socket(
+        version: &str,
+        token: &str,
+        allowlist: &[&str],
+        sock: Option<&Path>,
+    ) -> World {
         let tmp = tempfile::Builder::new()
             .prefix("sg-sock-")
             .tempdir()
@@ -160,13 +175,16 @@ impl World {
         let oc_state = tmp.path().join("oc");
         let guard_state = tmp.path().join("guard");
         std::fs::create_dir_all(&home).expect("home");
+        let sock_path = sock
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| oc_state.join("exec-approvals.sock"));
         let entries: Vec<String> = allowlist
             .iter()
             .map(|p| format!("{{\"pattern\":\"{p}\"}}"))
             .collect();
         let doc = format!(
             "{{\"version\":1,\"socket\":{{\"path\":\"{}\",\"token\":\"{token}\"}},\"defaults\":{{\"security\":\"allowlist\",\"ask\":\"on-miss\",\"askFallback\":\"deny\"}},\"agents\":{{\"main\":{{\"allowlist\":[{}]}}}}}}",
-            oc_state.join("exec-approvals.sock").display(),
+            sock_path.display(),
             entries.join(",")
         );
         let doc_path = tmp.path().join("doc.json");
@@ -187,12 +205,13 @@ impl World {
             oc_state,
             guard_state,
             token: token.into(),
+            sock: sock_path,
             tmp,
         }
     }
 
     pub fn socket(&self) -> PathBuf {
-        self.oc_state.join("exec-approvals.sock")
+        self.sock.clone()
     }
 
     pub fn write_policy(&self, text: &str) -> PathBuf {
@@ -234,6 +253,76 @@ impl Serve {
         s
     }
 
+    /// Starts `serve` expecting it to refuse to start: its exit code and stderr. A `serve`
+    /// that is still running after 20 s did start: it is killed and reported as exit 0.
+    pub fn start_fails(w: &World, extra_args: &[&str]) -> (i32, String) {
+        let log = w.tmp.path().join(format!("serve-fail-{}.log", now_ms()));
+        let mut cmd = Command::new(guard_bin());
+        cmd.arg("serve")
+            .arg("--state-dir")
+            .arg(&w.guard_state)
+            .arg("--openclaw-state")
+            .arg(&w.oc_state)
+            .args(extra_args)
+            .env("HOME", &w.home)
+            .env_remove("OPENCLAW_STATE_DIR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log).expect("log")));
+        let mut child = ChildGuard::new("serve", cmd.spawn().expect("spawn serve"));
+        let start = Instant::now();
+        let code = loop {
+            if let Some(Ok(Some(st))) = child.child.as_mut().map(|c| c.try_wait()) {
+                child.child = None;
+                break st.code().unwrap_or(-1);
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                child.kill9();
+                break 0;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        };
+        (code, std::fs::read_to_string(&log).unwrap_or_default())
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.pid() as i32
+    }
+
+    /// True while the process has not exited.
+    pub fn alive(&mut self) -> bool {
+        matches!(
+            self.child.child.as_mut().map(|c| c.try_wait()),
+            Some(Ok(None))
+        )
+    }
+
+    /// SIGTERM, then waits (up to 10 s) for a clean exit; the exit status code.
+    pub fn stop(&mut self) -> Option<i32> {
+        let pid = nix::unistd::Pid::from_raw(self.pid());
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Some(Ok(Some(st))) = self.child.child.as_mut().map(|c| c.try_wait()) {
+                self.child.child = None;
+                return st.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
+    /// Resident memory of the process (VmRSS), in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     fn wait_ready(&self, w: &World) {
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(20) {
@@ -248,6 +337,44 @@ impl Serve {
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
     }
+}
+
+/// Raises this process's open-file soft limit to its hard limit (floods need descriptors).
+pub fn raise_nofile() -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).expect("setrlimit");
+    hard
+}
+
+/// The guard's inbox as `inbox list --state all --json`.
+pub fn inbox_all(w: &World) -> Vec<serde_json::Value> {
+    let (code, out, err) = guard_cli(
+        &[
+            "inbox",
+            "list",
+            "--state",
+            "all",
+            "--json",
+            "--state-dir",
+            w.guard_state.to_str().expect("utf8"),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "inbox list: {err}");
+    serde_json::from_str::<Vec<serde_json::Value>>(&out).unwrap_or_default()
+}
+
+/// Waits for an inbox entry in `state` and returns it.
+pub fn wait_entry(w: &World, state: &str, timeout: Duration) -> Option<serde_json::Value> {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if let Some(e) = inbox_all(w).into_iter().find(|e| e["state"] == state) {
+            return Some(e);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
 }
 
 /// Sends `bytes` on a fresh connection, half-closes if asked, and reads the whole reply.

@@ -42,7 +42,7 @@ pub(super) fn node_basename(path: &str) -> &str {
 }
 
 /// Node's `path.posix.normalize` (one implementation, shared with the allow-always hash).
-pub use crate::openclaw::allow_always::posix_normalize as node_posix_normalize;
+pub use super::cwd_argv::posix_normalize as node_posix_normalize;
 
 #[cfg(test)]
 mod tests {

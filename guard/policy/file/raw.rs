@@ -2,9 +2,9 @@
 //! then the user's file). Unknown keys are errors.
 
 use super::PolicyError;
+use crate::policy::profile::ProfileSpec;
 use crate::policy::request::Status;
 use crate::policy::verdict::Category;
-use crate::sandbox::profile::ProfileSpec;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;

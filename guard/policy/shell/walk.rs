@@ -2,7 +2,7 @@
 //! commands handed to the wrapper unwrapper (redirections are in `redirects`).
 
 use super::{
-    normalize_path, parse, Analysis, Redirect, Segment, ShellContext, Stdin, Word, MAX_INPUT_BYTES,
+    inert, parse, Analysis, Redirect, Segment, ShellContext, Stdin, Word, MAX_INPUT_BYTES,
     MAX_NODES, MAX_REPARSE_DEPTH, MAX_SEGMENTS, MAX_TREE_DEPTH,
 };
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
@@ -65,16 +65,27 @@ pub(crate) struct Analyser<'c> {
     pub functions: HashSet<String>,
     /// Directories later commands may run in; empty once a `cd` went somewhere unknown.
     pub cwds: Vec<PathBuf>,
-    cwd_unknown: bool,
+    pub(crate) cwd_unknown: bool,
     /// PATH lookups done so far: name -> (trusted, found, realpath).
     pub resolved: HashMap<String, Resolved>,
+    /// Constructs not known inert (see `inert`), in the order found.
+    pub gates: Vec<String>,
+    /// Every static value each variable is given anywhere in the text (positional
+    /// parameters by number): candidates for finding secrets, never for allowing.
+    pub vars: HashMap<String, Vec<String>>,
 }
 
 /// A memoised command-name lookup: (trusted, found, realpath).
 pub(crate) type Resolved = (bool, Option<PathBuf>, Option<PathBuf>);
 
 /// Most candidate working directories tracked before giving up on them.
-const MAX_CWDS: usize = 8;
+pub(crate) const MAX_CWDS: usize = 8;
+
+/// Most candidate values kept per word and per variable.
+pub(crate) const MAX_CANDIDATES: usize = 16;
+
+/// Most gate reasons kept (one is enough to gate; a few help the human).
+const MAX_GATES: usize = 16;
 
 impl<'c> Analyser<'c> {
     pub fn new(ctx: &'c ShellContext) -> Self {
@@ -89,12 +100,24 @@ impl<'c> Analyser<'c> {
             cwds: vec![ctx.cwd.clone()],
             cwd_unknown: false,
             resolved: HashMap::new(),
+            gates: Vec::new(),
+            vars: HashMap::new(),
         }
     }
 
     pub fn finish(self) -> Analysis {
         Analysis {
             segments: self.segments,
+            gates: self.gates,
+        }
+    }
+
+    /// Records a construct that is not known inert (once per reason).
+    pub fn gate(&mut self, why: Option<String>) {
+        if let Some(why) = why {
+            if !self.gates.contains(&why) && self.gates.len() < MAX_GATES {
+                self.gates.push(why);
+            }
         }
     }
 
@@ -133,33 +156,21 @@ impl<'c> Analyser<'c> {
     }
 
     pub fn push(&mut self, seg: Segment) {
+        self.gate(inert::builtin_gate(&seg));
+        // `set -- a b` binds $1, $2.
+        if seg.argv.first().and_then(|w| w.value.as_deref()) == Some("set")
+            && seg.argv.get(1).and_then(|w| w.value.as_deref()) == Some("--")
+        {
+            for (i, w) in seg.argv[2..].iter().enumerate() {
+                self.bind_word(&(i + 1).to_string(), w);
+            }
+        }
         if self.segments.len() < MAX_SEGMENTS {
             self.segments.push(seg);
         } else if self.segments.len() == MAX_SEGMENTS {
             let mut last = seg;
             last.problem = Some("too many commands".into());
             self.segments.push(last);
-        }
-    }
-
-    /// A `cd` (or `pushd`) to `target` (`None`: not static). The old directories stay
-    /// candidates: the `cd` may fail, or sit in a subshell.
-    pub fn change_dir(&mut self, target: Option<&str>) {
-        match target {
-            Some(t) if t != "-" => {
-                let mut next = Vec::new();
-                for cwd in &self.cwds {
-                    let p = normalize_path(t, &self.ctx.home, cwd);
-                    if !self.cwds.contains(&p) && !next.contains(&p) {
-                        next.push(p);
-                    }
-                }
-                self.cwds.extend(next);
-                if self.cwds.len() > MAX_CWDS {
-                    self.cwd_unknown = true;
-                }
-            }
-            _ => self.cwd_unknown = true,
         }
     }
 
@@ -237,6 +248,10 @@ impl<'c> Analyser<'c> {
     fn statement_inner(&mut self, node: Node, src: &str, env: &Env) {
         let text = &src[node.byte_range()];
         match node.kind() {
+            "compound_statement" if text.starts_with("((") => {
+                self.gate(inert::arithmetic_gate(node, src));
+                self.named_children(node, src, env);
+            }
             "program" | "list" | "compound_statement" | "subshell" | "do_group" | "else_clause"
             | "elif_clause" | "negated_command" => {
                 self.named_children(node, src, env);
@@ -272,6 +287,19 @@ impl<'c> Analyser<'c> {
             | "c_style_for_statement"
             | "case_statement"
             | "case_item" => {
+                // The loop variable takes the loop's values, bound before the body runs.
+                if node.kind() == "for_statement" {
+                    if let Some(v) = node.child_by_field_name("variable") {
+                        let name = src[v.byte_range()].to_string();
+                        let mut cursor = node.walk();
+                        let values: Vec<Node> =
+                            node.children_by_field_name("value", &mut cursor).collect();
+                        for value in values {
+                            let w = self.word(value, src, env);
+                            self.bind_word(&name, &w);
+                        }
+                    }
+                }
                 // Bodies are statements; conditions, loop values and patterns are words or
                 // expressions, scanned for substitutions.
                 let mut cursor = node.walk();
@@ -283,12 +311,28 @@ impl<'c> Analyser<'c> {
                         self.scan(child, src, env);
                     }
                 }
-                if node.kind() == "for_statement" {
-                    // The loop variable takes unknown values; nothing else changes.
+                match node.kind() {
+                    // The loop variable takes the loop's values: `for PATH in …` rebinds.
+                    "for_statement" => {
+                        if let Some(v) = node.child_by_field_name("variable") {
+                            self.gate(inert::variable_gate(&src[v.byte_range()]));
+                        }
+                    }
+                    "c_style_for_statement" => {
+                        self.gate(inert::arithmetic_gate(node, src).map(|_| {
+                            "a C-style `for` loop: its expressions are arithmetic on variables"
+                                .to_string()
+                        }));
+                    }
+                    _ => {}
                 }
             }
             "variable_assignment" | "variable_assignments" => {
-                let names = self.assignments(node, src, env);
+                let assigned = self.assignments(node, src, env);
+                for (name, _) in &assigned {
+                    self.gate(inert::variable_gate(name));
+                }
+                let names: Vec<String> = assigned.into_iter().map(|(n, _)| n).collect();
                 if !names.is_empty() {
                     let mut e = env.clone();
                     e.env_assignments.extend(names);
@@ -305,9 +349,26 @@ impl<'c> Analyser<'c> {
                 if let Some(first) = node.child(0) {
                     argv.push(Word::literal(&src[first.byte_range()]));
                 }
+                if node.kind() == "test_command" {
+                    self.gate(inert::test_expression_gate(node, src));
+                }
+                let exported = text.starts_with("export")
+                    || children.iter().any(|c| {
+                        c.kind() == "word" && {
+                            let w = &src[c.byte_range()];
+                            w.starts_with('-') && w.contains('x')
+                        }
+                    });
                 for child in children {
                     if child.kind() == "variable_assignment" {
-                        names.extend(self.assignments(child, src, env));
+                        for (name, value) in self.assignments(child, src, env) {
+                            self.gate(if exported {
+                                inert::env_gate(&name, value.as_deref())
+                            } else {
+                                inert::variable_gate(&name)
+                            });
+                            names.push(name);
+                        }
                     } else {
                         let w = self.word(child, src, env);
                         argv.push(w);
@@ -340,8 +401,9 @@ impl<'c> Analyser<'c> {
         }
     }
 
-    /// The names assigned by a `variable_assignment(s)` node; values are scanned.
-    fn assignments(&mut self, node: Node, src: &str, env: &Env) -> Vec<String> {
+    /// The names assigned by a `variable_assignment(s)` node (`a[i]` with its subscript)
+    /// and their static values; values are scanned.
+    fn assignments(&mut self, node: Node, src: &str, env: &Env) -> Vec<(String, Option<String>)> {
         let mut out = Vec::new();
         if node.kind() == "variable_assignments" {
             let mut cursor = node.walk();
@@ -351,11 +413,15 @@ impl<'c> Analyser<'c> {
             }
             return out;
         }
+        let value = node
+            .child_by_field_name("value")
+            .map(|v| self.word(v, src, env));
         if let Some(name) = node.child_by_field_name("name") {
-            out.push(src[name.byte_range()].to_string());
-        }
-        if let Some(value) = node.child_by_field_name("value") {
-            self.scan(value, src, env);
+            let name = src[name.byte_range()].to_string();
+            if let Some(w) = &value {
+                self.bind_word(&name, w);
+            }
+            out.push((name, value.and_then(|w| w.value)));
         }
         out
     }
@@ -381,8 +447,10 @@ impl<'c> Analyser<'c> {
             }
             match (field, child.kind()) {
                 (_, "variable_assignment") => {
-                    let names = self.assignments(child, src, env);
-                    e.env_assignments.extend(names);
+                    for (name, value) in self.assignments(child, src, env) {
+                        self.gate(inert::env_gate(&name, value.as_deref()));
+                        e.env_assignments.push(name);
+                    }
                 }
                 (Some("name"), _) => {
                     let inner = child.named_child(0).unwrap_or(child);

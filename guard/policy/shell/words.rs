@@ -2,6 +2,7 @@
 //! run-time information (other variables, substitutions, arithmetic) has no value; the
 //! commands inside its substitutions are analysed as segments of their own.
 
+use super::inert;
 use super::walk::{is_statement, Analyser, Env};
 use super::{Stdin, Word};
 use tree_sitter::Node;
@@ -26,12 +27,145 @@ impl Analyser<'_> {
             process_substitution: false,
         };
         self.part(node, src, env, &mut b, 0);
+        let candidates = if b.known || b.process_substitution {
+            Vec::new()
+        } else {
+            self.candidates(node, src, 0).unwrap_or_default()
+        };
         Word {
             value: b.known.then_some(b.value),
             source: src[node.byte_range()].to_string(),
             glob: b.glob,
             substitution: b.substitution,
             process_substitution: b.process_substitution,
+            candidates,
+        }
+    }
+
+    /// The values a word may take given the static values variables were assigned in this
+    /// text (see [`Word::candidates`]); `None` when a part is unknown.
+    fn candidates(&self, node: Node, src: &str, depth: usize) -> Option<Vec<String>> {
+        if depth > 16 {
+            return None;
+        }
+        let text = &src[node.byte_range()];
+        let literal = |f: &dyn Fn(&mut Builder)| {
+            let mut b = Builder {
+                value: String::new(),
+                known: true,
+                glob: false,
+                substitution: false,
+                process_substitution: false,
+            };
+            f(&mut b);
+            b.known.then(|| vec![b.value])
+        };
+        let home = self.ctx.home.to_string_lossy().into_owned();
+        match node.kind() {
+            "word" => literal(&|b| unquoted(text, b, &home, None)),
+            "number" => Some(vec![text.to_string()]),
+            "raw_string" => Some(vec![text.trim_matches('\'').to_string()]),
+            "string_content" => literal(&|b| double_quoted(text, b)),
+            "simple_expansion" | "expansion" => self.variable_values(text),
+            "ansi_c_string" => ansi_c(text).map(|v| vec![v]),
+            "command_substitution" => self.echo_output(node, src, depth),
+            "string" | "concatenation" => {
+                let mut out = vec![String::new()];
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.children(&mut cursor).collect();
+                for child in children {
+                    let parts = if child.is_named() {
+                        self.candidates(child, src, depth + 1)?
+                    } else if node.kind() == "string" && child.kind() == "\"" {
+                        continue;
+                    } else {
+                        vec![src[child.byte_range()].to_string()]
+                    };
+                    let mut next = Vec::new();
+                    for o in &out {
+                        for p in &parts {
+                            next.push(format!("{o}{p}"));
+                        }
+                    }
+                    if next.len() > super::walk::MAX_CANDIDATES {
+                        return None;
+                    }
+                    out = next;
+                }
+                Some(out)
+            }
+            _ => None,
+        }
+    }
+
+    /// `$(echo WORDS)` / `$(printf FMT ARGS)` with static words: what they print (`%s`
+    /// and escapes only; anything else is unknown).
+    fn echo_output(&self, node: Node, src: &str, depth: usize) -> Option<Vec<String>> {
+        let cmd = node.named_child(0).filter(|c| c.kind() == "command")?;
+        if node.named_child_count() != 1 {
+            return None;
+        }
+        let mut cursor = cmd.walk();
+        let mut words = Vec::new();
+        for child in cmd.named_children(&mut cursor) {
+            let inner = if child.kind() == "command_name" {
+                child.named_child(0)?
+            } else {
+                child
+            };
+            let vals = self.candidates(inner, src, depth + 1)?;
+            words.push(vals.into_iter().next().filter(|_| true)?);
+        }
+        match words.split_first()? {
+            (name, args) if name == "echo" && args.first().is_none_or(|a| !a.starts_with('-')) => {
+                Some(vec![args.join(" ")])
+            }
+            (name, [fmt, args @ ..]) if name == "printf" => {
+                let fmt = ansi_c(&format!("$'{}'", fmt.replace('\'', "\\'")))?;
+                let mut out = String::new();
+                let mut parts = fmt.split("%s");
+                out.push_str(parts.next().unwrap_or(""));
+                let mut args = args.iter();
+                for p in parts {
+                    out.push_str(args.next().map(String::as_str).unwrap_or(""));
+                    out.push_str(p);
+                }
+                (!out.contains('%')).then(|| vec![out])
+            }
+            _ => None,
+        }
+    }
+
+    /// `$x`, `${x}`, `$PWD`, `${HOME%/}`-like forms: the values the text gave them.
+    fn variable_values(&self, text: &str) -> Option<Vec<String>> {
+        let inner = text
+            .strip_prefix("${")
+            .and_then(|t| t.strip_suffix('}'))
+            .or_else(|| text.strip_prefix('$'))?;
+        let name_len = inner
+            .bytes()
+            .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+            .count();
+        let (name, op) = inner.split_at(name_len);
+        if name.is_empty() {
+            return None;
+        }
+        // Suffix/prefix trims, defaults and substitutions of HOME or PWD still name
+        // (about) that directory: good enough to find a secret under it.
+        let approx = op.is_empty() || op.starts_with(['%', '#', '/', ':']) || op.starts_with('-');
+        if !approx {
+            return None;
+        }
+        match name {
+            "HOME" => Some(vec![self.ctx.home.to_string_lossy().into_owned()]),
+            "PWD" if !self.cwd_unknown => Some(
+                self.cwds
+                    .iter()
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .collect(),
+            ),
+            _ if op.is_empty() => self.vars.get(name).cloned(),
+            _ => None,
         }
     }
 
@@ -42,12 +176,24 @@ impl Analyser<'_> {
             return;
         }
         match node.kind() {
-            "word" => unquoted(text, b, &self.ctx.home.to_string_lossy()),
+            "word" => {
+                // `~+` is $PWD: known when only one directory is possible here.
+                let cwd = (self.cwds.len() == 1 && !self.cwd_unknown)
+                    .then(|| self.cwds[0].to_string_lossy().into_owned());
+                unquoted(text, b, &self.ctx.home.to_string_lossy(), cwd.as_deref())
+            }
             "number" if node.named_child_count() == 0 => b.value.push_str(text),
+            // A bare name operand (`unset x`, `export X`, `declare -p Y`): its spelling.
+            "variable_name" => b.value.push_str(text),
             "raw_string" => {
                 b.value
                     .push_str(text.trim_start_matches('\'').trim_end_matches('\''));
             }
+            // `$'…'`: the shell decodes the escapes itself, so can we.
+            "ansi_c_string" => match ansi_c(text) {
+                Some(v) => b.value.push_str(&v),
+                None => b.known = false,
+            },
             "string" | "translated_string" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.children(&mut cursor).collect();
@@ -88,6 +234,9 @@ impl Analyser<'_> {
                 }
             }
             "simple_expansion" | "expansion" => {
+                if node.kind() == "expansion" {
+                    self.gate(inert::expansion_gate(text));
+                }
                 if matches!(text, "$HOME" | "${HOME}") {
                     b.value.push_str(&self.ctx.home.to_string_lossy());
                 } else {
@@ -114,10 +263,18 @@ impl Analyser<'_> {
                 for child in children {
                     if is_statement(child.kind()) {
                         self.statement(child, src, &inner);
+                    } else if child.kind() == "file_redirect" {
+                        // `$(< file)`: the shell reads the file itself (like `cat file`).
+                        self.substitution_redirect(child, src, &inner);
                     } else {
                         self.part(child, src, env, b, depth + 1);
                     }
                 }
+            }
+            "arithmetic_expansion" => {
+                self.gate(inert::arithmetic_gate(node, src));
+                b.known = false;
+                self.substitutions(node, src, env, b, depth);
             }
             _ => {
                 // ansi_c_string, arithmetic, brace expansions, arrays, ...: unknown value.
@@ -125,6 +282,29 @@ impl Analyser<'_> {
                 self.substitutions(node, src, env, b, depth);
             }
         }
+    }
+
+    /// A redirection directly inside `$( )` (`$(< file)`, `$(> file)`): a segment with
+    /// that redirection and no command, so its target is checked like any other.
+    fn substitution_redirect(&mut self, node: Node, src: &str, env: &Env) {
+        let mut redirects = Vec::new();
+        let mut stdin = None;
+        let mut extra = Vec::new();
+        let mut deferred = Vec::new();
+        self.redirect(
+            node,
+            src,
+            env,
+            &mut redirects,
+            &mut stdin,
+            &mut extra,
+            &mut deferred,
+        );
+        let mut e = env.clone();
+        e.redirects.extend(redirects);
+        let seg = self.segment_base(&src[node.byte_range()], Vec::new(), &e);
+        self.push(seg);
+        self.deferred(deferred, src, env);
     }
 
     /// Visits the children of an unknown construct for nested substitutions.
@@ -144,17 +324,28 @@ impl Analyser<'_> {
 }
 
 /// An unquoted word: backslash escapes, glob characters, leading `~`.
-fn unquoted(text: &str, b: &mut Builder, home: &str) {
+fn unquoted(text: &str, b: &mut Builder, home: &str, cwd: Option<&str>) {
     let mut rest = text;
     if b.value.is_empty() {
         if rest == "~" {
             b.value.push_str(home);
             return;
         }
+        if let (Some(r), Some(cwd)) = (rest.strip_prefix("~+"), cwd) {
+            if r.is_empty() || r.starts_with('/') {
+                b.value.push_str(cwd);
+                rest = r;
+                if rest.is_empty() {
+                    return;
+                }
+            }
+        }
         if let Some(r) = rest.strip_prefix("~/") {
             b.value.push_str(home);
             b.value.push('/');
             rest = r;
+        } else if rest.starts_with('~') && !b.value.is_empty() {
+            // `~+` resolved above.
         } else if rest.starts_with('~') {
             // `~user`: another user's home.
             b.known = false;
@@ -205,4 +396,58 @@ fn double_quoted(text: &str, b: &mut Builder) {
             b.value.push(c);
         }
     }
+}
+
+/// Decodes `$'…'` as bash does; `None` for escapes not handled (the value is then unknown).
+fn ansi_c(text: &str) -> Option<String> {
+    let body = text.strip_prefix("$'")?.strip_suffix('\'')?;
+    let mut out = String::new();
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let e = chars.next()?;
+        let simple = match e {
+            'a' => Some('\u{7}'),
+            'b' => Some('\u{8}'),
+            'e' | 'E' => Some('\u{1b}'),
+            'f' => Some('\u{c}'),
+            'n' => Some('\n'),
+            'r' => Some('\r'),
+            't' => Some('\t'),
+            'v' => Some('\u{b}'),
+            '\\' | '\'' | '"' | '?' => Some(e),
+            _ => None,
+        };
+        if let Some(ch) = simple {
+            out.push(ch);
+            continue;
+        }
+        let (radix, max) = match e {
+            'x' => (16, 2),
+            '0'..='7' => (8, 2),
+            _ => return None,
+        };
+        let mut digits = String::new();
+        if radix == 8 {
+            digits.push(e);
+        }
+        while digits.len() < max + usize::from(radix == 8) {
+            match chars.peek() {
+                Some(d) if d.is_digit(radix) => {
+                    digits.push(*d);
+                    chars.next();
+                }
+                _ => break,
+            }
+        }
+        let n = u32::from_str_radix(&digits, radix).ok()?;
+        if n == 0 {
+            return None;
+        }
+        out.push(char::from_u32(n).filter(char::is_ascii)?);
+    }
+    Some(out)
 }

@@ -5,6 +5,7 @@
 use super::path_lookup::trusted_location;
 use super::walk::{Analyser, Env};
 use super::wrapper_args::{find_execs, has, is_identifier, options, quote, value_of, Opts};
+use super::Segment;
 use super::{basename, Redirect, RedirectKind, Stdin, Word};
 
 /// Most wrappers peeled off one command (`nice nice nice …` cannot loop forever).
@@ -66,6 +67,13 @@ impl Analyser<'_> {
                     Err(e) => return self.fail(text, &e, env),
                 };
                 wrap(env, "env");
+                if has(&seen, &["-i", "--ignore-environment", "-u", "--unset"])
+                    || rest.get(idx).and_then(|w| w.value.as_deref()) == Some("-")
+                {
+                    self.gate(Some(
+                        "`env` clears or unsets variables of the command's environment".into(),
+                    ));
+                }
                 if let Some(dir) = value_of(&seen, &["-C", "--chdir"]) {
                     self.change_dir(Some(dir));
                 }
@@ -74,7 +82,7 @@ impl Analyser<'_> {
                 if rest.get(i).and_then(|w| w.value.as_deref()) == Some("-") {
                     i += 1;
                 }
-                i = skip_assignments(rest, i, env);
+                i = skip_assignments(rest, i, env, &mut self.gates);
                 if let Some(split) = value_of(&seen, &["-S", "--split-string"]) {
                     let mut joined = split.to_string();
                     for w in &rest[i..] {
@@ -123,7 +131,7 @@ impl Analyser<'_> {
                 };
                 wrap(env, base);
                 let mut i = idx;
-                i = skip_assignments(rest, i, env);
+                i = skip_assignments(rest, i, env, &mut self.gates);
                 if i >= rest.len() {
                     return Step::Done;
                 }
@@ -162,6 +170,12 @@ impl Analyser<'_> {
                 };
                 if base == "command" && has(&seen, &["-v", "-V"]) {
                     return Step::Done;
+                }
+                if base == "command" && has(&seen, &["-p"]) {
+                    self.gate(Some(
+                        "`command -p` looks the program up on a default PATH, not the agent's"
+                            .into(),
+                    ));
                 }
                 if base == "ionice" && has(&seen, &["-p", "-P", "-u"]) {
                     return Step::Done;
@@ -248,6 +262,10 @@ impl Analyser<'_> {
                 let Some(script) = script.value.clone() else {
                     return self.fail(text, "shell -c text is not static", env);
                 };
+                // `sh -c SCRIPT ARG0 ARG1…`: the script's $0, $1… are those words.
+                for (n, w) in rest.iter().skip(idx + 1).enumerate() {
+                    self.bind_word(&n.to_string(), w);
+                }
                 self.reparse(&script, env, &format!("{shell} -c"))
             }
             _ => Step::Done,
@@ -255,19 +273,54 @@ impl Analyser<'_> {
     }
 
     fn peel_xargs(&mut self, rest: &[Word], env: &mut Env, text: &str) -> Step {
+        // `-e`, `-i`, `-l` take a value only when attached (`-l1`, `-ea`): that value ends the
+        // cluster, which the option parser does not model, so such a cluster is not analysed.
+        let mut words = rest.iter();
+        while let Some(w) = words.next() {
+            let Some(s) = w.value.as_deref() else { break };
+            if s == "--" || !s.starts_with('-') || s == "-" {
+                break;
+            }
+            if let Some(long) = s.strip_prefix("--") {
+                if !long.contains('=')
+                    && [
+                        "arg-file",
+                        "delimiter",
+                        "max-args",
+                        "max-procs",
+                        "max-chars",
+                        "process-slot-var",
+                    ]
+                    .contains(&long)
+                {
+                    words.next();
+                }
+                continue;
+            }
+            let body = &s[1..];
+            let value_at = body.find(|c| "adEILnPs".contains(c));
+            let optional_at = body.find(['e', 'i', 'l']);
+            match (value_at, optional_at) {
+                (_, Some(o)) if value_at.is_none_or(|v| o < v) && o + 1 < body.len() => {
+                    return self.fail(text, "xargs option with an attached optional value", env);
+                }
+                (Some(v), _) if v + 1 == body.len() => {
+                    words.next();
+                }
+                _ => {}
+            }
+        }
         let (idx, seen) = match options(
             rest,
             &Opts {
-                short_value: "adEILlnPs",
+                short_value: "adEILnPs",
                 long_value: &[
                     "arg-file",
                     "delimiter",
                     "max-args",
-                    "max-lines",
                     "max-procs",
                     "max-chars",
                     "process-slot-var",
-                    "eof",
                 ],
             },
         ) {
@@ -313,6 +366,40 @@ impl Analyser<'_> {
         Step::Handled
     }
 
+    /// `git -C DIR` runs in DIR: the segment's relative paths are relative to it (each
+    /// `-C` relative to the previous). A non-static DIR makes the directory unknown.
+    fn git_rebase(&mut self, seg: &mut Segment) {
+        let mut i = 1;
+        while let Some(w) = seg.argv.get(i) {
+            let Some(v) = w.value.as_deref() else { break };
+            if v == "-C" {
+                match seg.argv.get(i + 1).and_then(|d| d.value.clone()) {
+                    Some(dir) => {
+                        let mut next = Vec::new();
+                        for cwd in &seg.cwds {
+                            let p = super::normalize_path(&dir, &self.ctx.home, cwd);
+                            let phys = crate::policy::paths::resolve_lenient(&p);
+                            for c in std::iter::once(p).chain(phys) {
+                                if !next.contains(&c) {
+                                    next.push(c);
+                                }
+                            }
+                        }
+                        seg.cwds = next;
+                    }
+                    None => seg.cwds.clear(),
+                }
+                i += 2;
+            } else if v == "-c" || v == "--git-dir" || v == "--work-tree" || v == "--namespace" {
+                i += 2;
+            } else if v.starts_with('-') {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+    }
+
     fn reparse(&mut self, inner: &str, env: &Env, wrapper: &str) -> Step {
         let mut e = env.clone();
         e.wrappers.push(wrapper.to_string());
@@ -336,6 +423,9 @@ impl Analyser<'_> {
         seg.trusted_location = trusted_location(&name, resolved.as_deref());
         seg.resolved = resolved;
         seg.resolved_real = resolved_real;
+        if base == "git" {
+            self.git_rebase(&mut seg);
+        }
         let execs = if trusted && base == "find" {
             find_execs(&seg.argv)
         } else {
@@ -375,15 +465,21 @@ impl Analyser<'_> {
 }
 
 /// Skips the `NAME=value` words from `rest[i]` on (recording the names, as `env` and `sudo`
-/// set them for the command); returns the index of the first other word.
-fn skip_assignments(rest: &[Word], mut i: usize, env: &mut Env) -> usize {
-    while let Some((k, _)) = rest
+/// set them for the command, and a gate for each that is not inert); returns the index of
+/// the first other word.
+fn skip_assignments(rest: &[Word], mut i: usize, env: &mut Env, gates: &mut Vec<String>) -> usize {
+    while let Some((k, v)) = rest
         .get(i)
         .and_then(|w| w.value.as_deref())
         .and_then(|v| v.split_once('='))
     {
         if !is_identifier(k) {
             break;
+        }
+        if let Some(why) = super::inert::env_gate(k, Some(v)) {
+            if !gates.contains(&why) {
+                gates.push(why);
+            }
         }
         env.env_assignments.push(k.to_string());
         i += 1;

@@ -1,10 +1,10 @@
 //! The per-program entries of the command table (Sanctum action table, ClawPal command rules).
 
-use super::args::{flag, operands, operands_skipping, opt_values, read_all, v};
+use super::args::{operands, operands_skipping, read_all, v};
 use super::paths_check::Checker;
 use super::programs::{listed, Listed};
 use super::{Classification, TableContext};
-use crate::policy::shell::{Segment, Word};
+use crate::policy::shell::Segment;
 use crate::policy::verdict::Category;
 
 pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Classification) {
@@ -80,46 +80,21 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
 
     let p = prog;
     match (p, listed(p)) {
-        (_, Some(Listed::NoFiles)) => no_files(seg, p, args, c),
+        (_, Some(Listed::NoFiles)) => super::commands_sys::no_files(seg, k, c, p, args),
         (_, Some(Listed::Enumerate)) => {
-            c.add(
-                Category::Enumerate,
-                "enumerate",
-                format!("`{p}` lists files"),
-            );
-            read_all(k, c, args, false);
+            super::read_programs::read_program(seg, k, c, p, args, Category::Enumerate)
         }
         ("find", _) => super::commands_files::find(k, c, args),
         (_, Some(Listed::Read)) => {
-            c.add(Category::Read, "read", format!("`{p}` reads files"));
-            let outputs = if p == "sort" {
-                opt_values(args, &["-o"], &["output"])
-            } else if p == "uniq" || p == "split" || p == "csplit" {
-                operands(args)
-                    .iter()
-                    .skip(1)
-                    .map(|w| (*w).clone())
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            for w in &outputs {
-                c.add(
-                    Category::Write,
-                    "write",
-                    format!("`{p}` writes {}", w.display()),
-                );
-                k.write(c, w);
-            }
-            read_all(k, c, args, false);
+            super::read_programs::read_program(seg, k, c, p, args, Category::Read)
         }
         ("env" | "printenv", _) => {
             c.add(Category::Read, "read-env", "prints the environment");
         }
-        (_, Some(Listed::Grep)) => super::commands_files::grep(k, c, p, args),
-        ("sed", _) => super::commands_files::sed(k, c, args),
+        (_, Some(Listed::Grep)) => super::commands_text::grep(seg, k, c, p, args),
+        ("sed", _) => super::commands_text::sed(seg, k, c, args),
         ("awk" | "gawk" | "mawk" | "nawk" | "busybox", _) => {
-            super::commands_files::awk(k, c, p, args)
+            super::commands_text::awk(seg, k, c, p, args)
         }
         (_, Some(Listed::WriteAll)) => {
             c.add(
@@ -146,7 +121,11 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             "cp" | "install" | "ln" | "rsync" | "tar" | "zip" | "unzip" | "dd" | "patch" | "gzip"
             | "gunzip" | "bzip2" | "xz" | "7z",
             _,
-        ) => super::commands_files::copy_like(k, c, p, args),
+        ) => {
+            if !super::commands_sys::archive_read(seg, k, c, p, args) {
+                super::commands_files::copy_like(k, c, p, args)
+            }
+        }
         (_, Some(Listed::Delete)) => super::commands_files::rm(k, c, p, args),
         ("curl", _) => super::commands_http::curl(k, c, args),
         ("wget", _) => super::commands_http::wget(k, c, args),
@@ -159,7 +138,7 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             );
             read_all(k, c, args, true);
         }
-        ("git", _) => super::commands_git::git(k, c, args),
+        ("git", _) => super::commands_git::git(seg, k, c, args),
         ("npm" | "pnpm" | "yarn" | "bun" | "npx" | "bunx", _) => {
             super::commands_dev::node_pm(k, c, p, args, seg)
         }
@@ -169,36 +148,9 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             _,
         ) => super::commands_dev::other_pm(k, c, p, args),
         ("openclaw" | "clawhub", _) => super::commands_dev::openclaw(c, p, args),
-        ("systemctl" | "service", _) => {
-            let sub: Vec<&str> = operands(args).iter().map(|w| v(w)).collect();
-            let read_only = [
-                "status",
-                "is-active",
-                "is-enabled",
-                "is-failed",
-                "list-units",
-                "list-unit-files",
-                "show",
-                "cat",
-                "list-timers",
-                "--status-all",
-            ];
-            if sub.iter().any(|s| read_only.contains(s)) || flag(args, "", &["status-all"]) {
-                c.add(
-                    Category::Enumerate,
-                    "service-status",
-                    format!("`{p}` shows service status"),
-                );
-            } else {
-                c.add(
-                    Category::Privilege,
-                    "privilege",
-                    format!("`{p}` controls system services"),
-                );
-            }
-        }
+        ("systemctl" | "service", _) => super::commands_sys::systemctl(c, p, args),
         ("crontab", _) => {
-            if flag(args, "l", &[]) {
+            if args.len() == 1 && v(&args[0]) == "-l" {
                 c.add(Category::Enumerate, "enumerate", "lists the crontab");
             } else {
                 c.add(
@@ -209,29 +161,10 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             }
         }
         ("docker" | "podman" | "kubectl" | "nerdctl", _) => {
-            let sub = operands(args)
-                .first()
-                .map(|w| v(w).to_string())
-                .unwrap_or_default();
-            if matches!(
-                sub.as_str(),
-                "ps" | "images" | "version" | "info" | "inspect" | "logs" | "get" | "describe"
-            ) {
-                c.add(
-                    Category::Enumerate,
-                    "enumerate",
-                    format!("`{p} {sub}` lists state"),
-                );
-            } else {
-                c.add(
-                    Category::Privilege,
-                    "privilege",
-                    format!("`{p}` controls containers"),
-                );
-            }
+            super::commands_sys::containers(c, p, args)
         }
         ("kill" | "pkill" | "killall" | "skill" | "xkill", _) => {
-            if p == "kill" && flag(args, "lL", &["list", "table"]) {
+            if p == "kill" && super::commands_sys::kill_lists(args) {
                 c.add(Category::Enumerate, "enumerate", "lists signals");
             } else {
                 c.add(
@@ -312,16 +245,4 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
             read_all(k, c, args, true);
         }
     }
-}
-
-fn no_files(seg: &Segment, p: &str, args: &[Word], c: &mut Classification) {
-    let msg = match p {
-        "exit" | "logout" | "return" => {
-            "leaves the command's own shell (not the agent)".to_string()
-        }
-        "cd" | "pushd" | "popd" => "changes the working directory".to_string(),
-        _ => format!("`{p}` reads no files"),
-    };
-    let _ = (seg, args);
-    c.add(Category::Enumerate, "enumerate", msg);
 }

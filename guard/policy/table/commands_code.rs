@@ -87,6 +87,25 @@ pub(super) fn interpreter(
     p: &str,
     args: &[Word],
 ) {
+    // `python3 --version`, `node -v`: the one word prints the version or help and exits.
+    if let [only] = args {
+        let info: &[&str] = match p {
+            "node" | "nodejs" | "deno" | "bun" => &["--version", "-v", "--help", "-h"],
+            _ if p.starts_with("python") || p.starts_with("pypy") => {
+                &["--version", "-V", "-VV", "--help", "-h"]
+            }
+            "perl" | "php" => &["--version", "-v", "--help", "-h"],
+            _ => &["--version"],
+        };
+        if only.value.as_deref().is_some_and(|s| info.contains(&s)) {
+            c.add(
+                Category::Enumerate,
+                "version",
+                format!("`{p}` prints its version or help"),
+            );
+            return;
+        }
+    }
     let inline: &[&str] = match p {
         "node" | "nodejs" | "bun" => &["-e", "--eval", "-p", "--print"],
         "ruby" | "irb" | "lua" | "luajit" | "julia" => &["-e"],

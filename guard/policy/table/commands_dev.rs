@@ -7,6 +7,41 @@ use super::{is_approvals_key, Classification};
 use crate::policy::shell::{Segment, Word};
 use crate::policy::verdict::Category;
 
+/// Flags of the node package managers' listing commands that change only what is printed.
+const PM_READ_FLAGS: &[&str] = &[
+    "--json",
+    "--long",
+    "-l",
+    "--all",
+    "-a",
+    "--depth",
+    "--parseable",
+    "-p",
+    "--global",
+    "-g",
+    "--omit",
+    "--include",
+    "--production",
+    "--prod",
+    "--dev",
+    "--workspace",
+    "-w",
+    "--workspaces",
+    "--silent",
+    "-s",
+    "--quiet",
+    "-q",
+    "--audit-level",
+    "--link",
+    "--package-lock-only",
+    "--recursive",
+    "-r",
+    "--version",
+    "-v",
+    "--help",
+    "-h",
+];
+
 pub(super) fn node_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word], seg: &Segment) {
     let ops: Vec<&str> = args.iter().map(v).filter(|s| !s.starts_with('-')).collect();
     let sub = ops.first().copied().unwrap_or("");
@@ -41,7 +76,20 @@ pub(super) fn node_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word
         c.add(Category::RunCode, "run-code", format!("`{p}` runs {tool}"));
         return;
     }
+    // `npm audit fix` (or `--fix`) installs; plain `audit` only reports.
+    let audit_fixes = sub == "audit"
+        && (rest.iter().any(|r| *r != "signatures")
+            || args
+                .iter()
+                .any(|w| v(w).starts_with("--fix") || v(w) == "--force"));
     match sub {
+        "audit" if audit_fixes => {
+            c.add(
+                Category::PackageInstall,
+                "package-install",
+                format!("`{p} audit fix` changes the installed packages"),
+            );
+        }
         "install" | "i" | "add" | "ci" | "install-test" | "it" | "update" | "up" | "upgrade"
         | "remove" | "rm" | "uninstall" | "un" | "link" | "rebuild" => {
             c.add(
@@ -64,6 +112,17 @@ pub(super) fn node_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word
                 "enumerate",
                 format!("`{p} {sub}` lists package data"),
             );
+            // npm reads any `--name=value` as a setting (`--viewer=browser`, `--userconfig`,
+            // a registry that receives the token): only listing flags are understood.
+            if let Some(bad) = args.iter().map(v).find(|a| {
+                a.starts_with('-') && !PM_READ_FLAGS.contains(&a.split('=').next().unwrap_or(a))
+            }) {
+                c.add(
+                    Category::Unanalysable,
+                    "unknown-option",
+                    format!("`{p} {sub}` option `{bad}` is not in the command table"),
+                );
+            }
         }
         "" if args
             .iter()

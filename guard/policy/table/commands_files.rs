@@ -1,38 +1,244 @@
-//! File commands of the table: `find`, the greps, `sed`, `awk`, copy/archive tools and
+//! File commands of the table: `find` (by its primaries), copy/archive tools and
 //! `rm` (recursive deletes outside the workspace, or of directories holding sensitive
 //! paths, are destructive).
 
 use super::args::{flag, operands, operands_skipping, opt_values, v};
+use super::judge::write_value;
 use super::paths_check::Checker;
 use super::Classification;
 use crate::policy::shell::Word;
 use crate::policy::verdict::Category;
 
+/// find's tests and actions that only select or print: name, what (`-name`), and how
+/// many words follow it.
+const FIND_PRIMARIES: &[(&str, usize)] = &[
+    ("-name", 1),
+    ("-iname", 1),
+    ("-path", 1),
+    ("-ipath", 1),
+    ("-wholename", 1),
+    ("-iwholename", 1),
+    ("-regex", 1),
+    ("-iregex", 1),
+    ("-regextype", 1),
+    ("-type", 1),
+    ("-xtype", 1),
+    ("-size", 1),
+    ("-empty", 0),
+    ("-mtime", 1),
+    ("-mmin", 1),
+    ("-atime", 1),
+    ("-amin", 1),
+    ("-ctime", 1),
+    ("-cmin", 1),
+    ("-newer", 1),
+    ("-anewer", 1),
+    ("-cnewer", 1),
+    ("-newermt", 1),
+    ("-newerat", 1),
+    ("-newerct", 1),
+    ("-newermm", 1),
+    ("-used", 1),
+    ("-user", 1),
+    ("-group", 1),
+    ("-uid", 1),
+    ("-gid", 1),
+    ("-nouser", 0),
+    ("-nogroup", 0),
+    ("-perm", 1),
+    ("-readable", 0),
+    ("-writable", 0),
+    ("-executable", 0),
+    ("-links", 1),
+    ("-inum", 1),
+    ("-samefile", 1),
+    ("-lname", 1),
+    ("-ilname", 1),
+    ("-fstype", 1),
+    ("-maxdepth", 1),
+    ("-mindepth", 1),
+    ("-depth", 0),
+    ("-d", 0),
+    ("-mount", 0),
+    ("-xdev", 0),
+    ("-noleaf", 0),
+    ("-ignore_readdir_race", 0),
+    ("-noignore_readdir_race", 0),
+    ("-daystart", 0),
+    ("-follow", 0),
+    ("-true", 0),
+    ("-false", 0),
+    ("-print", 0),
+    ("-print0", 0),
+    ("-printf", 1),
+    ("-ls", 0),
+    ("-prune", 0),
+    ("-quit", 0),
+    ("-not", 0),
+    ("-and", 0),
+    ("-a", 0),
+    ("-or", 0),
+    ("-o", 0),
+    ("!", 0),
+    ("(", 0),
+    (")", 0),
+    (",", 0),
+    ("-help", 0),
+    ("--help", 0),
+    ("-version", 0),
+    ("--version", 0),
+    ("-delete", 0),
+    ("-fprint", 1),
+    ("-fprint0", 1),
+    ("-fprintf", 2),
+    ("-fls", 1),
+];
+
+/// find: start points, then an expression of known primaries. `-exec` commands are
+/// their own segments (their `{}` is a path under a start point: the start points are
+/// checked recursively, and for symlinks to secrets among the names the command may get).
 pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
-    let mut starts: Vec<&Word> = args
-        .iter()
-        .take_while(|w| {
-            w.value
-                .as_deref()
-                .is_none_or(|s| !s.starts_with('-') && s != "(" && s != "!")
-        })
-        .collect();
+    c.add(Category::Enumerate, "enumerate", "`find` lists files");
+    let mut i = 0;
+    let mut follow = false;
+    // Leading options: -H -L -P, -D debugopts, -Olevel.
+    while let Some(s) = args.get(i).and_then(|w| w.value.as_deref()) {
+        match s {
+            "-H" | "-P" => {}
+            "-L" => follow = true,
+            "-D" => {
+                c.add(
+                    Category::Unanalysable,
+                    "gated-option",
+                    "`find -D` debug output is not a plain listing",
+                );
+                i += 1;
+            }
+            _ if s.starts_with("-O") && s[2..].bytes().all(|b| b.is_ascii_digit()) => {}
+            _ => break,
+        }
+        i += 1;
+    }
+    let mut starts: Vec<&Word> = Vec::new();
+    while let Some(w) = args.get(i) {
+        match w.value.as_deref() {
+            Some(s) if s.starts_with('-') || s == "(" || s == "!" => break,
+            None if !w.source.starts_with(['"', '\'', '.', '/', '~']) => {
+                c.add(
+                    Category::Unanalysable,
+                    "unknown-option",
+                    format!("`find` start `{}` is not static", w.source),
+                );
+                return;
+            }
+            _ => starts.push(w),
+        }
+        i += 1;
+    }
     let dot = Word::literal(".");
     if starts.is_empty() {
         starts.push(&dot);
     }
-    c.add(Category::Enumerate, "enumerate", "`find` lists files");
-    let has = |name: &str| args.iter().any(|w| v(w) == name);
-    let exec = ["-exec", "-execdir", "-ok", "-okdir"]
-        .iter()
-        .any(|e| has(e));
+    let mut exec = false;
+    let mut delete = false;
+    let mut names: Vec<(String, bool)> = Vec::new();
+    let mut plain_and = true;
+    let mut max_depth = usize::MAX;
+    let expr = &args[i..];
+    let mut j = 0;
+    while j < expr.len() {
+        let Some(s) = expr[j].value.as_deref() else {
+            c.add(
+                Category::Unanalysable,
+                "unknown-option",
+                format!("`find` word `{}` is not static", expr[j].source),
+            );
+            return;
+        };
+        if matches!(s, "-exec" | "-execdir" | "-ok" | "-okdir") {
+            exec = true;
+            j += 1;
+            while j < expr.len() && !matches!(expr[j].value.as_deref(), Some(";" | "+")) {
+                j += 1;
+            }
+            j += 1;
+            continue;
+        }
+        let Some((_, n)) = FIND_PRIMARIES.iter().find(|(name, _)| *name == s) else {
+            let why = if s == "-files0-from" {
+                "reads its start points from a file".to_string()
+            } else {
+                format!("`find` primary `{s}` is not in the command table")
+            };
+            if s == "-files0-from" {
+                if let Some(f) = expr.get(j + 1) {
+                    k.read(c, f);
+                }
+            }
+            c.add(Category::Unanalysable, "unknown-option", why);
+            return;
+        };
+        match s {
+            // A test filters what `-exec` gets only when it is evaluated before it.
+            "-name" | "-iname" if !exec => {
+                if let Some(v) = expr.get(j + 1).and_then(|w| w.value.clone()) {
+                    names.push((v, s == "-iname"));
+                }
+            }
+            "-maxdepth" => {
+                if let Some(d) = expr
+                    .get(j + 1)
+                    .and_then(|w| w.value.as_deref()?.parse().ok())
+                {
+                    max_depth = d;
+                }
+            }
+            "-or" | "-o" | "!" | "-not" | "(" | ")" | "," => plain_and = false,
+            "-follow" => follow = true,
+            "-delete" => delete = true,
+            "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
+                if let Some(target) = expr.get(j + 1) {
+                    write_value(k, c, "find", s, target);
+                }
+            }
+            "-newer" | "-anewer" | "-cnewer" | "-samefile" => {
+                if let Some(f) = expr.get(j + 1) {
+                    k.read(c, f);
+                }
+            }
+            _ => {}
+        }
+        j += 1 + n;
+    }
     for s in &starts {
         k.read(c, s);
-        if exec {
+        if exec || follow {
             k.recursive_read(c, s);
         }
+        if exec {
+            // The names `-exec` gets: with only `-name` tests and-ed, a link passes only if
+            // its name matches them all.
+            let matchers: Vec<globset::GlobMatcher> = if plain_and {
+                names
+                    .iter()
+                    .filter_map(|(n, ci)| {
+                        globset::GlobBuilder::new(n)
+                            .case_insensitive(*ci)
+                            .literal_separator(true)
+                            .build()
+                            .ok()
+                            .map(|g| g.compile_matcher())
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            k.links_below(c, s, follow, max_depth, &|name| {
+                matchers.iter().all(|m| m.is_match(name))
+            });
+        }
     }
-    if has("-delete") {
+    if delete {
         for s in &starts {
             if let Some(hit) = k.contains(s) {
                 c.add(
@@ -50,180 +256,6 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
                 c.add(Category::Delete, "delete", "`find -delete` deletes files");
             }
         }
-    }
-    for (i, w) in args.iter().enumerate() {
-        if matches!(v(w), "-fprint" | "-fprint0" | "-fprintf" | "-fls") {
-            c.add(Category::Write, "write", "`find` writes a file");
-            if let Some(target) = args.get(i + 1) {
-                k.write(c, target);
-            }
-        }
-    }
-}
-
-pub(super) fn grep(k: &Checker, c: &mut Classification, p: &str, args: &[Word]) {
-    c.add(Category::Read, "read", format!("`{p}` searches files"));
-    let value_opts = [
-        "-e",
-        "-f",
-        "-m",
-        "-A",
-        "-B",
-        "-C",
-        "-g",
-        "-t",
-        "-T",
-        "--regexp",
-        "--file",
-        "--glob",
-        "--type",
-        "--max-count",
-        "--include",
-        "--exclude",
-    ];
-    let ops = operands_skipping(
-        args,
-        &value_opts,
-        &[
-            "regexp",
-            "file",
-            "glob",
-            "type",
-            "max-count",
-            "include",
-            "exclude",
-            "exclude-dir",
-            "context",
-        ],
-    );
-    let pattern_given = !opt_values(args, &["-e", "-f"], &["regexp", "file"]).is_empty();
-    for f in opt_values(args, &["-f"], &["file"]) {
-        k.read(c, &f);
-    }
-    let files: Vec<&Word> = ops
-        .into_iter()
-        .skip(if pattern_given { 0 } else { 1 })
-        .collect();
-    let recursive = matches!(p, "rg" | "ag" | "ack")
-        || flag(args, "rR", &["recursive", "dereference-recursive"]);
-    let dot = Word::literal(".");
-    let files = if files.is_empty() && recursive {
-        vec![&dot]
-    } else {
-        files
-    };
-    for f in files {
-        k.read(c, f);
-        if recursive {
-            k.recursive_read(c, f);
-        }
-    }
-}
-
-/// A sed script that only substitutes, prints, deletes or quits (no `e`, `w`, `r`, `W`, `R`).
-fn sed_script_is_plain(script: &str) -> bool {
-    script.split([';', '\n']).all(|cmd| {
-        let cmd = cmd.trim();
-        let body = cmd.trim_start_matches(|ch: char| ch.is_ascii_digit() || ",$!^ ".contains(ch));
-        if body.is_empty() {
-            return true;
-        }
-        if let Some(rest) = body.strip_prefix('s') {
-            let mut chars = rest.chars();
-            let Some(delim) = chars.next() else {
-                return false;
-            };
-            if delim.is_alphanumeric() || delim == '\\' {
-                return false;
-            }
-            let parts: Vec<&str> = rest[delim.len_utf8()..].split(delim).collect();
-            return parts.len() == 3 && parts[2].chars().all(|f| "gpiI0123456789".contains(f));
-        }
-        matches!(
-            body,
-            "p" | "d" | "q" | "=" | "n" | "N" | "P" | "D" | "G" | "H" | "g" | "h" | "x" | "l"
-        )
-    })
-}
-
-pub(super) fn sed(k: &Checker, c: &mut Classification, args: &[Word]) {
-    let in_place = flag(args, "i", &["in-place"]);
-    let scripts = opt_values(args, &["-e", "-f"], &["expression", "file"]);
-    let ops = operands_skipping(
-        args,
-        &["-e", "-f", "-l"],
-        &["expression", "file", "line-length"],
-    );
-    let (script_words, files): (Vec<Word>, Vec<&Word>) = if scripts.is_empty() {
-        (
-            ops.first().map(|w| vec![(*w).clone()]).unwrap_or_default(),
-            ops.into_iter().skip(1).collect(),
-        )
-    } else {
-        (scripts, ops)
-    };
-    let plain = !flag(args, "f", &["file"])
-        && script_words
-            .iter()
-            .all(|w| w.value.as_deref().is_some_and(sed_script_is_plain));
-    if !plain {
-        c.inline_eval = true;
-        c.add(
-            Category::RunCode,
-            "inline-eval",
-            "the sed script may run commands or write files",
-        );
-    }
-    if in_place {
-        c.add(Category::Write, "write", "`sed -i` edits files in place");
-        for f in files {
-            k.write(c, f);
-        }
-    } else {
-        c.add(Category::Read, "read", "`sed` reads files");
-        for f in files {
-            k.read(c, f);
-        }
-    }
-}
-
-pub(super) fn awk(k: &Checker, c: &mut Classification, p: &str, args: &[Word]) {
-    if p == "busybox" {
-        c.add(
-            Category::Enumerate,
-            "enumerate",
-            "`busybox` lists its applets",
-        );
-        return;
-    }
-    let ops = operands_skipping(
-        args,
-        &["-f", "-v", "-F"],
-        &["file", "assign", "field-separator"],
-    );
-    let progfile = !opt_values(args, &["-f"], &["file"]).is_empty();
-    let (prog, files): (Option<&Word>, Vec<&Word>) = if progfile {
-        (None, ops)
-    } else {
-        (ops.first().copied(), ops.into_iter().skip(1).collect())
-    };
-    let plain = prog.and_then(|w| w.value.as_deref()).is_some_and(|s| {
-        !["system", "|", ">", "getline", "close", "fflush"]
-            .iter()
-            .any(|bad| s.contains(bad))
-    });
-    if plain {
-        c.add(Category::Read, "read", format!("`{p}` reads files"));
-    } else {
-        c.inline_eval = true;
-        c.add(
-            Category::RunCode,
-            "inline-eval",
-            format!("the `{p}` program may run commands or write files"),
-        );
-    }
-    for f in files {
-        k.read(c, f);
     }
 }
 

@@ -2,35 +2,106 @@
 //! cleans), with the paths each form touches.
 
 use super::args::{has, has_short, v};
+use super::gram_git::*;
+use super::grammar::Grammar;
+use super::judge::{judge, read_files};
 use super::paths_check::Checker;
+use super::read_programs::globs_may_be_options;
 use super::Classification;
-use crate::policy::shell::Word;
+use crate::policy::shell::{Segment, Word};
 use crate::policy::verdict::Category;
 
-pub(super) fn git(k: &Checker, c: &mut Classification, args: &[Word]) {
-    // Global options before the subcommand.
+/// git's global options, before the subcommand (git matches them exactly).
+enum Global {
+    Flag,
+    /// Takes the next word (or `=value`).
+    Value,
+    /// Changes which repository, config or programs git uses: gated.
+    Gate(&'static str),
+}
+
+fn global(name: &str) -> Option<Global> {
+    Some(match name {
+        "-p"
+        | "--paginate"
+        | "-P"
+        | "--no-pager"
+        | "--bare"
+        | "--no-replace-objects"
+        | "--literal-pathspecs"
+        | "--glob-pathspecs"
+        | "--noglob-pathspecs"
+        | "--icase-pathspecs"
+        | "--no-optional-locks"
+        | "--no-lazy-fetch"
+        | "--no-advice"
+        | "--html-path"
+        | "--man-path"
+        | "--info-path"
+        | "--version"
+        | "--help" => Global::Flag,
+        "-C" | "--namespace" | "--list-cmds" | "--attr-source" => Global::Value,
+        "-c" | "--config-env" => Global::Gate("sets configuration that can run programs"),
+        "--git-dir" => Global::Gate("uses another repository, whose config can run programs"),
+        "--work-tree" => Global::Gate("reads and writes files outside the repository"),
+        "--exec-path" => Global::Gate("runs git's programs from another directory"),
+        "--super-prefix" => Global::Gate("is an internal option"),
+        _ => return None,
+    })
+}
+
+pub(super) fn git(seg: &Segment, k: &Checker, c: &mut Classification, args: &[Word]) {
     let mut i = 0;
-    while i < args.len() {
-        let s = v(&args[i]);
-        match s {
-            "-C" | "--git-dir" | "--work-tree" | "--namespace" => {
-                if let Some(dir) = args.get(i + 1) {
-                    k.read(c, dir);
-                }
-                i += 2;
+    let mut rebased = false;
+    while let Some(w) = args.get(i) {
+        let Some(s) = w.value.as_deref() else {
+            c.add(
+                Category::Unanalysable,
+                "unknown-option",
+                format!("`git` word `{}` is not static", w.source),
+            );
+            return;
+        };
+        if !s.starts_with('-') {
+            break;
+        }
+        let (name, attached) = match s.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n, Some(v)),
+            _ => (s, None),
+        };
+        match global(name) {
+            None => {
+                c.add(
+                    Category::Unanalysable,
+                    "unknown-option",
+                    format!("`git` option `{s}` is not in the command table"),
+                );
+                return;
             }
-            "-c" | "--config-env" => {
+            Some(Global::Gate(why)) => {
                 c.add(
                     Category::RunCode,
                     "git-config-override",
-                    "`git -c` can set hooks, pagers or aliases that run code",
+                    format!("`git {name}` {why}"),
                 );
-                i += 2;
+                if attached.is_none() && name != "--exec-path" {
+                    i += 1;
+                }
             }
-            _ if s.starts_with("--git-dir=") || s.starts_with("--work-tree=") => i += 1,
-            _ if s.starts_with('-') => i += 1,
-            _ => break,
+            Some(Global::Value) => {
+                if attached.is_none() {
+                    i += 1;
+                }
+                if name == "-C" {
+                    if let Some(dir) = args.get(i) {
+                        k.read(c, dir);
+                    }
+                    rebased = true;
+                }
+            }
+            Some(Global::Flag) => {}
         }
+        i += 1;
     }
     let Some(sub_word) = args.get(i) else {
         c.add(Category::Enumerate, "enumerate", "`git` prints help");
@@ -39,89 +110,47 @@ pub(super) fn git(k: &Checker, c: &mut Classification, args: &[Word]) {
     let sub = v(sub_word);
     let rest_words = &args[i + 1..];
     let rest: Vec<&str> = rest_words.iter().map(v).collect();
-    let unknown_rest = rest_words.iter().any(|w| w.value.is_none());
     let mut read_paths = true;
+    if let Some(g) = read_grammar(sub, &rest) {
+        c.add(
+            Category::Read,
+            "git-read",
+            format!("`git {sub}` reads the repository"),
+        );
+        if sub == "ls-remote" {
+            c.add(
+                Category::HttpRead,
+                "http-read",
+                "`git ls-remote` asks a remote for its refs",
+            );
+        }
+        let words = if matches!(sub, "stash" | "remote" | "worktree" | "submodule")
+            || (sub == "reflog" && rest.first() == Some(&"show"))
+        {
+            &rest_words[1..]
+        } else {
+            rest_words
+        };
+        if globs_may_be_options(k, c, "git", words) {
+            return;
+        }
+        let Some(parsed) = judge(k, c, &format!("git {sub}"), g, words) else {
+            return;
+        };
+        if sub == "remote" && rest.first() == Some(&"show") && !parsed.has("-n") {
+            c.add(
+                Category::HttpRead,
+                "http-read",
+                "`git remote show` asks the remote",
+            );
+        }
+        if parsed.has("no-index") && sub != "check-ignore" {
+            read_files(seg, k, c, &parsed.operands);
+        }
+        git_operands(k, c, &parsed.operands, rebased);
+        return;
+    }
     match sub {
-        "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "ls-tree" | "cat-file"
-        | "describe" | "blame" | "shortlog" | "show-ref" | "for-each-ref" | "rev-list"
-        | "merge-base" | "name-rev" | "version" | "help" | "grep" | "whatchanged"
-        | "count-objects" | "check-ignore" | "ls-remote" | "var" => {
-            c.add(
-                Category::Read,
-                "git-read",
-                format!("`git {sub}` reads the repository"),
-            );
-        }
-        "branch"
-            if !has(
-                &rest,
-                &[
-                    "-d",
-                    "-D",
-                    "--delete",
-                    "-m",
-                    "-M",
-                    "--move",
-                    "-c",
-                    "-C",
-                    "--copy",
-                    "-f",
-                    "--force",
-                    "-u",
-                    "--set-upstream-to",
-                    "--unset-upstream",
-                    "--edit-description",
-                ],
-            ) && (rest.is_empty()
-                || has(
-                    &rest,
-                    &[
-                        "-a",
-                        "-r",
-                        "-l",
-                        "--list",
-                        "-v",
-                        "-vv",
-                        "--all",
-                        "--remotes",
-                        "--show-current",
-                        "--contains",
-                        "--merged",
-                        "--no-merged",
-                    ],
-                )) =>
-        {
-            c.add(Category::Read, "git-read", "`git branch` lists branches");
-        }
-        "remote" if rest.is_empty() || has(&rest, &["-v", "--verbose", "show", "get-url"]) => {
-            c.add(Category::Read, "git-read", "`git remote` lists remotes");
-        }
-        "tag" if rest.is_empty() || has(&rest, &["-l", "--list"]) => {
-            c.add(Category::Read, "git-read", "`git tag` lists tags");
-        }
-        "stash" if has(&rest, &["list", "show"]) => {
-            c.add(
-                Category::Read,
-                "git-read",
-                "`git stash list` reads the repository",
-            );
-        }
-        "config"
-            if has(
-                &rest,
-                &[
-                    "--get",
-                    "--get-all",
-                    "--list",
-                    "-l",
-                    "--get-regexp",
-                    "get",
-                    "list",
-                ],
-            ) =>
-        {
-            c.add(Category::Read, "git-read", "`git config` reads settings");
-        }
         "pull" | "reset" | "filter-branch" | "filter-repo" | "update-ref" => {
             c.add(
                 Category::DestructiveGit,
@@ -246,13 +275,6 @@ pub(super) fn git(k: &Checker, c: &mut Classification, args: &[Word]) {
             );
         }
     }
-    if unknown_rest
-        && c.findings
-            .iter()
-            .all(|f| matches!(f.category, Category::Read | Category::Enumerate))
-    {
-        // Reads with non-static operands (`git show "$REF"`) are fine; paths were checked.
-    }
     if read_paths {
         for w in rest_words {
             if w.value.as_deref().is_some_and(|s| {
@@ -261,5 +283,106 @@ pub(super) fn git(k: &Checker, c: &mut Classification, args: &[Word]) {
                 k.read(c, w);
             }
         }
+    }
+}
+
+/// The grammar of a read-only use of `sub` (with its first words `rest`), if it is one.
+fn read_grammar(sub: &str, rest: &[&str]) -> Option<&'static Grammar> {
+    let first = rest.first().copied().unwrap_or("");
+    let listing = |rest: &[&str]| {
+        rest.iter().all(|r| r.starts_with('-'))
+            || rest.iter().any(|r| {
+                matches!(*r, "-l" | "--list")
+                    || [
+                        "--contains",
+                        "--no-contains",
+                        "--merged",
+                        "--no-merged",
+                        "--points-at",
+                    ]
+                    .iter()
+                    .any(|f| r.starts_with(f))
+            })
+    };
+    Some(match sub {
+        "log" | "show" | "diff" | "whatchanged" | "rev-list" => &G_GIT_LOG,
+        "reflog" if rest.is_empty() || first == "show" || first.starts_with('-') => &G_GIT_LOG,
+        "cherry" | "show-branch" => &G_GIT_MISC,
+        "worktree" if first == "list" => &G_GIT_MISC,
+        "submodule" if first == "status" => &G_GIT_MISC,
+        "stash" if matches!(first, "list" | "show") => &G_GIT_LOG,
+        "status" => &G_GIT_STATUS,
+        "grep" => &G_GIT_GREP,
+        "blame" | "annotate" => &G_GIT_BLAME,
+        "ls-remote" => &G_GIT_LS_REMOTE,
+        "ls-files" => &G_GIT_LS_FILES,
+        "rev-parse" => &G_GIT_REV_PARSE,
+        "ls-tree" | "cat-file" | "describe" | "shortlog" | "show-ref" | "for-each-ref"
+        | "merge-base" | "name-rev" | "count-objects" | "check-ignore" | "version" | "var" => {
+            &G_GIT_MISC
+        }
+        "branch" | "tag" if listing(rest) => &G_GIT_LIST_REFS,
+        "remote" if rest.is_empty() || matches!(first, "-v" | "--verbose") => &G_GIT_LIST_REFS,
+        "remote" if matches!(first, "show" | "get-url") => &G_GIT_LIST_REFS,
+        // `git config KEY` prints one setting.
+        "config" if rest.len() == 1 && !first.starts_with('-') && first.contains('.') => {
+            &G_GIT_CONFIG_READ
+        }
+        "config"
+            if rest.iter().any(|r| {
+                matches!(
+                    *r,
+                    "--get" | "--get-all" | "--get-regexp" | "--list" | "-l" | "get" | "list"
+                )
+            }) && rest
+                .iter()
+                .all(|r| !r.starts_with("--add") && !r.starts_with("--unset")) =>
+        {
+            &G_GIT_CONFIG_READ
+        }
+        "help"
+            if rest
+                .iter()
+                .all(|r| matches!(*r, "-a" | "--all" | "-g" | "--guides")) =>
+        {
+            &G_GIT_MISC
+        }
+        _ => return None,
+    })
+}
+
+/// Revisions and paths of a git read: `REV:path` and path-like words are path-checked
+/// (relative to where git runs; after `-C` that is not known here).
+fn git_operands(k: &Checker, c: &mut Classification, ops: &[&Word], rebased: bool) {
+    for w in ops {
+        let Some(s) = w.value.as_deref() else {
+            continue;
+        };
+        if matches!(s, "get" | "list" | "show" | "get-url") {
+            continue;
+        }
+        let path = match s.split_once(':') {
+            Some((_, p)) if !s.contains("://") => p,
+            _ => s,
+        };
+        let path = path
+            .trim_start_matches(['/', '!'])
+            .trim_start_matches("(top)");
+        if path.is_empty() {
+            continue;
+        }
+        let path_like = path.contains('/') || path.starts_with(['.', '~']) || s.contains(':');
+        if !path_like {
+            continue;
+        }
+        if rebased && !path.starts_with(['/', '~']) {
+            c.add(
+                Category::Unanalysable,
+                "unknown-cwd",
+                format!("`{s}` is relative to the directory `git -C` names"),
+            );
+            continue;
+        }
+        k.read(c, &Word::literal(path));
     }
 }

@@ -1,6 +1,8 @@
 //! HTTP clients: GET is an HTTP read; a body, an upload or a writing method is an HTTP
 //! write; output files are writes; `@file` bodies and `file://` URLs are reads.
 
+use super::gram_net::{G_CURL, G_WGET};
+use super::judge::{judge, write_value};
 use super::paths_check::Checker;
 use super::Classification;
 use crate::policy::shell::Word;
@@ -8,70 +10,11 @@ use crate::policy::verdict::Category;
 
 const WRITE_METHODS: &[&str] = &["POST", "PUT", "PATCH", "DELETE"];
 
-/// curl options that take a value (so the value is not a URL).
-const CURL_VALUE: &[&str] = &[
-    "-d", "-F", "-T", "-X", "-o", "-H", "-u", "-A", "-e", "-b", "-c", "-K", "-x", "-m", "-w", "-r",
-    "-E", "-U", "-D", "-z", "-C", "-Y", "-y", "-P", "-Q", "-t",
-];
-const CURL_LONG_VALUE: &[&str] = &[
-    "data",
-    "data-raw",
-    "data-binary",
-    "data-urlencode",
-    "data-ascii",
-    "form",
-    "form-string",
-    "upload-file",
-    "request",
-    "output",
-    "header",
-    "user",
-    "user-agent",
-    "referer",
-    "cookie",
-    "cookie-jar",
-    "config",
-    "proxy",
-    "max-time",
-    "connect-timeout",
-    "write-out",
-    "range",
-    "cert",
-    "key",
-    "cacert",
-    "capath",
-    "proxy-user",
-    "resolve",
-    "retry",
-    "json",
-    "url",
-    "dump-header",
-    "trace",
-    "trace-ascii",
-    "stderr",
-    "time-cond",
-    "limit-rate",
-    "continue-at",
-    "output-dir",
-    "netrc-file",
-    "unix-socket",
-    "abstract-unix-socket",
-    "quote",
-    "interface",
-    "dns-servers",
-    "oauth2-bearer",
-    "variable",
-    "connect-to",
-    "aws-sigv4",
-    "mail-from",
-    "mail-rcpt",
-];
-
 fn v(w: &Word) -> &str {
     w.value.as_deref().unwrap_or("")
 }
 
-/// (option, value) pairs and operands, parsing `-X POST`, `-XPOST`, `--data=x`.
+/// Operands (and `--`) for httpie, which has no grammar table: `-X v` pairs are skipped.
 fn parse<'a>(
     args: &'a [Word],
     shorts: &[&str],
@@ -100,22 +43,13 @@ fn parse<'a>(
             } else {
                 flags.push(long.to_string());
             }
-        } else {
-            let head = &s[..2.min(s.len())];
-            if shorts.contains(&head) {
-                if s.len() > 2 {
-                    opts.push((head.to_string(), Word::literal(&s[2..])));
-                } else {
-                    if let Some(next) = args.get(i + 1) {
-                        opts.push((head.to_string(), next.clone()));
-                    }
-                    i += 1;
-                }
-            } else {
-                for ch in s[1..].chars() {
-                    flags.push(format!("-{ch}"));
-                }
+        } else if shorts.contains(&s) {
+            if let Some(next) = args.get(i + 1) {
+                opts.push((s.to_string(), next.clone()));
             }
+            i += 1;
+        } else {
+            flags.push(s.to_string());
         }
         i += 1;
     }
@@ -123,23 +57,21 @@ fn parse<'a>(
 }
 
 fn file_url(k: &Checker, c: &mut Classification, url: &Word) {
-    if let Some(path) = url.value.as_deref().and_then(|u| {
-        let lower = u.to_ascii_lowercase();
-        lower
-            .starts_with("file:")
-            .then(|| u[5..].trim_start_matches("//").to_string())
-    }) {
-        let path = if path.starts_with('/') {
-            path
-        } else {
-            format!("/{path}")
-        };
+    // `crate::policy::paths::file_url_path` owns the URL -> path model (host, %-escapes,
+    // curl globs).
+    if let Some(f) = url
+        .value
+        .as_deref()
+        .and_then(crate::policy::paths::file_url_path)
+    {
         c.add(
             Category::Read,
             "file-url",
-            format!("reads the local file {path}"),
+            format!("reads the local file {}", f.path),
         );
-        k.read(c, &Word::literal(&path));
+        let mut w = Word::literal(&f.path);
+        w.glob = f.glob;
+        k.read(c, &w);
     }
 }
 
@@ -157,76 +89,82 @@ fn body_file(k: &Checker, c: &mut Classification, val: &Word, form: bool) {
         .strip_prefix('@')
         .or_else(|| if form { s.strip_prefix('<') } else { None });
     if let Some(f) = file {
-        let f = f.split(';').next().unwrap_or(f);
+        // `-F 'f=@"name;x";type=…'`: a quoted name may hold `;`.
+        let f = match f.strip_prefix('"') {
+            Some(q) => q.split('"').next().unwrap_or(q),
+            None => f.split(';').next().unwrap_or(f),
+        };
         if f != "-" {
             k.read(c, &Word::literal(f));
         }
     }
 }
 
-pub(super) fn curl(k: &Checker, c: &mut Classification, args: &[Word]) {
-    let (opts, flags, ops) = parse(args, CURL_VALUE, CURL_LONG_VALUE);
-    let mut write = false;
-    for (name, val) in &opts {
-        let n = name.as_str();
-        match n {
-            "-d" | "-F" | "-T" | "json" | "upload-file" | "form" | "form-string" => write = true,
-            _ if n.starts_with("data") => write = true,
-            "-X" | "request" if WRITE_METHODS.contains(&v(val).to_ascii_uppercase().as_str()) => {
-                write = true
-            }
-            "-Q" | "quote" => write = true,
-            _ => {}
-        }
-        match n {
-            "-d" | "json" => body_file(k, c, val, false),
-            _ if n.starts_with("data") => body_file(k, c, val, false),
-            "-F" | "form" => body_file(k, c, val, true),
-            "-T" | "upload-file" | "-E" | "cert" | "key" | "netrc-file" | "cacert" | "-b"
-            | "cookie"
-                if v(val) != "-" && (n != "-b" && n != "cookie" || v(val).contains('/')) =>
-            {
-                k.read(c, val);
-            }
-            "-H" | "header" => body_file(k, c, val, false),
-            "-o" | "output" | "-D" | "dump-header" | "-c" | "cookie-jar" | "trace"
-            | "trace-ascii" | "stderr" | "output-dir"
-                if v(val) != "-" =>
-            {
-                c.add(
-                    Category::Write,
-                    "write",
-                    format!("curl writes {}", val.display()),
-                );
-                k.write(c, val);
-            }
-            "-K" | "config" => {
-                c.add(
-                    Category::Unanalysable,
-                    "unanalysable",
-                    "curl reads options from a config file",
-                );
-                k.read(c, val);
-            }
-            "url" => file_url(k, c, val),
-            _ => {}
-        }
-    }
-    if flags.iter().any(|f| f.starts_with("post")) {
-        write = true;
-    }
-    if flags
-        .iter()
-        .any(|f| f == "-O" || f == "remote-name" || f == "remote-name-all")
-    {
+/// A URL operand: `file:` URLs read local files; curl's `{a,b}`/`[1-9]` globs make a URL
+/// that cannot be known from the word.
+fn url(k: &Checker, c: &mut Classification, w: &Word, globbing: bool) {
+    let s = v(w);
+    if globbing && s.to_ascii_lowercase().starts_with("file:") && s.contains(['{', '[']) {
         c.add(
-            Category::Write,
-            "write",
-            "curl saves the download in the working directory",
+            Category::Unanalysable,
+            "unknown-argument",
+            format!("the file URL `{s}` is a curl glob"),
         );
     }
-    for url in &ops {
-        file_url(k, c, url);
+    file_url(k, c, w);
+}
+
+pub(super) fn curl(k: &Checker, c: &mut Classification, args: &[Word]) {
+    let Some(parsed) = judge(k, c, "curl", &G_CURL, args) else {
+        c.add(Category::HttpRead, "http-read", "curl fetches a URL");
+        return;
+    };
+    let mut write = false;
+    for m in &parsed.opts {
+        let Some(val) = &m.value else {
+            if matches!(m.opt.long, "netrc" | "netrc-optional") {
+                c.add(
+                    Category::SensitivePath,
+                    "sensitive-path",
+                    "`curl --netrc` sends the credentials in ~/.netrc",
+                );
+            }
+            continue;
+        };
+        let name = m.opt.long;
+        match name {
+            "data" | "data-ascii" | "data-binary" | "data-urlencode" | "json" => {
+                write = true;
+                body_file(k, c, val, false);
+            }
+            "data-raw" | "form-string" | "mail-from" | "mail-rcpt" | "mail-auth" | "quote" => {
+                write = true
+            }
+            "form" => {
+                write = true;
+                body_file(k, c, val, true);
+            }
+            "upload-file" => {
+                write = true;
+                if v(val) != "-" {
+                    k.read(c, val);
+                }
+            }
+            "request" => write |= WRITE_METHODS.contains(&v(val).to_ascii_uppercase().as_str()),
+            "header" | "proxy-header" | "write-out" => body_file(k, c, val, false),
+            "cookie" if v(val).contains('/') || !v(val).contains('=') => k.read(c, val),
+            "pinnedpubkey" | "proxy-pinnedpubkey" if !v(val).starts_with("sha256//") => {
+                k.read(c, val)
+            }
+            "output" | "dump-header" | "stderr" if v(val) != "-" => {
+                write_value(k, c, "curl", &format!("--{name}"), val)
+            }
+            "url" | "url-query" => url(k, c, val, !parsed.has("globoff")),
+            _ => {}
+        }
+    }
+    for w in &parsed.operands {
+        url(k, c, w, !parsed.has("globoff"));
     }
     if write {
         c.add(
@@ -240,74 +178,29 @@ pub(super) fn curl(k: &Checker, c: &mut Classification, args: &[Word]) {
 }
 
 pub(super) fn wget(k: &Checker, c: &mut Classification, args: &[Word]) {
-    let (opts, flags, ops) = parse(
-        args,
-        &[
-            "-O", "-o", "-a", "-P", "-i", "-U", "-e", "-t", "-T", "-Q", "-w", "-l", "-B",
-        ],
-        &[
-            "output-document",
-            "output-file",
-            "append-output",
-            "directory-prefix",
-            "input-file",
-            "post-data",
-            "post-file",
-            "body-data",
-            "body-file",
-            "method",
-            "header",
-            "user-agent",
-            "user",
-            "password",
-            "execute",
-            "load-cookies",
-            "save-cookies",
-            "tries",
-            "timeout",
-            "quota",
-            "wait",
-            "level",
-            "base",
-        ],
-    );
+    let mut first = Classification::default();
+    let Some(parsed) = judge(k, c, "wget", &G_WGET, args) else {
+        first.add(Category::HttpRead, "http-read", "wget fetches a URL");
+        c.findings.splice(0..0, first.findings);
+        return;
+    };
     let mut write = false;
-    let mut saves = !flags.iter().any(|f| f == "spider");
-    for (name, val) in &opts {
-        match name.as_str() {
+    let mut saves = !parsed.has("spider");
+    for m in &parsed.opts {
+        let Some(val) = &m.value else { continue };
+        match m.opt.long {
             "post-data" | "body-data" => write = true,
             "post-file" | "body-file" => {
                 write = true;
                 k.read(c, val);
             }
             "method" => write |= WRITE_METHODS.contains(&v(val).to_ascii_uppercase().as_str()),
-            "-O" | "output-document" => {
+            "pinnedpubkey" if !v(val).starts_with("sha256//") => k.read(c, val),
+            "output-document" => {
                 saves = false;
                 if v(val) != "-" {
-                    c.add(
-                        Category::Write,
-                        "write",
-                        format!("wget writes {}", val.display()),
-                    );
-                    k.write(c, val);
+                    write_value(k, c, "wget", "--output-document", val);
                 }
-            }
-            "-o" | "output-file" | "-a" | "append-output" | "-P" | "directory-prefix"
-            | "save-cookies" => {
-                c.add(
-                    Category::Write,
-                    "write",
-                    format!("wget writes {}", val.display()),
-                );
-                k.write(c, val);
-            }
-            "-i" | "input-file" | "load-cookies" => k.read(c, val),
-            "-e" | "execute" => {
-                c.add(
-                    Category::Unanalysable,
-                    "unanalysable",
-                    "wget runs a wgetrc command",
-                );
             }
             _ => {}
         }
@@ -319,10 +212,9 @@ pub(super) fn wget(k: &Checker, c: &mut Classification, args: &[Word]) {
             "wget saves the download in the working directory",
         );
     }
-    for url in &ops {
-        file_url(k, c, url);
+    for w in &parsed.operands {
+        file_url(k, c, w);
     }
-    let mut first = Classification::default();
     if write {
         first.add(Category::HttpWrite, "http-write", "wget sends data");
     } else {

@@ -228,6 +228,85 @@ impl<'a> Checker<'a> {
         None
     }
 
+    /// Can this glob word expand to a word that starts with `-` (an option)? True when it
+    /// starts with a metacharacter and a directory it would list holds such a name.
+    pub fn glob_may_be_option(&self, w: &Word) -> bool {
+        let Some(v) = w.value.as_deref().filter(|_| w.glob) else {
+            return false;
+        };
+        if !v.starts_with(['*', '?', '[', '{']) {
+            return false;
+        }
+        if self.ctxs.is_empty() {
+            return true;
+        }
+        self.ctxs.iter().any(|ctx| {
+            std::fs::read_dir(&ctx.cwd).map_or(true, |rd| {
+                rd.flatten()
+                    .any(|e| e.file_name().as_encoded_bytes().starts_with(b"-"))
+            })
+        })
+    }
+
+    /// Walks the directory operand `w` (bounded) for symlinks that lead to a sensitive
+    /// path, for programs that follow links below their operands (`grep -R`, `rg -L`,
+    /// `diff -r`, commands `find -exec` runs on what it finds). `keep` filters entries by
+    /// name (find's `-name` tests). Records a sensitive finding for a hit, an unanalysable
+    /// one when the tree is too large to walk. With `follow` (`find -L`) every link counts:
+    /// names below a linked directory are not the link's.
+    pub fn links_below(
+        &self,
+        c: &mut Classification,
+        w: &Word,
+        follow: bool,
+        max_depth: usize,
+        keep: &dyn Fn(&str) -> bool,
+    ) {
+        const MAX_ENTRIES: usize = 20_000;
+        let Some(v) = w.value.as_deref() else {
+            return;
+        };
+        let mut budget = MAX_ENTRIES;
+        for ctx in &self.ctxs {
+            let root = paths::absolute(v, ctx);
+            let mut stack = vec![(root, 1usize)];
+            while let Some((dir, depth)) = stack.pop() {
+                let Ok(rd) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                for e in rd.flatten() {
+                    if budget == 0 {
+                        c.add(
+                            Category::Unanalysable,
+                            "tree-too-large",
+                            format!("`{}` holds too many files to check for links", short(v)),
+                        );
+                        return;
+                    }
+                    budget -= 1;
+                    let Ok(ft) = e.file_type() else { continue };
+                    let path = e.path();
+                    if ft.is_dir() {
+                        if depth < max_depth {
+                            stack.push((path, depth + 1));
+                        }
+                    } else if ft.is_symlink() && (follow || keep(&e.file_name().to_string_lossy()))
+                    {
+                        let target = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+                        let sens = self.t.policy.sensitive();
+                        if let Some(hit) = sens
+                            .matches(&target)
+                            .or_else(|| sens.contains_sensitive(&target))
+                        {
+                            sensitive(c, &path.to_string_lossy(), &hit);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     /// Is the (static) operand inside the workspace for every candidate cwd? `None` when
     /// unknown. The workspace itself and its ancestors are not "inside".
     pub fn inside_workspace(&self, w: &Word) -> Option<bool> {

@@ -1,0 +1,157 @@
+//! Sandbox profile specifications as the policy file spells them (`[profiles.<name>]`):
+//! pure data the policy validates and names per category. The sandbox (`crate::sandbox::
+//! profile`) turns a spec into concrete paths and enforces it; the syntax is documented there.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Network access of a confined process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkSpec {
+    /// No sockets at all (socketpair still works).
+    None,
+    /// TCP connect to these ports only (no bind, no UDP, no unix sockets).
+    Ports(Vec<u16>),
+}
+
+impl std::fmt::Display for NetworkSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NetworkSpec::None => f.write_str("none"),
+            NetworkSpec::Ports(p) => {
+                let list: Vec<String> = p.iter().map(u16::to_string).collect();
+                write!(f, "tcp:{}", list.join(","))
+            }
+        }
+    }
+}
+
+/// Resource limits (setrlimit) of a confined process. Core dumps are always off.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// RLIMIT_NPROC (not enforced by the kernel for uid 0; see README).
+    pub nproc: u64,
+    /// RLIMIT_AS in MiB (V8 reserves a lot of address space: keep it generous).
+    pub address_space_mb: u64,
+    /// RLIMIT_FSIZE in MiB.
+    pub file_size_mb: u64,
+    /// RLIMIT_CPU in seconds.
+    pub cpu_secs: u64,
+    /// RLIMIT_NOFILE.
+    pub nofile: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            nproc: 512,
+            address_space_mb: 16 * 1024,
+            file_size_mb: 1024,
+            cpu_secs: 600,
+            nofile: 1024,
+        }
+    }
+}
+
+/// Environment variables a confined process may inherit or be given (`*` is a suffix glob).
+pub fn default_env_allow() -> Vec<String> {
+    [
+        "PATH",
+        "HOME",
+        "LANG",
+        "LANGUAGE",
+        "LC_*",
+        "TERM",
+        "TZ",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "PWD",
+        "COLUMNS",
+        "LINES",
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "GIT_PAGER",
+        "PAGER",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+fn default_timeout_secs() -> u64 {
+    600
+}
+
+/// One named profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileSpec {
+    /// Paths that may be read and executed. `{workspace}` expands to the workspace.
+    pub read: Vec<String>,
+    /// Paths that may be written. `{workspace}` and `{tmp}` (a private temp dir) expand.
+    pub write: Vec<String>,
+    /// Paths under a writable root that stay read-only (e.g. `{workspace}/.git/hooks`),
+    /// whether they exist or not.
+    pub protected: Vec<String>,
+    pub network: NetworkSpec,
+    /// Paths that may not even be read (secrets), though under a readable or writable root.
+    /// `{home}` expands to $HOME.
+    #[serde(default)]
+    pub deny_read: Vec<String>,
+    #[serde(default)]
+    pub limits: Limits,
+    /// Environment allow-list; secret-looking names are removed even when listed.
+    #[serde(default = "default_env_allow")]
+    pub env: Vec<String>,
+    /// Run even when the kernel lacks a Landlock feature the profile needs (status says so).
+    #[serde(default)]
+    pub allow_degraded: bool,
+    /// Wall-clock limit in seconds; the whole process group is killed after it.
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: u64,
+}
+
+/// Secrets no built-in profile may read: SSH and cloud credentials. (The engine adds the
+/// whole sensitive list, `paths::sensitive_paths`, and the deployment's own secrets.)
+const DENY_READ: [&str; 5] = [
+    "{home}/.ssh",
+    "{home}/.aws",
+    "{home}/.gnupg",
+    "{home}/.config/gh",
+    "/etc/shadow",
+];
+
+/// Denied to the read-only profile only: under a writable workspace it would cap the root
+/// (Landlock rights cover whole subtrees), so `workspace-write` keeps the root creatable.
+const DENY_READ_RO: [&str; 1] = ["{workspace}/.env"];
+
+/// The profiles every policy has; a policy file may override them by name.
+pub fn builtin_profiles() -> BTreeMap<String, ProfileSpec> {
+    let base = ProfileSpec {
+        read: vec!["/".into()],
+        write: vec!["/dev/null".into()],
+        protected: vec![],
+        network: NetworkSpec::None,
+        deny_read: DENY_READ
+            .iter()
+            .chain(&DENY_READ_RO)
+            .map(|s| s.to_string())
+            .collect(),
+        limits: Limits::default(),
+        env: default_env_allow(),
+        allow_degraded: false,
+        timeout_secs: default_timeout_secs(),
+    };
+    let workspace_write = ProfileSpec {
+        write: vec!["/dev/null".into(), "{workspace}".into(), "{tmp}".into()],
+        deny_read: DENY_READ.iter().map(|s| s.to_string()).collect(),
+        ..base.clone()
+    };
+    BTreeMap::from([
+        ("read-only".to_string(), base),
+        ("workspace-write".to_string(), workspace_write),
+    ])
+}

@@ -1,0 +1,437 @@
+//! Routing and the JSON API (the contract is in the README, "Web prompt"). Every request
+//! must name an allowed `Host` (DNS rebinding); every state-changing one must also come from
+//! the page's own `Origin` and, once signed in, carry the session's CSRF token.
+
+use super::auth::{self, LoginLimiter, SessionView, Sessions};
+use super::http::{error, json, secure, with_type, Resp};
+use super::metrics::global as metrics;
+use super::view::{entry_json, run_outcomes, source_name};
+use crate::inbox::{Inbox, InboxError, StateFilter};
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue, COOKIE, HOST, ORIGIN, SET_COOKIE};
+use hyper::{Method, Request, StatusCode};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// What every handler shares.
+pub struct Shared {
+    pub inbox: Inbox,
+    pub sessions: Sessions,
+    pub limiter: LoginLimiter,
+    pub state_dir: PathBuf,
+    pub audit_path: PathBuf,
+    pub socket_path: PathBuf,
+    pub https: bool,
+    pub hosts: HostRule,
+    pub base_url: String,
+    pub sse_open: AtomicUsize,
+    pub shutdown: watch::Receiver<bool>,
+}
+
+impl Shared {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        inbox: Inbox,
+        state_dir: PathBuf,
+        audit_path: PathBuf,
+        socket_path: PathBuf,
+        https: bool,
+        hosts: HostRule,
+        base_url: String,
+        shutdown: watch::Receiver<bool>,
+    ) -> Self {
+        Shared {
+            inbox,
+            sessions: Sessions::default(),
+            limiter: LoginLimiter::default(),
+            state_dir,
+            audit_path,
+            socket_path,
+            https,
+            hosts,
+            base_url,
+            sse_open: AtomicUsize::new(0),
+            shutdown,
+        }
+    }
+
+    fn cookie_name(&self) -> &'static str {
+        if self.https {
+            "__Host-sg_session"
+        } else {
+            "sg_session"
+        }
+    }
+}
+
+/// Which `Host` values are this server.
+#[derive(Debug, Clone)]
+pub struct HostRule {
+    exact: Vec<String>,
+    /// Listening on every interface: any host name on this port.
+    any_on_port: Option<u16>,
+}
+
+impl HostRule {
+    fn allows(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        if self.exact.contains(&host) {
+            return true;
+        }
+        self.any_on_port.is_some_and(|p| {
+            host.rsplit_once(':')
+                .is_some_and(|(h, port)| !h.is_empty() && port == p.to_string())
+        })
+    }
+}
+
+pub fn allowed_hosts(bound: SocketAddr, public_origin: Option<&str>) -> HostRule {
+    let port = bound.port();
+    let mut exact = vec![bound.to_string()];
+    if bound.ip().is_loopback() || bound.ip().is_unspecified() {
+        exact.extend([
+            format!("localhost:{port}"),
+            format!("127.0.0.1:{port}"),
+            format!("[::1]:{port}"),
+        ]);
+    }
+    if let Some(o) = public_origin {
+        if let Some(h) = o.split("://").nth(1) {
+            exact.push(h.trim_end_matches('/').to_ascii_lowercase());
+        }
+    }
+    HostRule {
+        exact,
+        any_on_port: bound.ip().is_unspecified().then_some(port),
+    }
+}
+
+fn refuse(reason: &'static str, status: StatusCode, message: &str) -> Resp {
+    metrics().web_refusal(reason);
+    error(status, reason, message)
+}
+
+fn header(req: &Request<Incoming>, name: hyper::header::HeaderName) -> Option<&str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+fn cookie(req: &Request<Incoming>, name: &str) -> Option<String> {
+    req.headers()
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+fn session_of(sh: &Shared, req: &Request<Incoming>) -> Option<(String, SessionView)> {
+    let id = cookie(req, sh.cookie_name())?;
+    let view = sh.sessions.get(&id)?;
+    Some((id, view))
+}
+
+/// The page's own origin sent this (and, when the browser says so, same-origin).
+fn origin_ok(sh: &Shared, req: &Request<Incoming>) -> bool {
+    let scheme = if sh.https { "https" } else { "http" };
+    let host = header(req, HOST).unwrap_or("");
+    let site_ok =
+        header(req, HeaderName::from_static("sec-fetch-site")).is_none_or(|s| s == "same-origin");
+    site_ok
+        && header(req, ORIGIN)
+            .is_some_and(|o| o.eq_ignore_ascii_case(&format!("{scheme}://{host}")))
+}
+
+pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Resp {
+    let https = sh.https;
+    secure(route(sh, req, peer).await, https)
+}
+
+async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Resp {
+    let path = req.uri().path().to_owned();
+    let method = req.method().clone();
+    match (method.clone(), path.as_str()) {
+        (Method::GET, "/healthz") => return json(StatusCode::OK, &json!({"ok": true})),
+        (Method::GET, "/readyz") => return readyz(&sh),
+        (Method::GET, "/metrics") => {
+            return with_type(
+                StatusCode::OK,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                metrics().render(),
+            )
+        }
+        _ => {}
+    }
+    if !header(&req, HOST).is_some_and(|h| sh.hosts.allows(h)) {
+        return refuse("host", StatusCode::FORBIDDEN, "unknown Host header");
+    }
+    if method == Method::GET || method == Method::HEAD {
+        if let Some(r) = super::assets::page(&path) {
+            return r;
+        }
+    }
+    if !path.starts_with("/api/") {
+        return error(StatusCode::NOT_FOUND, "not-found", "no such page");
+    }
+    let changes = !matches!(method, Method::GET | Method::HEAD);
+    if changes && !origin_ok(&sh, &req) {
+        return refuse(
+            "origin",
+            StatusCode::FORBIDDEN,
+            "cross-origin request refused",
+        );
+    }
+    if (method.clone(), path.as_str()) == (Method::POST, "/api/login") {
+        return super::api_auth::login(&sh, req, peer).await;
+    }
+    let Some((sid, session)) = session_of(&sh, &req) else {
+        return refuse(
+            "unauthenticated",
+            StatusCode::UNAUTHORIZED,
+            "not signed in: open a login link (sanctum-guard web login-link)",
+        );
+    };
+    if changes
+        && !auth::csrf_ok(
+            &session,
+            header(&req, HeaderName::from_static("x-csrf-token")),
+        )
+    {
+        return refuse("csrf", StatusCode::FORBIDDEN, "missing or wrong CSRF token");
+    }
+    let segs: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
+    match (method, segs.as_slice()) {
+        (Method::GET, ["session"]) => super::api_auth::session_json(&sh, &session),
+        (Method::POST, ["logout"]) => super::api_auth::logout(&sh, &sid),
+        (Method::POST, ["sessions", "revoke"]) => super::api_auth::revoke_all(&sh),
+        (Method::GET, ["requests"]) => list(&sh, req.uri().query().unwrap_or("")).await,
+        (Method::GET, ["requests", id]) => one(&sh, id),
+        (Method::POST, ["requests", id, "decision"]) => {
+            let id = id.to_string();
+            super::api_decide::decide(&sh, req, &id, &session, peer).await
+        }
+        (Method::GET, ["events"]) => super::events::stream(sh.clone(), sid),
+        (Method::GET, ["audit", "verify"]) => verify(&sh).await,
+        (_, ["session" | "logout" | "requests" | "events" | "login"]) => error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method",
+            "method not allowed",
+        ),
+        _ => error(StatusCode::NOT_FOUND, "not-found", "no such endpoint"),
+    }
+}
+
+fn readyz(sh: &Shared) -> Resp {
+    use nix::unistd::{access, AccessFlags};
+    use std::os::unix::fs::FileTypeExt;
+    let socket = std::fs::metadata(&sh.socket_path).is_ok_and(|m| m.file_type().is_socket());
+    let db = sh.state_dir.join(crate::inbox::DB_FILE);
+    let inbox =
+        sh.inbox.list(StateFilter::Pending).is_ok() && access(&db, AccessFlags::W_OK).is_ok();
+    let audit = access(&sh.audit_path, AccessFlags::W_OK).is_ok();
+    let ok = socket && inbox && audit;
+    let status = if ok {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    json(
+        status,
+        &json!({"ok": ok, "socket": socket, "inbox": inbox, "audit": audit}),
+    )
+}
+
+fn query_param(q: &str, key: &str) -> Option<String> {
+    q.split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| percent_decode(v))
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match (
+            b[i],
+            b.get(i + 1).copied().and_then(hex),
+            b.get(i + 2).copied().and_then(hex),
+        ) {
+            (b'%', Some(h), Some(l)) => {
+                out.push(h * 16 + l);
+                i += 3;
+            }
+            (b'+', _, _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (c, _, _) => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `GET /api/requests?state=pending|resolved|all[&source=..][&q=..][&limit=N]`: pending
+/// oldest deadline first; otherwise newest first.
+async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
+    let filter = match query_param(q, "state").as_deref() {
+        None | Some("pending") => StateFilter::Pending,
+        Some("resolved") => StateFilter::Resolved,
+        Some("all") => StateFilter::All,
+        Some(_) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "bad-state",
+                "state is pending, resolved or all",
+            )
+        }
+    };
+    let source = query_param(q, "source").filter(|s| !s.is_empty());
+    let text = query_param(q, "q")
+        .map(|s| s.to_lowercase())
+        .filter(|s| !s.is_empty());
+    let limit = query_param(q, "limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(500)
+        .min(5000);
+    let sh2 = sh.clone();
+    let res = tokio::task::spawn_blocking(move || {
+        let mut entries = sh2.inbox.list(filter)?;
+        let runs = if filter == StateFilter::Pending {
+            Default::default()
+        } else {
+            run_outcomes(&sh2.audit_path)
+        };
+        Ok::<_, InboxError>((std::mem::take(&mut entries), runs))
+    })
+    .await;
+    let (mut entries, runs) = match res {
+        Ok(Ok(x)) => x,
+        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
+    };
+    entries.retain(|e| {
+        source
+            .as_deref()
+            .is_none_or(|s| source_name(e.request.who.source) == s)
+            && text.as_deref().is_none_or(|t| {
+                e.summary().to_lowercase().contains(t)
+                    || e.id.contains(t)
+                    || e.decision.as_ref().is_some_and(|d| {
+                        d.reason.as_deref().unwrap_or("").to_lowercase().contains(t)
+                    })
+            })
+    });
+    if filter == StateFilter::Pending {
+        entries.sort_by_key(|e| (e.deadline_ms, e.created_ms));
+    } else {
+        entries.sort_by_key(|e| std::cmp::Reverse(e.resolved_ms.unwrap_or(e.created_ms)));
+    }
+    entries.truncate(limit);
+    let items: Vec<_> = entries
+        .iter()
+        .map(|e| entry_json(e, runs.get(&e.request.id)))
+        .collect();
+    json(
+        StatusCode::OK,
+        &json!({"requests": items, "nowMs": crate::engine::decision::now_ms()}),
+    )
+}
+
+fn one(sh: &Shared, id: &str) -> Resp {
+    match sh.inbox.get(id) {
+        Ok(Some(e)) => json(StatusCode::OK, &entry_json(&e, None)),
+        Ok(None) => error(StatusCode::NOT_FOUND, "unknown-id", "no such request"),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
+    }
+}
+
+async fn verify(sh: &Shared) -> Resp {
+    let path = sh.audit_path.clone();
+    let res = tokio::task::spawn_blocking(move || crate::audit::verify(&path)).await;
+    match res {
+        Ok(Ok(crate::audit::Verification::Ok { records })) => {
+            json(StatusCode::OK, &json!({"ok": true, "records": records}))
+        }
+        Ok(Ok(crate::audit::Verification::Broken { line, what, .. })) => json(
+            StatusCode::OK,
+            &json!({"ok": false, "line": line, "what": what}),
+        ),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, "audit", &e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "audit", &e.to_string()),
+    }
+}
+
+/// A `Set-Cookie` for the session (empty id = clear it).
+pub fn session_cookie(sh: &Shared, id: &str) -> HeaderValue {
+    let age = if id.is_empty() {
+        0
+    } else {
+        auth::ABSOLUTE_TTL.as_secs()
+    };
+    let secure = if sh.https { "; Secure" } else { "" };
+    let v = format!(
+        "{}={id}; Path=/; HttpOnly; SameSite=Strict; Max-Age={age}{secure}",
+        sh.cookie_name()
+    );
+    HeaderValue::from_str(&v).unwrap_or(HeaderValue::from_static("x=; Max-Age=0"))
+}
+
+pub fn set_cookie(mut r: Resp, v: HeaderValue) -> Resp {
+    r.headers_mut().insert(SET_COOKIE, v);
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_rule_accepts_only_this_server() {
+        let loopback = allowed_hosts("127.0.0.1:8484".parse().expect("addr"), None);
+        for (host, ok) in [
+            ("127.0.0.1:8484", true),
+            ("localhost:8484", true),
+            ("LOCALHOST:8484", true),
+            ("[::1]:8484", true),
+            ("127.0.0.1", false),
+            ("127.0.0.1:8485", false),
+            ("evil.example:8484", false),
+            ("127.0.0.1:8484.evil.example", false),
+            ("", false),
+        ] {
+            assert_eq!(loopback.allows(host), ok, "{host}");
+        }
+        let any = allowed_hosts(
+            "0.0.0.0:8484".parse().expect("addr"),
+            Some("https://g.example:443"),
+        );
+        assert!(any.allows("10.0.0.5:8484") && any.allows("g.example:443"));
+        assert!(!any.allows("10.0.0.5:80") && !any.allows(":8484"));
+    }
+
+    #[test]
+    fn percent_decoding_never_panics() {
+        for (q, want) in [
+            ("a%20b", "a b"),
+            ("a+b", "a b"),
+            ("%", "%"),
+            ("%4", "%4"),
+            ("%zz", "%zz"),
+            ("%e2%80%ae", "\u{202e}"),
+            ("é%", "é%"),
+        ] {
+            assert_eq!(percent_decode(q), want, "{q}");
+        }
+    }
+}

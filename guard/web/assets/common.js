@@ -1,0 +1,135 @@
+// sanctum-guard web prompt: shared helpers. Request data is only ever put in the page with
+// textContent (see el/vis); nothing here builds markup from strings.
+'use strict';
+const SG = (() => {
+  const state = { csrf: null, identity: null, skew: 0 };
+
+  // Characters that change how text reads (bidi controls, zero-width) or are invisible
+  // (control characters) are shown as a visible marker such as ⟨U+202E⟩.
+  const SPECIAL = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/u;
+  function code(c) {
+    const names = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '\u001b': 'ESC' };
+    if (names[c]) return names[c];
+    return 'U+' + c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0');
+  }
+
+  // A fragment showing `s` as text, special characters as marked spans.
+  function vis(s) {
+    const frag = document.createDocumentFragment();
+    let buf = '';
+    for (const c of String(s ?? '')) {
+      if (SPECIAL.test(c)) {
+        if (buf) { frag.appendChild(document.createTextNode(buf)); buf = ''; }
+        const m = document.createElement('span');
+        m.className = 'esc';
+        m.title = 'hidden character made visible';
+        m.textContent = '⟨' + code(c) + '⟩';
+        frag.appendChild(m);
+      } else {
+        buf += c;
+      }
+    }
+    if (buf) frag.appendChild(document.createTextNode(buf));
+    return frag;
+  }
+
+  function hasSpecial(s) { return SPECIAL.test(String(s ?? '')); }
+
+  // el('div', {class: 'x'}, 'text', child...) — strings become text nodes.
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const k of kids) {
+      if (k === null || k === undefined || k === false) continue;
+      e.appendChild(typeof k === 'string' ? document.createTextNode(k) : k);
+    }
+    return e;
+  }
+
+  async function api(method, path, body) {
+    const opts = { method, headers: {}, credentials: 'same-origin' };
+    if (method !== 'GET') {
+      opts.headers['X-CSRF-Token'] = state.csrf || '';
+      opts.headers['Content-Type'] = 'application/json';
+      opts.body = JSON.stringify(body || {});
+    }
+    const r = await fetch(path, opts);
+    let data = null;
+    try { data = await r.json(); } catch (_) { data = null; }
+    if (r.status === 401 && path !== '/api/login') signedOut();
+    return { status: r.status, ok: r.ok, data: data || {} };
+  }
+
+  function signedOut() {
+    for (const id of ['inbox', 'history']) {
+      const n = document.getElementById(id);
+      if (n) n.hidden = true;
+    }
+    const so = document.getElementById('signed-out');
+    if (so) so.hidden = false;
+    const who = document.getElementById('identity');
+    if (who) who.textContent = '';
+  }
+
+  function banner(text) {
+    const b = document.getElementById('banner');
+    if (!b) return;
+    b.textContent = text || '';
+    b.hidden = !text;
+  }
+
+  async function session() {
+    const r = await api('GET', '/api/session');
+    if (!r.ok) { signedOut(); return false; }
+    state.csrf = r.data.csrf;
+    state.identity = r.data.identity;
+    document.getElementById('identity').textContent = 'Signed in as ' + r.data.identity;
+    const out = document.getElementById('logout');
+    out.addEventListener('click', async () => {
+      await api('POST', '/api/logout');
+      state.csrf = null;
+      signedOut();
+    });
+    return true;
+  }
+
+  function now() { return Date.now() + state.skew; }
+  function setServerNow(ms) { if (ms) state.skew = ms - Date.now(); }
+
+  function time(ms) {
+    if (!ms) return '—';
+    const d = new Date(ms);
+    return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+  }
+
+  function decisionText(d) {
+    if (!d) return '';
+    const who = d.by === 'human' ? d.name : d.by === 'fallback' ? 'nobody (deadline fallback)' : 'policy';
+    return who;
+  }
+
+  // What the request asks, as a title line.
+  function actionTitle(a) {
+    switch (a && a.kind) {
+      case 'exec': return 'Run a command';
+      case 'file-write': return 'Write a file';
+      case 'file-delete': return 'Delete a file';
+      case 'file-read': return 'Read a file';
+      case 'http': return 'HTTP request';
+      case 'browser': return 'Browser action';
+      case 'package-install': return 'Install packages';
+      case 'process-exit': return 'Exit the process';
+      case 'skill-install': return 'Install a skill';
+      case 'config-change': return 'Change configuration';
+      default: return 'Request';
+    }
+  }
+
+  return { el, vis, hasSpecial, api, session, banner, signedOut, now, setServerNow, time, decisionText, actionTitle, state };
+})();

@@ -1,0 +1,86 @@
+'use strict';
+(() => {
+  const { el, vis, api } = SG;
+  const rows = document.getElementById('rows');
+  let all = [];
+
+  function outcome(run, e) {
+    if (!run) {
+      if (e.state !== 'approved') return 'not run';
+      return e.sourceDetail === 'socket-request' ? 'run by the requester (prompt only; the guard does not run it)' : 'no run recorded';
+    }
+    if (run.reason) return 'not run: ' + run.reason;
+    const parts = [];
+    if (run.timedOut) parts.push('timed out');
+    if (run.exitCode !== null && run.exitCode !== undefined) parts.push('exit ' + run.exitCode);
+    if (run.error) parts.push('error: ' + run.error);
+    if (run.stdoutBytes !== null && run.stdoutBytes !== undefined) parts.push(run.stdoutBytes + ' B out, ' + run.stderrBytes + ' B err');
+    return parts.join(' · ') || 'ran';
+  }
+
+  function row(e) {
+    const d = e.decision || {};
+    const secs = e.resolvedMs && e.createdMs ? ((e.resolvedMs - e.createdMs) / 1000).toFixed(1) + ' s after asking' : '';
+    let ran = e.run && e.run.finishedMs && d.atMs ? ' · finished ' + ((e.run.finishedMs - d.atMs) / 1000).toFixed(1) + ' s after the decision' : '';
+    return el('li', { class: 'row ' + e.state, 'data-id': e.id },
+      el('div', { class: 'row-head' },
+        el('span', { class: 'badge state' }, e.state.toUpperCase()),
+        el('span', { class: 'badge cat' }, vis(e.category)),
+        el('span', { class: 'src' }, vis(e.source + ' · agent ' + e.agentId + (e.sessionKey ? ' · ' + e.sessionKey : ''))),
+        el('time', { class: 'when' }, SG.time(e.resolvedMs || e.createdMs))),
+      el('pre', { class: 'cmd' }, vis(e.summary)),
+      el('dl', { class: 'kv' },
+        el('dt', {}, 'decided by'), el('dd', {}, vis(SG.decisionText(d) || '—')),
+        el('dt', {}, 'why'), el('dd', {}, vis(d.reason || (e.reasons || []).map((r) => r.code).join(', ') || '—')),
+        el('dt', {}, 'answered'), el('dd', {}, secs || '—'),
+        el('dt', {}, 'outcome'), el('dd', {}, vis(outcome(e.run, e) + ran)),
+        el('dt', {}, 'request hash'), el('dd', { class: 'mono hash' }, e.requestHash)));
+  }
+
+  function render() {
+    const st = document.getElementById('f-state').value;
+    const src = document.getElementById('f-source').value;
+    const q = document.getElementById('f-text').value.trim().toLowerCase();
+    rows.textContent = '';
+    const shown = all.filter((e) => (!st || e.state === st) && (!src || e.source === src) &&
+      (!q || (e.summary + ' ' + e.id + ' ' + ((e.decision && e.decision.reason) || '') + ' ' +
+        ((e.decision && e.decision.name) || '')).toLowerCase().includes(q)));
+    shown.forEach((e) => rows.appendChild(row(e)));
+    document.getElementById('empty').hidden = shown.length > 0;
+  }
+
+  async function load() {
+    const r = await api('GET', '/api/requests?state=resolved&limit=1000');
+    if (!r.ok) return;
+    all = r.data.requests;
+    render();
+  }
+
+  document.getElementById('filters').addEventListener('input', render);
+  document.getElementById('filters').addEventListener('submit', (ev) => ev.preventDefault());
+  document.getElementById('verify').addEventListener('click', async () => {
+    const out = document.getElementById('verify-result');
+    out.textContent = 'Verifying…';
+    out.className = 'verify';
+    const r = await api('GET', '/api/audit/verify');
+    if (r.ok && r.data.ok) {
+      out.textContent = '✔ Chain intact: ' + r.data.records + ' records';
+      out.className = 'verify good';
+    } else if (r.ok) {
+      out.textContent = '✘ Chain BROKEN at line ' + r.data.line + ': ' + r.data.what;
+      out.className = 'verify bad';
+    } else {
+      out.textContent = 'Could not verify: ' + (r.data.message || r.status);
+      out.className = 'verify bad';
+    }
+  });
+
+  (async () => {
+    if (!(await SG.session())) return;
+    document.getElementById('history').hidden = false;
+    await load();
+    const es = new EventSource('/api/events');
+    es.addEventListener('resolved', load);
+    es.addEventListener('expired', load);
+  })();
+})();

@@ -1,0 +1,251 @@
+'use strict';
+(() => {
+  const { el, vis, api } = SG;
+  const cards = new Map(); // id -> {entry, node, done}
+  const list = document.getElementById('cards');
+  let selected = null;
+  let es = null;
+
+  function stateLabel(s) {
+    return { pending: 'PENDING', approved: 'APPROVED', denied: 'DENIED', expired: 'EXPIRED',
+      'resolved-elsewhere': 'RESOLVED ELSEWHERE' }[s] || String(s).toUpperCase();
+  }
+
+  function field(label, value, opts) {
+    const v = value === null || value === undefined || value === '' ? '—' : value;
+    return [el('dt', {}, label), el('dd', opts || {}, typeof v === 'string' ? vis(v) : v)];
+  }
+
+  function whatBlock(a) {
+    const box = el('div', { class: 'what' });
+    if (a.kind === 'exec') {
+      if (a.command) {
+        box.appendChild(el('div', { class: 'label' }, 'Shell text'));
+        box.appendChild(el('pre', { class: 'cmd', 'data-field': 'command' }, vis(a.command)));
+      }
+      const argv = el('ol', { class: 'argv', 'data-field': 'argv', 'aria-label': 'argv tokens' });
+      (a.argv || []).forEach((t, i) => argv.appendChild(
+        el('li', {}, el('span', { class: 'idx' }, String(i)), el('code', {}, vis(t)))));
+      if ((a.argv || []).length) {
+        box.appendChild(el('div', { class: 'label argv-label' }, 'argv (' + a.argv.length + ' tokens)'));
+        box.appendChild(argv);
+      }
+    } else {
+      const rows = Object.entries(a).filter(([k]) => k !== 'kind');
+      const dl = el('dl', { class: 'kv' });
+      for (const [k, v] of rows) {
+        const text = Array.isArray(v) ? v.join(' ') : (v === null ? '' : String(v));
+        dl.append(...field(k, text, { class: 'mono' }));
+      }
+      box.appendChild(dl);
+    }
+    return box;
+  }
+
+  function card(e) {
+    const a = e.action || {};
+    const warn = SG.hasSpecial(JSON.stringify(a)) ?
+      el('p', { class: 'warn' }, '⚠ Hidden or control characters in this request are shown as ⟨…⟩ markers.') : null;
+    const reasons = el('ul', { class: 'reasons' });
+    for (const r of e.reasons || []) reasons.appendChild(el('li', {}, el('code', {}, vis(r.code)), ' ', vis(r.message)));
+    const reason = el('input', { class: 'reason', type: 'text', maxlength: '500',
+      placeholder: 'Reason for denying (optional; the agent sees it)', 'aria-label': 'Reason for denying' });
+    const offered = e.offered || [];
+    const btnOnce = el('button', { class: 'allow', type: 'button', 'data-act': 'allow-once' }, 'Allow once');
+    const btnAlways = offered.includes('allow-always') ?
+      el('button', { class: 'allow-always', type: 'button', 'data-act': 'allow-always' }, 'Allow always') : null;
+    const btnDeny = el('button', { class: 'deny', type: 'button', 'data-act': 'deny' }, 'Deny');
+    const status = el('p', { class: 'card-status', role: 'status' });
+    const countdown = el('span', { class: 'countdown' });
+    const dl = el('dl', { class: 'kv' });
+    const exec = a.kind === 'exec';
+    if (exec) {
+      dl.append(...field('cwd', a.cwd, { class: 'mono' }));
+      dl.append(...field('program', a.resolved_path, { class: 'mono' }));
+      dl.append(...field('env keys', (a.env_keys || []).join(' '), { class: 'mono' }));
+    }
+    dl.append(...field('request hash', e.requestHash, { class: 'mono hash', 'data-field': 'hash' }));
+    dl.append(...field('request id', e.requestId, { class: 'mono' }));
+    const node = el('li', { class: 'card pending', id: 'r-' + e.id, tabindex: '0', 'data-id': e.id },
+      el('div', { class: 'card-head' },
+        el('span', { class: 'badge state' }, stateLabel(e.state)),
+        el('span', { class: 'badge cat' }, vis(e.category)),
+        el('span', { class: 'src' }, vis(e.source + ' · agent ' + e.agentId + (e.sessionKey ? ' · ' + e.sessionKey : ''))),
+        countdown),
+      el('h2', {}, SG.actionTitle(a)),
+      warn,
+      whatBlock(a),
+      el('div', { class: 'label why' }, 'Why it needs you'),
+      reasons,
+      dl,
+      el('div', { class: 'actions' }, btnOnce, btnAlways, el('div', { class: 'deny-group' }, reason, btnDeny)),
+      status);
+    const c = { entry: e, node, done: false, countdown, status, reason };
+    node.addEventListener('click', (ev) => {
+      const act = ev.target && ev.target.getAttribute && ev.target.getAttribute('data-act');
+      select(c);
+      if (act) decide(c, act);
+    });
+    reason.addEventListener('keydown', (ev) => {
+      if (ev.key === 'Enter') { ev.preventDefault(); decide(c, 'deny'); }
+      if (ev.key === 'Escape') reason.blur();
+    });
+    return c;
+  }
+
+  function finish(c, state, decision, note) {
+    if (c.done) return;
+    c.done = true;
+    c.node.classList.remove('pending');
+    c.node.classList.add('done', state);
+    c.node.querySelector('.badge.state').textContent = stateLabel(state);
+    c.countdown.textContent = '';
+    for (const b of c.node.querySelectorAll('button, input')) b.disabled = true;
+    let text = note || '';
+    if (!text && decision) {
+      text = stateLabel(state) + ' by ' + SG.decisionText(decision) + (decision.reason ? ' — ' + decision.reason : '');
+    }
+    c.status.textContent = '';
+    c.status.appendChild(vis(text));
+    if (selected === c) {
+      const next = [...list.children].map((n) => cards.get(n.getAttribute('data-id'))).find((o) => o && !o.done);
+      select(next || null);
+    }
+    setTimeout(() => { c.node.remove(); cards.delete(c.entry.id); refreshCount(); }, 60000);
+    refreshCount();
+  }
+
+  async function decide(c, kind) {
+    if (c.done) return;
+    const body = { decision: kind, hash: c.entry.requestHash };
+    if (kind === 'deny' && c.reason.value.trim()) body.reason = c.reason.value.trim();
+    c.status.textContent = 'Sending…';
+    const r = await api('POST', '/api/requests/' + encodeURIComponent(c.entry.id) + '/decision', body);
+    if (r.ok) {
+      finish(c, r.data.state, r.data.decision);
+    } else if (r.status === 409) {
+      finish(c, 'stale', null, r.data.message || 'This request changed or was already answered; your decision was not applied.');
+      c.node.querySelector('.badge.state').textContent = 'NOT APPLIED';
+    } else {
+      c.status.textContent = r.data.message || ('Error ' + r.status);
+    }
+  }
+
+  function add(e) {
+    if (cards.has(e.id)) return;
+    const c = card(e);
+    cards.set(e.id, c);
+    // Oldest deadline first.
+    const after = [...list.children].find((n) => {
+      const o = cards.get(n.getAttribute('data-id'));
+      return o && !o.done && o.entry.deadlineMs > e.deadlineMs;
+    });
+    list.insertBefore(c.node, after || null);
+    tick();
+    refreshCount();
+    notify(e);
+    if (!selected) select(c);
+  }
+
+  function select(c) {
+    if (selected) selected.node.classList.remove('selected');
+    selected = c;
+    if (c) { c.node.classList.add('selected'); }
+  }
+
+  function refreshCount() {
+    const n = [...cards.values()].filter((c) => !c.done).length;
+    document.getElementById('pending-count').textContent = String(n);
+    document.getElementById('empty').hidden = cards.size > 0;
+    document.title = (n ? '(' + n + ') ' : '') + 'Inbox · sanctum-guard';
+  }
+
+  function tick() {
+    const now = SG.now();
+    for (const c of cards.values()) {
+      if (c.done) continue;
+      const left = Math.ceil((c.entry.deadlineMs - now) / 1000);
+      if (left > 0) {
+        c.countdown.textContent = left + ' s left';
+        c.node.classList.toggle('urgent', left <= 5);
+      } else {
+        c.countdown.textContent = 'deadline passed';
+      }
+    }
+  }
+
+  function notify(e) {
+    if (!('Notification' in window) || Notification.permission !== 'granted') return;
+    try { new Notification('sanctum-guard: approval needed', { body: e.summary, tag: e.id }); } catch (_) { /* ignore */ }
+  }
+
+  async function load() {
+    const r = await api('GET', '/api/requests?state=pending');
+    if (!r.ok) return;
+    SG.setServerNow(r.data.nowMs);
+    const live = new Set(r.data.requests.map((e) => e.id));
+    for (const c of cards.values()) {
+      if (!c.done && !live.has(c.entry.id)) finish(c, 'resolved-elsewhere', null, 'No longer pending (answered elsewhere or expired).');
+    }
+    r.data.requests.forEach(add);
+    refreshCount();
+  }
+
+  function connect() {
+    if (es) es.close();
+    es = new EventSource('/api/events');
+    const liveEl = document.getElementById('live');
+    es.onopen = () => { liveEl.textContent = '● live'; liveEl.className = 'live on'; load(); };
+    es.onerror = () => { liveEl.textContent = '○ reconnecting…'; liveEl.className = 'live off'; };
+    es.addEventListener('added', (m) => add(JSON.parse(m.data)));
+    const done = (m) => {
+      const d = JSON.parse(m.data);
+      const c = cards.get(d.id);
+      if (!c) return;
+      const note = d.state === 'expired' ?
+        'EXPIRED — nobody decided in time; the agent was told ' + ((d.decision && d.decision.reason) || 'approval-timeout') + '.' : null;
+      finish(c, d.state, d.decision, note);
+    };
+    es.addEventListener('resolved', done);
+    es.addEventListener('expired', done);
+    es.addEventListener('resync', load);
+    es.addEventListener('signed-out', () => { es.close(); SG.signedOut(); });
+  }
+
+  function move(dir) {
+    const open = [...list.children].map((n) => cards.get(n.getAttribute('data-id'))).filter((c) => c && !c.done);
+    if (!open.length) return;
+    const i = Math.max(0, open.indexOf(selected));
+    const next = open[Math.min(open.length - 1, Math.max(0, i + dir))];
+    select(next);
+    next.node.focus();
+  }
+
+  document.addEventListener('keydown', (ev) => {
+    if (ev.target && (ev.target.tagName === 'INPUT' || ev.target.tagName === 'TEXTAREA') ) return;
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const c = selected && !selected.done ? selected : null;
+    switch (ev.key) {
+      case 'j': move(1); break;
+      case 'k': move(-1); break;
+      case 'a': if (c) decide(c, 'allow-once'); break;
+      case 'A': if (c && c.entry.offered.includes('allow-always')) decide(c, 'allow-always'); break;
+      case 'd': if (c) { ev.preventDefault(); c.reason.focus(); } break;
+      case 'D': if (c) decide(c, 'deny'); break;
+      default: return;
+    }
+  });
+
+  document.getElementById('notify').addEventListener('click', async () => {
+    if (!('Notification' in window)) { SG.banner('This browser cannot show notifications.'); return; }
+    const p = await Notification.requestPermission();
+    document.getElementById('notify').textContent = p === 'granted' ? 'Notifications on' : 'Notifications blocked';
+  });
+
+  (async () => {
+    if (!(await SG.session())) return;
+    document.getElementById('inbox').hidden = false;
+    connect();
+    setInterval(tick, 250);
+  })();
+})();

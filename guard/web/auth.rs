@@ -1,0 +1,250 @@
+//! Sessions, CSRF tokens, the login rate limit and the optional TOTP second factor.
+//!
+//! A session is a random id in an HttpOnly, SameSite=Strict cookie (Secure, and named with
+//! the `__Host-` prefix, under HTTPS); the guard keeps only its SHA-256. Each session has its
+//! own CSRF token, which every state-changing call must send in `X-CSRF-Token`. Sessions live
+//! in memory: they end at logout, after [`IDLE_TTL`] without use, after [`ABSOLUTE_TTL`], on
+//! revocation (`POST /api/sessions/revoke`), and when `serve` restarts.
+
+use super::secret::{eq_ct, hash_hex, random_bytes, random_token};
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+pub const IDLE_TTL: Duration = Duration::from_secs(2 * 3600);
+pub const ABSOLUTE_TTL: Duration = Duration::from_secs(12 * 3600);
+/// More live sessions than this and the least recently used one ends.
+const MAX_SESSIONS: usize = 64;
+/// The TOTP seed's file in the state dir (0600): present = the second factor is required.
+pub const TOTP_FILE: &str = "web-totp";
+
+/// One signed-in browser.
+#[derive(Debug, Clone)]
+pub struct Session {
+    /// Who decides: `web:<link name>/<short session id>`.
+    pub identity: String,
+    pub csrf: String,
+    created: Instant,
+    last_seen: Instant,
+}
+
+/// What the page may know about its session (never the session id).
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    pub identity: String,
+    pub csrf: String,
+    pub expires_in: Duration,
+}
+
+#[derive(Debug, Default)]
+pub struct Sessions {
+    by_hash: Mutex<HashMap<String, Session>>,
+}
+
+impl Sessions {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Session>> {
+        match self.by_hash.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Starts a session for `name`; returns the cookie value (the only copy of the id).
+    pub fn create(&self, name: &str) -> Result<(String, SessionView), String> {
+        let id = random_token()?;
+        let csrf = random_token()?;
+        let h = hash_hex(&id);
+        let now = Instant::now();
+        let s = Session {
+            identity: format!("web:{name}/{}", &h[..8]),
+            csrf,
+            created: now,
+            last_seen: now,
+        };
+        let mut map = self.map();
+        map.retain(|_, s| live(s, now));
+        while map.len() >= MAX_SESSIONS {
+            let oldest = map
+                .iter()
+                .min_by_key(|(_, s)| s.last_seen)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => map.remove(&k),
+                None => break,
+            };
+        }
+        let view = view(&s, now);
+        map.insert(h, s);
+        Ok((id, view))
+    }
+
+    /// The live session of a cookie value, touched.
+    pub fn get(&self, id: &str) -> Option<SessionView> {
+        let h = hash_hex(id);
+        let now = Instant::now();
+        let mut map = self.map();
+        match map.get_mut(&h) {
+            Some(s) if live(s, now) => {
+                s.last_seen = now;
+                Some(view(s, now))
+            }
+            Some(_) => {
+                map.remove(&h);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Ends one session (logout).
+    pub fn remove(&self, id: &str) {
+        self.map().remove(&hash_hex(id));
+    }
+
+    /// Ends every session; returns how many.
+    pub fn revoke_all(&self) -> usize {
+        let mut map = self.map();
+        let n = map.len();
+        map.clear();
+        n
+    }
+
+    pub fn count(&self) -> usize {
+        let now = Instant::now();
+        self.map().values().filter(|s| live(s, now)).count()
+    }
+}
+
+fn live(s: &Session, now: Instant) -> bool {
+    now.duration_since(s.last_seen) < IDLE_TTL && now.duration_since(s.created) < ABSOLUTE_TTL
+}
+
+fn view(s: &Session, now: Instant) -> SessionView {
+    let idle_left = IDLE_TTL.saturating_sub(now.duration_since(s.last_seen));
+    let abs_left = ABSOLUTE_TTL.saturating_sub(now.duration_since(s.created));
+    SessionView {
+        identity: s.identity.clone(),
+        csrf: s.csrf.clone(),
+        expires_in: idle_left.min(abs_left),
+    }
+}
+
+/// True when `sent` is the session's CSRF token.
+pub fn csrf_ok(session: &SessionView, sent: Option<&str>) -> bool {
+    sent.is_some_and(|t| eq_ct(t.as_bytes(), session.csrf.as_bytes()))
+}
+
+/// Login attempts per client address and overall: a token bucket each.
+#[derive(Debug)]
+pub struct LoginLimiter {
+    state: Mutex<(Bucket, HashMap<IpAddr, Bucket>)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// Per address: 5 attempts at once, then one every 12 s. Overall: 20, then one a second.
+const PER_IP: (f64, f64) = (5.0, 1.0 / 12.0);
+const GLOBAL: (f64, f64) = (20.0, 1.0);
+
+impl Bucket {
+    fn full(burst: f64) -> Self {
+        Bucket {
+            tokens: burst,
+            at: Instant::now(),
+        }
+    }
+
+    fn take(&mut self, (burst, rate): (f64, f64), now: Instant) -> bool {
+        let dt = now.duration_since(self.at).as_secs_f64();
+        self.tokens = (self.tokens + dt * rate).min(burst);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+impl Default for LoginLimiter {
+    fn default() -> Self {
+        LoginLimiter {
+            state: Mutex::new((Bucket::full(GLOBAL.0), HashMap::new())),
+        }
+    }
+}
+
+impl LoginLimiter {
+    /// Takes one attempt for `ip`; false = refuse (429).
+    pub fn allow(&self, ip: IpAddr) -> bool {
+        let now = Instant::now();
+        let mut g = match self.state.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        let (global, per) = &mut *g;
+        if per.len() > 10_000 {
+            per.retain(|_, b| now.duration_since(b.at) < Duration::from_secs(120));
+        }
+        let b = per.entry(ip).or_insert_with(|| Bucket::full(PER_IP.0));
+        b.take(PER_IP, now) && global.take(GLOBAL, now)
+    }
+}
+
+/// The TOTP second factor, if enrolled (`sanctum-guard web totp-enroll`).
+pub fn totp_for(dir: &Path) -> Result<Option<totp_rs::TOTP>, String> {
+    let path = dir.join(TOTP_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let secret = totp_rs::Secret::Encoded(text.trim().to_owned())
+        .to_bytes()
+        .map_err(|e| format!("{}: {e:?}", path.display()))?;
+    totp_of(secret).map(Some)
+}
+
+fn totp_of(secret: Vec<u8>) -> Result<totp_rs::TOTP, String> {
+    totp_rs::TOTP::new(
+        totp_rs::Algorithm::SHA1,
+        6,
+        1,
+        30,
+        secret,
+        Some("sanctum-guard".into()),
+        "web-prompt".into(),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Enrols a new TOTP seed (refuses to replace one unless `force`); returns the otpauth URI,
+/// which the caller shows once.
+pub fn totp_enroll(dir: &Path, force: bool) -> Result<String, String> {
+    let path = dir.join(TOTP_FILE);
+    if path.exists() && !force {
+        return Err(format!(
+            "{} exists: a second factor is already enrolled (use --force to replace it)",
+            path.display()
+        ));
+    }
+    let secret = random_bytes(20)?;
+    let totp = totp_of(secret.clone())?;
+    let encoded = totp_rs::Secret::Raw(secret).to_encoded().to_string();
+    super::login::write_private(&path, &format!("{encoded}\n")).map_err(|e| e.to_string())?;
+    Ok(totp.get_url())
+}
+
+/// True when `code` is the current (±1 step) TOTP code.
+pub fn totp_ok(totp: &totp_rs::TOTP, code: &str) -> bool {
+    code.len() == 6
+        && code.chars().all(|c| c.is_ascii_digit())
+        && totp.check_current(code).unwrap_or(false)
+}

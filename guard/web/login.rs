@@ -1,0 +1,221 @@
+//! One-time login links. A link carries a random token in its URL fragment (`/login#t=…`, so
+//! the token never reaches a server log or a `Referer`); the guard keeps only the token's
+//! SHA-256, in `<state dir>/web-logins` (0600, one JSON object per line: hash, name, expiry).
+//! `serve` writes one at start and `sanctum-guard web login-link` appends another while it
+//! runs: the file is the shared store, so no signal or watcher is needed. Consuming a token
+//! removes its line under an exclusive `flock`, so a link works once, across processes.
+//! The newest link's full URL is also written to `<state dir>/web-login-link` (0600) for the
+//! person who owns the state dir; it is removed once that link is used.
+
+use super::secret::{hash_hex, random_token};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Pending login tokens (hashes only).
+pub const LOGINS_FILE: &str = "web-logins";
+/// The newest login link, for the state dir's owner.
+pub const LINK_FILE: &str = "web-login-link";
+/// The running web prompt's base URL, written by `serve` so the command line can build links.
+pub const URL_FILE: &str = "web-url";
+/// How long an unused link stays valid.
+pub const LINK_TTL_MS: u64 = 24 * 3600 * 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoginError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no running web prompt recorded in {0} (start `sanctum-guard serve` first)")]
+    NoServer(PathBuf),
+    #[error("random source: {0}")]
+    Random(String),
+    #[error("login name must be 1-32 characters of [A-Za-z0-9._-]")]
+    BadName,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Pending {
+    hash: String,
+    name: String,
+    #[serde(rename = "expiresMs")]
+    expires_ms: u64,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> LoginError + '_ {
+    move |source| LoginError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Writes `text` to `path` with mode 0600 (via a temp file and rename: never half-written).
+pub fn write_private(path: &Path, text: &str) -> Result<(), LoginError> {
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(io(&tmp))?;
+    f.write_all(text.as_bytes()).map_err(io(&tmp))?;
+    f.sync_data().map_err(io(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io(path))
+}
+
+/// Runs `f` on the pending list under an exclusive lock and writes back what it returns.
+fn with_pending<T>(dir: &Path, f: impl FnOnce(&mut Vec<Pending>) -> T) -> Result<T, LoginError> {
+    use nix::fcntl::{Flock, FlockArg};
+    let lock_path = dir.join(format!("{LOGINS_FILE}.lock"));
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&lock_path)
+        .map_err(io(&lock_path))?;
+    let _held = Flock::lock(lock, FlockArg::LockExclusive).map_err(|(_, e)| LoginError::Io {
+        path: lock_path.clone(),
+        source: e.into(),
+    })?;
+    let path = dir.join(LOGINS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(io(&path)(e)),
+    };
+    let now = crate::engine::decision::now_ms();
+    let mut list: Vec<Pending> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|p: &Pending| p.expires_ms > now)
+        .collect();
+    let out = f(&mut list);
+    let mut body = String::new();
+    for p in &list {
+        body.push_str(&serde_json::to_string(p).unwrap_or_default());
+        body.push('\n');
+    }
+    if body != text {
+        write_private(&path, &body)?;
+    }
+    Ok(out)
+}
+
+fn valid_name(name: &str) -> bool {
+    (1..=32).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
+/// Makes a new one-time link for `name` against the web prompt at `base_url`, records its
+/// hash, and writes the link file. Returns the link (the caller prints it once).
+pub fn new_link(dir: &Path, base_url: &str, name: &str) -> Result<String, LoginError> {
+    if !valid_name(name) {
+        return Err(LoginError::BadName);
+    }
+    let token = random_token().map_err(LoginError::Random)?;
+    let entry = Pending {
+        hash: hash_hex(&token),
+        name: name.to_owned(),
+        expires_ms: crate::engine::decision::now_ms() + LINK_TTL_MS,
+    };
+    with_pending(dir, |list| list.push(entry))?;
+    let link = format!("{}/login#t={token}", base_url.trim_end_matches('/'));
+    write_private(&dir.join(LINK_FILE), &format!("{link}\n"))?;
+    Ok(link)
+}
+
+/// A new link for the running `serve` whose state dir is `dir` (the command line's
+/// `web login-link`).
+pub fn new_link_for_running(dir: &Path, name: &str) -> Result<String, LoginError> {
+    let url_path = dir.join(URL_FILE);
+    let base =
+        std::fs::read_to_string(&url_path).map_err(|_| LoginError::NoServer(url_path.clone()))?;
+    new_link(dir, base.trim(), name)
+}
+
+/// Consumes `token`: Some(name) if it was a live link (now used up), None otherwise.
+pub fn consume(dir: &Path, token: &str) -> Result<Option<String>, LoginError> {
+    let h = hash_hex(token);
+    let found = with_pending(dir, |list| {
+        let i = list
+            .iter()
+            .position(|p| super::secret::eq_ct(p.hash.as_bytes(), h.as_bytes()))?;
+        Some(list.remove(i).name)
+    })?;
+    if found.is_some() {
+        // The link file names a link that no longer works: remove it if it was this one.
+        let link_path = dir.join(LINK_FILE);
+        if let Ok(text) = std::fs::read_to_string(&link_path) {
+            if text.trim_end().ends_with(&format!("#t={token}")) {
+                let _ = std::fs::remove_file(&link_path);
+            }
+        }
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn token_of(link: &str) -> String {
+        link.rsplit_once("#t=").expect("token").1.to_owned()
+    }
+
+    #[test]
+    fn a_link_works_once_and_only_its_hash_is_kept() {
+        let d = tempfile::tempdir().expect("tmp");
+        let link = new_link(d.path(), "http://127.0.0.1:1", "alice").expect("link");
+        let t = token_of(&link);
+        let store = std::fs::read_to_string(d.path().join(LOGINS_FILE)).expect("store");
+        assert!(
+            !store.contains(&t) && store.contains(&hash_hex(&t)),
+            "{store}"
+        );
+        // Near misses are refused and do not use the link up.
+        let mut flipped = t.clone().into_bytes();
+        flipped[0] = if flipped[0] == b'A' { b'B' } else { b'A' };
+        let flipped = String::from_utf8(flipped).expect("utf8");
+        for bad in ["", &t[..42], &format!("{t}A"), &flipped, &t.to_uppercase()] {
+            if bad != t {
+                assert_eq!(consume(d.path(), bad).expect("consume"), None, "{bad}");
+            }
+        }
+        assert_eq!(
+            consume(d.path(), &t).expect("consume"),
+            Some("alice".into())
+        );
+        assert_eq!(consume(d.path(), &t).expect("consume"), None, "used twice");
+        assert!(!d.path().join(LINK_FILE).exists());
+    }
+
+    #[test]
+    fn expired_links_are_dropped_and_bad_names_refused() {
+        let d = tempfile::tempdir().expect("tmp");
+        let old = Pending {
+            hash: hash_hex("old"),
+            name: "x".into(),
+            expires_ms: 1,
+        };
+        let line = serde_json::to_string(&old).expect("json") + "\n";
+        write_private(&d.path().join(LOGINS_FILE), &line).expect("write");
+        assert_eq!(consume(d.path(), "old").expect("consume"), None);
+        for name in ["", "a b", "<script>", "x/y", &"n".repeat(33)] {
+            assert!(
+                matches!(
+                    new_link(d.path(), "http://h", name),
+                    Err(LoginError::BadName)
+                ),
+                "{name}"
+            );
+        }
+    }
+}

@@ -1,0 +1,182 @@
+//! The Prometheus exposition (`GET /metrics`, text format via `prometheus-client`): pending
+//! count, decisions by kind and by who, decision latency, rejections (denies) by reason,
+//! sandbox runs by outcome, and the web door's own refusals. One process-wide registry
+//! ([`global`]) so the engine counts with one line per event and no wiring change.
+
+use crate::policy::request::{DecidedBy, Decision};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::sync::LazyLock;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// Every metric the guard exports.
+pub struct Metrics {
+    registry: Registry,
+    pub pending: Gauge,
+    decisions: Family<Labels, Counter>,
+    human_decisions: Family<Labels, Counter>,
+    latency: Histogram,
+    rejections: Family<Labels, Counter>,
+    runs: Family<Labels, Counter>,
+    web_refusals: Family<Labels, Counter>,
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+
+/// The process-wide metrics.
+pub fn global() -> &'static Metrics {
+    &METRICS
+}
+
+/// Who decided, as a low-cardinality label.
+fn by_class(by: &DecidedBy) -> &'static str {
+    match by {
+        DecidedBy::Policy => "policy",
+        DecidedBy::Human(_) => "human",
+        DecidedBy::Fallback => "fallback",
+    }
+}
+
+/// Label values are request-derived only through reason codes; cap them so an odd reason
+/// cannot grow the exposition without bound.
+fn cap(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "-_=:.".contains(*c))
+        .take(48)
+        .collect()
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let mut registry = Registry::with_prefix("sanctum");
+        let pending = Gauge::default();
+        let decisions = Family::<Labels, Counter>::default();
+        let human_decisions = Family::<Labels, Counter>::default();
+        // 50 ms .. ~30 min: policy answers are sub-millisecond, people take seconds to minutes.
+        let latency = Histogram::new([
+            0.001, 0.01, 0.05, 0.25, 1.0, 2.5, 5.0, 10.0, 15.0, 30.0, 60.0, 300.0, 1800.0,
+        ]);
+        let rejections = Family::<Labels, Counter>::default();
+        let runs = Family::<Labels, Counter>::default();
+        let web_refusals = Family::<Labels, Counter>::default();
+        registry.register(
+            "pending_requests",
+            "Requests waiting for a human",
+            pending.clone(),
+        );
+        registry.register(
+            "decisions",
+            "Decisions by kind and by who decided (policy, human, fallback)",
+            decisions.clone(),
+        );
+        registry.register(
+            "human_decisions",
+            "Decisions given by people, by approver name",
+            human_decisions.clone(),
+        );
+        registry.register(
+            "decision_latency_seconds",
+            "Time from a request's arrival to its decision",
+            latency.clone(),
+        );
+        registry.register(
+            "rejections",
+            "Denied requests by reason code",
+            rejections.clone(),
+        );
+        registry.register(
+            "sandbox_runs",
+            "Approved execs by run outcome",
+            runs.clone(),
+        );
+        registry.register(
+            "web_refusals",
+            "Web requests refused by reason (unauthenticated, csrf, origin, rate-limit, ...)",
+            web_refusals.clone(),
+        );
+        Metrics {
+            registry,
+            pending,
+            decisions,
+            human_decisions,
+            latency,
+            rejections,
+            runs,
+            web_refusals,
+        }
+    }
+
+    /// Counts one decision; `received_ms` gives its latency when known.
+    pub fn decision(&self, d: &Decision, received_ms: Option<u64>) {
+        self.decisions
+            .get_or_create(&vec![
+                ("kind", d.kind.as_str().to_owned()),
+                ("by", by_class(&d.by).to_owned()),
+            ])
+            .inc();
+        if let DecidedBy::Human(name) = &d.by {
+            // The approver without its address: names are few, addresses are not.
+            let who = name.split('@').next().unwrap_or("").split('/').next();
+            self.human_decisions
+                .get_or_create(&vec![("approver", cap(who.unwrap_or("")))])
+                .inc();
+        }
+        if d.kind == crate::policy::request::DecisionKind::Deny {
+            let reason = d.reason.as_deref().unwrap_or("unspecified");
+            let code = if matches!(d.by, DecidedBy::Human(_)) {
+                "user-denied"
+            } else {
+                reason
+            };
+            self.rejections
+                .get_or_create(&vec![("reason", cap(code))])
+                .inc();
+        }
+        if let Some(r) = received_ms {
+            self.latency
+                .observe(d.at_ms.saturating_sub(r) as f64 / 1000.0);
+        }
+    }
+
+    /// Counts one sandboxed run: `success`, `exit-nonzero`, `timeout`, `error`,
+    /// `sandbox-unavailable` or `shutdown`.
+    pub fn run(&self, outcome: &'static str) {
+        self.runs
+            .get_or_create(&vec![("outcome", outcome.to_owned())])
+            .inc();
+    }
+
+    /// Classifies and counts a finished run.
+    pub fn run_outcome(&self, o: &crate::sandbox::RunOutcome) {
+        self.run(if o.timed_out {
+            "timeout"
+        } else if o.error.is_some() {
+            "error"
+        } else if o.success {
+            "success"
+        } else {
+            "exit-nonzero"
+        });
+    }
+
+    /// Counts one refusal of the web door.
+    pub fn web_refusal(&self, reason: &'static str) {
+        self.web_refusals
+            .get_or_create(&vec![("reason", reason.to_owned())])
+            .inc();
+    }
+
+    /// The exposition text.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        if encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+}

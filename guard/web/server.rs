@@ -1,0 +1,180 @@
+//! The web prompt's listener: binds, loads TLS, writes the login link and the base URL into
+//! the state dir, and serves each connection with hyper under timeouts and a cap.
+
+use super::api::{self, Shared};
+use super::{login, WebSettings};
+use crate::inbox::Inbox;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Semaphore};
+use tokio_rustls::rustls;
+use tokio_rustls::TlsAcceptor;
+
+/// Open connections beyond this wait in the kernel's backlog.
+const MAX_CONNECTIONS: usize = 2048;
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+const TLS_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error)]
+pub enum WebError {
+    #[error("web listen {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("web TLS: {0}")]
+    Tls(String),
+    #[error("web login link: {0}")]
+    Login(#[from] login::LoginError),
+    #[error("web: --web-cert and --web-key go together")]
+    HalfTls,
+}
+
+/// The running web prompt.
+#[derive(Debug, Clone)]
+pub struct WebHandle {
+    pub base_url: String,
+    pub addr: SocketAddr,
+}
+
+fn load_tls(cert: &Path, key: &Path) -> Result<TlsAcceptor, WebError> {
+    use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+    let read =
+        |p: &Path| std::fs::read(p).map_err(|e| WebError::Tls(format!("{}: {e}", p.display())));
+    let certs: Vec<CertificateDer<'static>> = rustls_pemfile::certs(&mut &read(cert)?[..])
+        .collect::<Result<_, _>>()
+        .map_err(|e| WebError::Tls(format!("{}: {e}", cert.display())))?;
+    let key: PrivateKeyDer<'static> = rustls_pemfile::private_key(&mut &read(key)?[..])
+        .map_err(|e| WebError::Tls(format!("{}: {e}", key.display())))?
+        .ok_or_else(|| WebError::Tls(format!("{}: no private key", key.display())))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let cfg = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| WebError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| WebError::Tls(e.to_string()))?;
+    Ok(TlsAcceptor::from(Arc::new(cfg)))
+}
+
+/// Starts the web prompt (None when it is off, or when the default address is taken).
+pub async fn start(
+    settings: &WebSettings,
+    inbox: Inbox,
+    state_dir: &Path,
+    audit_path: PathBuf,
+    socket_path: PathBuf,
+    shutdown: watch::Receiver<bool>,
+) -> Result<Option<WebHandle>, WebError> {
+    let Some(addr) = settings.listen else {
+        eprintln!("sanctum-guard: web prompt      off");
+        return Ok(None);
+    };
+    let tls = match (&settings.cert, &settings.key) {
+        (Some(c), Some(k)) => Some(load_tls(c, k)?),
+        (None, None) => None,
+        _ => return Err(WebError::HalfTls),
+    };
+    let listener = match TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(source) if !settings.explicit => {
+            eprintln!("sanctum-guard: warning: web prompt not started: {addr}: {source} (choose another with --web-listen)");
+            return Ok(None);
+        }
+        Err(source) => return Err(WebError::Bind { addr, source }),
+    };
+    let bound = listener
+        .local_addr()
+        .map_err(|source| WebError::Bind { addr, source })?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let base_url = match &settings.public_origin {
+        Some(o) => o.trim_end_matches('/').to_owned(),
+        None if bound.ip().is_unspecified() => format!("{scheme}://127.0.0.1:{}", bound.port()),
+        None => format!("{scheme}://{bound}"),
+    };
+    let shared = Arc::new(Shared::new(
+        inbox,
+        state_dir.to_owned(),
+        audit_path,
+        socket_path,
+        tls.is_some(),
+        api::allowed_hosts(bound, settings.public_origin.as_deref()),
+        base_url.clone(),
+        shutdown.clone(),
+    ));
+    login::write_private(&state_dir.join(login::URL_FILE), &format!("{base_url}\n"))?;
+    let link = login::new_link(state_dir, &base_url, "admin")?;
+    eprintln!("sanctum-guard: web prompt      {base_url}");
+    eprintln!(
+        "sanctum-guard: web login link  {link}  (one-time; also in {}; new one: sanctum-guard web login-link)",
+        state_dir.join(login::LINK_FILE).display()
+    );
+    super::events::spawn_watcher(shared.clone());
+    tokio::spawn(accept_loop(listener, tls, shared, shutdown));
+    Ok(Some(WebHandle {
+        base_url,
+        addr: bound,
+    }))
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    shared: Arc<Shared>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let permits = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(permit) = permits.clone().acquire_owned().await else {
+            return;
+        };
+        let (stream, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!(error = %e, "web: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = async { let _ = shutdown.wait_for(|s| *s).await; } => return,
+        };
+        let _ = stream.set_nodelay(true);
+        let shared = shared.clone();
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            match tls {
+                Some(acc) => {
+                    if let Ok(Ok(s)) = tokio::time::timeout(TLS_TIMEOUT, acc.accept(stream)).await {
+                        serve_conn(TokioIo::new(s), peer, shared).await
+                    }
+                }
+                None => serve_conn(TokioIo::new(stream), peer, shared).await,
+            }
+        });
+    }
+}
+
+async fn serve_conn<I>(io: I, peer: SocketAddr, shared: Arc<Shared>)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req| {
+        let shared = shared.clone();
+        async move { Ok::<_, std::convert::Infallible>(api::handle(shared, req, peer).await) }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(64 * 1024)
+        .serve_connection(io, svc);
+    let _ = conn.await;
+}

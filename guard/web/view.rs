@@ -1,0 +1,95 @@
+//! What the API shows of an inbox entry: the request as the person must judge it (never an
+//! environment value: the request model holds env keys only), the verdict's reasons, the
+//! decisions offered, the state, who decided, and the run's outcome when the audit log has
+//! one. This is the JSON contract documented in the README ("Web prompt").
+
+use crate::inbox::{Entry, Resolved};
+use crate::policy::request::{DecidedBy, Decision, Source};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// How much of the audit log's tail the history reads for run outcomes.
+const AUDIT_TAIL: u64 = 8 * 1024 * 1024;
+
+pub fn source_name(s: Source) -> &'static str {
+    match s {
+        Source::SocketRequest | Source::SocketExec => "socket",
+        Source::Gateway => "gateway",
+        Source::Plugin => "plugin",
+        Source::Cli => "cli",
+        Source::Node => "node",
+    }
+}
+
+pub fn decision_json(d: &Decision) -> Value {
+    let (by, name) = match &d.by {
+        DecidedBy::Policy => ("policy", None),
+        DecidedBy::Human(n) => ("human", Some(n.as_str())),
+        DecidedBy::Fallback => ("fallback", None),
+    };
+    json!({"kind": d.kind.as_str(), "reason": d.reason, "by": by, "name": name, "atMs": d.at_ms})
+}
+
+pub fn entry_json(e: &Entry, run: Option<&Value>) -> Value {
+    json!({
+        "id": e.id,
+        "state": e.state.as_str(),
+        "summary": e.summary(),
+        "requestHash": e.request_hash,
+        "createdMs": e.created_ms,
+        "deadlineMs": e.deadline_ms,
+        "resolvedMs": e.resolved_ms,
+        "source": source_name(e.request.who.source),
+        "sourceDetail": e.request.who.source,
+        "agentId": e.request.who.agent_id,
+        "sessionKey": e.request.who.session_key,
+        "requestId": e.request.id,
+        "action": e.request.action,
+        "category": e.verdict.category,
+        "reasons": e.verdict.reasons,
+        "offered": e.offered().iter().map(|k| k.as_str()).collect::<Vec<_>>(),
+        "decision": e.decision.as_ref().map(decision_json),
+        "run": run,
+    })
+}
+
+pub fn resolved_json(r: &Resolved) -> Value {
+    json!({"id": r.id, "state": r.state.as_str(), "decision": decision_json(&r.decision)})
+}
+
+/// Run outcomes by request id, from the `exec` records of the audit log's tail.
+pub fn run_outcomes(audit: &Path) -> HashMap<String, Value> {
+    let mut out = HashMap::new();
+    let Ok(mut f) = std::fs::File::open(audit) else {
+        return out;
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(AUDIT_TAIL);
+    if f.seek(SeekFrom::Start(start)).is_err() {
+        return out;
+    }
+    let mut buf = Vec::new();
+    if f.take(AUDIT_TAIL).read_to_end(&mut buf).is_err() {
+        return out;
+    }
+    let text = String::from_utf8_lossy(&buf);
+    for line in text.lines().skip(usize::from(start > 0)) {
+        if !line.contains("\"kind\":\"exec\"") {
+            continue;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let f = &v["fields"];
+        let Some(id) = f["id"].as_str() else { continue };
+        out.insert(
+            id.to_owned(),
+            json!({"exitCode": f["exitCode"], "timedOut": f["timedOut"], "success": f["success"],
+                   "stdoutBytes": f["stdoutBytes"], "stderrBytes": f["stderrBytes"],
+                   "error": f["error"], "reason": f["reason"], "finishedMs": v["ts_ms"]}),
+        );
+    }
+    out
+}

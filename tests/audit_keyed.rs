@@ -1,0 +1,315 @@
+//! The keyed audit chain (issue 9 item 9), attacked as someone who can rewrite the log file
+//! but cannot read the key: every edit is followed by recomputing the hash chain (which is
+//! what beat the unkeyed log), and `audit verify` with the key must still fail, while without
+//! the key the same file passes (showing what the key adds). Rotation keeps one chain that
+//! verifies as a set of files.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+use sanctum_guard::audit::{self, AuditKey, AuditLog, AuditOptions, Verification};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_sanctum-guard")
+}
+
+fn write_log(dir: &Path, n: usize, rotate_bytes: u64) -> PathBuf {
+    let path = dir.join("audit.jsonl");
+    let opts = AuditOptions {
+        key_path: None,
+        rotate_bytes,
+    };
+    let (log, _) = AuditLog::open_with(&path, &opts).expect("open");
+    for i in 0..n {
+        log.append(
+            "decision",
+            json!({"n": i, "cmd": format!("rm -rf /tmp/x{i}")}),
+        )
+        .expect("append");
+    }
+    path
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .expect("read")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Rewrites `seq` and `prev` of every line so the unkeyed chain holds again; `macs` says
+/// what the attacker does with the seals it cannot recompute.
+fn recompute(path: &Path, mut ls: Vec<String>, macs: Macs) {
+    let mut prev = audit::GENESIS.to_owned();
+    let mut seq = 0;
+    for (i, l) in ls.iter_mut().enumerate() {
+        let mut v: Value = serde_json::from_str(l).expect("json");
+        if i == 0 && v["kind"] == "rotation" {
+            // Keep a rotation start as it is.
+            prev = v["prev"].as_str().expect("prev").to_owned();
+            seq = v["seq"].as_u64().expect("seq") - 1;
+        }
+        seq += 1;
+        let unchanged = v["seq"] == json!(seq) && v["prev"] == json!(prev);
+        if unchanged && matches!(macs, Macs::Keep) {
+            // Nothing to recompute: keep the exact bytes (and their valid seal).
+            prev = audit::line_hash(l.as_bytes());
+            continue;
+        }
+        v["seq"] = json!(seq);
+        v["prev"] = json!(prev);
+        match macs {
+            Macs::Keep => {}
+            Macs::Strip => {
+                v.as_object_mut().expect("obj").remove("mac");
+            }
+            Macs::Forge => v["mac"] = json!("ab".repeat(32)),
+        }
+        *l = serde_json::to_string(&v).expect("encode");
+        prev = audit::line_hash(l.as_bytes());
+    }
+    let mut s = ls.join("\n");
+    s.push('\n');
+    std::fs::write(path, s).expect("write");
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Macs {
+    Keep,
+    Strip,
+    Forge,
+}
+
+fn cli_verify(files: &[&Path], extra: &[&str]) -> (i32, String) {
+    let out = Command::new(bin())
+        .args(["audit", "verify"])
+        .args(files)
+        .args(extra)
+        .output()
+        .expect("run");
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+type Attack = fn(Vec<String>) -> Vec<String>;
+
+#[test]
+fn tampering_then_recomputing_the_chain_fails_with_the_key() {
+    let attacks: &[(&str, Attack)] = &[
+        ("delete a middle record", |mut l| {
+            l.remove(4);
+            l
+        }),
+        ("delete the first record", |mut l| {
+            l.remove(0);
+            l
+        }),
+        ("edit a payload", |mut l| {
+            l[3] = l[3].replacen("rm -rf /tmp/x3", "ls", 1);
+            l
+        }),
+        ("reorder two records", |mut l| {
+            l.swap(2, 6);
+            l
+        }),
+        ("duplicate a record", |mut l| {
+            let d = l[5].clone();
+            l.insert(6, d);
+            l
+        }),
+        ("insert a forged record", |mut l| {
+            l.insert(
+                2,
+                r#"{"seq":0,"ts":"x","ts_ms":1,"kind":"decision","fields":{},"prev":"x"}"#.into(),
+            );
+            l
+        }),
+        ("truncate the newest records", |mut l| {
+            l.truncate(7);
+            l
+        }),
+        ("truncate to one record", |mut l| {
+            l.truncate(1);
+            l
+        }),
+    ];
+    for (name, attack) in attacks {
+        for macs in [Macs::Keep, Macs::Strip, Macs::Forge] {
+            let dir = tempfile::tempdir().expect("tmp");
+            let path = write_log(dir.path(), 10, 0);
+            let (code, out) = cli_verify(&[&path], &[]);
+            assert_eq!(code, 0, "{name}: the untouched log verifies: {out}");
+            recompute(&path, attack(lines(&path)), macs);
+            let (code, out) = cli_verify(&[&path], &[]);
+            assert_eq!(
+                code, 1,
+                "{name} ({macs:?}) must be caught with the key: {out}"
+            );
+            assert!(out.contains("BROKEN"), "{name}: {out}");
+            if matches!(macs, Macs::Strip) {
+                // Without the key the recomputed chain is consistent: that is exactly the
+                // attack the key closes, and verify says it proves nothing more.
+                assert!(
+                    matches!(
+                        audit::verify(&path).expect("verify"),
+                        Verification::Ok { .. }
+                    ),
+                    "{name}: the recomputed chain is internally consistent"
+                );
+                let key = dir.path().join("audit.key");
+                std::fs::rename(&key, dir.path().join("elsewhere.key")).expect("mv");
+                let (code, out) = cli_verify(&[&path], &[]);
+                assert_eq!(code, 0, "{name}: {out}");
+                assert!(out.contains("NOT keyed"), "{out}");
+                let (code, out) = cli_verify(
+                    &[&path],
+                    &[
+                        "--key",
+                        dir.path().join("elsewhere.key").to_str().expect("utf8"),
+                    ],
+                );
+                assert_eq!(code, 1, "{name}: --key finds it: {out}");
+            }
+        }
+    }
+}
+
+#[test]
+fn cutting_the_newest_records_is_caught_by_the_head() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = write_log(dir.path(), 10, 0);
+    let ls = lines(&path);
+    // Exact bytes of the first 7 records: every remaining seal is valid.
+    std::fs::write(&path, ls[..7].join("\n") + "\n").expect("write");
+    assert!(matches!(
+        audit::verify(&path).expect("verify"),
+        Verification::Ok { records: 7 }
+    ));
+    let (code, out) = cli_verify(&[&path], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("cut off"), "{out}");
+}
+
+#[test]
+fn a_log_rewritten_under_another_key_fails() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = write_log(dir.path(), 5, 0);
+    // The attacker writes a whole new, internally consistent and sealed log with a key of
+    // their own, in another directory, and puts it in place of the real one.
+    let other = tempfile::tempdir().expect("tmp");
+    let forged = write_log(other.path(), 5, 0);
+    std::fs::copy(&forged, &path).expect("copy");
+    let (code, out) = cli_verify(&[&path], &[]);
+    assert_eq!(code, 1, "{out}");
+}
+
+#[test]
+fn a_key_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = write_log(dir.path(), 2, 0);
+    let key = dir.path().join("audit.key");
+    assert_eq!(
+        std::fs::metadata(&key).expect("key").permissions().mode() & 0o777,
+        0o600
+    );
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (code, out) = cli_verify(&[&path], &[]);
+    assert_eq!(code, 2, "{out}");
+    assert!(out.contains("0600"), "{out}");
+    let (code, out) = cli_verify(&[&path], &["--key", "/nonexistent/key"]);
+    assert_eq!(code, 2, "{out}");
+}
+
+fn rotated_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn rotation_keeps_one_chain_across_files() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = write_log(dir.path(), 60, 2_000);
+    let files = rotated_files(dir.path());
+    assert!(files.len() >= 4, "rotated into several files: {files:?}");
+    let live = lines(&path);
+    let first: Value = serde_json::from_str(&live[0]).expect("json");
+    assert_eq!(
+        first["kind"], "rotation",
+        "the new file names the previous one"
+    );
+    assert!(first["fields"]["previousFile"].as_str().is_some());
+    assert_eq!(first["prev"], first["fields"]["previousLastHash"]);
+
+    let key = AuditKey::load(&dir.path().join("audit.key")).expect("key");
+    let rep = audit::verify_set(&files, Some(&key)).expect("verify");
+    assert!(rep.is_ok(), "{}", rep.render());
+    let rotations = files.len() as u64 - 1;
+    assert_eq!(
+        rep.verification,
+        Verification::Ok {
+            records: 60 + rotations
+        }
+    );
+    // Any order on the command line; the live file alone verifies with a note.
+    let mut shuffled = files.clone();
+    shuffled.reverse();
+    let refs: Vec<&Path> = shuffled.iter().map(PathBuf::as_path).collect();
+    let (code, out) = cli_verify(&refs, &[]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = cli_verify(&[&path], &[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("continuing"), "{out}");
+
+    // A missing middle file, or a middle file swapped for another, breaks the set.
+    let mut gap = files.clone();
+    gap.remove(1);
+    let rep = audit::verify_set(&gap, Some(&key)).expect("verify");
+    assert!(!rep.is_ok(), "a missing file must show: {}", rep.render());
+    // Reopening a rotated log resumes the chain.
+    let opts = AuditOptions {
+        key_path: None,
+        rotate_bytes: 2_000,
+    };
+    let (log, _) = AuditLog::open_with(&path, &opts).expect("reopen");
+    log.append("startup", json!({})).expect("append");
+    drop(log);
+    let files = rotated_files(dir.path());
+    let rep = audit::verify_set(&files, Some(&key)).expect("verify");
+    assert!(rep.is_ok(), "{}", rep.render());
+}
+
+#[test]
+fn a_log_from_before_keying_is_rotated_away_on_open() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = write_log(dir.path(), 4, 0);
+    // Simulate a pre-keying log: no seals.
+    recompute(&path, lines(&path), Macs::Strip);
+    let (log, _) = AuditLog::open(&path).expect("open");
+    log.append("startup", json!({})).expect("append");
+    drop(log);
+    let files = rotated_files(dir.path());
+    assert_eq!(files.len(), 2, "{files:?}");
+    let key = AuditKey::load(&dir.path().join("audit.key")).expect("key");
+    // The keyed file verifies with the key; the old one only without.
+    let rep = audit::verify_set(std::slice::from_ref(&path), Some(&key)).expect("verify");
+    assert!(rep.is_ok(), "{}", rep.render());
+    assert!(matches!(
+        audit::verify(&files[0]).expect("verify"),
+        Verification::Ok { records: 4 }
+    ));
+}

@@ -1,0 +1,100 @@
+//! Issue 9 item 5, the guard's side: a confined command of the same uid lowers the guard's
+//! limits with `prlimit`. The real `serve` must survive, fail closed and say what happened.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+mod socket_support;
+
+use socket_support::*;
+use std::os::unix::net::UnixStream;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "limits-test-token-0123456789abcd";
+
+fn prlimit(pid: i32, what: &str) {
+    let out = Command::new("prlimit")
+        .arg("--pid")
+        .arg(pid.to_string())
+        .arg(what)
+        .output()
+        .expect("prlimit (util-linux)");
+    assert!(out.status.success(), "prlimit {what}: {out:?}");
+}
+
+fn open_fds(pid: i32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+fn decision(w: &World, id: &str) -> String {
+    let r = raw_exchange(&w.socket(), request_line(TOKEN, id, "ls").as_bytes(), true);
+    first_json(&r)["decision"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_lowered_descriptor_limit_is_survived_and_reported() {
+    raise_nofile();
+    let w = World::new(NEW, TOKEN, &[]);
+    let mut serve = Serve::start(&w, &[], &[]);
+    assert!(
+        serve.log().contains("limits          nofile"),
+        "{}",
+        serve.log()
+    );
+    let pid = serve.pid();
+    let n = open_fds(pid) + 6;
+    prlimit(pid, &format!("--nofile={n}:{n}"));
+    // Far more connections than descriptors left.
+    let held: Vec<UnixStream> = (0..200)
+        .filter_map(|_| UnixStream::connect(w.socket()).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(serve.alive(), "serve died: {}", serve.log());
+    drop(held);
+    // Answers again once the flood is gone (honest clients are not left hanging).
+    let start = Instant::now();
+    loop {
+        if decision(&w, "after") == "allow-once" {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "{}", serve.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(serve.alive());
+    audit_with(&w, &["\"kind\":\"guard-limit\"", "EMFILE"]);
+}
+
+#[test]
+fn a_lowered_file_size_limit_fails_closed_instead_of_killing_the_guard() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let mut serve = Serve::start(&w, &[], &[]);
+    let pid = serve.pid();
+    assert_eq!(decision(&w, "before"), "allow-once");
+    let audit = w.guard_state.join("audit.jsonl");
+    std::thread::sleep(Duration::from_millis(200));
+    let size = std::fs::metadata(&audit).expect("audit").len();
+    // The next records do not fit: writes get SIGXFSZ/EFBIG.
+    prlimit(pid, &format!("--fsize={}:{}", size + 10, size + 10));
+    let mut answers = Vec::new();
+    for i in 0..20 {
+        answers.push(decision(&w, &format!("x{i}")));
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    assert!(serve.alive(), "SIGXFSZ killed the guard: {}", serve.log());
+    // Once the log cannot be written, nothing is allowed (fail closed).
+    assert_eq!(
+        answers.last().map(String::as_str),
+        Some("deny"),
+        "answers after the audit log failed: {answers:?}"
+    );
+    assert!(
+        serve.log().contains("audit") && serve.log().contains("File too large"),
+        "the failure is reported: {}",
+        serve.log()
+    );
+}

@@ -1,0 +1,349 @@
+//! The web prompt in real headless Chromium (Debian `chromium` + `chromium-driver`, driven
+//! over WebDriver with fantoccini) against the real `serve` and real socket clients: sign in
+//! with the one-time link, a request appears live, Allow once reaches the client, Deny with
+//! a reason reaches the audit log, an expired card changes state, XSS payloads, bidi and
+//! control characters stay inert visible text, keyboard shortcuts, history with the audit
+//! check, logout. Screenshots at desktop and phone width go to target/web-screenshots/.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+mod socket_support;
+mod web_support;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
+use socket_support::*;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use web_support::*;
+
+struct Driver {
+    _child: ChildGuard,
+    url: String,
+}
+
+fn chromedriver() -> Driver {
+    let port = free_port();
+    let child = ChildGuard::spawn_group(
+        "chromedriver",
+        std::process::Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "chromedriver did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Driver {
+        _child: child,
+        url: format!("http://127.0.0.1:{port}"),
+    }
+}
+
+async fn browser(d: &Driver, profile: &std::path::Path) -> Client {
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        json!({"binary": "/usr/bin/chromium", "args": [
+            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+            "--window-size=1280,1000", "--hide-scrollbars", "--lang=en-US",
+            format!("--user-data-dir={}", profile.display())]}),
+    );
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+        .capabilities(caps)
+        .connect(&d.url)
+        .await
+        .expect("webdriver session")
+}
+
+fn shots() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target")
+        .join("web-screenshots");
+    std::fs::create_dir_all(&dir).expect("screenshot dir");
+    dir
+}
+
+async fn js(c: &Client, script: &str, args: Vec<Value>) -> Value {
+    c.execute(script, args).await.expect("script")
+}
+
+/// Waits until `script` returns true.
+async fn until(c: &Client, what: &str, script: &str, args: Vec<Value>) {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(20) {
+        if js(c, script, args.clone()).await == Value::Bool(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let html = js(c, "return document.body.innerText", vec![]).await;
+    panic!(
+        "timed out waiting for {what}; page text:\n{}",
+        html.as_str().unwrap_or("")
+    );
+}
+
+const CARD_BY_REQ: &str = "return [...document.querySelectorAll('li.card')].some(n => n.textContent.includes(arguments[0]))";
+
+async fn card_id(c: &Client, needle: &str) -> String {
+    until(c, needle, CARD_BY_REQ, vec![json!(needle)]).await;
+    js(c, "return [...document.querySelectorAll('li.card')].find(n => n.textContent.includes(arguments[0])).getAttribute('data-id')", vec![json!(needle)])
+        .await
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .click()
+        .await
+        .expect("click");
+}
+
+async fn shot(c: &Client, name: &str) -> PathBuf {
+    let png = c.screenshot().await.expect("screenshot");
+    let p = shots().join(name);
+    std::fs::write(&p, png).expect("write screenshot");
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_prompt_in_chromium() {
+    // Long enough for the steps below on a loaded machine; the expiry step waits it out.
+    let w = Web::start(25_000);
+    let d = chromedriver();
+    let profile = tempfile::tempdir().expect("profile");
+    let c = browser(&d, profile.path()).await;
+
+    // Signed out: the inbox says how to sign in.
+    c.goto(&w.base).await.expect("goto");
+    until(
+        &c,
+        "signed-out panel",
+        "return !document.getElementById('signed-out').hidden",
+        vec![],
+    )
+    .await;
+
+    // Sign in with the one-time link; the token leaves the address bar.
+    let link = std::fs::read_to_string(w.link_file()).expect("link");
+    c.goto(link.trim()).await.expect("goto link");
+    assert_eq!(js(&c, "return location.hash", vec![]).await, json!(""));
+    click(&c, "#signin").await;
+    until(
+        &c,
+        "live inbox",
+        "const l = document.getElementById('live'); return !!l && l.classList.contains('on')",
+        vec![],
+    )
+    .await;
+    // The link is used up: a second browser cannot use it.
+    assert_eq!(
+        w.login_with(link.trim().rsplit_once("#t=").expect("t").1)
+            .status,
+        401
+    );
+
+    // A request from a real socket client appears live; Allow once reaches the client.
+    let a = w.ask("br-1", "touch /tmp/sg-web-allow");
+    let ida = card_id(&c, "sg-web-allow").await;
+    click(&c, &format!("#r-{ida} button[data-act='allow-once']")).await;
+    assert_eq!(first_json(&a.join().expect("a"))["decision"], "allow-once");
+    until(
+        &c,
+        "approved card",
+        "return document.getElementById('r-' + arguments[0]).textContent.includes('APPROVED')",
+        vec![json!(ida)],
+    )
+    .await;
+
+    // Hostile text stays inert: script tags, attribute breakout, bidi override, ESC.
+    let xss = "echo '<script>window.__pwned=1</script>' \"\\\"><img src=x onerror=window.__pwned=2>\" > /tmp/sg-web-xss\u{202e}txt.sh";
+    let ctl = "touch /tmp/sg-web-ctl\u{1b}[31mred";
+    let x = w.ask("br-xss", xss);
+    let k = w.ask("br-ctl", ctl);
+    let n = w.ask("br-npm", "npm install --save left-pad@1.3.0");
+    let idx = card_id(&c, "sg-web-xss").await;
+    let idk = card_id(&c, "sg-web-ctl").await;
+    let _idn = card_id(&c, "left-pad").await;
+    let cmd = js(
+        &c,
+        "return document.querySelector('#r-' + arguments[0] + ' pre.cmd').textContent",
+        vec![json!(idx)],
+    )
+    .await;
+    let cmd = cmd.as_str().expect("text");
+    assert!(cmd.contains("<script>window.__pwned=1</script>"), "{cmd}");
+    assert!(
+        cmd.contains("\"><img src=x onerror=window.__pwned=2>"),
+        "{cmd}"
+    );
+    assert!(
+        cmd.contains("⟨U+202E⟩") && !cmd.contains('\u{202e}'),
+        "bidi not made visible: {cmd}"
+    );
+    let inert = js(&c, "return [window.__pwned === undefined, document.querySelectorAll('img[src=\"x\"]').length, document.scripts.length, document.querySelectorAll('li.card script').length]", vec![]).await;
+    assert_eq!(inert, json!([true, 0, 2, 0]), "payload became markup");
+    let ctl_text = js(
+        &c,
+        "return document.querySelector('#r-' + arguments[0] + ' pre.cmd').textContent",
+        vec![json!(idk)],
+    )
+    .await;
+    assert!(
+        ctl_text.as_str().expect("t").contains("⟨ESC⟩"),
+        "{ctl_text}"
+    );
+    // Unanalysable text offers no allow-always; a plain write does.
+    let btns = js(&c, "return [document.querySelectorAll('#r-' + arguments[0] + ' button[data-act=allow-always]').length, document.querySelectorAll('#r-' + arguments[1] + ' button[data-act=allow-always]').length]", vec![json!(idk), json!(idx)]).await;
+    assert_eq!(btns, json!([0, 1]));
+    // Oldest deadline first.
+    let order = js(&c, "return [...document.querySelectorAll('li.card.pending')].map(n => n.getAttribute('data-id'))", vec![]).await;
+    assert_eq!(order.as_array().expect("order")[0], json!(idx), "{order}");
+    shot(&c, "inbox-desktop.png").await;
+    c.set_window_size(390, 844).await.expect("phone");
+    let phone_fits = js(
+        &c,
+        "return document.documentElement.scrollWidth <= window.innerWidth + 1",
+        vec![],
+    )
+    .await;
+    shot(&c, "inbox-phone.png").await;
+    assert_eq!(phone_fits, json!(true), "page wider than a phone");
+    c.set_window_size(1280, 1000).await.expect("desktop");
+
+    // Deny with a reason: typed in the card, sent with the Deny button.
+    let reason = c
+        .find(Locator::Css(&format!("#r-{idx} input.reason")))
+        .await
+        .expect("reason");
+    reason
+        .send_keys("looks like an injection attempt")
+        .await
+        .expect("type");
+    click(&c, &format!("#r-{idx} button[data-act='deny']")).await;
+    assert_eq!(first_json(&x.join().expect("x"))["decision"], "deny");
+    let audit = w.audit();
+    assert!(
+        audit.lines().any(|l| l.contains(&idx)
+            && l.contains("looks like an injection attempt")
+            && l.contains("web:admin/")),
+        "reason or approver missing from the audit log"
+    );
+
+    // Keyboard: select the control-character card, D denies it.
+    let card = c
+        .find(Locator::Css(&format!("#r-{idk}")))
+        .await
+        .expect("card");
+    card.click().await.expect("select");
+    card.send_keys("D").await.expect("key");
+    assert_eq!(first_json(&k.join().expect("k"))["decision"], "deny");
+    // And `a` allows the npm one once (after j moves the selection to it).
+    card.send_keys("j").await.expect("j");
+    let sel = js(&c, "const s = document.querySelector('li.card.selected'); return s && s.textContent.includes('left-pad')", vec![]).await;
+    assert_eq!(sel, json!(true));
+    let selected = c
+        .find(Locator::Css("li.card.selected"))
+        .await
+        .expect("selected");
+    selected.send_keys("a").await.expect("a");
+    assert_eq!(first_json(&n.join().expect("n"))["decision"], "allow-once");
+
+    // Nobody answers: the card changes state when the deadline passes.
+    let e = w.ask("br-exp", "touch /tmp/sg-web-expire");
+    let ide = card_id(&c, "sg-web-expire").await;
+    let start = Instant::now();
+    let mut expired = false;
+    while start.elapsed() < Duration::from_secs(40) && !expired {
+        let t = js(
+            &c,
+            "return document.getElementById('r-' + arguments[0]).textContent",
+            vec![json!(ide)],
+        )
+        .await;
+        expired = t.as_str().unwrap_or("").contains("EXPIRED");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(expired, "expired card did not change state");
+    let disabled = js(&c, "return [...document.querySelectorAll('#r-' + arguments[0] + ' button')].every(b => b.disabled)", vec![json!(ide)]).await;
+    assert_eq!(disabled, json!(true));
+    assert_eq!(first_json(&e.join().expect("e"))["decision"], "deny");
+
+    // History: who decided, why; filters; the audit chain check.
+    c.goto(&format!("{}/history", w.base))
+        .await
+        .expect("history");
+    until(
+        &c,
+        "history rows",
+        "return document.querySelectorAll('li.row').length >= 5",
+        vec![],
+    )
+    .await;
+    let text = js(
+        &c,
+        "return document.getElementById('rows').textContent",
+        vec![],
+    )
+    .await;
+    let text = text.as_str().expect("t");
+    assert!(
+        text.contains("looks like an injection attempt")
+            && text.contains("web:admin/")
+            && text.contains("approval-timeout"),
+        "{text}"
+    );
+    let f = c.find(Locator::Css("#f-text")).await.expect("filter");
+    f.send_keys("left-pad").await.expect("type");
+    until(
+        &c,
+        "filtered",
+        "return document.querySelectorAll('li.row').length === 1",
+        vec![],
+    )
+    .await;
+    f.clear().await.expect("clear");
+    js(&c, "document.getElementById('f-text').dispatchEvent(new Event('input', {bubbles: true})); return true", vec![]).await;
+    click(&c, "#verify").await;
+    until(
+        &c,
+        "chain verified",
+        "return document.getElementById('verify-result').textContent.includes('Chain intact')",
+        vec![],
+    )
+    .await;
+    shot(&c, "history-desktop.png").await;
+    c.set_window_size(390, 844).await.expect("phone");
+    shot(&c, "history-phone.png").await;
+    c.set_window_size(1280, 1000).await.expect("desktop");
+
+    // Logout: the page says so and the old session is dead.
+    click(&c, "#logout").await;
+    until(
+        &c,
+        "signed out",
+        "return !document.getElementById('signed-out').hidden",
+        vec![],
+    )
+    .await;
+    let s = c
+        .execute_async(
+            "const done = arguments[0]; fetch('/api/session').then(r => done(r.status));",
+            vec![],
+        )
+        .await
+        .expect("fetch");
+    assert_eq!(s, json!(401));
+    c.close().await.expect("close");
+}

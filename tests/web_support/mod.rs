@@ -1,0 +1,268 @@
+//! Shared by the web tests: a real `serve` with its web prompt on a free port, a minimal
+//! HTTP/1.1 client over std TCP (so tests can also be slow, partial or oversized on
+//! purpose), sign-in with the one-time link, and socket clients that wait for a decision.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+#![allow(dead_code)]
+
+use crate::socket_support::*;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub const VERSION: &str = "2026.9.6";
+pub const TOKEN: &str = "web-test-socket-token-0123456789";
+
+pub struct Web {
+    pub world: World,
+    pub serve: Serve,
+    pub port: u16,
+    pub base: String,
+}
+
+/// One HTTP response.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl Resp {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
+    }
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+        })
+    }
+}
+
+/// A signed-in client.
+#[derive(Debug, Clone)]
+pub struct Login {
+    pub cookie: String,
+    pub csrf: String,
+    pub identity: String,
+}
+
+impl Web {
+    /// Starts serve with its web prompt; `request_ms` is the deadline of `request` frames.
+    pub fn start(request_ms: u64) -> Web {
+        Self::start_with(request_ms, &[], "http")
+    }
+
+    /// [`Web::start`] with more `serve` flags; `scheme` is what the base URL uses.
+    pub fn start_with(request_ms: u64, extra: &[&str], scheme: &str) -> Web {
+        let world = World::new(VERSION, TOKEN, &[]);
+        let port = free_port();
+        let cfg = world.tmp.path().join("guard.toml");
+        std::fs::write(&cfg, format!("[deadlines]\nrequest_ms = {request_ms}\n")).expect("cfg");
+        let listen = format!("127.0.0.1:{port}");
+        let mut args = vec![
+            "--config",
+            cfg.to_str().expect("utf8"),
+            "--web-listen",
+            &listen,
+        ];
+        args.extend_from_slice(extra);
+        let serve = Serve::start(&world, &[], &args);
+        Web {
+            world,
+            serve,
+            port,
+            base: format!("{scheme}://{listen}"),
+        }
+    }
+
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn link_file(&self) -> PathBuf {
+        self.world.guard_state.join("web-login-link")
+    }
+
+    /// The token of the current login link file.
+    pub fn link_token(&self) -> String {
+        let link = std::fs::read_to_string(self.link_file()).expect("login link file");
+        link.trim()
+            .rsplit_once("#t=")
+            .expect("token in link")
+            .1
+            .to_owned()
+    }
+
+    /// A raw exchange: `extra` header lines (each without CRLF), optional body.
+    pub fn raw(&self, method: &str, path: &str, extra: &[String], body: Option<&[u8]>) -> Resp {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect web");
+        s.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+        for h in extra {
+            req.push_str(h);
+            req.push_str("\r\n");
+        }
+        if let Some(b) = body {
+            req.push_str(&format!("Content-Length: {}\r\n", b.len()));
+        }
+        req.push_str("\r\n");
+        let mut bytes = req.into_bytes();
+        if let Some(b) = body {
+            bytes.extend_from_slice(b);
+        }
+        // The server may answer (413) and close before the whole body is written.
+        let _ = s.write_all(&bytes);
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        parse(&out)
+    }
+
+    /// A browser-like request: our Host and Origin, the cookie and CSRF token of `login`.
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        login: Option<&Login>,
+        body: Option<&str>,
+    ) -> Resp {
+        let mut h = vec![format!("Host: {}", self.host())];
+        if method != "GET" {
+            h.push(format!("Origin: {}", self.origin()));
+            h.push("Content-Type: application/json".into());
+        }
+        if let Some(l) = login {
+            h.push(format!("Cookie: {}", l.cookie));
+            h.push(format!("X-CSRF-Token: {}", l.csrf));
+        }
+        self.raw(method, path, &h, body.map(str::as_bytes))
+    }
+
+    /// Signs in with `token`.
+    pub fn login_with(&self, token: &str) -> Resp {
+        self.call(
+            "POST",
+            "/api/login",
+            None,
+            Some(&serde_json::json!({ "token": token }).to_string()),
+        )
+    }
+
+    /// Signs in with the link file's token.
+    pub fn login(&self) -> Login {
+        let r = self.login_with(&self.link_token());
+        assert_eq!(r.status, 200, "login: {r:?}");
+        let set = r.header("set-cookie").expect("set-cookie");
+        let cookie = set.split(';').next().expect("cookie").to_owned();
+        let v = r.json();
+        Login {
+            cookie,
+            csrf: v["csrf"].as_str().expect("csrf").into(),
+            identity: v["identity"].as_str().expect("identity").into(),
+        }
+    }
+
+    /// A new login link from the command line (what a person runs while serve runs).
+    pub fn new_link(&self) -> String {
+        let (code, out, err) = guard_cli(
+            &[
+                "web",
+                "login-link",
+                "--state-dir",
+                self.world.guard_state.to_str().expect("utf8"),
+            ],
+            &[],
+        );
+        assert_eq!(code, 0, "web login-link: {err}");
+        out.trim().to_owned()
+    }
+
+    /// Sends a `request` frame on a thread; the handle gives the reply line.
+    pub fn ask(&self, id: &str, command: &str) -> std::thread::JoinHandle<String> {
+        let sock = self.world.socket();
+        let line = request_line(TOKEN, id, command);
+        std::thread::spawn(move || raw_exchange(&sock, line.as_bytes(), false))
+    }
+
+    pub fn pending(&self, login: &Login) -> Vec<serde_json::Value> {
+        let r = self.call("GET", "/api/requests?state=pending", Some(login), None);
+        assert_eq!(r.status, 200, "{r:?}");
+        r.json()["requests"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits until the request with source id `req_id` is pending; returns its entry.
+    pub fn wait_pending(&self, login: &Login, req_id: &str) -> serde_json::Value {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if let Some(e) = self
+                .pending(login)
+                .into_iter()
+                .find(|e| e["requestId"] == req_id)
+            {
+                return e;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "request {req_id} never pending; serve log:\n{}",
+            self.serve.log()
+        );
+    }
+
+    pub fn decide(&self, login: &Login, id: &str, body: serde_json::Value) -> Resp {
+        self.call(
+            "POST",
+            &format!("/api/requests/{id}/decision"),
+            Some(login),
+            Some(&body.to_string()),
+        )
+    }
+
+    pub fn audit(&self) -> String {
+        std::fs::read_to_string(self.world.guard_state.join("audit.jsonl")).unwrap_or_default()
+    }
+}
+
+fn parse(out: &[u8]) -> Resp {
+    let text = String::from_utf8_lossy(out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    let body = if chunked {
+        dechunk(body)
+    } else {
+        body.to_owned()
+    };
+    Resp {
+        status,
+        head: head.to_owned(),
+        body,
+    }
+}
+
+fn dechunk(mut s: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = s.split_once("\r\n") {
+        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        s = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
