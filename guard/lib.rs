@@ -21,3 +21,4 @@ pub mod inbox;
 pub mod sandbox;
 
 pub mod app;
+pub mod node;

@@ -26,6 +26,17 @@ pub struct DoctorReport {
     pub openclaw: Result<OpenClawPosture, String>,
     /// Problems that make `sandbox`/exec refuse to run (exit 1 when non-empty).
     pub problems: Vec<String>,
+    /// The OpenClaw side of a node deployment, when its config could be found (warnings only).
+    pub openclaw_node: Option<crate::node::doctor::OpenClawSide>,
+}
+
+/// OpenClaw's config (`<state>/openclaw.json`) against this machine's node identity.
+fn openclaw_side() -> Option<crate::node::doctor::OpenClawSide> {
+    let cfg = super::config::Config::load(&super::config::Overrides::default()).ok()?;
+    crate::node::doctor::inspect(
+        &cfg.openclaw_state_dir.join("openclaw.json"),
+        &cfg.state_dir.join("node"),
+    )
 }
 
 /// What OpenClaw's approvals document says, read where `serve` would read it.
@@ -126,6 +137,7 @@ pub fn check() -> DoctorReport {
         trial,
         openclaw: openclaw_posture(),
         problems,
+        openclaw_node: openclaw_side(),
     }
 }
 
@@ -171,6 +183,19 @@ impl DoctorReport {
             ))
             }
             Err(e) => out.push(format!("openclaw approvals:  not readable: {e}")),
+        }
+        match &self.openclaw_node {
+            None => out.push("openclaw config:     not found (node checks skipped)".into()),
+            Some(o) => {
+                out.push(format!("openclaw config:     {}", o.config.display()));
+                if let Some(e) = &o.error {
+                    out.push(format!("warning:             {e}"));
+                }
+                for f in &o.findings {
+                    let tag = if f.ok { "ok:     " } else { "warning:" };
+                    out.push(format!("{tag}             {}", f.text));
+                }
+            }
         }
         if self.problems.is_empty() {
             out.push("verdict:             sandbox fully enforceable".into());

@@ -3,4 +3,5 @@
 //! sinks), and `doctor` (what this machine enforces). No door or sink logic lives here.
 pub mod config;
 pub mod doctor;
+pub mod node;
 pub mod serve;

@@ -71,6 +71,8 @@ enum Command {
     },
     /// Serve OpenClaw's exec-approvals socket (the sidecar).
     Serve(ServeArgs),
+    /// Be an OpenClaw node host: every `system.run` the gateway sends is decided by the guard.
+    Node(NodeArgs),
     /// Act on the pending requests of a (running or stopped) guard.
     Inbox {
         #[command(subcommand)]
@@ -383,6 +385,73 @@ struct ServeArgs {
     web_key: Option<PathBuf>,
 }
 
+#[derive(Args, Debug)]
+struct NodeArgs {
+    /// The gateway's WebSocket URL, e.g. ws://127.0.0.1:18789.
+    #[arg(long)]
+    gateway_url: String,
+    /// File holding the gateway's shared token.
+    #[arg(long)]
+    token_file: PathBuf,
+    /// The sidecar guard's approvals socket; absent: decide in this process (laptop mode).
+    #[arg(long)]
+    decider: Option<PathBuf>,
+    /// File holding the socket token (default: the one in OpenClaw's approvals document).
+    #[arg(long)]
+    decider_token_file: Option<PathBuf>,
+    /// The node's display name in OpenClaw.
+    #[arg(long, default_value = "sanctum-guard")]
+    name: String,
+    /// Longest wait for a human's decision, in seconds (within the gateway's invoke deadline).
+    #[arg(long, default_value_t = 600)]
+    ask_timeout: u64,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+fn run_node(a: NodeArgs) -> ExitCode {
+    let opts = sanctum_guard::app::node::NodeOptions {
+        gateway_url: a.gateway_url,
+        token_file: a.token_file,
+        decider: a.decider,
+        decider_token_file: a.decider_token_file,
+        name: a.name,
+        ask_timeout: std::time::Duration::from_secs(a.ask_timeout),
+        overrides: sanctum_guard::app::config::Overrides {
+            config: a.serve.config,
+            state_dir: a.serve.state_dir,
+            openclaw_state: a.serve.openclaw_state,
+            policy: a.serve.policy,
+            workspace: a.serve.workspace,
+            // The node serves no web prompt (the sidecar does).
+            ..Default::default()
+        },
+    };
+    // As `serve`: before any thread exists, so no thread keeps a capability to hand on.
+    match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {
+        Ok(0) => {}
+        Ok(n) => eprintln!("sanctum-guard node: bounding set cleared ({n} capabilities)"),
+        Err(e) => eprintln!("sanctum-guard node: warning: bounding set not cleared ({e}); each confined child still clears its own"),
+    }
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sanctum-guard node: tokio runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(sanctum_guard::app::node::run(opts)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("sanctum-guard node: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn run_serve(a: ServeArgs) -> ExitCode {
     let overrides = sanctum_guard::app::config::Overrides {
         config: a.config,
@@ -516,6 +585,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Policy(cmd) => policy_command(cmd),
         Command::Serve(a) => run_serve(a),
+        Command::Node(a) => run_node(a),
         Command::Doctor { json } => {
             let report = sanctum_guard::app::doctor::check();
             if json {

@@ -19,6 +19,9 @@ pub enum Source {
     Plugin,
     /// A person at the command line (`policy explain`).
     Cli,
+    /// `sanctum-guard node`: a `system.run` the gateway sent to our node host (the socket's
+    /// `request` frame with `source:"node"`, or in-process in laptop mode).
+    Node,
 }
 
 /// Who is asking.

@@ -148,6 +148,7 @@ impl SocketDoor {
         let (id, kind) = match &frame {
             Frame::Request(r) => (r.id.clone(), FrameKind::Request),
             Frame::Exec(e) => (e.id.clone(), FrameKind::Exec),
+            Frame::Outcome(o) => (o.id.clone(), FrameKind::Request),
         };
         if let Err(r) = self.peers.check(peer) {
             return self
@@ -162,6 +163,14 @@ impl SocketDoor {
         match frame {
             Frame::Request(f) => self.on_request(peer, *f, shutdown, link).await,
             Frame::Exec(f) => self.on_exec(peer, f, shutdown, link).await,
+            Frame::Outcome(f) => {
+                if !auth::token_matches(&self.token, &f.token) {
+                    let id = Some(f.id.clone());
+                    let (k, r) = (FrameKind::Request, RejectReason::Token);
+                    return self.reject(peer, id, k, r, "token mismatch").await;
+                }
+                super::outcome::on_outcome(&self.engine, peer, *f).await
+            }
         }
     }
 
@@ -182,6 +191,9 @@ impl SocketDoor {
                     "token mismatch",
                 )
                 .await;
+        }
+        if f.request.source.as_deref() == Some("node") {
+            return super::outcome::on_node_request(&self.engine, peer, f, shutdown, link).await;
         }
         if let Err(why) = prompt_forms_agree(&f.request) {
             return self

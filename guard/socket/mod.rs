@@ -9,6 +9,7 @@ pub mod decision;
 pub mod door;
 pub mod limits;
 pub mod listener;
+pub mod outcome;
 pub mod peer;
 pub mod rejections;
 pub mod reply;

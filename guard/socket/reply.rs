@@ -94,6 +94,9 @@ pub enum Reply {
         reason: RejectReason,
         message: String,
     },
+    /// One line built by a door extension (`super::outcome`: the node's decision with its
+    /// reason and profile, the outcome acknowledgement).
+    Line(serde_json::Value),
 }
 
 impl Reply {
@@ -173,6 +176,7 @@ impl Reply {
                     error: Some(&ExecError::rejected(*reason, message)),
                 });
             }
+            Reply::Line(v) => line(v),
         }
         out
     }

@@ -101,6 +101,17 @@ pub struct ApprovalRequest {
     pub command_argv: Option<Vec<String>>,
     #[serde(default)]
     pub env_keys: Option<Vec<String>>,
+    /// Ours (`sanctum-guard node`, see `super::outcome`): `"node"` marks a node host's
+    /// `system.run`, judged by its argv and answered with the reason and the profile.
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub run_id: Option<String>,
+    #[serde(default)]
+    pub node_id: Option<String>,
+    /// How long the node can wait for the decision.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
     /// The node host's plan (TS payload type): its argv and text are forms of the same
     /// command and must agree with `command` (the rest of it is not read).
     #[serde(default)]
@@ -178,6 +189,8 @@ impl ExecRequest {
 pub enum Frame {
     Request(Box<RequestFrame>),
     Exec(ExecFrame),
+    /// Ours: how a node's run ended (`super::outcome`).
+    Outcome(Box<super::outcome::OutcomeFrame>),
 }
 
 /// A frame that could not be decoded; `id` is echoed when it could be read.
@@ -211,6 +224,7 @@ struct RawFrame {
     ts: Option<serde_json::Number>,
     hmac: Option<String>,
     request_json: Option<String>,
+    outcome: Option<serde_json::Value>,
 }
 
 fn id_string(v: Option<serde_json::Value>) -> Option<String> {
@@ -287,6 +301,9 @@ pub fn parse_frame(line: &[u8]) -> Result<Frame, BadFrame> {
                 request_json,
             }))
         }
+        Some("outcome") => super::outcome::parse(id.clone(), raw.token, raw.outcome)
+            .map(|f| Frame::Outcome(Box::new(f)))
+            .ok_or_else(|| bad(FrameKind::Request, RejectReason::Json)),
         _ => Err(bad(FrameKind::Unknown, RejectReason::UnknownType)),
     }
 }

@@ -19,6 +19,7 @@ pub fn source_name(s: Source) -> &'static str {
         Source::Gateway => "gateway",
         Source::Plugin => "plugin",
         Source::Cli => "cli",
+        Source::Node => "node",
     }
 }
 

@@ -1,0 +1,178 @@
+//! `sanctum-guard node` wiring: the config, the device identity (in `<state_dir>/node`), the
+//! decider (the sidecar's socket with its token, or an in-process engine built as `serve`
+//! builds it), the invoke handler and the gateway session, until SIGTERM/SIGINT.
+
+use super::config::{Config, ConfigError, Overrides};
+use crate::audit::{AuditError, AuditLog};
+use crate::engine::{Engine, Judge, JudgeError};
+use crate::inbox::{Inbox, InboxError};
+use crate::node::client::{self, Gateway};
+use crate::node::decider::{Decider, Remote, SocketDecider};
+use crate::node::identity::{DeviceIdentity, IdentityError};
+use crate::node::invoke::Handler;
+use crate::openclaw::store::{Era, Store, StoreError};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::watch;
+
+/// Why `node` could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("config: {0}")]
+    Config(#[from] ConfigError),
+    #[error("{path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0} is empty")]
+    EmptyToken(PathBuf),
+    #[error("state dir: {0}")]
+    StateDir(String),
+    #[error("device identity: {0}")]
+    Identity(#[from] IdentityError),
+    #[error("audit log: {0}")]
+    Audit(#[from] AuditError),
+    #[error("inbox: {0}")]
+    Inbox(#[from] InboxError),
+    #[error("OpenClaw approvals store: {0}")]
+    Store(#[from] StoreError),
+    #[error("policy: {0}")]
+    Judge(#[from] JudgeError),
+    #[error("the approvals document at {0} names no socket token: pass --decider-token-file")]
+    NoDeciderToken(PathBuf),
+    #[error("signals: {0}")]
+    Signal(std::io::Error),
+}
+
+/// The command line of `node`.
+pub struct NodeOptions {
+    pub gateway_url: String,
+    pub token_file: PathBuf,
+    pub decider: Option<PathBuf>,
+    pub decider_token_file: Option<PathBuf>,
+    pub name: String,
+    pub ask_timeout: Duration,
+    pub overrides: Overrides,
+}
+
+fn read_token(path: &Path) -> Result<String, NodeError> {
+    let t = std::fs::read_to_string(path).map_err(|source| NodeError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let t = t.trim().to_owned();
+    if t.is_empty() {
+        return Err(NodeError::EmptyToken(path.to_path_buf()));
+    }
+    Ok(t)
+}
+
+/// The decider: `--decider SOCKET` (token from the file, else from OpenClaw's approvals
+/// document, as the real clients find it), or the engine in this process.
+fn build_decider(o: &NodeOptions, cfg: &Config) -> Result<Decider, NodeError> {
+    let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
+    match &o.decider {
+        Some(path) => {
+            let token = match &o.decider_token_file {
+                Some(f) => read_token(f)?,
+                None => store
+                    .read()?
+                    .and_then(|d| d.socket_token().map(str::to_owned))
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| NodeError::NoDeciderToken(store.path()))?,
+            };
+            let judge = Judge::load(cfg, store)?;
+            Ok(Decider::Remote(Box::new(Remote {
+                socket: SocketDecider {
+                    path: path.clone(),
+                    token,
+                },
+                judge,
+            })))
+        }
+        None => Ok(Decider::Local(Arc::new(local_engine(cfg, store)?))),
+    }
+}
+
+/// The in-process engine of laptop mode, built as `serve` builds its own (state dir, audit
+/// log, inbox, policy over OpenClaw's document).
+pub fn local_engine(cfg: &Config, store: Store) -> Result<Engine, NodeError> {
+    super::config::ensure_state_dir(&cfg.state_dir)
+        .map_err(|e| NodeError::StateDir(e.to_string()))?;
+    let (audit, _) = AuditLog::open(&cfg.audit_path())?;
+    let (inbox, _) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
+    let judge = Judge::load(cfg, store)?;
+    Ok(Engine::new(
+        cfg.deadlines,
+        judge,
+        inbox,
+        audit,
+        cfg.socket.durable_answers,
+    ))
+}
+
+/// Runs the node until SIGTERM or SIGINT. Startup lines go to stderr.
+pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
+    let cfg = Config::load(&o.overrides)?;
+    let token = read_token(&o.token_file)?;
+    let node_dir = cfg.state_dir.join("node");
+    let id = Arc::new(DeviceIdentity::load_or_create(&node_dir)?);
+    let decider = Arc::new(build_decider(&o, &cfg)?);
+    eprintln!("sanctum-guard node: node id   {}", id.device_id());
+    eprintln!("sanctum-guard node: identity  {}", node_dir.display());
+    eprintln!("sanctum-guard node: gateway   {}", o.gateway_url);
+    match &o.decider {
+        Some(p) => eprintln!("sanctum-guard node: decider   {}", p.display()),
+        None => eprintln!(
+            "sanctum-guard node: decider   in-process (state dir {})",
+            cfg.state_dir.display()
+        ),
+    }
+    // The deployment's (config > policy > OpenClaw's agents.defaults.workspace), never the
+    // request's: every plan is resolved against it.
+    eprintln!(
+        "sanctum-guard node: workspace {}",
+        decider.judge().deployment().workspace.display()
+    );
+
+    let (tx, rx) = watch::channel(false);
+    let mut term = signal(SignalKind::terminate()).map_err(NodeError::Signal)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(NodeError::Signal)?;
+    tokio::spawn(async move {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        eprintln!("sanctum-guard node: {name}: stopping");
+        let _ = tx.send(true);
+    });
+    if let Decider::Local(engine) = decider.as_ref() {
+        let engine = engine.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                tick.tick().await;
+                let e = engine.clone();
+                let _ = tokio::task::spawn_blocking(move || e.judge().reload()).await;
+            }
+        });
+    }
+    let handler = Arc::new(Handler {
+        node_id: id.device_id().to_owned(),
+        decider,
+        ask_timeout: o.ask_timeout,
+        shutdown: rx.clone(),
+        run_timer: None,
+    });
+    let gw = Gateway {
+        url: o.gateway_url.clone(),
+        token,
+        display_name: o.name.clone(),
+    };
+    client::run(gw, id, handler, rx).await;
+    eprintln!("sanctum-guard node: stopped");
+    Ok(())
+}

@@ -1,0 +1,195 @@
+//! The gateway connection: challenge → signed `connect` → invokes, reconnecting with backoff
+//! (the identity is re-sent on every connect). When the gateway says the device is not paired
+//! it prints the node id and the commands a person must run; it keeps retrying meanwhile.
+
+use super::identity::{DeviceIdentity, ProofInput};
+use super::invoke::{Handler, Send};
+use super::protocol::{self as p, InvokeRequest};
+use crate::engine::decision::now_ms;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio_tungstenite::tungstenite::Message;
+
+/// Why one session ended.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("websocket: {0}")]
+    Ws(#[from] tokio_tungstenite::tungstenite::Error),
+    #[error("the gateway closed the connection")]
+    Closed,
+    #[error("no connect.challenge from the gateway")]
+    NoChallenge,
+    #[error("connect refused: {0}")]
+    Refused(String),
+}
+
+/// Connection settings.
+pub struct Gateway {
+    pub url: String,
+    pub token: String,
+    pub display_name: String,
+}
+
+/// Runs sessions until `shutdown`; waits 0.5 s, doubling to 30 s, between failed ones.
+pub async fn run(
+    gw: Gateway,
+    id: Arc<DeviceIdentity>,
+    handler: Arc<Handler>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut backoff = Duration::from_millis(500);
+    while !*shutdown.borrow() {
+        let started = std::time::Instant::now();
+        match session(&gw, &id, &handler, shutdown.clone()).await {
+            Ok(()) => return,
+            Err(e) => eprintln!("sanctum-guard node: gateway session ended: {e}"),
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            backoff = Duration::from_millis(500);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = shutdown.changed() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(30));
+    }
+}
+
+fn text_of(m: Message) -> Option<Value> {
+    match m {
+        Message::Text(t) => serde_json::from_str(t.as_str()).ok(),
+        _ => None,
+    }
+}
+
+/// Prints what a person must do when the gateway has not paired this device yet.
+fn print_pairing(node_id: &str, err: &Value) {
+    let rid = err["details"]["requestId"]
+        .as_str()
+        .unwrap_or("<requestId>");
+    eprintln!("sanctum-guard node: NOT PAIRED: this node ({node_id}) waits for approval.");
+    eprintln!("sanctum-guard node: on the gateway, run:");
+    eprintln!("sanctum-guard node:   openclaw devices approve {rid}");
+    eprintln!("sanctum-guard node: then approve its commands:");
+    eprintln!("sanctum-guard node:   openclaw nodes pending   # find the node's requestId");
+    eprintln!("sanctum-guard node:   openclaw nodes approve <requestId>");
+}
+
+async fn session(
+    gw: &Gateway,
+    id: &DeviceIdentity,
+    handler: &Arc<Handler>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), SessionError> {
+    let (ws, _) = tokio_tungstenite::connect_async(gw.url.as_str()).await?;
+    let (mut sink, mut stream) = ws.split();
+    let challenge = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(m) = stream.next().await {
+            if let Some(v) = text_of(m?) {
+                if v["event"] == "connect.challenge" {
+                    return Ok(v["payload"]["nonce"].as_str().map(str::to_owned));
+                }
+            }
+        }
+        Err(SessionError::Closed)
+    })
+    .await
+    .map_err(|_| SessionError::NoChallenge)??
+    .ok_or(SessionError::NoChallenge)?;
+    let signed_at = now_ms();
+    let scopes: Vec<String> = Vec::new();
+    let signature = id.sign(&ProofInput {
+        client_id: p::CLIENT_ID,
+        client_mode: p::CLIENT_MODE,
+        role: p::ROLE,
+        scopes: &scopes,
+        signed_at_ms: signed_at,
+        token: &gw.token,
+        nonce: &challenge,
+        platform: p::PLATFORM,
+        device_family: p::DEVICE_FAMILY,
+    });
+    let path_env = handler.decider.judge().deployment().agent_path.clone();
+    let params = p::connect_params(&p::ConnectInfo {
+        display_name: &gw.display_name,
+        device_id: id.device_id(),
+        public_key: id.public_key(),
+        signature: &signature,
+        signed_at_ms: signed_at,
+        nonce: &challenge,
+        token: &gw.token,
+        path_env: &path_env,
+    });
+    sink.send(Message::text(p::req("connect", "connect", params)))
+        .await?;
+
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let seq = Arc::new(AtomicU64::new(0));
+    let send: Arc<Send> = {
+        let (tx, seq) = (tx.clone(), seq.clone());
+        Arc::new(Box::new(move |method: &str, params: Value| {
+            let n = seq.fetch_add(1, Ordering::Relaxed);
+            let _ = tx.send(p::req(&format!("n{n}"), method, params));
+        }))
+    };
+    let mut connected = false;
+    loop {
+        tokio::select! {
+            m = stream.next() => {
+                let Some(m) = m else { return Err(SessionError::Closed) };
+                let m = m?;
+                if let Message::Close(_) = m {
+                    return Err(SessionError::Closed);
+                }
+                let Some(v) = text_of(m) else { continue };
+                if !connected && v["type"] == "res" && v["id"] == "connect" {
+                    if v["ok"] == true {
+                        connected = true;
+                        eprintln!("sanctum-guard node: connected as node {}", id.device_id());
+                        continue;
+                    }
+                    let err = &v["error"];
+                    if err["code"] == "NOT_PAIRED" || err["details"]["code"] == "PAIRING_REQUIRED" {
+                        print_pairing(id.device_id(), err);
+                    }
+                    return Err(SessionError::Refused(err.to_string()));
+                }
+                match (v["type"].as_str(), v["event"].as_str()) {
+                    (Some("event"), Some("node.invoke.request")) => {
+                        let Ok(inv) = serde_json::from_value::<InvokeRequest>(v["payload"].clone()) else {
+                            tracing::warn!("malformed node.invoke.request");
+                            continue;
+                        };
+                        let (h, s) = (handler.clone(), send.clone());
+                        tokio::spawn(async move { h.handle(inv, &s).await });
+                    }
+                    (Some("event"), Some("node.pair.requested")) => {
+                        eprintln!("sanctum-guard node: pairing requested: {}", v["payload"]);
+                    }
+                    (Some("event"), Some("node.pair.resolved")) => {
+                        eprintln!("sanctum-guard node: pairing resolved: {}", v["payload"]);
+                    }
+                    (Some("res"), _) if v["ok"] == false => {
+                        let e = &v["error"];
+                        tracing::warn!(error = %e, "gateway refused a node request");
+                        if e.to_string().contains("awaiting operator approval") {
+                            eprintln!("sanctum-guard node: the gateway waits for `openclaw nodes approve` of node {}", id.device_id());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Some(line) = rx.recv() => {
+                sink.send(Message::text(line)).await?;
+            }
+            _ = shutdown.changed() => {
+                let _ = sink.send(Message::Close(None)).await;
+                return Ok(());
+            }
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! Who decides a node's `system.run`: the sidecar guard over the approvals socket (a
+//! deployment: the node runs in the agent's container, the human's inbox is the sidecar's),
+//! or the same engine in-process (laptop mode). Either way the node resolves the exec plan
+//! where the command runs, asks about exactly that plan, runs it unchanged under its own
+//! sandbox with the profile the verdict named, and reports the outcome back.
+
+use super::ask::{self, Answer, Ask, Outcome};
+use crate::engine::decision::now_ms;
+use crate::engine::plan::ExecPlan;
+use crate::engine::{Engine, Judge, RunResult};
+use crate::policy::request::{DecidedBy, Decision, DecisionKind};
+use crate::policy::verdict::{Verdict, VerdictKind};
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::sync::watch;
+
+/// The sidecar's answer lines are small; anything longer is refused.
+const MAX_REPLY: u64 = 64 * 1024;
+
+/// Talks to the sidecar's approvals socket (one frame per connection, JSON Lines).
+pub struct SocketDecider {
+    pub path: PathBuf,
+    pub token: String,
+}
+
+impl SocketDecider {
+    async fn exchange(&self, line: String, wait: Duration) -> Result<serde_json::Value, String> {
+        let io = async {
+            let mut s = UnixStream::connect(&self.path)
+                .await
+                .map_err(|e| format!("connect {}: {e}", self.path.display()))?;
+            s.write_all(line.as_bytes())
+                .await
+                .map_err(|e| e.to_string())?;
+            s.write_all(b"\n").await.map_err(|e| e.to_string())?;
+            let mut reply = String::new();
+            let mut r = BufReader::new(s.take(MAX_REPLY));
+            r.read_line(&mut reply).await.map_err(|e| e.to_string())?;
+            serde_json::from_str::<serde_json::Value>(reply.trim())
+                .map_err(|_| "the decider closed without an answer".to_owned())
+        };
+        tokio::time::timeout(wait, io)
+            .await
+            .map_err(|_| "the decider did not answer in time".to_owned())?
+    }
+
+    /// A deny unless the sidecar says `allow-once`/`allow-always` for this very request id.
+    pub async fn ask(&self, a: &Ask) -> Answer {
+        let frame = json!({"type":"request","token":self.token,"id":a.id,"request":{
+            "command":a.command_text,"cwd":a.cwd,"host":"node","agentId":a.agent_id,
+            "sessionKey":a.session_key,"commandArgv":a.argv,"envKeys":a.env_keys,
+            "resolvedPath":a.resolved_path,"source":"node","runId":a.run_id,"nodeId":a.node_id,
+            "timeoutMs":a.wait_ms}});
+        // A little longer than the sidecar's own deadline, so its fallback answer arrives.
+        let wait = Duration::from_millis(a.wait_ms.saturating_add(2_000));
+        let v = match self.exchange(frame.to_string(), wait).await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(error = %e, "decider unavailable: denying");
+                return Answer::deny("decider-unavailable");
+            }
+        };
+        let kind = v["decision"].as_str().and_then(DecisionKind::parse);
+        let same = v["type"] == "decision" && v["id"].as_str() == Some(a.id.as_str());
+        match kind {
+            Some(DecisionKind::AllowOnce | DecisionKind::AllowAlways) if same => Answer {
+                allow: true,
+                reason: None,
+                profile: v["profile"].as_str().map(str::to_owned),
+                // Anything but an explicit person counts as the policy's (no git neutralising
+                // is skipped on a guess).
+                by_policy: v["by"] != "human",
+            },
+            _ => Answer::deny(v["reason"].as_str().unwrap_or("approval-required")),
+        }
+    }
+
+    async fn report(&self, o: &Outcome) {
+        let frame = json!({"type":"outcome","token":self.token,"id":o.request_id,"outcome":o});
+        if let Err(e) = self
+            .exchange(frame.to_string(), Duration::from_secs(10))
+            .await
+        {
+            tracing::warn!(error = %e, id = %o.request_id, "outcome not delivered to the decider");
+        }
+    }
+}
+
+/// Deployment mode: the sidecar decides; the node's judge resolves plans and holds the
+/// sandbox profiles.
+pub struct Remote {
+    pub socket: SocketDecider,
+    pub judge: Judge,
+}
+
+/// The deciding guard and the runner, as the node uses them.
+pub enum Decider {
+    /// Laptop mode: the same engine (policy, inbox, audit) in this process.
+    Local(Arc<Engine>),
+    /// Deployment: the sidecar decides.
+    Remote(Box<Remote>),
+}
+
+/// A decision and what the run needs from it.
+pub struct Decided {
+    pub answer: Answer,
+    pub verdict: Verdict,
+    pub decision: Decision,
+}
+
+/// Reasons only the node can know (they need the filesystem the command runs on).
+const PLAN_REASONS: [&str; 2] = ["program-untrusted-location", "git-config"];
+
+impl Decider {
+    /// The judge that resolves plans where the command runs.
+    pub fn judge(&self) -> &Judge {
+        match self {
+            Decider::Local(e) => e.judge(),
+            Decider::Remote(r) => &r.judge,
+        }
+    }
+
+    /// Decides `a`, whose facts come from `plan`.
+    pub async fn decide(
+        &self,
+        a: &Ask,
+        plan: &ExecPlan,
+        shutdown: watch::Receiver<bool>,
+    ) -> Decided {
+        let mut req = ask::request(a, now_ms());
+        req.action = crate::policy::request::Action::Exec(plan.action(None));
+        match self {
+            Decider::Local(engine) => {
+                let requester = json!({"node":a.node_id,"runId":a.run_id});
+                let (d, verdict) = engine
+                    .decide(
+                        &requester,
+                        &req,
+                        Some(plan),
+                        shutdown,
+                        std::future::pending(),
+                    )
+                    .await;
+                if d.kind == DecisionKind::AllowAlways {
+                    engine.persist_allow_always(&req, &verdict).await;
+                }
+                let answer = match d.kind {
+                    DecisionKind::Deny => {
+                        Answer::deny(d.reason.as_deref().unwrap_or("approval-required"))
+                    }
+                    _ => Answer {
+                        allow: true,
+                        reason: None,
+                        profile: verdict.profile.clone(),
+                        by_policy: d.by == DecidedBy::Policy,
+                    },
+                };
+                Decided {
+                    answer,
+                    verdict,
+                    decision: d,
+                }
+            }
+            Decider::Remote(r) => {
+                // The local plan verdict is computed while the sidecar thinks.
+                let (mut answer, mut verdict) =
+                    tokio::join!(r.socket.ask(a), async { r.judge.decide_plan(&req, plan) });
+                // The sidecar cannot see this filesystem: what only the plan knows takes
+                // autonomy away here. With no person in the loop that is a deny.
+                let plan_reason = verdict
+                    .reasons
+                    .first()
+                    .map(|r| r.code.clone())
+                    .filter(|c| PLAN_REASONS.contains(&c.as_str()));
+                if answer.allow && answer.by_policy && verdict.kind == VerdictKind::Ask {
+                    if let Some(code) = plan_reason {
+                        answer = Answer::deny(&code);
+                    }
+                }
+                if answer.profile.is_some() {
+                    verdict.profile = answer.profile.clone();
+                }
+                let decision = Decision {
+                    kind: if answer.allow {
+                        DecisionKind::AllowOnce
+                    } else {
+                        DecisionKind::Deny
+                    },
+                    reason: answer.reason.clone(),
+                    by: if answer.by_policy {
+                        DecidedBy::Policy
+                    } else {
+                        DecidedBy::Human("sidecar".into())
+                    },
+                    at_ms: now_ms(),
+                };
+                Decided {
+                    answer,
+                    verdict,
+                    decision,
+                }
+            }
+        }
+    }
+
+    /// Runs an approved plan confined, unchanged, within `budget`.
+    pub async fn run(
+        &self,
+        a: &Ask,
+        d: &Decided,
+        plan: ExecPlan,
+        budget: Duration,
+        shutdown: watch::Receiver<bool>,
+    ) -> RunResult {
+        match self {
+            Decider::Local(engine) => {
+                let mut req = ask::request(a, now_ms());
+                req.action = crate::policy::request::Action::Exec(plan.action(None));
+                engine
+                    .run_exec(&req, &d.verdict, &d.decision, plan, budget, shutdown)
+                    .await
+            }
+            Decider::Remote(r) => {
+                let mut shutdown = shutdown;
+                let autonomous = d.decision.by == DecidedBy::Policy;
+                tokio::select! {
+                    o = r.judge.run(&d.verdict, plan, autonomous, budget) => match o {
+                        Ok(o) => RunResult::Ran(Box::new(o)),
+                        Err(e) => RunResult::Failed(e.to_string()),
+                    },
+                    _ = async { let _ = shutdown.wait_for(|s| *s).await; } => RunResult::Shutdown,
+                }
+            }
+        }
+    }
+
+    /// Sends the outcome to the deciding guard's audit log.
+    pub async fn report(&self, o: &Outcome) {
+        match self {
+            Decider::Local(engine) => {
+                engine
+                    .record("exec-outcome", json!({"source":"node","outcome":o}))
+                    .await;
+            }
+            Decider::Remote(r) => r.socket.report(o).await,
+        }
+    }
+}

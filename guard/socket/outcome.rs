@@ -1,0 +1,126 @@
+//! Our extensions of the approvals socket for `sanctum-guard node` (the real OpenClaw clients
+//! never send them): a `request` frame with `source:"node"` (judged by its argv, waiting as
+//! long as the node can, answered with the deny reason and the sandbox profile so the node runs
+//! exactly what was judged), and the `outcome` frame (how the node's run ended, for the audit
+//! log and the history), acknowledged with `{"type":"outcome-ack","id","ok":true}`.
+
+use super::auth::Peer;
+use super::decision::peer_json;
+use super::peer::PeerLink;
+use super::wire::{Reply, RequestFrame};
+use crate::engine::decision::now_ms;
+use crate::engine::Engine;
+use crate::node::ask::{self, Ask, Outcome};
+use crate::policy::request::{DecidedBy, DecisionKind};
+use serde_json::json;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// `{"type":"outcome","token","id","outcome":{…}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutcomeFrame {
+    pub id: String,
+    pub token: String,
+    pub outcome: Outcome,
+}
+
+/// Decodes an outcome frame's fields; `None` when a field is missing or mistyped.
+pub fn parse(
+    id: Option<String>,
+    token: Option<String>,
+    outcome: Option<serde_json::Value>,
+) -> Option<OutcomeFrame> {
+    let outcome: Outcome = serde_json::from_value(outcome?).ok()?;
+    Some(OutcomeFrame {
+        id: id.unwrap_or_default(),
+        token: token?,
+        outcome,
+    })
+}
+
+/// The node's `request` (token already checked): the engine decides; the reply carries the
+/// reason and profile the node needs (a reason only for a deny).
+pub async fn on_node_request(
+    engine: &Arc<Engine>,
+    peer: &Peer,
+    f: RequestFrame,
+    shutdown: watch::Receiver<bool>,
+    link: PeerLink<'_>,
+) -> Reply {
+    let r = &f.request;
+    let a = Ask {
+        id: f.id.clone(),
+        argv: r.command_argv.clone().unwrap_or_default(),
+        command_text: r.command.clone(),
+        cwd: r.cwd.clone(),
+        env_keys: r.env_keys.clone().unwrap_or_default(),
+        resolved_path: r.resolved_path.clone(),
+        agent_id: r.agent_id.clone(),
+        session_key: r.session_key.clone(),
+        run_id: r.run_id.clone(),
+        node_id: r.node_id.clone(),
+        wait_ms: r
+            .timeout_ms
+            .unwrap_or(engine.deadlines().request_ms)
+            .saturating_sub(engine.deadlines().margin_ms),
+    };
+    if a.argv.is_empty() {
+        return Reply::Line(json!({"type":"decision","id":f.id,"decision":"deny",
+                                  "reason":"json","message":"a node request needs commandArgv"}));
+    }
+    let req = ask::request(&a, now_ms());
+    let requester = json!({"peer":peer_json(peer),"nodeId":a.node_id,"runId":a.run_id});
+    let (decision, verdict) = engine
+        .decide(&requester, &req, None, shutdown, link.gone())
+        .await;
+    if decision.kind == DecisionKind::AllowAlways {
+        engine.persist_allow_always(&req, &verdict).await;
+    }
+    let reason = (decision.kind == DecisionKind::Deny).then(|| {
+        decision
+            .reason
+            .clone()
+            .unwrap_or_else(|| "approval-required".into())
+    });
+    // Who answered: the node neutralises what git would run by itself only for the policy's.
+    let by = match decision.by {
+        DecidedBy::Policy => "policy",
+        DecidedBy::Human(_) => "human",
+        DecidedBy::Fallback => "fallback",
+    };
+    Reply::Line(
+        json!({"type":"decision","id":f.id,"decision":decision.kind.as_str(),
+                       "reason":reason,"profile":verdict.profile,"by":by}),
+    )
+}
+
+/// Records how a node's run ended (token already checked).
+pub async fn on_outcome(engine: &Arc<Engine>, peer: &Peer, f: OutcomeFrame) -> Reply {
+    let ok = engine
+        .record(
+            "exec-outcome",
+            json!({"source":"node","peer":peer_json(peer),"outcome":f.outcome}),
+        )
+        .await;
+    Reply::Line(json!({"type":"outcome-ack","id":f.id,"ok":ok}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcome_frames_need_a_token_and_a_whole_outcome() {
+        let o = json!({"requestId":"r","exitCode":0,"durationMs":3,"outputSha256":"ab",
+                       "timedOut":false,"success":true});
+        let f = parse(Some("i".into()), Some("t".into()), Some(o.clone())).expect("frame");
+        assert_eq!(f.outcome.duration_ms, 3);
+        assert!(parse(Some("i".into()), None, Some(o)).is_none());
+        assert!(parse(
+            Some("i".into()),
+            Some("t".into()),
+            Some(json!({"requestId":1}))
+        )
+        .is_none());
+    }
+}

@@ -1,0 +1,161 @@
+//! The sidecar's side of `sanctum-guard node`, on the real `serve`: a `request` frame with
+//! `source:"node"` is judged by its argv and answered with the reason and the sandbox profile;
+//! a gated one waits for a person (the real `inbox approve` CLI) within the node's wait; the
+//! `outcome` frame lands in the audit log. Tokens are checked on both.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+mod node_support;
+
+use node_support::*;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "node-socket-token-0123456789abcdef";
+
+fn node_request(token: &str, id: &str, argv: &[&str], wait_ms: u64) -> String {
+    json!({"type":"request","token":token,"id":id,"request":{"command":argv.join(" "),
+        "cwd":"/tmp","host":"node","agentId":"main","sessionKey":"agent:main:n",
+        "commandArgv":argv,"envKeys":[],"source":"node","runId":"run-1","nodeId":"node-x",
+        "timeoutMs":wait_ms}})
+    .to_string()
+        + "\n"
+}
+
+#[test]
+fn node_requests_get_verdicts_with_reason_and_profile() {
+    let w = world(TOKEN);
+    let _serve = Serve::start(&w, &[], &[]);
+    let ask = |line: String| first_json(&raw_exchange(&w.socket(), line.as_bytes(), false));
+
+    let r = ask(node_request(
+        TOKEN,
+        "a1",
+        &["/bin/sh", "-lc", "ls /tmp"],
+        10_000,
+    ));
+    assert_eq!(
+        (r["type"].as_str(), r["id"].as_str()),
+        (Some("decision"), Some("a1"))
+    );
+    assert_eq!(r["decision"], "allow-once", "{r}");
+    assert_eq!(r["profile"], "read-only", "{r}");
+    assert_eq!(r["reason"], Value::Null);
+
+    // Blocked whatever the display text says: the argv is judged.
+    let mut line: Value = serde_json::from_str(
+        node_request(TOKEN, "a2", &["/bin/sh", "-lc", "cat /etc/shadow"], 10_000).trim(),
+    )
+    .expect("json");
+    line["request"]["command"] = json!("ls");
+    let r = ask(line.to_string() + "\n");
+    assert_eq!(r["decision"], "deny", "{r}");
+    assert_eq!(r["reason"], "sensitive-path", "{r}");
+
+    let r = ask(node_request(
+        "wrong-token",
+        "a3",
+        &["/bin/sh", "-lc", "ls"],
+        10_000,
+    ));
+    assert_eq!(r["decision"], "deny");
+    assert_eq!(r["reason"], "token", "{r}");
+
+    let mut line: Value =
+        serde_json::from_str(node_request(TOKEN, "a4", &["ls"], 10_000).trim()).expect("json");
+    line["request"]["commandArgv"] = json!([]);
+    let r = ask(line.to_string() + "\n");
+    assert_eq!(
+        r["decision"], "deny",
+        "an argv-less node request is refused: {r}"
+    );
+
+    // Gated: the node's wait bounds the decision (fallback deny once it is over) ...
+    let started = Instant::now();
+    let r = ask(node_request(
+        TOKEN,
+        "a5",
+        &["/bin/sh", "-lc", "echo x > /tmp/never"],
+        3_000,
+    ));
+    assert_eq!(r["decision"], "deny", "{r}");
+    assert_eq!(r["reason"], "approval-timeout", "{r}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "bounded by the node's wait"
+    );
+
+    // ... and a person approves through the real CLI within it.
+    let sock = w.socket();
+    let asker = std::thread::spawn(move || {
+        first_json(&raw_exchange(
+            &sock,
+            node_request(TOKEN, "a6", &["/bin/sh", "-lc", "echo x > /tmp/f"], 60_000).as_bytes(),
+            false,
+        ))
+    });
+    let (inbox_id, req) = wait_until("the pending entry", Duration::from_secs(30), || {
+        pending(&w.guard_state)
+            .into_iter()
+            .find(|(_, r)| r["id"] == "a6")
+    });
+    assert_eq!(
+        req["who"]["source"], "node",
+        "the card names the node as the source"
+    );
+    assert_eq!(
+        req["action"]["argv"],
+        json!(["/bin/sh", "-lc", "echo x > /tmp/f"])
+    );
+    let (code, out, err) = guard_cli(
+        &[
+            "inbox",
+            "approve",
+            &inbox_id,
+            "--state-dir",
+            w.guard_state.to_str().expect("utf8"),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let r = asker.join().expect("asker");
+    assert_eq!(r["decision"], "allow-once", "{r}");
+    assert_eq!(r["profile"], "workspace-write", "{r}");
+}
+
+#[test]
+fn outcome_frames_are_audited_and_need_the_token() {
+    let w = world(TOKEN);
+    let _serve = Serve::start(&w, &[], &[]);
+    let outcome = json!({"requestId":"req-9","nodeId":"node-x","runId":"run-9","exitCode":0,
+        "durationMs":12,"outputSha256":"5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8",
+        "timedOut":false,"success":true});
+    let frame = |token: &str| {
+        json!({"type":"outcome","token":token,"id":"req-9","outcome":outcome}).to_string() + "\n"
+    };
+    let r = first_json(&raw_exchange(&w.socket(), frame("bad").as_bytes(), false));
+    assert_eq!(r["decision"], "deny", "{r}");
+    assert_eq!(r["reason"], "token");
+    let r = first_json(&raw_exchange(&w.socket(), frame(TOKEN).as_bytes(), false));
+    assert_eq!(r, json!({"type":"outcome-ack","id":"req-9","ok":true}));
+    let audit = audit_with(
+        &w,
+        &[
+            "exec-outcome",
+            "5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8",
+        ],
+    );
+    let recs: Vec<Value> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert_eq!(
+        recs.iter().filter(|r| r["kind"] == "exec-outcome").count(),
+        1,
+        "only the authenticated one"
+    );
+    let bad = json!({"type":"outcome","token":TOKEN,"id":"x","outcome":{"requestId":"x"}})
+        .to_string()
+        + "\n";
+    let r = first_json(&raw_exchange(&w.socket(), bad.as_bytes(), false));
+    assert_eq!(r["decision"], "deny", "a partial outcome is malformed: {r}");
+}
