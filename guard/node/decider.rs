@@ -230,7 +230,7 @@ impl Decider {
                 tokio::select! {
                     o = r.judge.run(&d.verdict, plan, autonomous, budget) => match o {
                         Ok(o) => RunResult::Ran(Box::new(o)),
-                        Err(e) => RunResult::Failed(e.to_string()),
+                        Err(e) => RunResult::Failed(e),
                     },
                     _ = async { let _ = shutdown.wait_for(|s| *s).await; } => RunResult::Shutdown,
                 }

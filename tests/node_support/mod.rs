@@ -2,6 +2,8 @@
 //! with the REAL CLI, the real `serve`), the REAL OpenClaw gateway on a free loopback port with
 //! a temp HOME/state, the scripted model (tests/js/scripted_model.mjs) as its provider, and
 //! the real `sanctum-guard node`. Every child is killed by a Drop guard.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 #![allow(dead_code)]
 
 #[path = "../socket_support/mod.rs"]
