@@ -19,7 +19,13 @@ const TOKEN: &str = "plan-test-token-0123456789abcdefghi";
 
 /// Sends one signed `exec` frame with `fields` merged over a plain request; returns the reply.
 fn exec(sock: &Path, argv: &[&str], fields: Value) -> Value {
-    let mut rj = json!({"command":argv,"rawCommand":argv.join(" "),"timeoutMs":10_000,
+    // OpenClaw's rawCommand: the shell text of `[sh, -c, TEXT]`, else nothing (the argv is
+    // judged; a rawCommand that disagrees with it is refused, tests/socket_forms.rs).
+    let raw = match argv {
+        [sh, flag, text] if sh.ends_with("sh") && (*flag == "-c" || *flag == "-lc") => json!(text),
+        _ => json!(null),
+    };
+    let mut rj = json!({"command":argv,"rawCommand":raw,"timeoutMs":10_000,
         "needsScreenRecording":false,"agentId":"main","sessionKey":"agent:main:main",
         "approvalDecision":null});
     if let (Some(o), Some(f)) = (rj.as_object_mut(), fields.as_object()) {

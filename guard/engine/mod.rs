@@ -234,6 +234,7 @@ impl Engine {
         let dropped = plan.dropped_env.clone();
         // Only what the policy let run by itself gets git's own programs switched off.
         let autonomous = decision.by == DecidedBy::Policy;
+        let started = std::time::Instant::now();
         let run = self.judge.run(verdict, plan, autonomous, budget);
         let outcome = tokio::select! {
             o = run => o,
@@ -249,7 +250,9 @@ impl Engine {
                 self.record(
                     "exec",
                     json!({"id":req.id,"program":program,"argv":argv,"cwd":cwd,
-                           "droppedEnv":dropped,"integrity":o.integrity,"exitCode":o.exit_code,
+                           "droppedEnv":dropped,"integrity":o.integrity,
+                           "durationMs":started.elapsed().as_millis() as u64,
+                           "output":output_summary(&o.stdout, &o.stderr),"exitCode":o.exit_code,
                            "timedOut":o.timed_out,"success":o.success,
                            "stdoutBytes":o.stdout.len(),"stderrBytes":o.stderr.len(),
                            "error":o.error}),
@@ -272,4 +275,27 @@ impl Engine {
             }
         }
     }
+}
+
+/// Bytes of output kept at each end in the audit record (the whole output stays with the
+/// agent; the record keeps enough for a person to see what happened).
+const OUTPUT_EDGE: usize = 400;
+
+/// Head and tail of a run's output for its audit record, with the full size and digest.
+fn output_summary(stdout: &str, stderr: &str) -> serde_json::Value {
+    use sha2::{Digest, Sha256};
+    let both = if stderr.is_empty() {
+        stdout.to_owned()
+    } else {
+        format!("{stdout}{stderr}")
+    };
+    let head: String = both.chars().take(OUTPUT_EDGE).collect();
+    let total = both.chars().count();
+    let tail: String = if total > 2 * OUTPUT_EDGE {
+        both.chars().skip(total - OUTPUT_EDGE).collect()
+    } else {
+        both.chars().skip(head.chars().count()).collect()
+    };
+    json!({"bytes": both.len(), "sha256": hex::encode(Sha256::digest(both.as_bytes())),
+           "head": head, "tail": tail, "truncated": total > 2 * OUTPUT_EDGE})
 }

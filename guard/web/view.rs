@@ -88,7 +88,8 @@ pub fn run_outcomes(audit: &Path) -> HashMap<String, Value> {
             id.to_owned(),
             json!({"exitCode": f["exitCode"], "timedOut": f["timedOut"], "success": f["success"],
                    "stdoutBytes": f["stdoutBytes"], "stderrBytes": f["stderrBytes"],
-                   "error": f["error"], "reason": f["reason"], "finishedMs": v["ts_ms"]}),
+                   "error": f["error"], "reason": f["reason"], "finishedMs": v["ts_ms"],
+                   "durationMs": f["durationMs"], "output": f["output"]}),
         );
     }
     out

@@ -14,8 +14,17 @@
     if (run.timedOut) parts.push('timed out');
     if (run.exitCode !== null && run.exitCode !== undefined) parts.push('exit ' + run.exitCode);
     if (run.error) parts.push('error: ' + run.error);
+    if (run.durationMs !== null && run.durationMs !== undefined) parts.push('ran ' + (run.durationMs / 1000).toFixed(2) + ' s');
     if (run.stdoutBytes !== null && run.stdoutBytes !== undefined) parts.push(run.stdoutBytes + ' B out, ' + run.stderrBytes + ' B err');
     return parts.join(' · ') || 'ran';
+  }
+
+  // The run's output as the audit record keeps it: head and tail, marked when cut.
+  function output(run) {
+    const o = run && run.output;
+    if (!o || !o.bytes) return null;
+    const text = o.truncated ? o.head + '\n… (' + o.bytes + ' bytes; middle not kept) …\n' + o.tail : o.head + o.tail;
+    return el('pre', { class: 'output' }, vis(text));
   }
 
   function row(e) {
@@ -34,6 +43,7 @@
         el('dt', {}, 'why'), el('dd', {}, vis(d.reason || (e.reasons || []).map((r) => r.code).join(', ') || '—')),
         el('dt', {}, 'answered'), el('dd', {}, secs || '—'),
         el('dt', {}, 'outcome'), el('dd', {}, vis(outcome(e.run, e) + ran)),
+        el('dt', {}, 'output'), el('dd', {}, output(e.run) || '—'),
         el('dt', {}, 'request hash'), el('dd', { class: 'mono hash' }, e.requestHash)));
   }
 

@@ -1,0 +1,95 @@
+//! Issue 11: attack cases whose danger is an effect, run for real. Each command has its
+//! effect when bash runs it unconfined (checked first, so the case is live), is never
+//! autonomous by the policy (`policy explain`), and, if the policy were wrong, the autonomous
+//! sandbox profile (`read-only`) still stops the effect.
+
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+use std::process::Command;
+
+const GUARD: &str = env!("CARGO_BIN_EXE_sanctum-guard");
+
+/// Case name and bash text; `MARK` is replaced by the marker file the effect creates.
+const CASES: &[(&str, &str)] = &[
+    ("LESSOPEN preprocessor", "LESSOPEN='|touch MARK %s' less a.txt"),
+    (
+        "git config from the environment",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch MARK' git status",
+    ),
+    ("arithmetic on a subscript", "x='a[$(touch MARK)]'; [[ $x -eq 1 ]]"),
+    ("PS4 with set -x", "PS4='$(touch MARK)'; set -x; ls"),
+    (
+        "alias with expand_aliases",
+        "shopt -s expand_aliases\nalias ls='touch MARK'\nls",
+    ),
+    ("hash -p", "hash -p ./mark.sh cat; cat a.txt"),
+];
+
+/// A git workspace with `a.txt` and `mark.sh` (which creates `marker` in the cwd).
+fn workspace() -> tempfile::TempDir {
+    let ws = tempfile::tempdir().unwrap();
+    let st = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(ws.path())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
+    std::fs::write(
+        ws.path().join("mark.sh"),
+        "#!/bin/sh\ntouch marker\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        ws.path().join("mark.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    ws
+}
+
+#[test]
+fn effects_are_gated_and_contained() {
+    for (name, text) in CASES {
+        // Live: unconfined bash has the effect.
+        let ws = workspace();
+        let marker: std::path::PathBuf = ws.path().join("marker");
+        let script = text.replace("MARK", &marker.to_string_lossy());
+        let _ = Command::new("bash")
+            .args(["-c", &script])
+            .current_dir(ws.path())
+            .env("PAGER", "cat")
+            .output()
+            .unwrap();
+        assert!(marker.exists(), "{name}: the case has no effect unconfined");
+        std::fs::remove_file(&marker).unwrap();
+
+        // Never autonomous.
+        let out = Command::new(GUARD)
+            .args(["policy", "explain", "--cwd"])
+            .arg(ws.path())
+            .arg("--")
+            .arg(&script)
+            .output()
+            .unwrap();
+        assert_ne!(
+            out.status.code(),
+            Some(0),
+            "{name}: autonomous: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+
+        // Contained by the autonomous profile even if it ran.
+        let out = Command::new(GUARD)
+            .args(["sandbox", "--profile", "read-only", "--workspace"])
+            .arg(ws.path())
+            .args(["--", "bash", "-c", &script])
+            .current_dir(ws.path())
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(125), "{name}: sandbox not set up");
+        assert!(!marker.exists(), "{name}: the effect happened in read-only");
+    }
+}
