@@ -6,6 +6,7 @@
 
 mod builtins;
 mod inert;
+mod known;
 mod path_lookup;
 mod redirects;
 mod tracking;

@@ -135,3 +135,15 @@ fn bounds_hold_on_hostile_input() {
     }
     assert!(analyse(&nested, &ctx()).has_problem());
 }
+
+#[test]
+fn a_word_the_parser_splits_is_a_problem() {
+    // tree-sitter-bash reads `~/$a$b/id_rsa` as two words; bash as one.
+    for text in [
+        "a=.s; b=sh; cat ~/$a$b/id_rsa",
+        "for f in ~/$a$b/x; do cat $f; done",
+    ] {
+        assert!(analyse(text, &ctx()).has_problem(), "{text}");
+    }
+    assert!(!analyse("cat a>b 'x'\"y\"", &ctx()).has_problem());
+}

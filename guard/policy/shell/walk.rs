@@ -73,6 +73,10 @@ pub(crate) struct Analyser<'c> {
     /// Every static value each variable is given anywhere in the text (positional
     /// parameters by number): candidates for finding secrets, never for allowing.
     pub vars: HashMap<String, Vec<String>>,
+    /// Variables of the text being walked whose value is known for certain (`known`).
+    pub(crate) known: HashMap<String, super::known::Known>,
+    /// Known-binding checks done (each scans a text; bounded).
+    pub(crate) known_checks: usize,
 }
 
 /// A memoised command-name lookup: (trusted, found, realpath).
@@ -102,6 +106,8 @@ impl<'c> Analyser<'c> {
             resolved: HashMap::new(),
             gates: Vec::new(),
             vars: HashMap::new(),
+            known: HashMap::new(),
+            known_checks: 0,
         }
     }
 
@@ -199,7 +205,16 @@ impl<'c> Analyser<'c> {
             self.problem(text, "shell syntax error", env);
             return;
         }
+        // A re-parsed text is another shell (or code): it sees no known binding.
+        let outer = std::mem::take(&mut self.known);
         self.statement(root, text, env);
+        // Back in the outer text: `eval` ran in the same shell and may have rebound
+        // anything, so no binding stays known after a re-parsed text.
+        self.known = if env.depth == 0 {
+            outer
+        } else {
+            HashMap::new()
+        };
     }
 
     /// Counts a visited node; false once the budget is spent (a problem is recorded once).
@@ -287,18 +302,13 @@ impl<'c> Analyser<'c> {
             | "c_style_for_statement"
             | "case_statement"
             | "case_item" => {
-                // The loop variable takes the loop's values, bound before the body runs.
                 if node.kind() == "for_statement" {
+                    self.for_loop(node, src, env);
+                    // The loop variable takes the loop's values: `for PATH in …` rebinds.
                     if let Some(v) = node.child_by_field_name("variable") {
-                        let name = src[v.byte_range()].to_string();
-                        let mut cursor = node.walk();
-                        let values: Vec<Node> =
-                            node.children_by_field_name("value", &mut cursor).collect();
-                        for value in values {
-                            let w = self.word(value, src, env);
-                            self.bind_word(&name, &w);
-                        }
+                        self.gate(inert::variable_gate(&src[v.byte_range()]));
                     }
+                    return;
                 }
                 // Bodies are statements; conditions, loop values and patterns are words or
                 // expressions, scanned for substitutions.
@@ -311,26 +321,22 @@ impl<'c> Analyser<'c> {
                         self.scan(child, src, env);
                     }
                 }
-                match node.kind() {
-                    // The loop variable takes the loop's values: `for PATH in …` rebinds.
-                    "for_statement" => {
-                        if let Some(v) = node.child_by_field_name("variable") {
-                            self.gate(inert::variable_gate(&src[v.byte_range()]));
-                        }
-                    }
-                    "c_style_for_statement" => {
-                        self.gate(inert::arithmetic_gate(node, src).map(|_| {
-                            "a C-style `for` loop: its expressions are arithmetic on variables"
-                                .to_string()
-                        }));
-                    }
-                    _ => {}
+                if node.kind() == "c_style_for_statement" {
+                    self.gate(inert::arithmetic_gate(node, src).map(|_| {
+                        "a C-style `for` loop: its expressions are arithmetic on variables"
+                            .to_string()
+                    }));
                 }
             }
             "variable_assignment" | "variable_assignments" => {
                 let assigned = self.assignments(node, src, env);
                 for (name, _) in &assigned {
                     self.gate(inert::variable_gate(name));
+                }
+                if let [(_, value)] = assigned.as_slice() {
+                    if node.kind() == "variable_assignment" {
+                        self.record_known(node, src, value.as_ref());
+                    }
                 }
                 let names: Vec<String> = assigned.into_iter().map(|(n, _)| n).collect();
                 if !names.is_empty() {
@@ -362,6 +368,7 @@ impl<'c> Analyser<'c> {
                 for child in children {
                     if child.kind() == "variable_assignment" {
                         for (name, value) in self.assignments(child, src, env) {
+                            let value = value.and_then(|w| w.value);
                             self.gate(if exported {
                                 inert::env_gate(&name, value.as_deref())
                             } else {
@@ -403,7 +410,7 @@ impl<'c> Analyser<'c> {
 
     /// The names assigned by a `variable_assignment(s)` node (`a[i]` with its subscript)
     /// and their static values; values are scanned.
-    fn assignments(&mut self, node: Node, src: &str, env: &Env) -> Vec<(String, Option<String>)> {
+    fn assignments(&mut self, node: Node, src: &str, env: &Env) -> Vec<(String, Option<Word>)> {
         let mut out = Vec::new();
         if node.kind() == "variable_assignments" {
             let mut cursor = node.walk();
@@ -421,7 +428,7 @@ impl<'c> Analyser<'c> {
             if let Some(w) = &value {
                 self.bind_word(&name, w);
             }
-            out.push((name, value.and_then(|w| w.value)));
+            out.push((name, value));
         }
         out
     }
@@ -441,6 +448,12 @@ impl<'c> Analyser<'c> {
         let mut deferred = Vec::new();
         let mut extra = Vec::new();
         let items = children_with_fields(node);
+        if split_word(items.iter().filter(|(f, c)| {
+            c.is_named() && !matches!(*f, Some("redirect")) && is_argument(c.kind())
+        })) {
+            self.problem(text, "the shell parser split one word in two", env);
+            return;
+        }
         for (field, child) in items {
             if !child.is_named() {
                 continue;
@@ -448,6 +461,7 @@ impl<'c> Analyser<'c> {
             match (field, child.kind()) {
                 (_, "variable_assignment") => {
                     for (name, value) in self.assignments(child, src, env) {
+                        let value = value.and_then(|w| w.value);
                         self.gate(inert::env_gate(&name, value.as_deref()));
                         e.env_assignments.push(name);
                     }
@@ -488,6 +502,42 @@ impl<'c> Analyser<'c> {
         }
         self.deferred(deferred, src, env);
     }
+}
+
+/// Word-like node kinds: what a command's arguments and a `for` loop's values are made of.
+pub(super) fn is_argument(kind: &str) -> bool {
+    matches!(
+        kind,
+        "word"
+            | "string"
+            | "raw_string"
+            | "ansi_c_string"
+            | "translated_string"
+            | "concatenation"
+            | "simple_expansion"
+            | "expansion"
+            | "command_substitution"
+            | "process_substitution"
+            | "arithmetic_expansion"
+            | "number"
+            | "command_name"
+    )
+}
+
+/// Do two arguments touch? The shell reads adjacent text as one word; tree-sitter-bash
+/// sometimes splits one (`~/$a$b/x` as `~/$a$` and `b/x`), so what it gives is not what
+/// runs.
+pub(super) fn split_word<'a, 'b: 'a>(
+    args: impl Iterator<Item = &'a (Option<&'static str>, Node<'b>)>,
+) -> bool {
+    let mut prev_end = None;
+    for (_, n) in args {
+        if prev_end == Some(n.start_byte()) {
+            return true;
+        }
+        prev_end = Some(n.end_byte());
+    }
+    false
 }
 
 /// Statement node kinds of tree-sitter-bash.

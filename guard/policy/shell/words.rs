@@ -14,6 +14,8 @@ struct Builder {
     glob: bool,
     substitution: bool,
     process_substitution: bool,
+    /// Inside double quotes (a known variable is then not split or globbed again).
+    quoted: bool,
 }
 
 impl Analyser<'_> {
@@ -25,6 +27,7 @@ impl Analyser<'_> {
             glob: false,
             substitution: false,
             process_substitution: false,
+            quoted: false,
         };
         self.part(node, src, env, &mut b, 0);
         let candidates = if b.known || b.process_substitution {
@@ -56,6 +59,7 @@ impl Analyser<'_> {
                 glob: false,
                 substitution: false,
                 process_substitution: false,
+                quoted: false,
             };
             f(&mut b);
             b.known.then(|| vec![b.value])
@@ -198,6 +202,7 @@ impl Analyser<'_> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.children(&mut cursor).collect();
                 let last = children.len().saturating_sub(1);
+                let outer = std::mem::replace(&mut b.quoted, true);
                 for (i, child) in children.into_iter().enumerate() {
                     match child.kind() {
                         "\"" | "$\"" if i == 0 || i == last => {}
@@ -206,6 +211,7 @@ impl Analyser<'_> {
                         _ => b.value.push_str(&src[child.byte_range()]),
                     }
                 }
+                b.quoted = outer;
             }
             "heredoc_body" => {
                 let mut cursor = node.walk();
@@ -239,6 +245,9 @@ impl Analyser<'_> {
                 }
                 if matches!(text, "$HOME" | "${HOME}") {
                     b.value.push_str(&self.ctx.home.to_string_lossy());
+                } else if let Some(k) = self.known_use(text, b.quoted) {
+                    b.value.push_str(&k.value);
+                    b.glob |= k.glob;
                 } else {
                     b.known = false;
                     self.substitutions(node, src, env, b, depth);
