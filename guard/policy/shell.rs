@@ -8,6 +8,7 @@ mod builtins;
 mod inert;
 mod known;
 mod path_lookup;
+mod pipes;
 mod redirects;
 mod tracking;
 mod walk;
@@ -16,6 +17,7 @@ mod wrapper_args;
 mod wrappers;
 
 pub use path_lookup::resolve_on_path;
+pub use pipes::{XARGS0_FROM_FIND, XARGS_FROM_FIND};
 pub use wrappers::SHELLS;
 
 use foldhash::{HashMap, HashMapExt};

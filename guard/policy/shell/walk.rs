@@ -274,15 +274,24 @@ impl<'c> Analyser<'c> {
             "pipeline" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                for (i, child) in children.into_iter().enumerate() {
-                    if child.kind() == "comment" {
-                        continue;
-                    }
+                let mut i = 0;
+                while let Some(&child) = children.get(i) {
                     let e = if i == 0 {
                         env.clone()
                     } else {
                         env.with_stdin(Stdin::Pipe)
                     };
+                    i += 1;
+                    if child.kind() == "comment" {
+                        continue;
+                    }
+                    // `find … | xargs CMD`: analysed as `find … -exec CMD {} +` (`pipes`).
+                    if let Some(&next) = children.get(i) {
+                        if self.find_xargs(child, next, src, &e) {
+                            i += 1;
+                            continue;
+                        }
+                    }
                     self.statement(child, src, &e);
                 }
             }
