@@ -115,7 +115,9 @@ fn world() -> World {
         ".openclaw/state",
         ".config/gh",
         ".gnupg",
-        "projects",
+        "projects/site",
+        // The home is a (dotfiles) repository: `REV:PATH` is relative to its root.
+        ".git",
     ] {
         std::fs::create_dir_all(home.join(d)).expect("mkdir");
     }

@@ -80,6 +80,11 @@ impl<'a> Checker<'a> {
         Checker { seg, t, ctxs }
     }
 
+    /// The directories the segment may run in.
+    pub fn cwds(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        self.ctxs.iter().map(|c| c.cwd.clone())
+    }
+
     pub fn env_assignments(&self, c: &mut Classification) {
         for name in &self.seg.env_assignments {
             if name == "PATH" {
@@ -251,10 +256,8 @@ impl<'a> Checker<'a> {
             return true;
         }
         self.ctxs.iter().any(|ctx| {
-            std::fs::read_dir(&ctx.cwd).map_or(true, |rd| {
-                rd.flatten()
-                    .any(|e| e.file_name().as_encoded_bytes().starts_with(b"-"))
-            })
+            crate::policy::fs_memo::list_dir(&ctx.cwd)
+                .is_none_or(|names| names.iter().any(|n| n.starts_with('-')))
         })
     }
 
