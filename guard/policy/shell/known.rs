@@ -97,6 +97,11 @@ impl Analyser<'_> {
             return;
         }
         let n = &src[name.byte_range()];
+        // Only the script's own (lower-case) names: bash sets some of its own as it runs
+        // (`_`, `COLUMNS`, ...), and upper-case names the shell or programs read gate.
+        if !n.bytes().any(|b| b.is_ascii_lowercase()) {
+            return;
+        }
         if only_uses(root_of(node), src, n, name) {
             self.known.insert(
                 n.to_string(),
@@ -159,7 +164,8 @@ impl Analyser<'_> {
         };
         let simple = match (var, &name) {
             (Some(var), Some(name)) => {
-                var.kind() == "variable_name"
+                name.bytes().any(|b| b.is_ascii_lowercase())
+                    && var.kind() == "variable_name"
                     && !values.is_empty()
                     && values.len() <= MAX_LOOP_VALUES
                     && values.iter().all(|w| w.value.is_some() && !w.substitution)
