@@ -247,3 +247,22 @@ fn find_piped_to_xargs_is_find_exec() {
         );
     }
 }
+
+#[test]
+fn git_ls_files_as_arguments_gates_with_its_reason() {
+    for text in [
+        "wc -l $(git ls-files)",
+        "cat `git ls-files src`",
+        "x \"$(git ls-tree -r --name-only HEAD)\"",
+    ] {
+        let a = analyse(text, &ctx());
+        assert!(
+            a.gates.iter().any(|g| g.contains("may start with `-`")),
+            "{text}: {:?}",
+            a.gates
+        );
+    }
+    assert!(analyse("echo $(git ls-files | wc -l)", &ctx())
+        .gates
+        .is_empty());
+}

@@ -256,6 +256,7 @@ impl Analyser<'_> {
             "command_substitution" | "process_substitution" => {
                 b.known = false;
                 b.substitution = true;
+                self.gate(listing_substitution_gate(text, b.quoted));
                 if node.kind() == "process_substitution" {
                     b.process_substitution = true;
                 }
@@ -330,6 +331,38 @@ impl Analyser<'_> {
             }
         }
     }
+}
+
+/// `$(git ls-files)` and the like as arguments: gated with the reason, as the listed names
+/// are not words the table can check. git prints paths relative to the repository, so a
+/// tracked `-rf` or `--output=x` becomes an option of the command; unquoted, the shell
+/// splits names at blanks and expands their glob characters; a tracked symlink or dotenv
+/// file is read like any other name. (`find START | xargs` is analysable: `pipes`.) Only
+/// the bare listing: piped on (`$(git ls-files | wc -l)`) it is a count.
+fn listing_substitution_gate(text: &str, quoted: bool) -> Option<String> {
+    let inner = text
+        .strip_prefix("$(")
+        .or_else(|| text.strip_prefix('`'))?
+        .trim_start();
+    if inner.contains(['|', ';', '&']) {
+        return None;
+    }
+    let lister = ["git ls-files", "git ls-tree", "git diff --name-only"]
+        .iter()
+        .find(|l| {
+            inner
+                .strip_prefix(**l)
+                .is_some_and(|r| r.starts_with([' ', ')', '`', '\n']))
+        })?;
+    Some(format!(
+        "`$({lister} …)` as arguments: the names it prints may start with `-` (options){}, \
+         and which files they are is not known before it runs",
+        if quoted {
+            ""
+        } else {
+            ", split at blanks or expand as globs"
+        }
+    ))
 }
 
 /// An unquoted word: backslash escapes, glob characters, leading `~`.
