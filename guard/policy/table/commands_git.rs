@@ -165,6 +165,9 @@ pub(super) fn git(seg: &Segment, k: &Checker, c: &mut Classification, args: &[Wo
         if sub == "cat-file" {
             cat_file(c, &parsed);
         }
+        if CONTENT_READS.contains(&sub) {
+            repository_with_secrets(k, c);
+        }
         git_operands(k, c, &parsed.operands);
         return;
     }
@@ -396,6 +399,29 @@ fn cat_file(c: &mut Classification, parsed: &Parsed) {
                 format!("`git cat-file` prints object {s}: which file it holds is not known"),
             );
         }
+    }
+}
+
+/// Read subcommands that print file contents from the repository (history included).
+const CONTENT_READS: &[&str] = &[
+    "log",
+    "show",
+    "diff",
+    "whatchanged",
+    "grep",
+    "blame",
+    "annotate",
+    "cat-file",
+    "stash",
+];
+
+/// A repository whose working tree holds a secret (a dotfiles repository in the home, `git
+/// -C ~/sub` under it): what git prints from it may be that secret. Blocked.
+fn repository_with_secrets(k: &Checker, c: &mut Classification) {
+    let cwds: Vec<PathBuf> = k.cwds().collect();
+    for cwd in cwds {
+        let root = repo_root(&cwd);
+        k.recursive_names(c, &Word::literal(&root.to_string_lossy()));
     }
 }
 
