@@ -10,6 +10,7 @@ mod known;
 mod path_lookup;
 mod pipes;
 mod redirects;
+mod syntax;
 mod tracking;
 mod walk;
 mod words;
