@@ -115,11 +115,13 @@ fn world() -> World {
         ".openclaw/state",
         ".config/gh",
         ".gnupg",
-        "projects",
+        "projects/site",
+        // The home is a (dotfiles) repository: `REV:PATH` is relative to its root.
+        ".git",
     ] {
         std::fs::create_dir_all(home.join(d)).expect("mkdir");
     }
-    for d in ["src", "docs", "sub/.git/hooks"] {
+    for d in ["src", "docs", "sub/.git/hooks", "app/lib"] {
         std::fs::create_dir_all(ws.join(d)).expect("mkdir");
     }
     let files: &[(&Path, &str, &str)] = &[
@@ -139,6 +141,11 @@ fn world() -> World {
         (&ws, "run.sh", "#!/bin/sh\necho hi\n"),
         (&ws, "Cargo.toml", "[package]\nname = \"x\"\n"),
         (&ws, "package.json", "{}"),
+        // A dotenv file below the root: secret by name wherever it is (issue 11 item 3).
+        (&ws, "app/.env", "API_KEY=x"),
+        (&ws, "app/.env.example", "API_KEY="),
+        (&ws, "app/main.py", "print(1)\n"),
+        (&ws, "app/lib/util.py", "\n"),
     ];
     for (base, rel, body) in files {
         std::fs::write(base.join(rel), body).expect("write");

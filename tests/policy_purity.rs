@@ -55,10 +55,14 @@ fn offences(text: &str) -> Vec<(usize, String, &'static str)> {
         // Names inside a string or comment after the code still count: a macro or a path
         // could be built from them, and the core has no reason to spell them.
         for f in FORBIDDEN {
+            let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+            // A whole name: `libc` but not `libcurl` (a curl option the table lists).
             let word_start = code.match_indices(f).any(|(at, _)| {
-                at == 0
-                    || !code.as_bytes()[at - 1].is_ascii_alphanumeric()
-                        && code.as_bytes()[at - 1] != b'_'
+                let end = at + f.len();
+                (at == 0 || !ident(code.as_bytes()[at - 1]))
+                    && (!f.ends_with(|c: char| c.is_ascii_alphanumeric())
+                        || end == code.len()
+                        || !ident(code.as_bytes()[end]))
             });
             if word_start {
                 out.push((i + 1, line.to_string(), *f));

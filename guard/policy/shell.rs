@@ -6,8 +6,11 @@
 
 mod builtins;
 mod inert;
+mod known;
 mod path_lookup;
+mod pipes;
 mod redirects;
+mod syntax;
 mod tracking;
 mod walk;
 mod words;
@@ -15,6 +18,7 @@ mod wrapper_args;
 mod wrappers;
 
 pub use path_lookup::resolve_on_path;
+pub use pipes::{XARGS0_FROM_FIND, XARGS_FROM_FIND};
 pub use wrappers::SHELLS;
 
 use foldhash::{HashMap, HashMapExt};

@@ -24,6 +24,7 @@ mod judge;
 mod paths_check;
 mod programs;
 mod read_programs;
+mod tree_walk;
 
 use super::file::Policy;
 use super::request::{Action, Status};

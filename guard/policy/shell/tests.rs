@@ -135,3 +135,134 @@ fn bounds_hold_on_hostile_input() {
     }
     assert!(analyse(&nested, &ctx()).has_problem());
 }
+
+#[test]
+fn a_word_the_parser_splits_is_a_problem() {
+    // tree-sitter-bash reads `~/$a$b/id_rsa` as two words; bash as one.
+    for text in [
+        "a=.s; b=sh; cat ~/$a$b/id_rsa",
+        "for f in ~/$a$b/x; do cat $f; done",
+    ] {
+        assert!(analyse(text, &ctx()).has_problem(), "{text}");
+    }
+    assert!(!analyse("cat a>b 'x'\"y\"", &ctx()).has_problem());
+}
+
+/// The value the last segment named `prog` gives its argument `i`, and whether it is a glob.
+fn arg_of(text: &str, prog: &str, i: usize) -> (Option<String>, bool) {
+    let a = analyse(text, &ctx());
+    let seg = a
+        .segments
+        .iter()
+        .rev()
+        .find(|s| s.program.as_deref() == Some(prog))
+        .unwrap_or_else(|| panic!("no {prog} in {text}"));
+    let w = &seg.argv[i];
+    (w.value.clone(), w.glob)
+}
+
+#[test]
+fn variables_bound_once_to_a_literal_are_known() {
+    for (text, prog, want, glob) in [
+        (r#"f=a.txt; cat "$f""#, "cat", "a.txt", false),
+        ("dir=src\nls $dir", "ls", "src", false),
+        (r#"f=a.txt; cat "${f}""#, "cat", "a.txt", false),
+        (r#"f='a b'; cat "$f""#, "cat", "a b", false),
+        (r#"f='*.rs'; cat "$f""#, "cat", "*.rs", false),
+        (
+            r#"for f in src/*.rs; do wc "$f"; done"#,
+            "wc",
+            "src/*.rs",
+            true,
+        ),
+        (r#"for f in a b; do wc "$f"; done"#, "wc", "b", false),
+        (r#"for f in a; do wc "x-$f"; done"#, "wc", "x-a", false),
+    ] {
+        assert_eq!(
+            arg_of(text, prog, 1),
+            (Some(want.to_string()), glob),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn variables_anything_else_may_change_are_not_known() {
+    for text in [
+        r#"f=a.txt; (f=b); cat "$f""#,
+        r#"f=a.txt; read f; cat "$f""#,
+        r#"f=a.txt; unset f; cat "$f""#,
+        r#"f=a.txt; export f; cat "$f""#,
+        r#"f=a.txt; : ${f:=b}; cat "$f""#,
+        r#"f=a.txt; g() { f=b; }; g; cat "$f""#,
+        r#"f=a.txt; eval 'f=b'; cat "$f""#,
+        r#"f=a.txt; f+=b; cat "$f""#,
+        r#"f=a.txt & cat "$f""#,
+        r#"true && f=a.txt; cat "$f""#,
+        r#"cat "$f"; f=a.txt"#,
+        r#"f=a.txt cat "$f""#,
+        r#"f=$(echo a); cat "$f""#,
+        r#"f='a b'; cat $f"#,
+        r#"f='*'; cat $f"#,
+        r#"_=a; cat "$_""#,
+        r#"for f in src/*.rs; do cat $f; done"#,
+        r#"for f in src/*.rs; do f=b; cat "$f"; done"#,
+        r#"for f in $(ls); do cat "$f"; done"#,
+        r#"for f in a; do :; done; cat "$f""#,
+    ] {
+        assert_eq!(arg_of(text, "cat", 1).0, None, "{text}");
+    }
+}
+
+#[test]
+fn find_piped_to_xargs_is_find_exec() {
+    let a = analyse("find src -name '*.rs' | xargs grep -n foo", &ctx());
+    let find = &a.segments[0];
+    let words: Vec<&str> = find.argv.iter().map(|w| w.display()).collect();
+    assert_eq!(
+        words,
+        ["find", "src", "-name", "*.rs", "-exec", "grep", "-n", "foo", "{}", "+"]
+    );
+    assert!(find.wrappers.iter().any(|w| w == XARGS_FROM_FIND));
+    let grep = &a.segments[1];
+    assert!(grep.wrappers.iter().any(|w| w == "find -exec"), "{grep:?}");
+    // Not the same as find -exec: xargs input stays unknown.
+    for text in [
+        "cat list | xargs rm",
+        "find src -print0 | xargs rm",
+        "find src | xargs -0 rm",
+        "find src | xargs -I{} rm {}",
+        "find src -delete | xargs echo",
+        "find $d | xargs rm",
+        "find src | xargs expr 1 + 2",
+    ] {
+        let a = analyse(text, &ctx());
+        assert!(
+            a.segments.iter().all(|s| !s
+                .wrappers
+                .iter()
+                .any(|w| w == XARGS_FROM_FIND || w == XARGS0_FROM_FIND)),
+            "{text}: {:?}",
+            a.segments
+        );
+    }
+}
+
+#[test]
+fn git_ls_files_as_arguments_gates_with_its_reason() {
+    for text in [
+        "wc -l $(git ls-files)",
+        "cat `git ls-files src`",
+        "x \"$(git ls-tree -r --name-only HEAD)\"",
+    ] {
+        let a = analyse(text, &ctx());
+        assert!(
+            a.gates.iter().any(|g| g.contains("may start with `-`")),
+            "{text}: {:?}",
+            a.gates
+        );
+    }
+    assert!(analyse("echo $(git ls-files | wc -l)", &ctx())
+        .gates
+        .is_empty());
+}

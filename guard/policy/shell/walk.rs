@@ -9,20 +9,7 @@ use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::path::PathBuf;
 use tree_sitter::Node;
 
-/// A node's children (named and anonymous) with their grammar field names, in order.
-pub(super) fn children_with_fields(node: Node<'_>) -> Vec<(Option<&'static str>, Node<'_>)> {
-    let mut cursor = node.walk();
-    let mut items = Vec::new();
-    if cursor.goto_first_child() {
-        loop {
-            items.push((cursor.field_name(), cursor.node()));
-            if !cursor.goto_next_sibling() {
-                break;
-            }
-        }
-    }
-    items
-}
+pub(crate) use super::syntax::{children_with_fields, is_argument, is_statement, split_word};
 
 /// What the enclosing constructs impose on the commands below them.
 #[derive(Debug, Clone)]
@@ -73,6 +60,10 @@ pub(crate) struct Analyser<'c> {
     /// Every static value each variable is given anywhere in the text (positional
     /// parameters by number): candidates for finding secrets, never for allowing.
     pub vars: HashMap<String, Vec<String>>,
+    /// Variables of the text being walked whose value is known for certain (`known`).
+    pub(crate) known: HashMap<String, super::known::Known>,
+    /// Known-binding checks done (each scans a text; bounded).
+    pub(crate) known_checks: usize,
 }
 
 /// A memoised command-name lookup: (trusted, found, realpath).
@@ -102,6 +93,8 @@ impl<'c> Analyser<'c> {
             resolved: HashMap::new(),
             gates: Vec::new(),
             vars: HashMap::new(),
+            known: HashMap::new(),
+            known_checks: 0,
         }
     }
 
@@ -199,7 +192,16 @@ impl<'c> Analyser<'c> {
             self.problem(text, "shell syntax error", env);
             return;
         }
+        // A re-parsed text is another shell (or code): it sees no known binding.
+        let outer = std::mem::take(&mut self.known);
         self.statement(root, text, env);
+        // Back in the outer text: `eval` ran in the same shell and may have rebound
+        // anything, so no binding stays known after a re-parsed text.
+        self.known = if env.depth == 0 {
+            outer
+        } else {
+            HashMap::new()
+        };
     }
 
     /// Counts a visited node; false once the budget is spent (a problem is recorded once).
@@ -259,15 +261,24 @@ impl<'c> Analyser<'c> {
             "pipeline" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                for (i, child) in children.into_iter().enumerate() {
-                    if child.kind() == "comment" {
-                        continue;
-                    }
+                let mut i = 0;
+                while let Some(&child) = children.get(i) {
                     let e = if i == 0 {
                         env.clone()
                     } else {
                         env.with_stdin(Stdin::Pipe)
                     };
+                    i += 1;
+                    if child.kind() == "comment" {
+                        continue;
+                    }
+                    // `find … | xargs CMD`: analysed as `find … -exec CMD {} +` (`pipes`).
+                    if let Some(&next) = children.get(i) {
+                        if self.find_xargs(child, next, src, &e) {
+                            i += 1;
+                            continue;
+                        }
+                    }
                     self.statement(child, src, &e);
                 }
             }
@@ -287,18 +298,13 @@ impl<'c> Analyser<'c> {
             | "c_style_for_statement"
             | "case_statement"
             | "case_item" => {
-                // The loop variable takes the loop's values, bound before the body runs.
                 if node.kind() == "for_statement" {
+                    self.for_loop(node, src, env);
+                    // The loop variable takes the loop's values: `for PATH in …` rebinds.
                     if let Some(v) = node.child_by_field_name("variable") {
-                        let name = src[v.byte_range()].to_string();
-                        let mut cursor = node.walk();
-                        let values: Vec<Node> =
-                            node.children_by_field_name("value", &mut cursor).collect();
-                        for value in values {
-                            let w = self.word(value, src, env);
-                            self.bind_word(&name, &w);
-                        }
+                        self.gate(inert::variable_gate(&src[v.byte_range()]));
                     }
+                    return;
                 }
                 // Bodies are statements; conditions, loop values and patterns are words or
                 // expressions, scanned for substitutions.
@@ -311,26 +317,22 @@ impl<'c> Analyser<'c> {
                         self.scan(child, src, env);
                     }
                 }
-                match node.kind() {
-                    // The loop variable takes the loop's values: `for PATH in …` rebinds.
-                    "for_statement" => {
-                        if let Some(v) = node.child_by_field_name("variable") {
-                            self.gate(inert::variable_gate(&src[v.byte_range()]));
-                        }
-                    }
-                    "c_style_for_statement" => {
-                        self.gate(inert::arithmetic_gate(node, src).map(|_| {
-                            "a C-style `for` loop: its expressions are arithmetic on variables"
-                                .to_string()
-                        }));
-                    }
-                    _ => {}
+                if node.kind() == "c_style_for_statement" {
+                    self.gate(inert::arithmetic_gate(node, src).map(|_| {
+                        "a C-style `for` loop: its expressions are arithmetic on variables"
+                            .to_string()
+                    }));
                 }
             }
             "variable_assignment" | "variable_assignments" => {
                 let assigned = self.assignments(node, src, env);
                 for (name, _) in &assigned {
                     self.gate(inert::variable_gate(name));
+                }
+                if let [(_, value)] = assigned.as_slice() {
+                    if node.kind() == "variable_assignment" {
+                        self.record_known(node, src, value.as_ref());
+                    }
                 }
                 let names: Vec<String> = assigned.into_iter().map(|(n, _)| n).collect();
                 if !names.is_empty() {
@@ -362,6 +364,7 @@ impl<'c> Analyser<'c> {
                 for child in children {
                     if child.kind() == "variable_assignment" {
                         for (name, value) in self.assignments(child, src, env) {
+                            let value = value.and_then(|w| w.value);
                             self.gate(if exported {
                                 inert::env_gate(&name, value.as_deref())
                             } else {
@@ -403,7 +406,7 @@ impl<'c> Analyser<'c> {
 
     /// The names assigned by a `variable_assignment(s)` node (`a[i]` with its subscript)
     /// and their static values; values are scanned.
-    fn assignments(&mut self, node: Node, src: &str, env: &Env) -> Vec<(String, Option<String>)> {
+    fn assignments(&mut self, node: Node, src: &str, env: &Env) -> Vec<(String, Option<Word>)> {
         let mut out = Vec::new();
         if node.kind() == "variable_assignments" {
             let mut cursor = node.walk();
@@ -421,7 +424,7 @@ impl<'c> Analyser<'c> {
             if let Some(w) = &value {
                 self.bind_word(&name, w);
             }
-            out.push((name, value.and_then(|w| w.value)));
+            out.push((name, value));
         }
         out
     }
@@ -441,6 +444,12 @@ impl<'c> Analyser<'c> {
         let mut deferred = Vec::new();
         let mut extra = Vec::new();
         let items = children_with_fields(node);
+        if split_word(items.iter().filter(|(f, c)| {
+            c.is_named() && !matches!(*f, Some("redirect")) && is_argument(c.kind())
+        })) {
+            self.problem(text, "the shell parser split one word in two", env);
+            return;
+        }
         for (field, child) in items {
             if !child.is_named() {
                 continue;
@@ -448,6 +457,7 @@ impl<'c> Analyser<'c> {
             match (field, child.kind()) {
                 (_, "variable_assignment") => {
                     for (name, value) in self.assignments(child, src, env) {
+                        let value = value.and_then(|w| w.value);
                         self.gate(inert::env_gate(&name, value.as_deref()));
                         e.env_assignments.push(name);
                     }
@@ -488,31 +498,4 @@ impl<'c> Analyser<'c> {
         }
         self.deferred(deferred, src, env);
     }
-}
-
-/// Statement node kinds of tree-sitter-bash.
-pub(crate) fn is_statement(kind: &str) -> bool {
-    matches!(
-        kind,
-        "redirected_statement"
-            | "variable_assignment"
-            | "variable_assignments"
-            | "command"
-            | "declaration_command"
-            | "unset_command"
-            | "test_command"
-            | "negated_command"
-            | "for_statement"
-            | "c_style_for_statement"
-            | "while_statement"
-            | "if_statement"
-            | "case_statement"
-            | "pipeline"
-            | "list"
-            | "subshell"
-            | "compound_statement"
-            | "function_definition"
-            | "do_group"
-            | "program"
-    )
 }

@@ -14,6 +14,8 @@ struct Builder {
     glob: bool,
     substitution: bool,
     process_substitution: bool,
+    /// Inside double quotes (a known variable is then not split or globbed again).
+    quoted: bool,
 }
 
 impl Analyser<'_> {
@@ -25,6 +27,7 @@ impl Analyser<'_> {
             glob: false,
             substitution: false,
             process_substitution: false,
+            quoted: false,
         };
         self.part(node, src, env, &mut b, 0);
         let candidates = if b.known || b.process_substitution {
@@ -56,6 +59,7 @@ impl Analyser<'_> {
                 glob: false,
                 substitution: false,
                 process_substitution: false,
+                quoted: false,
             };
             f(&mut b);
             b.known.then(|| vec![b.value])
@@ -198,6 +202,7 @@ impl Analyser<'_> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.children(&mut cursor).collect();
                 let last = children.len().saturating_sub(1);
+                let outer = std::mem::replace(&mut b.quoted, true);
                 for (i, child) in children.into_iter().enumerate() {
                     match child.kind() {
                         "\"" | "$\"" if i == 0 || i == last => {}
@@ -206,6 +211,7 @@ impl Analyser<'_> {
                         _ => b.value.push_str(&src[child.byte_range()]),
                     }
                 }
+                b.quoted = outer;
             }
             "heredoc_body" => {
                 let mut cursor = node.walk();
@@ -239,6 +245,9 @@ impl Analyser<'_> {
                 }
                 if matches!(text, "$HOME" | "${HOME}") {
                     b.value.push_str(&self.ctx.home.to_string_lossy());
+                } else if let Some(k) = self.known_use(text, b.quoted) {
+                    b.value.push_str(&k.value);
+                    b.glob |= k.glob;
                 } else {
                     b.known = false;
                     self.substitutions(node, src, env, b, depth);
@@ -247,6 +256,7 @@ impl Analyser<'_> {
             "command_substitution" | "process_substitution" => {
                 b.known = false;
                 b.substitution = true;
+                self.gate(listing_substitution_gate(text, b.quoted));
                 if node.kind() == "process_substitution" {
                     b.process_substitution = true;
                 }
@@ -321,6 +331,38 @@ impl Analyser<'_> {
             }
         }
     }
+}
+
+/// `$(git ls-files)` and the like as arguments: gated with the reason, as the listed names
+/// are not words the table can check. git prints paths relative to the repository, so a
+/// tracked `-rf` or `--output=x` becomes an option of the command; unquoted, the shell
+/// splits names at blanks and expands their glob characters; a tracked symlink or dotenv
+/// file is read like any other name. (`find START | xargs` is analysable: `pipes`.) Only
+/// the bare listing: piped on (`$(git ls-files | wc -l)`) it is a count.
+fn listing_substitution_gate(text: &str, quoted: bool) -> Option<String> {
+    let inner = text
+        .strip_prefix("$(")
+        .or_else(|| text.strip_prefix('`'))?
+        .trim_start();
+    if inner.contains(['|', ';', '&']) {
+        return None;
+    }
+    let lister = ["git ls-files", "git ls-tree", "git diff --name-only"]
+        .iter()
+        .find(|l| {
+            inner
+                .strip_prefix(**l)
+                .is_some_and(|r| r.starts_with([' ', ')', '`', '\n']))
+        })?;
+    Some(format!(
+        "`$({lister} …)` as arguments: the names it prints may start with `-` (options){}, \
+         and which files they are is not known before it runs",
+        if quoted {
+            ""
+        } else {
+            ", split at blanks or expand as globs"
+        }
+    ))
 }
 
 /// An unquoted word: backslash escapes, glob characters, leading `~`.

@@ -5,8 +5,10 @@
 use super::args::{flag, operands, operands_skipping, opt_values, v};
 use super::judge::write_value;
 use super::paths_check::Checker;
+use super::tree_walk::Walk;
 use super::Classification;
 use crate::policy::shell::Word;
+use crate::policy::shell::XARGS_FROM_FIND;
 use crate::policy::verdict::Category;
 
 /// find's tests and actions that only select or print: name, what (`-name`), and how
@@ -210,10 +212,12 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
         }
         j += 1 + n;
     }
+    // Fed to `xargs` without `-0` (see `shell::pipes`): names must reach it unsplit.
+    let split_names = k.seg.wrappers.iter().any(|w| w == XARGS_FROM_FIND);
     for s in &starts {
         k.read(c, s);
         if exec || follow {
-            k.recursive_read(c, s);
+            k.recursive_names(c, s);
         }
         if exec {
             // The names `-exec` gets: with only `-name` tests and-ed, a link passes only if
@@ -233,9 +237,19 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
             } else {
                 Vec::new()
             };
-            k.links_below(c, s, follow, max_depth, &|name| {
-                matchers.iter().all(|m| m.is_match(name))
-            });
+            let keep = |name: &str| matchers.iter().all(|m| m.is_match(name));
+            k.walk_below(
+                c,
+                s,
+                &Walk {
+                    follow,
+                    max_depth,
+                    keep: &keep,
+                    links: true,
+                    dotenv: true,
+                    split_names,
+                },
+            );
         }
     }
     if delete {

@@ -3,13 +3,15 @@
 
 use super::args::{has, has_short, v};
 use super::gram_git::*;
-use super::grammar::Grammar;
+use super::grammar::{Grammar, Parsed};
 use super::judge::{judge, read_files};
 use super::paths_check::Checker;
 use super::read_programs::globs_may_be_options;
 use super::Classification;
+use crate::policy::fs_memo;
 use crate::policy::shell::{Segment, Word};
 use crate::policy::verdict::Category;
+use std::path::{Path, PathBuf};
 
 /// git's global options, before the subcommand (git matches them exactly).
 enum Global {
@@ -87,17 +89,21 @@ pub(super) fn git(seg: &Segment, k: &Checker, c: &mut Classification, args: &[Wo
                 if attached.is_none() && name != "--exec-path" {
                     i += 1;
                 }
+                // Another repository or work tree: blocked where it holds a secret.
+                if matches!(name, "--git-dir" | "--work-tree") {
+                    let dir = match attached {
+                        Some(v) => Word::literal(v),
+                        None => args.get(i).cloned().unwrap_or_else(|| Word::unknown("")),
+                    };
+                    k.read(c, &dir);
+                    k.recursive_names(c, &dir);
+                }
             }
             Some(Global::Value) => {
                 if attached.is_none() {
                     i += 1;
                 }
-                if name == "-C" {
-                    if let Some(dir) = args.get(i) {
-                        k.read(c, dir);
-                    }
-                    rebased = true;
-                }
+                rebased |= name == "-C";
             }
             Some(Global::Flag) => {}
         }
@@ -109,6 +115,11 @@ pub(super) fn git(seg: &Segment, k: &Checker, c: &mut Classification, args: &[Wo
     };
     let sub = v(sub_word);
     let rest_words = &args[i + 1..];
+    if rebased {
+        // `git -C DIR` runs in DIR (the segment's directories are already DIR): a tree
+        // that holds a secret (`git -C ~`, `git -C ..`) is blocked, whatever git reads.
+        k.recursive_names(c, &Word::literal("."));
+    }
     let rest: Vec<&str> = rest_words.iter().map(v).collect();
     let mut read_paths = true;
     if let Some(g) = read_grammar(sub, &rest) {
@@ -147,7 +158,17 @@ pub(super) fn git(seg: &Segment, k: &Checker, c: &mut Classification, args: &[Wo
         if parsed.has("no-index") && sub != "check-ignore" {
             read_files(seg, k, c, &parsed.operands);
         }
-        git_operands(k, c, &parsed.operands, rebased);
+        if sub == "grep" && (parsed.has("untracked") || parsed.has("no-exclude-standard")) {
+            // Untracked files too: a dotenv file below is read.
+            k.recursive_read(c, &Word::literal("."));
+        }
+        if sub == "cat-file" {
+            cat_file(c, &parsed);
+        }
+        if CONTENT_READS.contains(&sub) {
+            repository_with_secrets(k, c);
+        }
+        git_operands(k, c, &parsed.operands);
         return;
     }
     match sub {
@@ -351,9 +372,79 @@ fn read_grammar(sub: &str, rest: &[&str]) -> Option<&'static Grammar> {
     })
 }
 
-/// Revisions and paths of a git read: `REV:path` and path-like words are path-checked
-/// (relative to where git runs; after `-C` that is not known here).
-fn git_operands(k: &Checker, c: &mut Classification, ops: &[&Word], rebased: bool) {
+/// `git cat-file`: an object named by its id (or read from stdin with `--batch`) may be
+/// any file's content; which file cannot be known here. Type, size and existence queries
+/// print no content.
+fn cat_file(c: &mut Classification, parsed: &Parsed) {
+    if ["batch", "batch-check", "batch-command", "batch-all-objects"]
+        .iter()
+        .any(|b| parsed.has(b))
+    {
+        c.add(
+            Category::Unanalysable,
+            "git-object",
+            "`git cat-file --batch` prints objects named on its input",
+        );
+        return;
+    }
+    if parsed.has("-t") || parsed.has("-s") || parsed.has("-e") {
+        return;
+    }
+    for w in &parsed.operands {
+        let s = v(w);
+        if s.len() >= 4 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            c.add(
+                Category::Unanalysable,
+                "git-object",
+                format!("`git cat-file` prints object {s}: which file it holds is not known"),
+            );
+        }
+    }
+}
+
+/// Read subcommands that print file contents from the repository (history included).
+const CONTENT_READS: &[&str] = &[
+    "log",
+    "show",
+    "diff",
+    "whatchanged",
+    "grep",
+    "blame",
+    "annotate",
+    "cat-file",
+    "stash",
+];
+
+/// A repository whose working tree holds a secret (a dotfiles repository in the home, `git
+/// -C ~/sub` under it): what git prints from it may be that secret. Blocked.
+fn repository_with_secrets(k: &Checker, c: &mut Classification) {
+    let cwds: Vec<PathBuf> = k.cwds().collect();
+    for cwd in cwds {
+        let root = repo_root(&cwd);
+        k.recursive_names(c, &Word::literal(&root.to_string_lossy()));
+    }
+}
+
+/// The working tree root of the repository git finds from `cwd` (the first directory up
+/// that holds `.git`), or `cwd` when there is none.
+fn repo_root(cwd: &Path) -> PathBuf {
+    let mut dir = cwd;
+    for _ in 0..64 {
+        if fs_memo::symlink_metadata(&dir.join(".git")).is_some() {
+            return dir.to_path_buf();
+        }
+        match dir.parent() {
+            Some(p) => dir = p,
+            None => break,
+        }
+    }
+    cwd.to_path_buf()
+}
+
+/// Revisions and paths of a git read, path-checked: a path-like word relative to where git
+/// runs (after `-C`, that directory), and the PATH of `REV:PATH` relative to the
+/// repository's root (`./` and `../` relative to where git runs), as git reads them.
+fn git_operands(k: &Checker, c: &mut Classification, ops: &[&Word]) {
     for w in ops {
         let Some(s) = w.value.as_deref() else {
             continue;
@@ -361,9 +452,14 @@ fn git_operands(k: &Checker, c: &mut Classification, ops: &[&Word], rebased: boo
         if matches!(s, "get" | "list" | "show" | "get-url") {
             continue;
         }
-        let path = match s.split_once(':') {
-            Some((_, p)) if !s.contains("://") => p,
-            _ => s,
+        let object = s.split_once(':').filter(|_| !s.contains("://"));
+        let path = match object {
+            // `:N:path` is a path at stage N of the index.
+            Some((_, p)) => p
+                .strip_prefix(['0', '1', '2', '3'])
+                .and_then(|r| r.strip_prefix(':'))
+                .unwrap_or(p),
+            None => s,
         };
         let path = path
             .trim_start_matches(['/', '!'])
@@ -371,18 +467,24 @@ fn git_operands(k: &Checker, c: &mut Classification, ops: &[&Word], rebased: boo
         if path.is_empty() {
             continue;
         }
-        let path_like = path.contains('/') || path.starts_with(['.', '~']) || s.contains(':');
-        if !path_like {
+        if object.is_some() && !path.starts_with("./") && !path.starts_with("../") {
+            let cwds: Vec<PathBuf> = k.cwds().collect();
+            if cwds.is_empty() {
+                c.add(
+                    Category::Unanalysable,
+                    "unknown-cwd",
+                    format!("`{s}` names a file of a repository not known here"),
+                );
+            }
+            for cwd in cwds {
+                let abs = repo_root(&cwd).join(path);
+                k.read(c, &Word::literal(&abs.to_string_lossy()));
+            }
             continue;
         }
-        if rebased && !path.starts_with(['/', '~']) {
-            c.add(
-                Category::Unanalysable,
-                "unknown-cwd",
-                format!("`{s}` is relative to the directory `git -C` names"),
-            );
-            continue;
+        let path_like = path.contains('/') || path.starts_with(['.', '~']) || object.is_some();
+        if path_like {
+            k.read(c, &Word::literal(path));
         }
-        k.read(c, &Word::literal(path));
     }
 }

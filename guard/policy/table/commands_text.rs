@@ -9,6 +9,7 @@ use super::grammar::Grammar;
 use super::judge::{judge, read_files, write_value};
 use super::paths_check::Checker;
 use super::read_programs::globs_may_be_options;
+use super::tree_walk::Walk;
 use super::Classification;
 use crate::policy::shell::{Segment, Word};
 use crate::policy::verdict::Category;
@@ -57,10 +58,18 @@ pub(super) fn grep(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, 
     }
     read_files(seg, k, c, &files);
     if recursive {
+        // rg skips hidden files (a dotenv file is one) unless told otherwise.
+        let hidden = p != "rg" || parsed.has("hidden") || parsed.has("unrestricted");
+        let walk = Walk {
+            follow: follows,
+            links: follows,
+            dotenv: hidden,
+            ..Walk::FOLLOW
+        };
         for f in &files {
-            k.recursive_read(c, f);
-            if follows {
-                k.links_below(c, f, true, usize::MAX, &|_| true);
+            k.recursive_names(c, f);
+            if follows || hidden {
+                k.walk_below(c, f, &walk);
             }
         }
     }

@@ -62,9 +62,9 @@ const CODE_ENV: &[&str] = &[
 ];
 
 pub(crate) struct Checker<'a> {
-    seg: &'a Segment,
-    t: &'a TableContext<'a>,
-    ctxs: Vec<PathContext>,
+    pub(super) seg: &'a Segment,
+    pub(super) t: &'a TableContext<'a>,
+    pub(super) ctxs: Vec<PathContext>,
 }
 
 impl<'a> Checker<'a> {
@@ -78,6 +78,11 @@ impl<'a> Checker<'a> {
             })
             .collect();
         Checker { seg, t, ctxs }
+    }
+
+    /// The directories the segment may run in.
+    pub fn cwds(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        self.ctxs.iter().map(|c| c.cwd.clone())
     }
 
     pub fn env_assignments(&self, c: &mut Classification) {
@@ -202,8 +207,18 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A directory the program reads recursively (`grep -r`, `cp -r`, `rg`, `tar c`).
+    /// A directory the program reads recursively (`grep -r`, `cp -r`, `tar c`), hidden
+    /// files included: a sensitive path it contains, or a dotenv file anywhere below it
+    /// (bounded walk; a tree over the bound gates).
     pub fn recursive_read(&self, c: &mut Classification, w: &Word) {
+        self.recursive_names(c, w);
+        self.walk_below(c, w, &super::tree_walk::Walk::DOTENV);
+    }
+
+    /// A directory whose names the program lists recursively (`find`), or whose contents
+    /// it reads skipping hidden files (`rg` without `--hidden`): the sensitive paths it
+    /// contains.
+    pub fn recursive_names(&self, c: &mut Classification, w: &Word) {
         if let Some(hit) = self.contains(w) {
             sensitive(c, w.display(), &hit);
         }
@@ -241,70 +256,9 @@ impl<'a> Checker<'a> {
             return true;
         }
         self.ctxs.iter().any(|ctx| {
-            std::fs::read_dir(&ctx.cwd).map_or(true, |rd| {
-                rd.flatten()
-                    .any(|e| e.file_name().as_encoded_bytes().starts_with(b"-"))
-            })
+            crate::policy::fs_memo::list_dir(&ctx.cwd)
+                .is_none_or(|names| names.iter().any(|n| n.starts_with('-')))
         })
-    }
-
-    /// Walks the directory operand `w` (bounded) for symlinks that lead to a sensitive
-    /// path, for programs that follow links below their operands (`grep -R`, `rg -L`,
-    /// `diff -r`, commands `find -exec` runs on what it finds). `keep` filters entries by
-    /// name (find's `-name` tests). Records a sensitive finding for a hit, an unanalysable
-    /// one when the tree is too large to walk. With `follow` (`find -L`) every link counts:
-    /// names below a linked directory are not the link's.
-    pub fn links_below(
-        &self,
-        c: &mut Classification,
-        w: &Word,
-        follow: bool,
-        max_depth: usize,
-        keep: &dyn Fn(&str) -> bool,
-    ) {
-        const MAX_ENTRIES: usize = 20_000;
-        let Some(v) = w.value.as_deref() else {
-            return;
-        };
-        let mut budget = MAX_ENTRIES;
-        for ctx in &self.ctxs {
-            let root = paths::absolute(v, ctx);
-            let mut stack = vec![(root, 1usize)];
-            while let Some((dir, depth)) = stack.pop() {
-                let Ok(rd) = std::fs::read_dir(&dir) else {
-                    continue;
-                };
-                for e in rd.flatten() {
-                    if budget == 0 {
-                        c.add(
-                            Category::Unanalysable,
-                            "tree-too-large",
-                            format!("`{}` holds too many files to check for links", short(v)),
-                        );
-                        return;
-                    }
-                    budget -= 1;
-                    let Ok(ft) = e.file_type() else { continue };
-                    let path = e.path();
-                    if ft.is_dir() {
-                        if depth < max_depth {
-                            stack.push((path, depth + 1));
-                        }
-                    } else if ft.is_symlink() && (follow || keep(&e.file_name().to_string_lossy()))
-                    {
-                        let target = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-                        let sens = self.t.policy.sensitive();
-                        if let Some(hit) = sens
-                            .matches(&target)
-                            .or_else(|| sens.contains_sensitive(&target))
-                        {
-                            sensitive(c, &path.to_string_lossy(), &hit);
-                            return;
-                        }
-                    }
-                }
-            }
-        }
     }
 
     /// Is the (static) operand inside the workspace for every candidate cwd? `None` when
@@ -331,7 +285,7 @@ impl<'a> Checker<'a> {
     }
 }
 
-fn sensitive(c: &mut Classification, what: &str, hit: &str) {
+pub(super) fn sensitive(c: &mut Classification, what: &str, hit: &str) {
     c.add(
         Category::SensitivePath,
         "sensitive-path",
@@ -416,7 +370,7 @@ pub(crate) fn check_path(c: &mut Classification, t: &TableContext, path: &Path, 
     }
 }
 
-fn short(s: &str) -> String {
+pub(super) fn short(s: &str) -> String {
     if s.chars().count() > 80 {
         let mut out: String = s.chars().take(77).collect();
         out.push_str("...");

@@ -77,6 +77,7 @@ pub(super) const NO_FILES: &[&str] = &[
     "continue",
     "caller",
     "times",
+    "help",
     "bc",
     "cal",
 ];

@@ -10,6 +10,7 @@ use super::gram_text::*;
 use super::grammar::{Grammar, Parsed};
 use super::judge::{judge, read_files, write_value};
 use super::paths_check::Checker;
+use super::tree_walk::Walk;
 use super::Classification;
 use crate::policy::shell::{Segment, Word};
 use crate::policy::verdict::Category;
@@ -191,8 +192,8 @@ fn own_operands(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, par
             read_files(seg, k, c, ops);
             if parsed.has("recursive") {
                 for w in ops {
-                    k.recursive_read(c, w);
-                    k.links_below(c, w, true, usize::MAX, &|_| true);
+                    k.recursive_names(c, w);
+                    k.walk_below(c, w, &Walk::FOLLOW);
                 }
             }
         }

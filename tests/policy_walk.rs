@@ -1,0 +1,86 @@
+//! Recursive reads over a tree (issue 11 items 3 and 7), through `decide()` on an in-memory
+//! filesystem (the walks ask the decision's facts): a dotenv file at any depth blocks the
+//! read, a tree over the walk's bound gates it, and names `xargs` would split gate
+//! `find | xargs` but not `find -print0 | xargs -0`.
+// Test code: a panic is the failure report.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use sanctum_guard::policy::decide::{decide, DecideContext};
+use sanctum_guard::policy::explain::cli_request;
+use sanctum_guard::policy::facts::FakeFs;
+use sanctum_guard::policy::file::embedded_default;
+use sanctum_guard::policy::verdict::VerdictKind::{self, Allow, Ask, Deny};
+use std::path::Path;
+use std::sync::Arc;
+
+const PATH: &str = "/usr/bin:/bin";
+
+fn base() -> FakeFs {
+    let mut fs = FakeFs::new().dir("/w").dir("/home/a/.ssh");
+    for p in ["grep", "rg", "find", "xargs", "cat", "wc", "tar"] {
+        fs = fs.file(&format!("/usr/bin/{p}"), 0o755);
+    }
+    fs
+}
+
+fn verdict(fs: FakeFs, cmd: &str) -> VerdictKind {
+    let policy = embedded_default()
+        .with_agent_home(Path::new("/home/a"))
+        .unwrap();
+    let mut ctx = DecideContext::new(Path::new("/home/a"), PATH, Path::new("/w"), Arc::new(fs));
+    ctx.workspace = Some("/w".into());
+    decide(&policy, &ctx, &cli_request(cmd, Path::new("/w"))).kind
+}
+
+#[test]
+fn dotenv_files_at_any_depth_block_recursive_reads() {
+    let fs = base()
+        .file("/w/src/a.rs", 0o644)
+        .file("/w/deep/a/b/c/.env.production", 0o600)
+        .file("/w/deep/a/b/c/.env.example", 0o644)
+        .file("/w/tpl/.env.example", 0o644)
+        .file("/w/tpl/x.txt", 0o644);
+    for (cmd, want) in [
+        ("grep -r x deep", Deny),
+        ("grep -r x .", Deny),
+        ("rg --hidden x deep", Deny),
+        ("find deep -exec cat {} +", Deny),
+        ("find deep | xargs cat", Deny),
+        ("tar -c deep | wc -c", Deny),
+        // rg skips hidden files; templates are not secrets; find's -name filter holds.
+        ("rg x deep", Allow),
+        ("grep -r x tpl", Allow),
+        ("grep -r x src", Allow),
+        ("find deep -name '*.rs' -exec cat {} +", Allow),
+    ] {
+        assert_eq!(verdict(fs.clone(), cmd), want, "{cmd}");
+    }
+}
+
+#[test]
+fn a_tree_over_the_walk_bound_gates() {
+    let mut fs = base().file("/w/small/a.txt", 0o644);
+    for i in 0..20_001 {
+        fs = fs.file(&format!("/w/big/d{}/f{i}.txt", i % 100), 0o644);
+    }
+    assert_eq!(verdict(fs.clone(), "grep -r x small"), Allow);
+    assert_eq!(verdict(fs.clone(), "grep -r x big"), Ask);
+    assert_eq!(verdict(fs, "find big -name '*.txt' | xargs wc -l"), Ask);
+}
+
+#[test]
+fn names_xargs_would_split_gate_find_pipes() {
+    let fs = base()
+        .file("/w/src/a.rs", 0o644)
+        .file("/w/src/x -n.rs", 0o644)
+        .file("/w/quote/it's.rs", 0o644)
+        .file("/w/ok/b.rs", 0o644);
+    for (cmd, want) in [
+        ("find src -name '*.rs' | xargs wc -l", Ask),
+        ("find quote | xargs wc -l", Ask),
+        ("find src -name '*.rs' -print0 | xargs -0 wc -l", Allow),
+        ("find ok -name '*.rs' | xargs wc -l", Allow),
+    ] {
+        assert_eq!(verdict(fs.clone(), cmd), want, "{cmd}");
+    }
+}
