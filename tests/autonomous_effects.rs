@@ -36,11 +36,7 @@ fn workspace() -> tempfile::TempDir {
         .unwrap();
     assert!(st.success());
     std::fs::write(ws.path().join("a.txt"), "a\n").unwrap();
-    std::fs::write(
-        ws.path().join("mark.sh"),
-        "#!/bin/sh\ntouch marker\n",
-    )
-    .unwrap();
+    std::fs::write(ws.path().join("mark.sh"), "#!/bin/sh\ntouch marker\n").unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(
         ws.path().join("mark.sh"),

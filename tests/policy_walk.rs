@@ -2,8 +2,8 @@
 //! filesystem (the walks ask the decision's facts): a dotenv file at any depth blocks the
 //! read, a tree over the walk's bound gates it, and names `xargs` would split gate
 //! `find | xargs` but not `find -print0 | xargs -0`.
-// Test code: a panic is the failure report.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::policy::decide::{decide, DecideContext};
 use sanctum_guard::policy::explain::cli_request;
