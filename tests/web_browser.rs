@@ -170,11 +170,12 @@ async fn web_prompt_in_chromium() {
     // Hostile text stays inert: script tags, attribute breakout, bidi override, ESC.
     let xss = "echo '<script>window.__pwned=1</script>' \"\\\"><img src=x onerror=window.__pwned=2>\" > /tmp/sg-web-xss\u{202e}txt.sh";
     let ctl = "touch /tmp/sg-web-ctl\u{1b}[31mred";
+    // One at a time, so their deadlines are in this order whatever the load.
     let x = w.ask("br-xss", xss);
-    let k = w.ask("br-ctl", ctl);
-    let n = w.ask("br-npm", "npm install --save left-pad@1.3.0");
     let idx = card_id(&c, "sg-web-xss").await;
+    let k = w.ask("br-ctl", ctl);
     let idk = card_id(&c, "sg-web-ctl").await;
+    let n = w.ask("br-npm", "npm install --save left-pad@1.3.0");
     let _idn = card_id(&c, "left-pad").await;
     let cmd = js(
         &c,
