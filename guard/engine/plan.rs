@@ -339,7 +339,7 @@ const PLAIN_GIT_KEYS: &[&str] = &[
 /// The first key of the repository config around `dir` that is not plain, if any (`Ok(None)`
 /// when there is no repository or its config is plain). Unreadable config is `Err`.
 pub fn git_config_not_plain(dir: &Path) -> Result<Option<String>, std::io::Error> {
-    let Some(config) = find_git_config(dir) else {
+    let Some(config) = find_git_config(dir)? else {
         return Ok(None);
     };
     let text = match std::fs::read_to_string(&config) {
@@ -404,25 +404,31 @@ fn key_matches(pattern: &str, key: &str) -> bool {
 }
 
 /// The config file of the repository git would find from `dir` (walking up to a `.git`
-/// directory, or a `.git` file naming one), and a linked worktree's common config.
-fn find_git_config(dir: &Path) -> Option<PathBuf> {
+/// directory, a link to one, or a `.git` file naming one), and a linked worktree's common
+/// config. A `.git` this cannot read or understand is an error: the caller then gates.
+fn find_git_config(dir: &Path) -> Result<Option<PathBuf>, std::io::Error> {
     for d in dir.ancestors() {
         let dot = d.join(".git");
-        let Ok(meta) = std::fs::symlink_metadata(&dot) else {
+        if std::fs::symlink_metadata(&dot).is_err() {
             continue;
-        };
-        if meta.is_dir() {
-            return Some(dot.join("config"));
         }
-        let text = std::fs::read_to_string(&dot).ok()?;
-        let gitdir = text.strip_prefix("gitdir:")?.trim();
+        // Git follows a `.git` link, so this does too.
+        if std::fs::metadata(&dot)?.is_dir() {
+            return Ok(Some(dot.join("config")));
+        }
+        let text = std::fs::read_to_string(&dot)?;
+        let gitdir = text.strip_prefix("gitdir:").map(str::trim).ok_or_else(|| {
+            std::io::Error::other(format!("{} is not a gitdir file", dot.display()))
+        })?;
         let gitdir = d.join(gitdir);
-        let common = std::fs::read_to_string(gitdir.join("commondir"))
-            .ok()
-            .map(|c| gitdir.join(c.trim()));
-        return Some(common.unwrap_or(gitdir).join("config"));
+        let common = match std::fs::read_to_string(gitdir.join("commondir")) {
+            Ok(c) => Some(gitdir.join(c.trim())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        return Ok(Some(common.unwrap_or(gitdir).join("config")));
     }
-    None
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -515,6 +521,44 @@ mod tests {
             assert!(p.dropped_env.iter().any(|k| k == gone), "{gone}");
         }
         assert_eq!(p.env_keys.len(), 8);
+    }
+
+    #[test]
+    fn a_git_dir_that_cannot_be_read_or_understood_is_not_plain() {
+        let d = tempfile::tempdir().unwrap();
+        let ws = d.path();
+        // A `.git` link to a repository elsewhere: git follows it, so the check does too.
+        let real = ws.join("real");
+        std::fs::create_dir_all(real.join(".git")).unwrap();
+        std::fs::write(real.join(".git/config"), "[core]\n\tfsmonitor = x\n").unwrap();
+        let linked = ws.join("linked");
+        std::fs::create_dir(&linked).unwrap();
+        std::os::unix::fs::symlink(real.join(".git"), linked.join(".git")).unwrap();
+        assert_eq!(
+            git_config_not_plain(&linked).unwrap().as_deref(),
+            Some("core.fsmonitor")
+        );
+        // A `.git` file naming a gitdir whose config sets a program.
+        let wt = ws.join("wt");
+        std::fs::create_dir(&wt).unwrap();
+        std::fs::write(
+            wt.join(".git"),
+            format!("gitdir: {}\n", real.join(".git").display()),
+        )
+        .unwrap();
+        assert_eq!(
+            git_config_not_plain(&wt).unwrap().as_deref(),
+            Some("core.fsmonitor")
+        );
+        // A `.git` file that is not a gitdir file, or a link to nothing: an error (gates).
+        let odd = ws.join("odd");
+        std::fs::create_dir(&odd).unwrap();
+        std::fs::write(odd.join(".git"), "not a gitdir\n").unwrap();
+        assert!(git_config_not_plain(&odd).is_err());
+        let dangling = ws.join("dangling");
+        std::fs::create_dir(&dangling).unwrap();
+        std::os::unix::fs::symlink(ws.join("nowhere"), dangling.join(".git")).unwrap();
+        assert!(git_config_not_plain(&dangling).is_err());
     }
 
     #[test]
