@@ -10,6 +10,8 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
+mod policy_support;
+use policy_support::unescape;
 use sanctum_guard::policy::decide::{decide, DecideContext};
 use sanctum_guard::policy::file::{embedded_default, Policy};
 use sanctum_guard::policy::request::{Action, ExecAction, OpenClawAsk, Request, Source, Who};
@@ -24,28 +26,6 @@ struct Case {
     kind: String,
     accept: Vec<String>,
     command: String,
-}
-
-fn unescape(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('n') => out.push('\n'),
-            Some('t') => out.push('\t'),
-            Some('\\') => out.push('\\'),
-            Some(o) => {
-                out.push('\\');
-                out.push(o);
-            }
-            None => out.push('\\'),
-        }
-    }
-    out
 }
 
 fn cases() -> Vec<Case> {

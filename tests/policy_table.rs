@@ -4,6 +4,8 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
+mod policy_support;
+use policy_support::unescape;
 use sanctum_guard::openclaw::allow_always::cwd_argv_pattern;
 use sanctum_guard::policy::allowlist::{CompiledAllowlist, Rule};
 use sanctum_guard::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
@@ -25,30 +27,6 @@ struct Case {
     verdict: String,
     category: String,
     openclaw: String,
-}
-
-/// Undoes the file's escapes: `\n`, `\r`, `\t`, `\\`.
-fn unescape(s: &str) -> String {
-    let mut out = String::new();
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            Some('t') => out.push('\t'),
-            Some('\\') => out.push('\\'),
-            Some(other) => {
-                out.push('\\');
-                out.push(other);
-            }
-            None => out.push('\\'),
-        }
-    }
-    out
 }
 
 fn cases() -> Vec<Case> {
