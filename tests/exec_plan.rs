@@ -353,3 +353,26 @@ fn approved_writes_create_files_and_hook_or_config_changes_are_undone_and_report
     );
     audit_with(&w, &["\"integrity\":[{", "post-checkout"]);
 }
+
+#[test]
+fn a_workspace_inside_a_secret_is_refused_at_start() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let home = tmp.path().join("home");
+    let ws = home.join(".ssh/project");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let out = std::process::Command::new(guard_bin())
+        .arg("serve")
+        .arg("--state-dir")
+        .arg(tmp.path().join("guard"))
+        .arg("--openclaw-state")
+        .arg(tmp.path().join("oc"))
+        .arg("--workspace")
+        .arg(&ws)
+        .args(["--web-listen", "off"])
+        .env("HOME", &home)
+        .output()
+        .expect("serve");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("inside the sensitive path"), "{err}");
+}

@@ -34,6 +34,10 @@ pub enum JudgeError {
     NoProfile(String),
     #[error("background task: {0}")]
     Join(#[from] tokio::task::JoinError),
+    #[error(
+        "workspace {workspace} is inside the sensitive path {secret}; choose another workspace"
+    )]
+    WorkspaceInSecret { workspace: PathBuf, secret: PathBuf },
 }
 
 /// Why OpenClaw's approvals document is not in hand (the judge then fails closed).
@@ -130,10 +134,18 @@ impl Judge {
             crate::policy::paths::sensitive_paths(&deployment.agent_home, policy.sensitive_extra());
         for e in sensitive {
             let p = PathBuf::from(&e.path);
-            let globbed = e.path.contains(['*', '?', '[']);
-            if !globbed && !deployment.workspace.starts_with(&p) {
-                deny.push(p)?;
+            if e.path.contains(['*', '?', '[']) {
+                continue;
             }
+            // A workspace inside a secret would make the secret writable: refuse to start
+            // rather than drop the secret from the list.
+            if deployment.workspace.starts_with(&p) {
+                return Err(JudgeError::WorkspaceInSecret {
+                    workspace: deployment.workspace.clone(),
+                    secret: p,
+                });
+            }
+            deny.push(p)?;
         }
         let o = Judge {
             policy,
