@@ -32,167 +32,217 @@ pub(crate) fn builtin_gate(seg: &Segment) -> Option<String> {
     if name.contains('/') || !super::SHELL_BUILTINS.contains(&name) && !EXTRA.contains(&name) {
         return None;
     }
+    let args = &seg.argv[1..];
     if !runs_as_builtin(seg) || INERT_BUILTINS.contains(&name) || ELSEWHERE.contains(&name) {
         if matches!(name, "exit" | "return") {
-            return numeric_args(name, &seg.argv[1..]);
+            return numeric_args(name, args);
         }
         return None;
     }
-    let args = &seg.argv[1..];
     if matches!(name, "test" | "[" | "[[") {
         // String and file tests of unknown words are inert; arithmetic is not.
         return test_args_gate(args);
     }
     let values: Option<Vec<&str>> = args.iter().map(|w| w.value.as_deref()).collect();
-    let gate = |why: &str| Some(format!("`{name}` {why}"));
     let Some(values) = values else {
-        return gate("with words not known before it runs");
+        return Some(format!("`{name}` with words not known before it runs"));
     };
-    let flags = || {
-        values
-            .iter()
-            .take_while(|v| v.starts_with('-') || v.starts_with('+'))
+    let call = Call {
+        name,
+        args,
+        values: &values,
     };
-    let operands = || {
-        values
-            .iter()
-            .skip_while(|v| v.starts_with('-') || v.starts_with('+'))
-    };
-    match name {
-        "printf" => values
-            .iter()
-            .take_while(|v| v.starts_with('-') && **v != "--")
-            .any(|v| v.starts_with("-v"))
-            .then(|| "`printf -v` assigns a variable (any name, `PATH` included)".to_string()),
-        "set" => {
-            let mut i = 0;
-            while i < values.len() {
-                let v = values[i];
-                match v {
-                    "-e" | "+e" | "-u" | "+u" | "-x" | "+x" | "-f" | "+f" | "-C" | "+C" | "-eu"
-                    | "-ue" | "-ex" | "-xe" | "-eux" | "-euo" | "-eo" => {}
-                    "-o" | "+o" => {
-                        i += 1;
-                        if !values.get(i).is_some_and(|o| {
-                            matches!(
-                                *o,
-                                "pipefail"
-                                    | "errexit"
-                                    | "nounset"
-                                    | "xtrace"
-                                    | "noclobber"
-                                    | "noglob"
-                            )
-                        }) {
-                            return gate("with an option not known inert");
-                        }
-                    }
-                    _ => return gate("with positional parameters or options not known inert"),
-                }
-                if v.ends_with('o') && v.len() > 2 {
-                    i += 1;
-                    if values.get(i) != Some(&"pipefail") {
-                        return gate("with an option not known inert");
-                    }
-                }
-                i += 1;
-            }
-            None
-        }
-        "shopt" => flags()
-            .any(|f| f.contains('s') || f.contains('u'))
-            .then(|| "`shopt` changes how the shell parses or expands".to_string()),
-        "declare" | "typeset" | "local" | "readonly" | "export" => {
-            for f in flags() {
-                let ok = match name {
-                    "export" => *f == "-p",
-                    _ => {
-                        f.len() > 1
-                            && f[1..].chars().all(|c| "rpfFg".contains(c))
-                            && f.starts_with('-')
-                    }
-                };
-                if !ok {
-                    return gate(&format!(
-                        "with {f} (arithmetic, references, arrays or export)"
-                    ));
-                }
-            }
-            // Names without a value (`export FOO`, `declare x`); `-p` only prints them.
-            if flags().any(|f| f.contains('p')) {
-                return None;
-            }
-            for n in operands() {
-                let why = if name == "export" {
-                    env_gate(n, None).filter(|_| !crate::policy::env::is_inert_name(n))
-                } else {
-                    variable_gate(n)
-                };
-                if why.is_some() {
-                    return why;
-                }
-            }
-            None
-        }
-        "unset" => {
-            for f in flags() {
-                if !matches!(*f, "-v" | "-f") {
-                    return gate(&format!("with {f}"));
-                }
-            }
-            operands().find_map(|n| variable_gate(n))
-        }
-        "read" => {
-            let mut i = 0;
-            while i < values.len() && values[i].starts_with('-') {
-                let f = values[i];
-                if matches!(f, "-d" | "-n" | "-N" | "-p" | "-t" | "-u" | "-a") {
-                    if f == "-a" {
-                        if let Some(why) = values.get(i + 1).and_then(|n| variable_gate(n)) {
-                            return Some(why);
-                        }
-                    }
-                    i += 2;
-                    continue;
-                }
-                if !f[1..].chars().all(|c| "rs".contains(c)) {
-                    return gate(&format!("with {f}"));
-                }
-                i += 1;
-            }
-            values[i.min(values.len())..]
-                .iter()
-                .find_map(|n| variable_gate(n))
-        }
-        "mapfile" | "readarray" => {
-            if flags().any(|f| f.contains('C')) {
-                return gate("with a callback (-C runs code)");
-            }
-            values
-                .last()
-                .filter(|n| !n.starts_with('-'))
-                .and_then(|n| variable_gate(n))
-        }
-        "shift" => numeric_args(name, args),
-        "umask" | "alias" | "enable" | "trap" | "hash" | "history" | "ulimit" => {
-            // Listing forms only: any other changes what later commands run or see.
-            let listing: &[&str] = match name {
-                "umask" => &["-S", "-p"],
-                "alias" => &["-p"],
-                "enable" => &["-a", "-p"],
-                "trap" => &["-l", "-p"],
-                "hash" => &["-r", "-l"],
-                "ulimit" => &["-a"],
-                _ => &[],
-            };
-            if values.iter().all(|v| listing.contains(v)) {
-                None
-            } else {
-                gate("changes what later commands run or see")
-            }
-        }
-        _ => gate("is a shell builtin not known inert"),
+    match RULES.iter().find(|(n, _)| *n == name) {
+        Some((_, rule)) => rule(&call),
+        None => call.gate("is a shell builtin not known inert"),
     }
+}
+
+/// One builtin command whose arguments are all static.
+struct Call<'a> {
+    name: &'a str,
+    args: &'a [Word],
+    values: &'a [&'a str],
+}
+
+impl Call<'_> {
+    fn gate(&self, why: &str) -> Option<String> {
+        Some(format!("`{}` {why}", self.name))
+    }
+
+    /// The leading `-x` / `+x` words.
+    fn flags(&self) -> impl Iterator<Item = &&str> {
+        self.values.iter().take_while(|v| is_flag(v))
+    }
+
+    /// The words after the leading flags.
+    fn operands(&self) -> impl Iterator<Item = &&str> {
+        self.values.iter().skip_while(|v| is_flag(v))
+    }
+}
+
+fn is_flag(v: &str) -> bool {
+    v.starts_with('-') || v.starts_with('+')
+}
+
+/// Why a builtin call is not inert, if it is not.
+type Rule = fn(&Call) -> Option<String>;
+
+/// The builtins that have inert forms, and the rule that tells them apart. Any other
+/// builtin (not in [`INERT_BUILTINS`] or [`ELSEWHERE`]) is gated.
+const RULES: &[(&str, Rule)] = &[
+    ("printf", printf),
+    ("set", set),
+    ("shopt", shopt),
+    ("declare", declare),
+    ("typeset", declare),
+    ("local", declare),
+    ("readonly", declare),
+    ("export", declare),
+    ("unset", unset),
+    ("read", read),
+    ("mapfile", mapfile),
+    ("readarray", mapfile),
+    ("shift", |c| numeric_args(c.name, c.args)),
+    // Listing forms only: any other changes what later commands run or see.
+    ("umask", |c| listing_only(c, &["-S", "-p"])),
+    ("alias", |c| listing_only(c, &["-p"])),
+    ("enable", |c| listing_only(c, &["-a", "-p"])),
+    ("trap", |c| listing_only(c, &["-l", "-p"])),
+    ("hash", |c| listing_only(c, &["-r", "-l"])),
+    ("history", |c| listing_only(c, &[])),
+    ("ulimit", |c| listing_only(c, &["-a"])),
+];
+
+fn listing_only(c: &Call, listing: &[&str]) -> Option<String> {
+    if c.values.iter().all(|v| listing.contains(v)) {
+        None
+    } else {
+        c.gate("changes what later commands run or see")
+    }
+}
+
+fn printf(c: &Call) -> Option<String> {
+    c.values
+        .iter()
+        .take_while(|v| v.starts_with('-') && **v != "--")
+        .any(|v| v.starts_with("-v"))
+        .then(|| "`printf -v` assigns a variable (any name, `PATH` included)".to_string())
+}
+
+/// `set` flags that only change error handling and tracing.
+const SET_FLAGS: &[&str] = &[
+    "-e", "+e", "-u", "+u", "-x", "+x", "-f", "+f", "-C", "+C", "-eu", "-ue", "-ex", "-xe",
+    "-eux", "-euo", "-eo",
+];
+
+/// `set -o NAME` options that are inert.
+const SET_OPTIONS: &[&str] = &[
+    "pipefail",
+    "errexit",
+    "nounset",
+    "xtrace",
+    "noclobber",
+    "noglob",
+];
+
+fn set(c: &Call) -> Option<String> {
+    let values = c.values;
+    let mut i = 0;
+    while i < values.len() {
+        let v = values[i];
+        if v == "-o" || v == "+o" {
+            i += 1;
+            if !values.get(i).is_some_and(|o| SET_OPTIONS.contains(o)) {
+                return c.gate("with an option not known inert");
+            }
+        } else if !SET_FLAGS.contains(&v) {
+            return c.gate("with positional parameters or options not known inert");
+        }
+        // `-euo pipefail`: the cluster's `o` takes the next word.
+        if v.ends_with('o') && v.len() > 2 {
+            i += 1;
+            if values.get(i) != Some(&"pipefail") {
+                return c.gate("with an option not known inert");
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+fn shopt(c: &Call) -> Option<String> {
+    c.flags()
+        .any(|f| f.contains('s') || f.contains('u'))
+        .then(|| "`shopt` changes how the shell parses or expands".to_string())
+}
+
+/// `declare`, `typeset`, `local`, `readonly`, `export`.
+fn declare(c: &Call) -> Option<String> {
+    for f in c.flags() {
+        let ok = match c.name {
+            "export" => *f == "-p",
+            _ => f.len() > 1 && f[1..].chars().all(|ch| "rpfFg".contains(ch)) && f.starts_with('-'),
+        };
+        if !ok {
+            return c.gate(&format!(
+                "with {f} (arithmetic, references, arrays or export)"
+            ));
+        }
+    }
+    // Names without a value (`export FOO`, `declare x`); `-p` only prints them.
+    if c.flags().any(|f| f.contains('p')) {
+        return None;
+    }
+    c.operands().find_map(|n| {
+        if c.name == "export" {
+            env_gate(n, None).filter(|_| !crate::policy::env::is_inert_name(n))
+        } else {
+            variable_gate(n)
+        }
+    })
+}
+
+fn unset(c: &Call) -> Option<String> {
+    if let Some(f) = c.flags().find(|f| !matches!(**f, "-v" | "-f")) {
+        return c.gate(&format!("with {f}"));
+    }
+    c.operands().find_map(|n| variable_gate(n))
+}
+
+fn read(c: &Call) -> Option<String> {
+    let values = c.values;
+    let mut i = 0;
+    while i < values.len() && values[i].starts_with('-') {
+        let f = values[i];
+        if matches!(f, "-d" | "-n" | "-N" | "-p" | "-t" | "-u" | "-a") {
+            if f == "-a" {
+                if let Some(why) = values.get(i + 1).and_then(|n| variable_gate(n)) {
+                    return Some(why);
+                }
+            }
+            i += 2;
+            continue;
+        }
+        if !f[1..].chars().all(|ch| "rs".contains(ch)) {
+            return c.gate(&format!("with {f}"));
+        }
+        i += 1;
+    }
+    values[i.min(values.len())..]
+        .iter()
+        .find_map(|n| variable_gate(n))
+}
+
+/// `mapfile`, `readarray`.
+fn mapfile(c: &Call) -> Option<String> {
+    if c.flags().any(|f| f.contains('C')) {
+        return c.gate("with a callback (-C runs code)");
+    }
+    c.values
+        .last()
+        .filter(|n| !n.starts_with('-'))
+        .and_then(|n| variable_gate(n))
 }
 
 /// Builtins tree-sitter gives their own node (`[[`, `let`, `coproc`, ...), beyond

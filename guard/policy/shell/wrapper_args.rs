@@ -9,11 +9,121 @@ pub(super) struct Opts {
     pub long_value: &'static [&'static str],
 }
 
-/// Where the options of `args` end: index of the first operand, with the options seen
-/// (name, value). A non-static word in option position is an error.
+/// Option grammars of the wrappers `peel` knows; a wrapper not listed takes no valued option.
+pub(super) const WRAPPER_OPTS: &[(&str, Opts)] = &[
+    (
+        "env",
+        Opts {
+            short_value: "uCS",
+            long_value: &["unset", "chdir", "split-string"],
+        },
+    ),
+    (
+        "sudo",
+        Opts {
+            short_value: "ughpCDrtUT",
+            long_value: &[
+                "user",
+                "group",
+                "host",
+                "prompt",
+                "close-from",
+                "chdir",
+                "role",
+                "type",
+                "other-user",
+                "command-timeout",
+            ],
+        },
+    ),
+    (
+        "doas",
+        Opts {
+            short_value: "uC",
+            long_value: &[],
+        },
+    ),
+    (
+        "nice",
+        Opts {
+            short_value: "n",
+            long_value: &["adjustment"],
+        },
+    ),
+    (
+        "stdbuf",
+        Opts {
+            short_value: "ioe",
+            long_value: &["input", "output", "error"],
+        },
+    ),
+    (
+        "ionice",
+        Opts {
+            short_value: "cn",
+            long_value: &["class", "classdata"],
+        },
+    ),
+    (
+        "time",
+        Opts {
+            short_value: "of",
+            long_value: &["output", "format"],
+        },
+    ),
+    (
+        "exec",
+        Opts {
+            short_value: "a",
+            long_value: &[],
+        },
+    ),
+    (
+        "timeout",
+        Opts {
+            short_value: "sk",
+            long_value: &["signal", "kill-after"],
+        },
+    ),
+    (
+        "xargs",
+        Opts {
+            short_value: "adEILnPs",
+            long_value: &[
+                "arg-file",
+                "delimiter",
+                "max-args",
+                "max-procs",
+                "max-chars",
+                "process-slot-var",
+            ],
+        },
+    ),
+];
+
+/// Option grammar of the shells (`sh`, `bash`, ...): `-c` takes the script as an operand.
+pub(super) const SHELL_OPTS: Opts = Opts {
+    short_value: "oO",
+    long_value: &["rcfile", "init-file"],
+};
+
+/// The option grammar of wrapper `base` (none valued when it is not listed).
+pub(super) fn wrapper_opts(base: &str) -> &'static Opts {
+    const NONE: Opts = Opts {
+        short_value: "",
+        long_value: &[],
+    };
+    WRAPPER_OPTS
+        .iter()
+        .find(|(name, _)| *name == base)
+        .map_or(&NONE, |(_, opts)| opts)
+}
+
 /// Options seen while skipping: (name, value).
 pub(super) type Seen = Vec<(String, Option<String>)>;
 
+/// Where the options of `args` end: index of the first operand, with the options seen
+/// (name, value). A non-static word in option position is an error.
 pub(super) fn options(args: &[Word], opts: &Opts) -> Result<(usize, Seen), String> {
     let mut seen = Vec::new();
     let mut i = 0;

@@ -1,0 +1,298 @@
+//! Peeling one wrapper off a command: one step per wrapper family, each reading the
+//! wrapper's option grammar (`wrapper_args`) to find where the command it runs starts.
+
+use super::super::walk::{Analyser, Env};
+use super::super::wrapper_args::{
+    has, is_identifier, options, quote, value_of, wrapper_opts, SHELL_OPTS,
+};
+use super::super::{Redirect, RedirectKind, Stdin, Word};
+use super::SHELLS;
+
+/// What to do after looking at argv[0].
+pub(super) enum Step {
+    /// argv[0] is the command: stop peeling.
+    Done,
+    /// A wrapper was peeled: continue with this argv.
+    Next(Vec<Word>),
+    /// Handled entirely (re-parsed text, or a problem was recorded).
+    Handled,
+}
+
+/// A peeling step, or why the wrapper cannot be analysed (recorded as a problem).
+type Peeled = Result<Step, String>;
+
+/// Wrappers that run their operands as the command once their options are skipped.
+const PASSTHROUGH: &[&str] = &[
+    "nice", "nohup", "stdbuf", "setsid", "ionice", "time", "command", "exec",
+];
+
+impl Analyser<'_> {
+    /// Peels one wrapper off `argv` (whose argv[0] is `base`).
+    pub(super) fn peel(&mut self, base: &str, argv: &[Word], env: &mut Env, text: &str) -> Step {
+        let rest = &argv[1..];
+        let peeled = match base {
+            "env" => self.peel_env(rest, env),
+            "sudo" | "doas" => self.peel_sudo(base, rest, env),
+            "timeout" => peel_timeout(rest, env),
+            "busybox" => peel_busybox(rest, env),
+            "xargs" => peel_xargs(rest, env),
+            "eval" => Ok(self.peel_eval(rest, env)),
+            _ if PASSTHROUGH.contains(&base) => self.peel_passthrough(base, rest, env),
+            _ if SHELLS.contains(&base) => self.peel_shell(base, rest, env),
+            _ => Ok(Step::Done),
+        };
+        peeled.unwrap_or_else(|why| {
+            self.problem(text, why, env);
+            Step::Handled
+        })
+    }
+
+    /// `env [-i] [-u NAME] [-C DIR] [-S TEXT] [NAME=value…] [COMMAND…]`.
+    fn peel_env(&mut self, rest: &[Word], env: &mut Env) -> Peeled {
+        let (idx, seen) = options(rest, wrapper_opts("env"))?;
+        env.wrappers.push("env".into());
+        // `env -` is `env -i`.
+        let dash = rest.get(idx).and_then(|w| w.value.as_deref()) == Some("-");
+        if has(&seen, &["-i", "--ignore-environment", "-u", "--unset"]) || dash {
+            self.gate(Some(
+                "`env` clears or unsets variables of the command's environment".into(),
+            ));
+        }
+        if let Some(dir) = value_of(&seen, &["-C", "--chdir"]) {
+            self.change_dir(Some(dir));
+        }
+        let i = skip_assignments(rest, idx + usize::from(dash), env, &mut self.gates);
+        if let Some(split) = value_of(&seen, &["-S", "--split-string"]) {
+            return self.env_split(split, &rest[i..], env);
+        }
+        Ok(command_from(rest, i))
+    }
+
+    /// `env -S TEXT ARGS…`: TEXT is split as shell words, then ARGS follow.
+    fn env_split(&mut self, split: &str, args: &[Word], env: &Env) -> Peeled {
+        let mut joined = split.to_string();
+        for w in args {
+            let v = w.value.as_deref().ok_or("env -S with non-static words")?;
+            joined.push(' ');
+            joined.push_str(&quote(v));
+        }
+        Ok(self.reparse(&joined, env, "env -S"))
+    }
+
+    /// `sudo`/`doas [OPTIONS] [NAME=value…] COMMAND…`: the command runs privileged.
+    fn peel_sudo(&mut self, base: &str, rest: &[Word], env: &mut Env) -> Peeled {
+        env.privileged = true;
+        let (idx, _) = options(rest, wrapper_opts(base))?;
+        env.wrappers.push(base.to_string());
+        let i = skip_assignments(rest, idx, env, &mut self.gates);
+        Ok(command_from(rest, i))
+    }
+
+    /// `nice`, `nohup`, `time`, `command`, `exec`, ... `[OPTIONS] COMMAND…`.
+    fn peel_passthrough(&mut self, base: &str, rest: &[Word], env: &mut Env) -> Peeled {
+        let (idx, seen) = options(rest, wrapper_opts(base))?;
+        match base {
+            // These forms print, or act on other processes: they run no command.
+            "command" if has(&seen, &["-v", "-V"]) => return Ok(Step::Done),
+            "ionice" if has(&seen, &["-p", "-P", "-u"]) => return Ok(Step::Done),
+            "command" if has(&seen, &["-p"]) => self.gate(Some(
+                "`command -p` looks the program up on a default PATH, not the agent's".into(),
+            )),
+            "time" => {
+                if let Some(out) = value_of(&seen, &["-o", "--output"]) {
+                    env.redirects.push(Redirect {
+                        kind: RedirectKind::Write,
+                        target: Word::literal(out),
+                    });
+                }
+            }
+            _ => {}
+        }
+        if idx >= rest.len() {
+            return Ok(Step::Done);
+        }
+        env.wrappers.push(base.to_string());
+        Ok(Step::Next(rest[idx..].to_vec()))
+    }
+
+    /// `eval WORDS…`: the words, joined, are shell text (not static: `eval` itself).
+    fn peel_eval(&mut self, rest: &[Word], env: &Env) -> Step {
+        let mut joined = String::new();
+        for w in rest {
+            let Some(v) = &w.value else {
+                return Step::Done;
+            };
+            if !joined.is_empty() {
+                joined.push(' ');
+            }
+            joined.push_str(v);
+        }
+        self.reparse(&joined, env, "eval")
+    }
+
+    /// `sh -c SCRIPT [ARG0 ARG1…]`, or a shell reading a here-document as its script.
+    fn peel_shell(&mut self, shell: &str, rest: &[Word], env: &mut Env) -> Peeled {
+        let (idx, seen) = options(rest, &SHELL_OPTS)?;
+        if !has(&seen, &["-c"]) {
+            let reads_stdin = idx >= rest.len() || has(&seen, &["-s"]);
+            return match (&env.stdin, reads_stdin) {
+                (Stdin::Here(Some(body)), true) => {
+                    let body = body.clone();
+                    env.stdin = Stdin::Inherited;
+                    Ok(self.reparse(&body, env, &format!("{shell} <<here")))
+                }
+                (Stdin::Here(None), true) => {
+                    Err("here-document fed to a shell is not static".into())
+                }
+                _ => Ok(Step::Done),
+            };
+        }
+        let script = rest.get(idx).ok_or("shell -c without a command")?;
+        let script = script.value.clone().ok_or("shell -c text is not static")?;
+        // `sh -c SCRIPT ARG0 ARG1…`: the script's $0, $1… are those words.
+        for (n, w) in rest.iter().skip(idx + 1).enumerate() {
+            self.bind_word(&n.to_string(), w);
+        }
+        Ok(self.reparse(&script, env, &format!("{shell} -c")))
+    }
+
+    /// Analyses `inner` as shell text run by `wrapper`.
+    fn reparse(&mut self, inner: &str, env: &Env, wrapper: &str) -> Step {
+        let mut e = env.clone();
+        e.wrappers.push(wrapper.to_string());
+        e.depth += 1;
+        self.text(inner, &e);
+        Step::Handled
+    }
+}
+
+/// The command a wrapper runs from `rest[i]` on; none (`Done`) when nothing follows.
+fn command_from(rest: &[Word], i: usize) -> Step {
+    match rest.get(i..) {
+        Some(cmd) if !cmd.is_empty() => Step::Next(cmd.to_vec()),
+        _ => Step::Done,
+    }
+}
+
+/// `timeout [OPTIONS] DURATION COMMAND…`.
+fn peel_timeout(rest: &[Word], env: &mut Env) -> Peeled {
+    let (idx, _) = options(rest, wrapper_opts("timeout"))?;
+    // The duration, then the command.
+    if idx + 1 >= rest.len() {
+        return Ok(Step::Done);
+    }
+    env.wrappers.push("timeout".into());
+    Ok(Step::Next(rest[idx + 1..].to_vec()))
+}
+
+/// `busybox APPLET ARGS…` runs APPLET.
+fn peel_busybox(rest: &[Word], env: &mut Env) -> Peeled {
+    let Some(first) = rest.first() else {
+        return Ok(Step::Done);
+    };
+    match first.value.as_deref() {
+        Some(applet) if !applet.starts_with('-') => {
+            env.wrappers.push("busybox".into());
+            Ok(Step::Next(rest.to_vec()))
+        }
+        Some(_) => Ok(Step::Done),
+        None => Err("busybox applet is not static".into()),
+    }
+}
+
+/// `xargs [OPTIONS] [COMMAND [ARGS…]]`: COMMAND with what xargs reads as unknown words.
+fn peel_xargs(rest: &[Word], env: &mut Env) -> Peeled {
+    if xargs_attached_optional(rest) {
+        return Err("xargs option with an attached optional value".into());
+    }
+    let (idx, seen) = options(rest, wrapper_opts("xargs"))?;
+    let replace = value_of(&seen, &["-I", "--replace"])
+        .map(str::to_string)
+        .or_else(|| has(&seen, &["-i", "--replace"]).then(|| "{}".to_string()));
+    if let Some(file) = value_of(&seen, &["-a", "--arg-file"]) {
+        env.redirects.push(Redirect {
+            kind: RedirectKind::Read,
+            target: Word::literal(file),
+        });
+    }
+    env.wrappers.push("xargs".into());
+    // GNU xargs gives its commands /dev/null as stdin.
+    env.stdin = Stdin::Inherited;
+    let operands = rest.get(idx..).unwrap_or_default();
+    Ok(Step::Next(xargs_command(operands, replace.as_deref())))
+}
+
+/// Whether an option cluster of xargs ends in an attached optional value (`-l1`, `-ea`):
+/// `-e`, `-i`, `-l` take a value only when attached, which ends the cluster; the option
+/// parser does not model that, so such a command is not analysed.
+fn xargs_attached_optional(rest: &[Word]) -> bool {
+    let grammar = wrapper_opts("xargs");
+    let mut words = rest.iter();
+    while let Some(w) = words.next() {
+        let Some(s) = w.value.as_deref() else { break };
+        if s == "--" || !s.starts_with('-') || s == "-" {
+            break;
+        }
+        if let Some(long) = s.strip_prefix("--") {
+            if !long.contains('=') && grammar.long_value.contains(&long) {
+                words.next();
+            }
+            continue;
+        }
+        let body = &s[1..];
+        let value_at = body.find(|c| grammar.short_value.contains(c));
+        let optional_at = body.find(['e', 'i', 'l']);
+        match (value_at, optional_at) {
+            (_, Some(o)) if value_at.is_none_or(|v| o < v) && o + 1 < body.len() => return true,
+            (Some(v), _) if v + 1 == body.len() => {
+                words.next();
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The command xargs runs: its operands (`echo` when none) with the input appended as an
+/// unknown word or, with a replace string, every word that contains it unknown.
+fn xargs_command(operands: &[Word], replace: Option<&str>) -> Vec<Word> {
+    let mut next = if operands.is_empty() {
+        vec![Word::literal("echo")]
+    } else {
+        operands.to_vec()
+    };
+    match replace {
+        Some(r) => {
+            for w in &mut next {
+                if w.value.as_deref().is_none_or(|v| v.contains(r)) {
+                    *w = Word::unknown(&w.source);
+                }
+            }
+        }
+        None => next.push(Word::unknown("<xargs input>")),
+    }
+    next
+}
+
+/// Skips the `NAME=value` words from `rest[i]` on (recording the names, as `env` and `sudo`
+/// set them for the command, and a gate for each that is not inert); returns the index of
+/// the first other word.
+fn skip_assignments(rest: &[Word], mut i: usize, env: &mut Env, gates: &mut Vec<String>) -> usize {
+    while let Some((k, v)) = rest
+        .get(i)
+        .and_then(|w| w.value.as_deref())
+        .and_then(|v| v.split_once('='))
+    {
+        if !is_identifier(k) {
+            break;
+        }
+        if let Some(why) = super::super::inert::env_gate(k, Some(v)) {
+            if !gates.contains(&why) {
+                gates.push(why);
+            }
+        }
+        env.env_assignments.push(k.to_string());
+        i += 1;
+    }
+    i
+}
