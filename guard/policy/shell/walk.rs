@@ -11,6 +11,8 @@ use tree_sitter::Node;
 
 pub(crate) use super::syntax::{children_with_fields, is_argument, is_statement, split_word};
 
+mod statements;
+
 /// What the enclosing constructs impose on the commands below them.
 #[derive(Debug, Clone)]
 pub(crate) struct Env {
@@ -247,6 +249,8 @@ impl<'c> Analyser<'c> {
         self.tree_depth -= 1;
     }
 
+    /// One statement, by its kind: the kinds the analyser knows, each to its step; any
+    /// other kind is a problem (not analysable, so never autonomous).
     fn statement_inner(&mut self, node: Node, src: &str, env: &Env) {
         let text = &src[node.byte_range()];
         match node.kind() {
@@ -255,140 +259,25 @@ impl<'c> Analyser<'c> {
                 self.named_children(node, src, env);
             }
             "program" | "list" | "compound_statement" | "subshell" | "do_group" | "else_clause"
-            | "elif_clause" | "negated_command" => {
-                self.named_children(node, src, env);
-            }
-            "pipeline" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                let mut i = 0;
-                while let Some(&child) = children.get(i) {
-                    let e = if i == 0 {
-                        env.clone()
-                    } else {
-                        env.with_stdin(Stdin::Pipe)
-                    };
-                    i += 1;
-                    if child.kind() == "comment" {
-                        continue;
-                    }
-                    // `find … | xargs CMD`: analysed as `find … -exec CMD {} +` (`pipes`).
-                    if let Some(&next) = children.get(i) {
-                        if self.find_xargs(child, next, src, &e) {
-                            i += 1;
-                            continue;
-                        }
-                    }
-                    self.statement(child, src, &e);
-                }
-            }
+            | "elif_clause" | "negated_command" => self.named_children(node, src, env),
+            "pipeline" => self.pipeline(node, src, env),
             "redirected_statement" => self.redirected(node, src, env),
             "command" => self.command(node, src, env, Vec::new()),
-            "function_definition" => {
-                if let Some(name) = node.child_by_field_name("name") {
-                    self.functions.insert(src[name.byte_range()].to_string());
-                }
-                if let Some(body) = node.child_by_field_name("body") {
-                    self.statement(body, src, env);
-                }
-            }
+            "function_definition" => self.function_definition(node, src, env),
+            "for_statement" => self.for_statement(node, src, env),
             "if_statement"
             | "while_statement"
-            | "for_statement"
             | "c_style_for_statement"
             | "case_statement"
-            | "case_item" => {
-                if node.kind() == "for_statement" {
-                    self.for_loop(node, src, env);
-                    // The loop variable takes the loop's values: `for PATH in …` rebinds.
-                    if let Some(v) = node.child_by_field_name("variable") {
-                        self.gate(inert::variable_gate(&src[v.byte_range()]));
-                    }
-                    return;
-                }
-                // Bodies are statements; conditions, loop values and patterns are words or
-                // expressions, scanned for substitutions.
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                for child in children {
-                    if is_statement(child.kind()) {
-                        self.statement(child, src, env);
-                    } else {
-                        self.scan(child, src, env);
-                    }
-                }
-                if node.kind() == "c_style_for_statement" {
-                    self.gate(inert::arithmetic_gate(node, src).map(|_| {
-                        "a C-style `for` loop: its expressions are arithmetic on variables"
-                            .to_string()
-                    }));
-                }
-            }
+            | "case_item" => self.control_flow(node, src, env),
             "variable_assignment" | "variable_assignments" => {
-                let assigned = self.assignments(node, src, env);
-                for (name, _) in &assigned {
-                    self.gate(inert::variable_gate(name));
-                }
-                if let [(_, value)] = assigned.as_slice() {
-                    if node.kind() == "variable_assignment" {
-                        self.record_known(node, src, value.as_ref());
-                    }
-                }
-                let names: Vec<String> = assigned.into_iter().map(|(n, _)| n).collect();
-                if !names.is_empty() {
-                    let mut e = env.clone();
-                    e.env_assignments.extend(names);
-                    let seg = self.segment_base(text, Vec::new(), &e);
-                    self.push(seg);
-                }
+                self.assignment_statement(node, src, env)
             }
             "declaration_command" | "unset_command" | "test_command" => {
-                // `export A=b`, `local x`, `unset x`, `[[ … ]]`: words only.
-                let mut names = Vec::new();
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                let mut argv = Vec::new();
-                if let Some(first) = node.child(0) {
-                    argv.push(Word::literal(&src[first.byte_range()]));
-                }
-                if node.kind() == "test_command" {
-                    self.gate(inert::test_expression_gate(node, src));
-                }
-                let exported = text.starts_with("export")
-                    || children.iter().any(|c| {
-                        c.kind() == "word" && {
-                            let w = &src[c.byte_range()];
-                            w.starts_with('-') && w.contains('x')
-                        }
-                    });
-                for child in children {
-                    if child.kind() == "variable_assignment" {
-                        for (name, value) in self.assignments(child, src, env) {
-                            let value = value.and_then(|w| w.value);
-                            self.gate(if exported {
-                                inert::env_gate(&name, value.as_deref())
-                            } else {
-                                inert::variable_gate(&name)
-                            });
-                            names.push(name);
-                        }
-                    } else {
-                        let w = self.word(child, src, env);
-                        argv.push(w);
-                    }
-                }
-                let mut e = env.clone();
-                e.env_assignments.extend(names);
-                let mut seg = self.segment_base(text, argv, &e);
-                seg.program = seg.argv.first().and_then(|w| w.value.clone());
-                seg.trusted_name = true;
-                seg.trusted_location = true;
-                self.push(seg);
+                self.declaration(node, src, env)
             }
             "comment" => {}
-            kind => {
-                self.problem(text, format!("unsupported shell construct `{kind}`"), env);
-            }
+            kind => self.problem(text, format!("unsupported shell construct `{kind}`"), env),
         }
     }
 
