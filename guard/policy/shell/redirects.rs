@@ -11,21 +11,8 @@ impl Analyser<'_> {
         let mut stdin = None;
         let mut extra_args = Vec::new();
         let mut deferred = Vec::new();
-        let mut cursor = node.walk();
-        let children: Vec<(Option<&str>, Node)> = {
-            let mut v = Vec::new();
-            if cursor.goto_first_child() {
-                loop {
-                    v.push((cursor.field_name(), cursor.node()));
-                    if !cursor.goto_next_sibling() {
-                        break;
-                    }
-                }
-            }
-            v
-        };
         let mut body = None;
-        for (field, child) in children {
+        for (field, child) in children_with_fields(node) {
             if field == Some("body") {
                 body = Some(child);
             } else if child.is_named() {
@@ -71,78 +58,102 @@ impl Analyser<'_> {
         extra_args: &mut Vec<Word>,
         deferred: &mut Vec<(Node<'t>, bool)>,
     ) {
+        let mut r = Sinks {
+            out,
+            stdin,
+            extra_args,
+            deferred,
+        };
+        self.redirect_into(node, src, env, &mut r);
+    }
+
+    fn redirect_into<'t>(&mut self, node: Node<'t>, src: &str, env: &Env, r: &mut Sinks<'_, 't>) {
         match node.kind() {
-            "file_redirect" => {
-                let mut op = "";
-                let mut dests = Vec::new();
-                let mut cursor = node.walk();
-                if cursor.goto_first_child() {
-                    loop {
-                        let n = cursor.node();
-                        if cursor.field_name() == Some("destination") {
-                            dests.push(n);
-                        } else if !n.is_named() {
-                            op = n.kind();
-                        }
-                        if !cursor.goto_next_sibling() {
-                            break;
-                        }
-                    }
-                }
-                for dest in dests {
-                    let target = self.word(dest, src, env);
-                    if let Some(r) = classify_redirect(op, target) {
-                        if r.kind != RedirectKind::Write {
-                            *stdin = Some(Stdin::File);
-                        }
-                        out.push(r);
-                    }
-                }
-            }
-            "heredoc_redirect" => {
-                let mut body_text: Option<String> = Some(String::new());
-                let items = children_with_fields(node);
-                for (field, n) in items {
-                    match (field, n.kind()) {
-                        (_, "heredoc_body") => {
-                            let w = self.word(n, src, env);
-                            body_text = w.value;
-                        }
-                        (Some("argument"), _) => {
-                            let w = self.word(n, src, env);
-                            extra_args.push(w);
-                        }
-                        (Some("redirect"), _) => {
-                            self.redirect(n, src, env, out, stdin, extra_args, deferred);
-                        }
-                        (Some("right"), _) => deferred.push((n, false)),
-                        (_, "pipeline") => {
-                            let mut c2 = n.walk();
-                            for stage in n.named_children(&mut c2) {
-                                deferred.push((stage, true));
-                            }
-                        }
-                        (_, k) if is_statement(k) => deferred.push((n, true)),
-                        _ => {}
-                    }
-                }
-                *stdin = Some(Stdin::Here(body_text));
-            }
+            "file_redirect" => self.file_redirect(node, src, env, r),
+            "heredoc_redirect" => self.heredoc_redirect(node, src, env, r),
             "herestring_redirect" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 let mut value = None;
                 for child in children {
-                    if child.kind() == "file_descriptor" {
-                        continue;
+                    if child.kind() != "file_descriptor" {
+                        value = self.word(child, src, env).value;
                     }
-                    value = self.word(child, src, env).value;
                 }
-                *stdin = Some(Stdin::Here(value));
+                *r.stdin = Some(Stdin::Here(value));
             }
             _ => self.scan(node, src, env),
         }
     }
+
+    /// `< f`, `> f`, `>> f`, `&> f`, `2>&1`, ...: each destination, by its operator.
+    fn file_redirect(&mut self, node: Node, src: &str, env: &Env, r: &mut Sinks) {
+        let mut op = "";
+        let mut dests = Vec::new();
+        let mut cursor = node.walk();
+        if cursor.goto_first_child() {
+            loop {
+                let n = cursor.node();
+                if cursor.field_name() == Some("destination") {
+                    dests.push(n);
+                } else if !n.is_named() {
+                    op = n.kind();
+                }
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
+        }
+        for dest in dests {
+            let target = self.word(dest, src, env);
+            if let Some(redirect) = classify_redirect(op, target) {
+                if redirect.kind != RedirectKind::Write {
+                    *r.stdin = Some(Stdin::File);
+                }
+                r.out.push(redirect);
+            }
+        }
+    }
+
+    /// `<<EOF … EOF`: the body is the stdin; what tree-sitter nests in the redirect (more
+    /// arguments and redirections of the command, the commands after it) goes to `r`.
+    fn heredoc_redirect<'t>(
+        &mut self,
+        node: Node<'t>,
+        src: &str,
+        env: &Env,
+        r: &mut Sinks<'_, 't>,
+    ) {
+        let mut body_text: Option<String> = Some(String::new());
+        for (field, n) in children_with_fields(node) {
+            match (field, n.kind()) {
+                (_, "heredoc_body") => body_text = self.word(n, src, env).value,
+                (Some("argument"), _) => {
+                    let w = self.word(n, src, env);
+                    r.extra_args.push(w);
+                }
+                (Some("redirect"), _) => self.redirect_into(n, src, env, r),
+                (Some("right"), _) => r.deferred.push((n, false)),
+                (_, "pipeline") => {
+                    let mut cursor = n.walk();
+                    for stage in n.named_children(&mut cursor) {
+                        r.deferred.push((stage, true));
+                    }
+                }
+                (_, k) if is_statement(k) => r.deferred.push((n, true)),
+                _ => {}
+            }
+        }
+        *r.stdin = Some(Stdin::Here(body_text));
+    }
+}
+
+/// Where one statement's redirections go (the caller's collections, see `redirect`).
+struct Sinks<'a, 't> {
+    out: &'a mut Vec<Redirect>,
+    stdin: &'a mut Option<Stdin>,
+    extra_args: &'a mut Vec<Word>,
+    deferred: &'a mut Vec<(Node<'t>, bool)>,
 }
 
 /// Targets a redirection may name without touching a file.
