@@ -7,6 +7,9 @@ use super::walk::{is_statement, Analyser, Env};
 use super::{Stdin, Word};
 use tree_sitter::Node;
 
+mod quoting;
+use quoting::{ansi_c, double_quoted, unquoted};
+
 /// Accumulates one word's value while walking its parts.
 struct Builder {
     value: String,
@@ -173,6 +176,7 @@ impl Analyser<'_> {
         }
     }
 
+    /// Adds one part of a word to `b`; a part whose value needs run time makes it unknown.
     fn part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
         let text = &src[node.byte_range()];
         if depth > super::MAX_TREE_DEPTH {
@@ -198,36 +202,8 @@ impl Analyser<'_> {
                 Some(v) => b.value.push_str(&v),
                 None => b.known = false,
             },
-            "string" | "translated_string" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.children(&mut cursor).collect();
-                let last = children.len().saturating_sub(1);
-                let outer = std::mem::replace(&mut b.quoted, true);
-                for (i, child) in children.into_iter().enumerate() {
-                    match child.kind() {
-                        "\"" | "$\"" if i == 0 || i == last => {}
-                        "string_content" => double_quoted(&src[child.byte_range()], b),
-                        _ if child.is_named() => self.part(child, src, env, b, depth + 1),
-                        _ => b.value.push_str(&src[child.byte_range()]),
-                    }
-                }
-                b.quoted = outer;
-            }
-            "heredoc_body" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.children(&mut cursor).collect();
-                let mut pos = node.start_byte();
-                for child in children {
-                    // Literal text between parts belongs to the body.
-                    b.value.push_str(&src[pos..child.start_byte()]);
-                    match child.kind() {
-                        "heredoc_content" => b.value.push_str(&src[child.byte_range()]),
-                        _ => self.part(child, src, env, b, depth + 1),
-                    }
-                    pos = child.end_byte();
-                }
-                b.value.push_str(&src[pos..node.end_byte()]);
-            }
+            "string" | "translated_string" => self.string_part(node, src, env, b, depth),
+            "heredoc_body" => self.heredoc_part(node, src, env, b, depth),
             "concatenation" => {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.children(&mut cursor).collect();
@@ -239,47 +215,9 @@ impl Analyser<'_> {
                     }
                 }
             }
-            "simple_expansion" | "expansion" => {
-                if node.kind() == "expansion" {
-                    self.gate(inert::expansion_gate(text));
-                }
-                if matches!(text, "$HOME" | "${HOME}") {
-                    b.value.push_str(&self.ctx.home.to_string_lossy());
-                } else if let Some(k) = self.known_use(text, b.quoted) {
-                    b.value.push_str(&k.value);
-                    b.glob |= k.glob;
-                } else {
-                    b.known = false;
-                    self.substitutions(node, src, env, b, depth);
-                }
-            }
+            "simple_expansion" | "expansion" => self.expansion_part(node, src, env, b, depth),
             "command_substitution" | "process_substitution" => {
-                b.known = false;
-                b.substitution = true;
-                self.gate(listing_substitution_gate(text, b.quoted));
-                if node.kind() == "process_substitution" {
-                    b.process_substitution = true;
-                }
-                let mut inner = env.clone();
-                // `>(cmd)` reads what the outer command writes: a pipe.
-                inner.stdin = if text.starts_with(">(") {
-                    Stdin::Pipe
-                } else {
-                    Stdin::Inherited
-                };
-                inner.redirects.clear();
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
-                for child in children {
-                    if is_statement(child.kind()) {
-                        self.statement(child, src, &inner);
-                    } else if child.kind() == "file_redirect" {
-                        // `$(< file)`: the shell reads the file itself (like `cat file`).
-                        self.substitution_redirect(child, src, &inner);
-                    } else {
-                        self.part(child, src, env, b, depth + 1);
-                    }
-                }
+                self.substitution_part(node, src, env, b, depth)
             }
             "arithmetic_expansion" => {
                 self.gate(inert::arithmetic_gate(node, src));
@@ -287,9 +225,99 @@ impl Analyser<'_> {
                 self.substitutions(node, src, env, b, depth);
             }
             _ => {
-                // ansi_c_string, arithmetic, brace expansions, arrays, ...: unknown value.
+                // Arithmetic, brace expansions, arrays, ...: unknown value.
                 b.known = false;
                 self.substitutions(node, src, env, b, depth);
+            }
+        }
+    }
+
+    /// `"…"`: its parts, quoted (a known variable is then not split or globbed).
+    fn string_part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let last = children.len().saturating_sub(1);
+        let outer = std::mem::replace(&mut b.quoted, true);
+        for (i, child) in children.into_iter().enumerate() {
+            match child.kind() {
+                "\"" | "$\"" if i == 0 || i == last => {}
+                "string_content" => double_quoted(&src[child.byte_range()], b),
+                _ if child.is_named() => self.part(child, src, env, b, depth + 1),
+                _ => b.value.push_str(&src[child.byte_range()]),
+            }
+        }
+        b.quoted = outer;
+    }
+
+    /// A here-document's body: literal text with the expansions in it.
+    fn heredoc_part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let mut pos = node.start_byte();
+        for child in children {
+            // Literal text between parts belongs to the body.
+            b.value.push_str(&src[pos..child.start_byte()]);
+            match child.kind() {
+                "heredoc_content" => b.value.push_str(&src[child.byte_range()]),
+                _ => self.part(child, src, env, b, depth + 1),
+            }
+            pos = child.end_byte();
+        }
+        b.value.push_str(&src[pos..node.end_byte()]);
+    }
+
+    /// `$x`, `${x…}`: `$HOME` and variables given one static value in the text are known.
+    fn expansion_part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
+        let text = &src[node.byte_range()];
+        if node.kind() == "expansion" {
+            self.gate(inert::expansion_gate(text));
+        }
+        if matches!(text, "$HOME" | "${HOME}") {
+            b.value.push_str(&self.ctx.home.to_string_lossy());
+        } else if let Some(k) = self.known_use(text, b.quoted) {
+            b.value.push_str(&k.value);
+            b.glob |= k.glob;
+        } else {
+            b.known = false;
+            self.substitutions(node, src, env, b, depth);
+        }
+    }
+
+    /// `$(…)`, `` `…` ``, `<(…)`, `>(…)`: the value is unknown; the commands inside are
+    /// analysed as segments of their own.
+    fn substitution_part(
+        &mut self,
+        node: Node,
+        src: &str,
+        env: &Env,
+        b: &mut Builder,
+        depth: usize,
+    ) {
+        let text = &src[node.byte_range()];
+        b.known = false;
+        b.substitution = true;
+        self.gate(listing_substitution_gate(text, b.quoted));
+        if node.kind() == "process_substitution" {
+            b.process_substitution = true;
+        }
+        let mut inner = env.clone();
+        // `>(cmd)` reads what the outer command writes: a pipe.
+        inner.stdin = if text.starts_with(">(") {
+            Stdin::Pipe
+        } else {
+            Stdin::Inherited
+        };
+        inner.redirects.clear();
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        for child in children {
+            if is_statement(child.kind()) {
+                self.statement(child, src, &inner);
+            } else if child.kind() == "file_redirect" {
+                // `$(< file)`: the shell reads the file itself (like `cat file`).
+                self.substitution_redirect(child, src, &inner);
+            } else {
+                self.part(child, src, env, b, depth + 1);
             }
         }
     }
@@ -363,133 +391,4 @@ fn listing_substitution_gate(text: &str, quoted: bool) -> Option<String> {
             ", split at blanks or expand as globs"
         }
     ))
-}
-
-/// An unquoted word: backslash escapes, glob characters, leading `~`.
-fn unquoted(text: &str, b: &mut Builder, home: &str, cwd: Option<&str>) {
-    let mut rest = text;
-    if b.value.is_empty() {
-        if rest == "~" {
-            b.value.push_str(home);
-            return;
-        }
-        if let (Some(r), Some(cwd)) = (rest.strip_prefix("~+"), cwd) {
-            if r.is_empty() || r.starts_with('/') {
-                b.value.push_str(cwd);
-                rest = r;
-                if rest.is_empty() {
-                    return;
-                }
-            }
-        }
-        if let Some(r) = rest.strip_prefix("~/") {
-            b.value.push_str(home);
-            b.value.push('/');
-            rest = r;
-        } else if rest.starts_with('~') && !b.value.is_empty() {
-            // `~+` resolved above.
-        } else if rest.starts_with('~') {
-            // `~user`: another user's home.
-            b.known = false;
-        }
-    }
-    let mut chars = rest.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                if let Some(n) = chars.next() {
-                    if n != '\n' {
-                        b.value.push(n);
-                    }
-                }
-            }
-            '*' | '?' | '[' => {
-                b.glob = true;
-                b.value.push(c);
-            }
-            // Brace expansion (`{a,b}`, `{1..3}`); tree-sitter splits it into several
-            // words, so any brace marks the word.
-            '{' | '}' => {
-                b.glob = true;
-                b.value.push(c);
-            }
-            _ => b.value.push(c),
-        }
-    }
-}
-
-/// Text inside double quotes: only `\$ \` \" \\ \newline` are escapes.
-fn double_quoted(text: &str, b: &mut Builder) {
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.peek() {
-                Some('$' | '`' | '"' | '\\') => {
-                    if let Some(n) = chars.next() {
-                        b.value.push(n);
-                    }
-                }
-                Some('\n') => {
-                    chars.next();
-                }
-                _ => b.value.push(c),
-            }
-        } else {
-            b.value.push(c);
-        }
-    }
-}
-
-/// Decodes `$'…'` as bash does; `None` for escapes not handled (the value is then unknown).
-fn ansi_c(text: &str) -> Option<String> {
-    let body = text.strip_prefix("$'")?.strip_suffix('\'')?;
-    let mut out = String::new();
-    let mut chars = body.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        let e = chars.next()?;
-        let simple = match e {
-            'a' => Some('\u{7}'),
-            'b' => Some('\u{8}'),
-            'e' | 'E' => Some('\u{1b}'),
-            'f' => Some('\u{c}'),
-            'n' => Some('\n'),
-            'r' => Some('\r'),
-            't' => Some('\t'),
-            'v' => Some('\u{b}'),
-            '\\' | '\'' | '"' | '?' => Some(e),
-            _ => None,
-        };
-        if let Some(ch) = simple {
-            out.push(ch);
-            continue;
-        }
-        let (radix, max) = match e {
-            'x' => (16, 2),
-            '0'..='7' => (8, 2),
-            _ => return None,
-        };
-        let mut digits = String::new();
-        if radix == 8 {
-            digits.push(e);
-        }
-        while digits.len() < max + usize::from(radix == 8) {
-            match chars.peek() {
-                Some(d) if d.is_digit(radix) => {
-                    digits.push(*d);
-                    chars.next();
-                }
-                _ => break,
-            }
-        }
-        let n = u32::from_str_radix(&digits, radix).ok()?;
-        if n == 0 {
-            return None;
-        }
-        out.push(char::from_u32(n).filter(char::is_ascii)?);
-    }
-    Some(out)
 }
