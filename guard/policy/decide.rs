@@ -194,6 +194,82 @@ fn score(policy: &Policy, c: &Classification) -> (Status, Category, Vec<Reason>,
 }
 
 fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecAction) -> Verdict {
+    let (security, ask) = openclaw_settings(ctx, req);
+    // Whether every segment's allowlist status matters (else only gated ones, for grants).
+    let need_all = security == ExecSecurity::Allowlist && ask == ExecAsk::Off;
+    let scored = score_exec(policy, ctx, exec, need_all);
+    let all_allowlisted = scored.iter().all(|s| s.allowlisted);
+    let mut verdict = combine(policy, scored);
+    if security == ExecSecurity::Deny {
+        deny(
+            &mut verdict,
+            "openclaw-security-deny",
+            "OpenClaw's exec security is `deny`",
+        );
+    } else if need_all && !all_allowlisted {
+        deny(
+            &mut verdict,
+            "allowlist-miss",
+            "OpenClaw's allowlist does not cover every segment and it asks nobody (ask=off)",
+        );
+    }
+    // Environment the request sets is data to judge: only inert names run by themselves.
+    let gating: Vec<&str> = exec
+        .env_keys
+        .iter()
+        .filter(|k| matches!(env::classify(k), EnvName::Loads | EnvName::Other))
+        .map(String::as_str)
+        .collect();
+    if !gating.is_empty() && verdict.kind == VerdictKind::Allow {
+        ask_person(
+            &mut verdict,
+            "request-env",
+            format!(
+                "the request sets environment variables a person must see: {} \
+                 (names that load code are dropped from the run)",
+                gating.join(", ")
+            ),
+        );
+    }
+    // OpenClaw's `ask` says when it consults the guard; the guard is that approver, so
+    // `ask=always` does not make a person answer what the table runs by itself (DESIGN §2).
+    // It only narrows what a person may answer: OpenClaw offers no allow-always then.
+    if policy.ask_every_command() {
+        ask_person(
+            &mut verdict,
+            "policy-ask-every-command",
+            "the policy has a person answer every command (ask_every_command = true)",
+        );
+    }
+    if ask == ExecAsk::Always && verdict.kind == VerdictKind::Ask {
+        verdict.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
+    }
+    finish_offered(&mut verdict, req);
+    verdict
+}
+
+/// OpenClaw's effective `security` and `ask`: the context's, made stricter (never looser)
+/// by what the request asks for.
+fn openclaw_settings(ctx: &DecideContext, req: &Request) -> (ExecSecurity, ExecAsk) {
+    let requested_security = req
+        .openclaw
+        .security
+        .as_deref()
+        .and_then(ExecSecurity::parse);
+    let security = requested_security.map_or(ctx.security, |s| s.min(ctx.security));
+    let requested_ask = req.openclaw.ask.as_deref().and_then(ExecAsk::parse);
+    let ask = requested_ask.map_or(ctx.ask, |a| a.max(ctx.ask));
+    (security, ask)
+}
+
+/// Every segment of the command, scored; plus one for the constructs not known inert, or
+/// one that says there is nothing to run.
+fn score_exec(
+    policy: &Policy,
+    ctx: &DecideContext,
+    exec: &ExecAction,
+    need_all: bool,
+) -> Vec<Scored> {
     let cwd = exec.cwd.clone().unwrap_or_else(|| ctx.cwd.clone());
     // The deployment's workspace (the context's) wins over the policy file's.
     let workspace = ctx
@@ -217,108 +293,41 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
         workspace: &workspace,
         cwd: &cwd,
     };
-    // OpenClaw's effective settings: never looser than what it asked for.
-    let security = [
-        Some(ctx.security),
-        req.openclaw
-            .security
-            .as_deref()
-            .and_then(ExecSecurity::parse),
-    ]
-    .into_iter()
-    .flatten()
-    .min()
-    .unwrap_or(ExecSecurity::Deny);
-    let ask = [
-        Some(ctx.ask),
-        req.openclaw.ask.as_deref().and_then(ExecAsk::parse),
-    ]
-    .into_iter()
-    .flatten()
-    .max()
-    .unwrap_or(ExecAsk::Always);
-    // Whether every segment's allowlist status matters (else only gated ones, for grants).
-    let need_all = security == ExecSecurity::Allowlist && ask == ExecAsk::Off;
     let cwd_str = cwd.to_string_lossy();
     let mut scored: Vec<Scored> = analysis
         .segments
         .iter()
         .map(|seg| score_segment(policy, ctx, &t, seg, &cwd_str, need_all))
         .collect();
+    let whole = |c: &Classification| {
+        let text = exec.command.clone().unwrap_or_default();
+        Scored::whole(policy, c, text, exec.argv.clone())
+    };
     let gates = gates::not_inert(&analysis);
     if !gates.findings.is_empty() {
-        let text = exec.command.clone().unwrap_or_default();
-        scored.push(Scored::whole(policy, &gates, text, exec.argv.clone()));
+        scored.push(whole(&gates));
     }
     if scored.is_empty() {
         let mut c = Classification::default();
         c.add(Category::Unanalysable, "unanalysable", "no command to run");
-        let text = exec.command.clone().unwrap_or_default();
-        scored.push(Scored::whole(policy, &c, text, exec.argv.clone()));
+        scored.push(whole(&c));
     }
-    let all_allowlisted = scored.iter().all(|s| s.allowlisted);
-    let mut verdict = combine(policy, scored);
+    scored
+}
 
-    if security == ExecSecurity::Deny {
-        verdict.kind = VerdictKind::Deny;
-        verdict.reasons.insert(
-            0,
-            Reason::new(
-                "openclaw-security-deny",
-                "OpenClaw's exec security is `deny`",
-            ),
-        );
-    } else if security == ExecSecurity::Allowlist && ask == ExecAsk::Off && !all_allowlisted {
-        verdict.kind = VerdictKind::Deny;
-        verdict.reasons.insert(
-            0,
-            Reason::new(
-                "allowlist-miss",
-                "OpenClaw's allowlist does not cover every segment and it asks nobody (ask=off)",
-            ),
-        );
-    }
-    // Environment the request sets is data to judge: only inert names run by themselves.
-    let gating: Vec<&str> = exec
-        .env_keys
-        .iter()
-        .filter(|k| matches!(env::classify(k), EnvName::Loads | EnvName::Other))
-        .map(String::as_str)
-        .collect();
-    if !gating.is_empty() && verdict.kind == VerdictKind::Allow {
-        verdict.reasons.insert(
-            0,
-            Reason::new(
-                "request-env",
-                format!(
-                    "the request sets environment variables a person must see: {} \
-                     (names that load code are dropped from the run)",
-                    gating.join(", ")
-                ),
-            ),
-        );
+/// Makes the verdict a deny, this reason first.
+fn deny(verdict: &mut Verdict, code: &str, why: impl Into<String>) {
+    verdict.kind = VerdictKind::Deny;
+    verdict.reasons.insert(0, Reason::new(code, why));
+}
+
+/// Makes an allow a question for a person (allow once or deny), this reason first.
+fn ask_person(verdict: &mut Verdict, code: &str, why: impl Into<String>) {
+    if verdict.kind == VerdictKind::Allow {
+        verdict.reasons.insert(0, Reason::new(code, why));
         verdict.kind = VerdictKind::Ask;
         verdict.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
     }
-    // OpenClaw's `ask` says when it consults the guard; the guard is that approver, so
-    // `ask=always` does not make a person answer what the table runs by itself (DESIGN §2).
-    // It only narrows what a person may answer: OpenClaw offers no allow-always then.
-    if policy.ask_every_command() && verdict.kind == VerdictKind::Allow {
-        verdict.reasons.insert(
-            0,
-            Reason::new(
-                "policy-ask-every-command",
-                "the policy has a person answer every command (ask_every_command = true)",
-            ),
-        );
-        verdict.kind = VerdictKind::Ask;
-        verdict.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
-    }
-    if ask == ExecAsk::Always && verdict.kind == VerdictKind::Ask {
-        verdict.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
-    }
-    finish_offered(&mut verdict, req);
-    verdict
 }
 
 fn score_segment(
