@@ -132,8 +132,8 @@ fn printf(c: &Call) -> Option<String> {
 
 /// `set` flags that only change error handling and tracing.
 const SET_FLAGS: &[&str] = &[
-    "-e", "+e", "-u", "+u", "-x", "+x", "-f", "+f", "-C", "+C", "-eu", "-ue", "-ex", "-xe",
-    "-eux", "-euo", "-eo",
+    "-e", "+e", "-u", "+u", "-x", "+x", "-f", "+f", "-C", "+C", "-eu", "-ue", "-ex", "-xe", "-eux",
+    "-euo", "-eo",
 ];
 
 /// `set -o NAME` options that are inert.
