@@ -193,6 +193,8 @@ fn score(policy: &Policy, c: &Classification) -> (Status, Category, Vec<Reason>,
     (status, category, reasons, gated)
 }
 
+/// An exec: the strictest segment decides, then OpenClaw's settings, the request's
+/// environment and the policy's `ask_every_command` adjust it, only ever toward stricter.
 fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecAction) -> Verdict {
     let (security, ask) = openclaw_settings(ctx, req);
     // Whether every segment's allowlist status matters (else only gated ones, for grants).
@@ -213,24 +215,7 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
             "OpenClaw's allowlist does not cover every segment and it asks nobody (ask=off)",
         );
     }
-    // Environment the request sets is data to judge: only inert names run by themselves.
-    let gating: Vec<&str> = exec
-        .env_keys
-        .iter()
-        .filter(|k| matches!(env::classify(k), EnvName::Loads | EnvName::Other))
-        .map(String::as_str)
-        .collect();
-    if !gating.is_empty() && verdict.kind == VerdictKind::Allow {
-        ask_person(
-            &mut verdict,
-            "request-env",
-            format!(
-                "the request sets environment variables a person must see: {} \
-                 (names that load code are dropped from the run)",
-                gating.join(", ")
-            ),
-        );
-    }
+    request_env(&mut verdict, &exec.env_keys);
     // OpenClaw's `ask` says when it consults the guard; the guard is that approver, so
     // `ask=always` does not make a person answer what the table runs by itself (DESIGN §2).
     // It only narrows what a person may answer: OpenClaw offers no allow-always then.
@@ -313,6 +298,26 @@ fn score_exec(
         scored.push(whole(&c));
     }
     scored
+}
+
+/// Environment the request sets is data to judge: only inert names run by themselves.
+fn request_env(verdict: &mut Verdict, env_keys: &[String]) {
+    let gating: Vec<&str> = env_keys
+        .iter()
+        .filter(|k| matches!(env::classify(k), EnvName::Loads | EnvName::Other))
+        .map(String::as_str)
+        .collect();
+    if !gating.is_empty() && verdict.kind == VerdictKind::Allow {
+        ask_person(
+            verdict,
+            "request-env",
+            format!(
+                "the request sets environment variables a person must see: {} \
+                 (names that load code are dropped from the run)",
+                gating.join(", ")
+            ),
+        );
+    }
 }
 
 /// Makes the verdict a deny, this reason first.

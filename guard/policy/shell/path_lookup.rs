@@ -36,6 +36,14 @@ impl Analyser<'_> {
         r
     }
 
+    /// [`Self::resolve`]'s first answer alone, without copying the paths found.
+    pub(super) fn trusted_name(&mut self, name: &str) -> bool {
+        match self.resolved.get(name) {
+            Some(hit) => hit.0,
+            None => self.resolve(name).0,
+        }
+    }
+
     fn resolve_uncached(&self, name: &str) -> Resolved {
         if !name.contains('/') {
             let found = fs_memo::which(name, &self.ctx.path, &self.ctx.cwd);

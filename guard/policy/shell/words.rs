@@ -67,7 +67,7 @@ impl Analyser<'_> {
             f(&mut b);
             b.known.then(|| vec![b.value])
         };
-        let home = self.ctx.home.to_string_lossy().into_owned();
+        let home = self.ctx.home.to_string_lossy();
         match node.kind() {
             "word" => literal(&|b| unquoted(text, b, &home, None)),
             "number" => Some(vec![text.to_string()]),
@@ -187,7 +187,7 @@ impl Analyser<'_> {
             "word" => {
                 // `~+` is $PWD: known when only one directory is possible here.
                 let cwd = (self.cwds.len() == 1 && !self.cwd_unknown)
-                    .then(|| self.cwds[0].to_string_lossy().into_owned());
+                    .then(|| self.cwds[0].to_string_lossy());
                 unquoted(text, b, &self.ctx.home.to_string_lossy(), cwd.as_deref())
             }
             "number" if node.named_child_count() == 0 => b.value.push_str(text),

@@ -28,15 +28,14 @@ impl Analyser<'_> {
                 self.push(seg);
                 return;
             }
-            let Some(name) = argv[0].value.clone() else {
+            let Some(name) = argv[0].value.as_deref() else {
                 self.problem(text, "the command name is not static", &env);
                 return;
             };
-            let (trusted, _, _) = self.resolve(&name);
-            if !trusted || (self.functions.contains(&name) && !name.contains('/')) {
+            if !self.trusted_name(name) || (self.functions.contains(name) && !name.contains('/')) {
                 break;
             }
-            match self.peel(basename(&name), &argv, &mut env, text) {
+            match self.peel(basename(name), &argv, &mut env, text) {
                 Step::Done => break,
                 Step::Handled => return,
                 Step::Next(next) => argv = next,
