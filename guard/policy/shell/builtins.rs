@@ -287,3 +287,28 @@ fn numeric_args(name: &str, args: &[Word]) -> Option<String> {
             .all(|w| w.value.as_deref().is_some_and(is_integer));
     (!ok).then(|| format!("`{name}` with an argument that is not a literal number"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A rule reaches its builtin only if the name is a builtin, is not already inert or
+    /// handled elsewhere, and is listed once (a second row would be dead).
+    #[test]
+    fn every_rule_is_reachable() {
+        for (i, (name, _)) in RULES.iter().enumerate() {
+            assert!(
+                crate::policy::shell::SHELL_BUILTINS.contains(name) || EXTRA.contains(name),
+                "{name} is not a builtin"
+            );
+            assert!(
+                !INERT_BUILTINS.contains(name) && !ELSEWHERE.contains(name),
+                "{name} never reaches its rule"
+            );
+            assert!(
+                !RULES[..i].iter().any(|(n, _)| n == name),
+                "{name} is listed twice"
+            );
+        }
+    }
+}

@@ -232,3 +232,23 @@ pub(super) fn is_identifier(s: &str) -> bool {
 pub(super) fn quote(v: &str) -> String {
     format!("'{}'", v.replace('\'', r"'\''"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `wrapper_opts` takes the first row: a second row for a name would be dead.
+    #[test]
+    fn each_wrapper_has_one_grammar() {
+        for (i, (name, opts)) in WRAPPER_OPTS.iter().enumerate() {
+            assert!(
+                !WRAPPER_OPTS[..i].iter().any(|(n, _)| n == name),
+                "{name} is listed twice"
+            );
+            let found = wrapper_opts(name);
+            assert_eq!(found.short_value, opts.short_value, "{name}");
+            assert_eq!(found.long_value, opts.long_value, "{name}");
+        }
+        assert!(wrapper_opts("nohup").short_value.is_empty());
+    }
+}
