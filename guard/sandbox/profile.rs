@@ -30,7 +30,7 @@
 //! and does not deny its `.env`: an approved command must be able to create files at the
 //! workspace root (`echo hi > notes.txt`, `git init`). Git hooks and config, and the agent's
 //! `.openclaw`/`.sanctum`, are kept safe by the integrity check around each run instead
-//! (`integrity.rs`: snapshot, restore, report).
+//! (`sandbox/integrity/`: snapshot, restore, report).
 
 use super::tmpdir::PrivateTmp;
 use super::SandboxError;
