@@ -186,82 +186,19 @@ impl Config {
         let default = parse(DEFAULT_CONFIG, "embedded default")?;
         let (file, origin) = layers::file_layer(o, env)?;
         let env = layers::Env(env);
-        let home = || {
-            env.path("HOME")
-                .ok_or(ConfigError::NoHome("pass --state-dir and --openclaw-state"))
-        };
-        let state_dir = match o
-            .state_dir
-            .clone()
-            .or_else(|| env.path("SANCTUM_STATE_DIR"))
-            .or(file.state_dir.clone())
-        {
-            Some(p) => p,
-            None => match env.path("XDG_STATE_HOME") {
-                Some(x) => x.join("sanctum-guard"),
-                None => home()?.join(".local/state/sanctum-guard"),
-            },
-        };
-        let openclaw_state_dir = match o
-            .openclaw_state
-            .clone()
-            .or_else(|| env.path("SANCTUM_OPENCLAW_STATE"))
-            .or(file.openclaw_state_dir.clone())
-            .or_else(|| env.path("OPENCLAW_STATE_DIR"))
-        {
-            Some(p) => p,
-            None => home()?.join(".openclaw"),
-        };
-        let workspace = o
-            .workspace
-            .clone()
-            .or_else(|| env.path("SANCTUM_WORKSPACE"))
-            .or(file.workspace.clone());
-        if let Some(w) = workspace.as_ref().filter(|w| !w.is_absolute()) {
-            return Err(ConfigError::Env {
-                name: "workspace".into(),
-                message: format!("{} is not an absolute path", w.display()),
-            });
-        }
         Ok(Config {
-            state_dir,
-            openclaw_state_dir,
+            state_dir: layers::state_dir(o, &env, &file)?,
+            openclaw_state_dir: layers::openclaw_state_dir(o, &env, &file)?,
             policy: o
                 .policy
                 .clone()
                 .or_else(|| env.path("SANCTUM_POLICY"))
                 .or(file.policy.clone()),
-            workspace,
+            workspace: layers::workspace(o, &env, &file)?,
             home: env.path("HOME").filter(|h| h.is_absolute()),
             socket: layers::socket_settings(&env, &file.socket, &default.socket)?,
-            deadlines: Deadlines {
-                request_ms: layers::pick(
-                    None,
-                    file.deadlines.request_ms,
-                    default.deadlines.request_ms,
-                    "deadlines.request_ms",
-                )?,
-                exec_ms: layers::pick(
-                    None,
-                    file.deadlines.exec_ms,
-                    default.deadlines.exec_ms,
-                    "deadlines.exec_ms",
-                )?,
-                margin_ms: layers::pick(
-                    env.num("SANCTUM_DEADLINE_MARGIN_MS")?,
-                    file.deadlines.margin_ms,
-                    default.deadlines.margin_ms,
-                    "deadlines.margin_ms",
-                )?,
-            },
-            audit: AuditSettings {
-                rotate_bytes: layers::pick(
-                    None,
-                    file.audit.rotate_bytes,
-                    default.audit.rotate_bytes,
-                    "audit.rotate_bytes",
-                )?,
-            },
+            deadlines: layers::deadlines(&env, &file.deadlines, &default.deadlines)?,
+            audit: layers::audit_settings(&file.audit, &default.audit)?,
             web: layers::web_settings(o, &env, &file.web, &default.web)?,
             origin,
         })

@@ -6,12 +6,13 @@ use super::config::{Config, ConfigError, Overrides};
 use crate::audit::{AuditError, AuditLog};
 use crate::engine::{Engine, Judge, JudgeError};
 use crate::inbox::{Inbox, InboxError};
-use crate::openclaw::socket::{ensure_socket, SocketConfigError};
+use crate::openclaw::socket::{ensure_socket, SocketConfig, SocketConfigError};
 use crate::openclaw::store::{Era, Store, StoreError};
 use crate::socket::door::SocketDoor;
 use crate::socket::listener::ListenError;
 use crate::socket::server::{Server, ServerOptions};
 use serde_json::json;
+use std::path::Path;
 use std::sync::Arc;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::watch;
@@ -46,11 +47,22 @@ pub enum ServeError {
     },
 }
 
-/// Runs the server until SIGTERM or SIGINT. Startup lines go to stderr.
-pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
-    let cfg = Config::load(overrides)?;
-    // Socket helper (issue 9 item 5): survive limits a confined child may lower.
-    let limits = crate::socket::limits::prepare();
+/// What `serve` opens before anything listens: the state it keeps and OpenClaw's settings.
+struct Sinks {
+    audit: AuditLog,
+    /// Records already in the audit log, for the startup lines.
+    audit_records: u64,
+    inbox: Inbox,
+    /// Pending entries that expired while the guard was down.
+    expired: usize,
+    /// OpenClaw's socket path and token.
+    sock: SocketConfig,
+    judge: Judge,
+}
+
+/// Opens the state dir, the audit log, the inbox, OpenClaw's approvals store and socket
+/// settings, and the policy, in that order (the log first: the inbox records into it).
+fn open_sinks(cfg: &Config) -> Result<Sinks, ServeError> {
     super::config::ensure_state_dir(&cfg.state_dir).map_err(ServeError::StateDir)?;
     let audit_opts = crate::audit::AuditOptions {
         key_path: None,
@@ -60,34 +72,62 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let (inbox, expired) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
     let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
     let sock = ensure_socket(&store, cfg.home.as_deref())?;
-    let judge = Judge::load(&cfg, store)?;
+    let judge = Judge::load(cfg, store)?;
+    Ok(Sinks {
+        audit,
+        audit_records: report.records,
+        inbox,
+        expired,
+        sock,
+        judge,
+    })
+}
 
-    let workspace = ensure_workspace(&cfg, &judge.deployment().workspace)?;
-
+/// Where each file is (never the token), one line each.
+fn print_startup(cfg: &Config, s: &Sinks, workspace: &Path, limits: &impl std::fmt::Display) {
     eprintln!("sanctum-guard: config          {}", cfg.origin);
     eprintln!("sanctum-guard: state dir       {}", cfg.state_dir.display());
     eprintln!(
-        "sanctum-guard: inbox           {} ({expired} pending expired at start)",
-        cfg.inbox_path().display()
+        "sanctum-guard: inbox           {} ({} pending expired at start)",
+        cfg.inbox_path().display(),
+        s.expired
     );
     eprintln!(
         "sanctum-guard: audit log       {} ({} records)",
         cfg.audit_path().display(),
-        report.records
+        s.audit_records
     );
     eprintln!(
         "sanctum-guard: openclaw store  {} ({})",
-        judge.store_path().display(),
-        judge.era_name()
+        s.judge.store_path().display(),
+        s.judge.era_name()
     );
-    eprintln!("sanctum-guard: policy          {}", judge.policy_origin());
+    eprintln!("sanctum-guard: policy          {}", s.judge.policy_origin());
     eprintln!("sanctum-guard: workspace       {}", workspace.display());
-    eprintln!("sanctum-guard: socket          {}", sock.path.display());
+    eprintln!("sanctum-guard: socket          {}", s.sock.path.display());
     eprintln!(
         "sanctum-guard: allowed uids    {:?}",
         cfg.socket.allowed_uids
     );
     eprintln!("sanctum-guard: limits          {limits}");
+}
+
+/// Runs the server until SIGTERM or SIGINT. Startup lines go to stderr.
+pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
+    let cfg = Config::load(overrides)?;
+    // Socket helper (issue 9 item 5): survive limits a confined child may lower.
+    let limits = crate::socket::limits::prepare();
+    let sinks = open_sinks(&cfg)?;
+    let workspace = ensure_workspace(&cfg, &sinks.judge.deployment().workspace)?;
+    print_startup(&cfg, &sinks, &workspace, &limits);
+    let Sinks {
+        audit,
+        inbox,
+        expired,
+        sock,
+        judge,
+        ..
+    } = sinks;
 
     audit
         .record(
@@ -98,11 +138,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         )
         .await?;
 
-    let mut opts = ServerOptions::new(sock.path.clone());
-    opts.read_timeout = cfg.socket.read_timeout;
-    opts.max_connections = cfg.socket.max_connections;
-    opts.max_connections_per_uid = cfg.socket.max_connections_per_uid;
-    opts.max_buffered_bytes = cfg.socket.max_buffered_bytes;
+    let socket_path = sock.path.clone();
     let engine = Arc::new(Engine::new(
         cfg.deadlines,
         judge,
@@ -110,20 +146,14 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         audit.clone(),
         cfg.socket.durable_answers,
     ));
-    let door = Arc::new(SocketDoor::new(
-        sock.token,
-        &cfg.socket,
-        engine.clone(),
-        &cfg.state_dir,
-    )?);
-    let server = Server::bind(opts, door)?;
+    let server = bind_socket(&cfg, sock, engine.clone())?;
     let (tx, rx) = watch::channel(false);
     crate::web::start(
         &cfg.web,
         engine.inbox().clone(),
         &cfg.state_dir,
         cfg.audit_path(),
-        sock.path.clone(),
+        socket_path,
         rx.clone(),
     )
     .await?;
@@ -154,6 +184,26 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         .await?;
     eprintln!("sanctum-guard: stopped");
     Ok(())
+}
+
+/// The approvals socket: its door over `engine`, bound with the config's connection limits.
+fn bind_socket(
+    cfg: &Config,
+    sock: SocketConfig,
+    engine: Arc<Engine>,
+) -> Result<Server, ServeError> {
+    let mut opts = ServerOptions::new(sock.path.clone());
+    opts.read_timeout = cfg.socket.read_timeout;
+    opts.max_connections = cfg.socket.max_connections;
+    opts.max_connections_per_uid = cfg.socket.max_connections_per_uid;
+    opts.max_buffered_bytes = cfg.socket.max_buffered_bytes;
+    let door = Arc::new(SocketDoor::new(
+        sock.token,
+        &cfg.socket,
+        engine,
+        &cfg.state_dir,
+    )?);
+    Ok(Server::bind(opts, door)?)
 }
 
 /// The deployment's workspace must be a directory. OpenClaw's own default

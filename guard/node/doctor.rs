@@ -1,7 +1,7 @@
 //! `doctor`'s look at the OpenClaw side of a node deployment: every agent exec must go to this
 //! node (`tools.exec.host = "node"`, bound with `tools.exec.node`), with elevated exec and the
 //! OpenClaw sandbox off (a sandboxed session stays in OpenClaw's sandbox whatever the host,
-//! research/openclaw-linux-exec.md §B). Findings are warnings: the config may be elsewhere.
+//! docs/openclaw-linux-exec.md §B). Findings are warnings: the config may be elsewhere.
 
 use serde::Serialize;
 use serde_json::Value;

@@ -1,6 +1,7 @@
-//! The gateway's node protocol as this node speaks it (research/openclaw-linux-exec.md §A,
-//! openclaw-protocol.md §3): the connect request, the invoke request and its params, and the
-//! `node.invoke.result` / `node.event` frames in the exact shapes the built-in node host sends.
+//! The gateway's node protocol as this node speaks it (docs/openclaw-linux-exec.md §A,
+//! docs/openclaw-protocol.md §3): the connect request, the invoke request and its params, and
+//! the `node.invoke.result` / `node.event` frames in the exact shapes the built-in node host
+//! sends.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

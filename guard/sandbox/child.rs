@@ -131,16 +131,46 @@ pub(super) fn check(rc: libc::c_long, stage: Stage) -> Result<(), Failure> {
 }
 
 impl ChildPlan {
-    /// Applies the plan to the calling process.
+    /// Applies the plan to the calling process, one step per line, in an order that matters:
+    /// the session and parent-death signal first (nothing may outlive the guard), limits and
+    /// fd hygiene, then capabilities, no_new_privs (which Landlock and seccomp need when
+    /// unprivileged), Landlock, and seccomp last (it may forbid the calls before it).
     ///
     /// # Safety
     /// Call only in a child between clone and exec; it changes process-wide state.
     pub unsafe fn apply(&self) -> Result<(), Failure> {
-        // SAFETY: (whole block) each call is a raw syscall on integers or on memory owned by
-        // `self`, which the parent keeps alive and unchanged until the child has exec'd;
-        // none allocates or locks.
+        // SAFETY: each step has the same contract as this function (child only, between clone
+        // and exec), which the caller upholds; none allocates or locks.
         unsafe {
-            check(libc::setsid().into(), Stage::Setsid)?;
+            self.own_session()?;
+            self.die_with_parent()?;
+            self.set_rlimits()?;
+            self.close_inherited_fds()?;
+            self.drop_capabilities()?;
+            self.set_no_new_privs()?;
+            self.restrict_landlock()?;
+            self.install_seccomp()
+        }
+    }
+
+    /// A new session, so the guard can signal the whole process group.
+    ///
+    /// # Safety
+    /// As [`ChildPlan::apply`].
+    #[inline(always)]
+    unsafe fn own_session(&self) -> Result<(), Failure> {
+        // SAFETY: setsid takes no arguments.
+        check(unsafe { libc::setsid() }.into(), Stage::Setsid)
+    }
+
+    /// SIGKILL when the guard dies, and a check that it has not died already.
+    ///
+    /// # Safety
+    /// As [`ChildPlan::apply`].
+    #[inline(always)]
+    unsafe fn die_with_parent(&self) -> Result<(), Failure> {
+        // SAFETY: prctl and getppid on integers.
+        unsafe {
             check(
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong).into(),
                 Stage::ParentDeathSignal,
@@ -152,18 +182,48 @@ impl ChildPlan {
                     errno: libc::ESRCH,
                 });
             }
-            for r in &self.rlimits {
-                let lim = libc::rlimit {
-                    rlim_cur: r.value,
-                    rlim_max: r.value,
-                };
-                check(libc::setrlimit(r.resource, &lim).into(), Stage::Rlimits)?;
-            }
-            check(
-                libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC),
-                Stage::CloseFds,
-            )?;
-            // Caps: securebits first (needs CAP_SETPCAP), then ambient, bounding, the rest.
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// As [`ChildPlan::apply`].
+    #[inline(always)]
+    unsafe fn set_rlimits(&self) -> Result<(), Failure> {
+        for r in &self.rlimits {
+            let lim = libc::rlimit {
+                rlim_cur: r.value,
+                rlim_max: r.value,
+            };
+            // SAFETY: `lim` lives on this stack frame for the call.
+            let rc = unsafe { libc::setrlimit(r.resource, &lim) };
+            check(rc.into(), Stage::Rlimits)?;
+        }
+        Ok(())
+    }
+
+    /// Marks every fd above stdio close-on-exec: the command inherits nothing of the guard.
+    ///
+    /// # Safety
+    /// As [`ChildPlan::apply`].
+    #[inline(always)]
+    unsafe fn close_inherited_fds(&self) -> Result<(), Failure> {
+        // SAFETY: close_range on integers.
+        check(
+            unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) },
+            Stage::CloseFds,
+        )
+    }
+
+    /// Securebits first (needs CAP_SETPCAP), then ambient, bounding, the rest.
+    ///
+    /// # Safety
+    /// As [`ChildPlan::apply`].
+    #[inline(always)]
+    unsafe fn drop_capabilities(&self) -> Result<(), Failure> {
+        // SAFETY: prctl on integers; capset on `hdr` and `data`, which live on this stack
+        // frame for the call.
+        unsafe {
             let _ = libc::prctl(libc::PR_SET_SECUREBITS, SECUREBITS);
             check(
                 libc::prctl(
@@ -202,37 +262,61 @@ impl ChildPlan {
             check(
                 libc::syscall(libc::SYS_capset, &mut hdr as *mut CapHeader, data.as_ptr()),
                 Stage::Capabilities,
-            )?;
-            check(
-                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into(),
-                Stage::NoNewPrivs,
-            )?;
-            // Two layers: Landlock allows an access only if both do.
-            let layers = [self.landlock.as_deref(), self.landlock_limits.as_deref()];
-            for fd in layers.into_iter().flatten() {
-                check(
-                    libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32),
-                    Stage::Landlock,
-                )?;
-            }
-            if self.bpf.is_empty() {
-                return Ok(());
-            }
-            let prog = libc::sock_fprog {
-                len: self.bpf.len() as u16,
-                filter: self.bpf.as_ptr() as *mut libc::sock_filter,
-            };
-            check(
+            )
+        }
+    }
+
+    /// # Safety
+    /// As [`ChildPlan::apply`].
+    #[inline(always)]
+    unsafe fn set_no_new_privs(&self) -> Result<(), Failure> {
+        // SAFETY: prctl on integers.
+        check(
+            unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) }.into(),
+            Stage::NoNewPrivs,
+        )
+    }
+
+    /// Two layers: Landlock allows an access only if both do.
+    ///
+    /// # Safety
+    /// As [`ChildPlan::apply`].
+    #[inline(always)]
+    unsafe fn restrict_landlock(&self) -> Result<(), Failure> {
+        let layers = [self.landlock.as_deref(), self.landlock_limits.as_deref()];
+        for fd in layers.into_iter().flatten() {
+            // SAFETY: a ruleset fd owned by `self`, which the parent keeps open until exec.
+            let rc =
+                unsafe { libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32) };
+            check(rc, Stage::Landlock)?;
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// As [`ChildPlan::apply`].
+    #[inline(always)]
+    unsafe fn install_seccomp(&self) -> Result<(), Failure> {
+        if self.bpf.is_empty() {
+            return Ok(());
+        }
+        let prog = libc::sock_fprog {
+            len: self.bpf.len() as u16,
+            filter: self.bpf.as_ptr() as *mut libc::sock_filter,
+        };
+        // SAFETY: `prog` points into `self.bpf`, which the parent keeps alive and unchanged
+        // until the child has exec'd; the kernel copies the program.
+        check(
+            unsafe {
                 libc::syscall(
                     libc::SYS_seccomp,
                     libc::SECCOMP_SET_MODE_FILTER,
                     0u32,
                     &prog as *const libc::sock_fprog,
-                ),
-                Stage::Seccomp,
-            )?;
-        }
-        Ok(())
+                )
+            },
+            Stage::Seccomp,
+        )
     }
 }
 

@@ -246,26 +246,172 @@ fn build_limits(
     Ok((into_fd(add_grants(created, walk.grants)?)?, walk.walked))
 }
 
+/// What this kernel's Landlock can handle, and whether a missing right is an error.
+struct Rights {
+    kernel_abi: u8,
+    abi: ABI,
+    level: CompatLevel,
+    fs: BitFlags<AccessFs>,
+    net: BitFlags<AccessNet>,
+    scopes: BitFlags<Scope>,
+    read: BitFlags<AccessFs>,
+}
+
+impl Rights {
+    /// For a kernel with Landlock (`kernel_abi` at least 1).
+    fn new(kernel_abi: u8, allow_degraded: bool) -> Rights {
+        let abi = ABI::from(i32::from(kernel_abi));
+        Rights {
+            kernel_abi,
+            abi,
+            level: if allow_degraded {
+                CompatLevel::BestEffort
+            } else {
+                CompatLevel::HardRequirement
+            },
+            fs: AccessFs::from_all(abi),
+            net: if kernel_abi >= 4 {
+                AccessNet::from_all(abi)
+            } else {
+                BitFlags::empty()
+            },
+            scopes: if kernel_abi >= 6 {
+                Scope::from_all(abi)
+            } else {
+                BitFlags::empty()
+            },
+            read: AccessFs::from_read(abi),
+        }
+    }
+}
+
+/// What a kernel with Landlock ABI `kernel_abi` lacks of [`REQUIRED_ABI`], in words.
+fn abi_gap(kernel_abi: u8) -> Option<String> {
+    let gap = match kernel_abi {
+        k if k >= REQUIRED_ABI => return None,
+        0 => "landlock",
+        1..=2 => "landlock truncate, tcp, scoping",
+        3 => "landlock tcp rules, scoping",
+        _ => "landlock abstract-unix/signal scoping",
+    };
+    Some(gap.to_string())
+}
+
+/// The capped paths: deny_read (no rights) first, then protected (read rights); also how
+/// many of them are deny_read.
+fn limits_of(profile: &ResolvedProfile, read: BitFlags<AccessFs>) -> (Vec<Limit>, usize) {
+    let mut limits: Vec<Limit> = profile
+        .deny_read
+        .iter()
+        .map(|p| (p.clone(), BitFlags::empty()))
+        .collect();
+    let deny_count = limits.len();
+    limits.extend(profile.protected.iter().map(|p| (p.clone(), read)));
+    (limits, deny_count)
+}
+
+/// The base layer's roots with their rights. A root equal to a limited path keeps only the
+/// rights the limit allows (read roots are capped by deny_read only); everything below a root
+/// is left to the limits layer. Roots left with no rights are dropped.
+fn base_roots(
+    profile: &ResolvedProfile,
+    r: &Rights,
+    limits: &[Limit],
+    deny_count: usize,
+) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
+    let cap = |root: &Path, rights: BitFlags<AccessFs>, lim: &[Limit]| {
+        lim.iter()
+            .filter(|(p, _)| p == root)
+            .fold(rights, |r, (_, m)| r & *m)
+    };
+    let mut roots: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+    for p in &profile.read {
+        roots.push((p.clone(), cap(p, r.read, &limits[..deny_count])));
+    }
+    for p in &profile.write {
+        roots.push((p.clone(), cap(p, r.fs, limits)));
+    }
+    roots.retain(|(_, rights)| !rights.is_empty());
+    roots
+}
+
+/// Builds the base layer (one rule per root, the TCP ports, the scopes) and each root's
+/// identity, which tells the cache when a root was replaced.
+fn build_base(
+    roots: &[(PathBuf, BitFlags<AccessFs>)],
+    ports: &[u16],
+    r: &Rights,
+) -> Result<(OwnedFd, Vec<(PathBuf, landlock_cache::Ident)>), SandboxError> {
+    let mut grants: Grants = Vec::new();
+    let mut idents = Vec::new();
+    for (p, rights) in roots {
+        let ident = match grant(p, None, *rights, r.abi, &mut grants)? {
+            Some(fd) => {
+                let st = nix::sys::stat::fstat(fd).map_err(ll_err)?;
+                Some((st.st_dev, st.st_ino))
+            }
+            None => None,
+        };
+        idents.push((p.clone(), ident));
+    }
+    let mut created = add_grants(new_ruleset(r.level, r.fs, r.net, r.scopes)?, grants)?;
+    for &port in ports {
+        created = created
+            .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(ll_err)?;
+    }
+    Ok((into_fd(created)?, idents))
+}
+
+/// The base layer, from the cache unless the profile has a per-run private tmp (which makes
+/// every base layer different: nothing to reuse).
+fn base_layer(
+    profile: &ResolvedProfile,
+    roots: &[(PathBuf, BitFlags<AccessFs>)],
+    ports: &[u16],
+    r: &Rights,
+) -> Result<Arc<OwnedFd>, SandboxError> {
+    if profile.tmp.is_some() {
+        return Ok(Arc::new(build_base(roots, ports, r)?.0));
+    }
+    let key = landlock_cache::BaseKey {
+        abi: r.kernel_abi,
+        degraded: profile.allow_degraded,
+        roots: roots.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
+        ports: ports.to_vec(),
+    };
+    landlock_cache::base_get_or_build(key, || build_base(roots, ports, r))
+}
+
+/// The limits layer from the cache, None when nothing is capped.
+fn limits_layer(
+    profile: &ResolvedProfile,
+    limits: &[Limit],
+    r: &Rights,
+) -> Result<Option<Arc<OwnedFd>>, SandboxError> {
+    if limits.is_empty() {
+        return Ok(None);
+    }
+    let key = landlock_cache::Key {
+        abi: r.kernel_abi,
+        degraded: profile.allow_degraded,
+        limits: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
+    };
+    landlock_cache::get_or_build(key, || build_limits(limits, r.abi, r.level)).map(Some)
+}
+
 /// Builds both layers for `profile` on a kernel with Landlock ABI `kernel_abi` (None when
 /// Landlock is unavailable and degraded mode allowed) and the report.
 pub fn build(
     profile: &ResolvedProfile,
     kernel_abi: u8,
 ) -> Result<(Option<Layers>, LandlockReport), SandboxError> {
-    let mut missing = Vec::new();
-    if kernel_abi < REQUIRED_ABI {
-        missing.push(match kernel_abi {
-            0 => "landlock".to_string(),
-            1..=2 => "landlock truncate, tcp, scoping".to_string(),
-            3 => "landlock tcp rules, scoping".to_string(),
-            _ => "landlock abstract-unix/signal scoping".to_string(),
+    let mut missing: Vec<String> = abi_gap(kernel_abi).into_iter().collect();
+    if !missing.is_empty() && !profile.allow_degraded {
+        return Err(SandboxError::Unsupported {
+            missing: missing.join(", "),
+            abi: kernel_abi,
         });
-        if !profile.allow_degraded {
-            return Err(SandboxError::Unsupported {
-                missing: missing.join(", "),
-                abi: kernel_abi,
-            });
-        }
     }
     if kernel_abi == 0 {
         let report = LandlockReport {
@@ -277,100 +423,19 @@ pub fn build(
         };
         return Ok((None, report));
     }
-    let abi = ABI::from(i32::from(kernel_abi));
-    let level = if profile.allow_degraded {
-        CompatLevel::BestEffort
-    } else {
-        CompatLevel::HardRequirement
-    };
-    let fs = AccessFs::from_all(abi);
-    let net = if kernel_abi >= 4 {
-        AccessNet::from_all(abi)
-    } else {
-        BitFlags::empty()
-    };
-    let scopes = if kernel_abi >= 6 {
-        Scope::from_all(abi)
-    } else {
-        BitFlags::empty()
-    };
-    let read = AccessFs::from_read(abi);
-    let mut limits: Vec<Limit> = profile
-        .deny_read
-        .iter()
-        .map(|p| (p.clone(), BitFlags::empty()))
-        .collect();
-    let deny_count = limits.len();
-    limits.extend(profile.protected.iter().map(|p| (p.clone(), read)));
-
-    // Base layer: a root equal to a limited path keeps only the rights the limit allows
-    // (read roots are capped by deny_read only, as before); everything below a root is left
-    // to the limits layer.
-    let cap = |root: &Path, rights: BitFlags<AccessFs>, lim: &[Limit]| {
-        lim.iter()
-            .filter(|(p, _)| p == root)
-            .fold(rights, |r, (_, m)| r & *m)
-    };
-    let mut roots: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
-    for p in &profile.read {
-        roots.push((p.clone(), cap(p, read, &limits[..deny_count])));
-    }
-    for p in &profile.write {
-        roots.push((p.clone(), cap(p, fs, &limits)));
-    }
-    roots.retain(|(_, rights)| !rights.is_empty());
+    let r = Rights::new(kernel_abi, profile.allow_degraded);
+    let (limits, deny_count) = limits_of(profile, r.read);
+    let roots = base_roots(profile, &r, &limits, deny_count);
     let ports = match &profile.network {
-        NetworkSpec::Ports(ports) => ports.clone(),
-        NetworkSpec::None => Vec::new(),
+        NetworkSpec::Ports(ports) => ports.as_slice(),
+        NetworkSpec::None => &[],
     };
-    if matches!(profile.network, NetworkSpec::Ports(_)) && net.is_empty() {
+    if matches!(profile.network, NetworkSpec::Ports(_)) && r.net.is_empty() {
         missing.push("landlock tcp port rules (network unrestricted by landlock)".into());
     }
-    let build_base =
-        || -> Result<(OwnedFd, Vec<(PathBuf, landlock_cache::Ident)>), SandboxError> {
-            let mut grants: Grants = Vec::new();
-            let mut idents = Vec::new();
-            for (p, rights) in &roots {
-                let ident = match grant(p, None, *rights, abi, &mut grants)? {
-                    Some(fd) => {
-                        let st = nix::sys::stat::fstat(fd).map_err(ll_err)?;
-                        Some((st.st_dev, st.st_ino))
-                    }
-                    None => None,
-                };
-                idents.push((p.clone(), ident));
-            }
-            let mut created = add_grants(new_ruleset(level, fs, net, scopes)?, grants)?;
-            for &port in &ports {
-                created = created
-                    .add_rule(NetPort::new(port, AccessNet::ConnectTcp))
-                    .map_err(ll_err)?;
-            }
-            Ok((into_fd(created)?, idents))
-        };
-    // A per-run private tmp makes every base layer different: nothing to reuse.
-    let base = if profile.tmp.is_some() {
-        Arc::new(build_base()?.0)
-    } else {
-        let key = landlock_cache::BaseKey {
-            abi: kernel_abi,
-            degraded: profile.allow_degraded,
-            roots: roots.iter().map(|(p, r)| (p.clone(), r.bits())).collect(),
-            ports: ports.clone(),
-        };
-        landlock_cache::base_get_or_build(key, build_base)?
-    };
-    let limits_layer = if limits.is_empty() {
-        None
-    } else {
-        let key = landlock_cache::Key {
-            abi: kernel_abi,
-            degraded: profile.allow_degraded,
-            limits: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
-        };
-        Some(landlock_cache::get_or_build(key, || {
-            build_limits(&limits, abi, level)
-        })?)
+    let layers = Layers {
+        base: base_layer(profile, &roots, ports, &r)?,
+        limits: limits_layer(profile, &limits, &r)?,
     };
     let report = LandlockReport {
         level: if missing.is_empty() {
@@ -378,14 +443,10 @@ pub fn build(
         } else {
             Level::Partial
         },
-        fs_rights: names!(fs),
-        net_rights: names!(net),
-        scopes: names!(scopes),
+        fs_rights: names!(r.fs),
+        net_rights: names!(r.net),
+        scopes: names!(r.scopes),
         missing,
-    };
-    let layers = Layers {
-        base,
-        limits: limits_layer,
     };
     Ok((Some(layers), report))
 }

@@ -30,7 +30,7 @@
 //! and does not deny its `.env`: an approved command must be able to create files at the
 //! workspace root (`echo hi > notes.txt`, `git init`). Git hooks and config, and the agent's
 //! `.openclaw`/`.sanctum`, are kept safe by the integrity check around each run instead
-//! (`integrity.rs`: snapshot, restore, report).
+//! (`sandbox/integrity/`: snapshot, restore, report).
 
 use super::tmpdir::PrivateTmp;
 use super::SandboxError;
@@ -153,90 +153,34 @@ impl ProfileSpec {
         home: &Path,
         deny: &DenyList,
     ) -> Result<ResolvedProfile, SandboxError> {
-        let workspace = workspace.canonicalize().map_err(|e| {
-            SandboxError::Profile(format!("workspace {}: {e}", workspace.display()))
-        })?;
-        if !workspace.is_dir() {
-            return Err(SandboxError::Profile(format!(
-                "workspace {} is not a directory",
-                workspace.display()
-            )));
-        }
-        let uses_tmp = self
-            .write
-            .iter()
-            .chain(&self.read)
-            .any(|p| p.contains("{tmp}"));
-        let tmp = if uses_tmp {
-            Some(Arc::new(PrivateTmp::create()?))
-        } else {
-            None
-        };
-        let expand = |s: &str| -> Result<PathBuf, SandboxError> {
-            if s.contains("{tmp}") && tmp.is_none() {
-                return Err(SandboxError::Profile("{tmp} without a private tmp".into()));
-            }
-            let mut out = s.replace("{workspace}", &workspace.to_string_lossy());
-            if out.contains("{home}") {
-                out = out.replace("{home}", &home.to_string_lossy());
-            }
-            if let Some(t) = &tmp {
-                out = out.replace("{tmp}", &t.path().to_string_lossy());
-            }
-            let p = PathBuf::from(out);
-            if !p.is_absolute() {
-                return Err(SandboxError::Profile(format!("path {s:?} is not absolute")));
-            }
-            Ok(p)
+        let workspace = canonical_workspace(workspace)?;
+        let tmp = self.private_tmp()?;
+        let x = Expand {
+            workspace: &workspace,
+            home,
+            tmp: tmp.as_deref().map(PrivateTmp::path),
         };
         let mut read = Vec::new();
         for s in &self.read {
-            if let Ok(p) = expand(s)?.canonicalize() {
+            if let Ok(p) = x.path(s)?.canonicalize() {
                 read.push(p);
             }
         }
         let mut write = Vec::new();
         for s in &self.write {
-            let p = expand(s)?;
+            let p = x.path(s)?;
             let c = p
                 .canonicalize()
                 .map_err(|e| SandboxError::Profile(format!("write path {}: {e}", p.display())))?;
             write.push(c);
         }
-        // Protected paths may not exist yet: keep them lexical, under the canonical workspace.
-        let mut protected = Vec::new();
-        for s in &self.protected {
-            let p = expand(s)?;
-            if p.components().any(|c| c == Component::ParentDir) {
-                return Err(SandboxError::Profile(format!(
-                    "protected path {s:?} has .."
-                )));
-            }
-            protected.push(p.canonicalize().unwrap_or(p));
-        }
-        let mut deny_read = Vec::new();
-        for s in &self.deny_read {
-            let p = expand(s)?;
-            if p.components().any(|c| c == Component::ParentDir) {
-                return Err(SandboxError::Profile(format!(
-                    "deny_read path {s:?} has .."
-                )));
-            }
-            deny_read.push(p.canonicalize().unwrap_or(p));
-        }
-        for p in deny.paths() {
-            let p = p.canonicalize().unwrap_or_else(|_| p.clone());
-            if workspace.starts_with(&p) {
-                return Err(SandboxError::Profile(format!(
-                    "deny-read path {} contains the workspace {}",
-                    p.display(),
-                    workspace.display()
-                )));
-            }
-            if !deny_read.contains(&p) {
-                deny_read.push(p);
-            }
-        }
+        let protected = (self.protected.iter())
+            .map(|s| x.not_yet_existing(s, "protected"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut deny_read = (self.deny_read.iter())
+            .map(|s| x.not_yet_existing(s, "deny_read"))
+            .collect::<Result<Vec<_>, _>>()?;
+        add_deployment_deny(&workspace, deny, &mut deny_read)?;
         Ok(ResolvedProfile {
             workspace,
             read,
@@ -250,6 +194,97 @@ impl ProfileSpec {
             timeout: Duration::from_secs(self.timeout_secs),
             tmp,
         })
+    }
+
+    /// A fresh private tmp when a read or write path names `{tmp}`.
+    fn private_tmp(&self) -> Result<Option<Arc<PrivateTmp>>, SandboxError> {
+        let uses_tmp = self
+            .write
+            .iter()
+            .chain(&self.read)
+            .any(|p| p.contains("{tmp}"));
+        Ok(if uses_tmp {
+            Some(Arc::new(PrivateTmp::create()?))
+        } else {
+            None
+        })
+    }
+}
+
+/// The workspace, canonical, and a directory.
+fn canonical_workspace(workspace: &Path) -> Result<PathBuf, SandboxError> {
+    let real = workspace
+        .canonicalize()
+        .map_err(|e| SandboxError::Profile(format!("workspace {}: {e}", workspace.display())))?;
+    if !real.is_dir() {
+        return Err(SandboxError::Profile(format!(
+            "workspace {} is not a directory",
+            real.display()
+        )));
+    }
+    Ok(real)
+}
+
+/// Adds the deployment's deny list (canonical where it exists) to `deny_read`, once each;
+/// a path at or above the workspace is an error.
+fn add_deployment_deny(
+    workspace: &Path,
+    deny: &DenyList,
+    deny_read: &mut Vec<PathBuf>,
+) -> Result<(), SandboxError> {
+    for p in deny.paths() {
+        let p = p.canonicalize().unwrap_or_else(|_| p.clone());
+        if workspace.starts_with(&p) {
+            return Err(SandboxError::Profile(format!(
+                "deny-read path {} contains the workspace {}",
+                p.display(),
+                workspace.display()
+            )));
+        }
+        if !deny_read.contains(&p) {
+            deny_read.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// What the placeholders of one resolution stand for.
+struct Expand<'a> {
+    /// Canonical.
+    workspace: &'a Path,
+    home: &'a Path,
+    /// The private tmp, when the profile asked for one.
+    tmp: Option<&'a Path>,
+}
+
+impl Expand<'_> {
+    /// `s` with `{workspace}`, `{home}` and `{tmp}` replaced; it must then be absolute.
+    fn path(&self, s: &str) -> Result<PathBuf, SandboxError> {
+        if s.contains("{tmp}") && self.tmp.is_none() {
+            return Err(SandboxError::Profile("{tmp} without a private tmp".into()));
+        }
+        let mut out = s.replace("{workspace}", &self.workspace.to_string_lossy());
+        if out.contains("{home}") {
+            out = out.replace("{home}", &self.home.to_string_lossy());
+        }
+        if let Some(t) = self.tmp {
+            out = out.replace("{tmp}", &t.to_string_lossy());
+        }
+        let p = PathBuf::from(out);
+        if !p.is_absolute() {
+            return Err(SandboxError::Profile(format!("path {s:?} is not absolute")));
+        }
+        Ok(p)
+    }
+
+    /// A protected or deny-read path (`what`), which may not exist yet: canonical when it
+    /// exists, else kept lexical, and never with `..`.
+    fn not_yet_existing(&self, s: &str, what: &str) -> Result<PathBuf, SandboxError> {
+        let p = self.path(s)?;
+        if p.components().any(|c| c == Component::ParentDir) {
+            return Err(SandboxError::Profile(format!("{what} path {s:?} has ..")));
+        }
+        Ok(p.canonicalize().unwrap_or(p))
     }
 }
 

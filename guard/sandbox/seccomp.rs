@@ -196,12 +196,30 @@ enum Field {
 /// program: when a filter is attached the kernel JIT-compiles it and emulates it for every
 /// syscall number (the action cache), so both the instruction count and the length of the
 /// walk are paid on every spawn. Expects the syscall number in A (the prefix leaves it there).
-/// None if a jump would not fit in 8 bits.
+/// None if a jump would not fit in 8 bits or two spans overlap.
+///
+/// Layout: `search | leaves (one RET per answer, one JA per chain) | chains`.
 fn dispatch(chains: &[Chain]) -> Option<Vec<libc::sock_filter>> {
     let mut sorted: Vec<&Chain> = chains.iter().collect();
     sorted.sort_by_key(|c| c.nr);
-    // (first, last, target), sorted; overlapping spans (a JSON rule for a number the prefix
-    // answers, or one syscall twice) are a build error.
+    let ranges = ranges(spans(&sorted)?);
+    if ranges.len() < 2 {
+        return Some(vec![insn(RET_K, 0, 0, RET_ALLOW)]);
+    }
+    let (mut out, mut fix) = (Vec::new(), Fixups::new());
+    search(&ranges, &mut out, &mut fix)?;
+    let leaves = emit_leaves(&ranges, &mut out);
+    let chain_at = emit_chains(&sorted, &mut out);
+    aim_chain_leaves(&mut out, &leaves, &chain_at)?;
+    aim_search(&mut out, &leaves, fix)?;
+    Some(out)
+}
+
+/// Every numbered answer as `(first, last, target)`, sorted: one per JSON syscall (its
+/// unconditional action, or its chain by index into `sorted`) and the hand-written spans.
+/// Overlapping spans (a JSON rule for a number the prefix answers, or one syscall twice) are
+/// a build error (None).
+fn spans(sorted: &[&Chain]) -> Option<Vec<(u32, u32, Target)>> {
     let mut spans: Vec<(u32, u32, Target)> = sorted
         .iter()
         .enumerate()
@@ -215,7 +233,12 @@ fn dispatch(chains: &[Chain]) -> Option<Vec<libc::sock_filter>> {
     if spans.windows(2).any(|w| w[1].0 <= w[0].1) {
         return None;
     }
-    // Ranges as (first number, target), covering 0..=u32::MAX, neighbours differing.
+    Some(spans)
+}
+
+/// The spans as ranges `(first number, target)` covering 0..=u32::MAX, the gaps between them
+/// ALLOW, neighbours merged when they share a target.
+fn ranges(spans: Vec<(u32, u32, Target)>) -> Vec<(u32, Target)> {
     let mut ranges: Vec<(u32, Target)> = vec![(0, Target::Allow)];
     let mut push = |from: u32, t: Target| {
         match ranges.last_mut() {
@@ -235,43 +258,42 @@ fn dispatch(chains: &[Chain]) -> Option<Vec<libc::sock_filter>> {
             push(next, Target::Allow);
         }
     }
-    type Fixups = Vec<(usize, Field, Target)>;
-    /// Emits the search over `ranges` (at least two); returns nothing, records jumps to
-    /// leaves in `fix` and patches jumps to inner nodes itself.
-    fn node(
-        ranges: &[(u32, Target)],
-        out: &mut Vec<libc::sock_filter>,
-        fix: &mut Fixups,
-    ) -> Option<()> {
-        let mid = ranges.len() / 2;
-        let (left, right) = ranges.split_at(mid);
-        let at = out.len();
-        // A >= first number of the right half: go right (jt), else left (jf).
-        out.push(insn(JGE_K, 0, 0, right[0].0));
-        for (half, field) in [(left, Field::Jf), (right, Field::Jt)] {
-            if let [(_, leaf)] = half {
-                fix.push((at, field, *leaf));
-            } else {
-                let off = u8::try_from(out.len() - at - 1).ok()?;
-                match field {
-                    Field::Jt => out[at].jt = off,
-                    Field::Jf => out[at].jf = off,
-                }
-                node(half, out, fix)?;
-            }
+    ranges
+}
+
+/// Jumps from the search to a leaf, filled in once the leaves are placed.
+type Fixups = Vec<(usize, Field, Target)>;
+
+/// Emits the search over `ranges` (at least two); records jumps to leaves in `fix` and
+/// patches jumps to inner nodes itself.
+fn search(
+    ranges: &[(u32, Target)],
+    out: &mut Vec<libc::sock_filter>,
+    fix: &mut Fixups,
+) -> Option<()> {
+    let mid = ranges.len() / 2;
+    let (left, right) = ranges.split_at(mid);
+    let at = out.len();
+    // A >= first number of the right half: go right (jt), else left (jf).
+    out.push(insn(JGE_K, 0, 0, right[0].0));
+    for (half, field) in [(left, Field::Jf), (right, Field::Jt)] {
+        if let [(_, leaf)] = half {
+            fix.push((at, field, *leaf));
+        } else {
+            let off = u8::try_from(out.len() - at - 1).ok()?;
+            set_jump(&mut out[at], field, off);
+            search(half, out, fix)?;
         }
-        Some(())
     }
-    let (mut out, mut fix) = (Vec::new(), Fixups::new());
-    if ranges.len() < 2 {
-        out.push(insn(RET_K, 0, 0, RET_ALLOW));
-        return Some(out);
-    }
-    node(&ranges, &mut out, &mut fix)?;
-    // The leaves, right after the search: shared RETs, and one JA per chain (a chain may lie
-    // beyond an 8-bit jump; JA takes 32 bits).
+    Some(())
+}
+
+/// The leaves, right after the search: one shared RET per answer, and one JA per chain (a
+/// chain may lie beyond an 8-bit jump; JA takes 32 bits, aimed by [`aim_chain_leaves`]).
+/// Returns where each target's leaf is.
+fn emit_leaves(ranges: &[(u32, Target)], out: &mut Vec<libc::sock_filter>) -> Vec<(Target, usize)> {
     let mut leaves: Vec<(Target, usize)> = Vec::new();
-    for &(_, t) in &ranges {
+    for &(_, t) in ranges {
         if leaves.iter().any(|(l, _)| *l == t) {
             continue;
         }
@@ -282,6 +304,12 @@ fn dispatch(chains: &[Chain]) -> Option<Vec<libc::sock_filter>> {
             Target::Chain(_) => insn(JA, 0, 0, 0),
         });
     }
+    leaves
+}
+
+/// Appends every conditional chain followed by RET ALLOW (its fall-off answer); returns
+/// `(index into sorted, start)` of each.
+fn emit_chains(sorted: &[&Chain], out: &mut Vec<libc::sock_filter>) -> Vec<(usize, usize)> {
     let mut chain_at = Vec::new();
     for (i, c) in sorted.iter().enumerate() {
         if c.unconditional().is_none() {
@@ -290,21 +318,43 @@ fn dispatch(chains: &[Chain]) -> Option<Vec<libc::sock_filter>> {
             out.push(insn(RET_K, 0, 0, RET_ALLOW));
         }
     }
-    for &(t, at) in &leaves {
+    chain_at
+}
+
+/// Points each chain's JA leaf at the chain's start.
+fn aim_chain_leaves(
+    out: &mut [libc::sock_filter],
+    leaves: &[(Target, usize)],
+    chain_at: &[(usize, usize)],
+) -> Option<()> {
+    for &(t, at) in leaves {
         if let Target::Chain(i) = t {
             let start = chain_at.iter().find(|(c, _)| *c == i)?.1;
             out[at].k = u32::try_from(start.checked_sub(at + 1)?).ok()?;
         }
     }
+    Some(())
+}
+
+/// Points the search's last comparisons at their leaves (8-bit forward jumps).
+fn aim_search(
+    out: &mut [libc::sock_filter],
+    leaves: &[(Target, usize)],
+    fix: Fixups,
+) -> Option<()> {
     for (at, field, target) in fix {
         let pos = leaves.iter().find(|(t, _)| *t == target)?.1;
         let off = u8::try_from(pos.checked_sub(at + 1)?).ok()?;
-        match field {
-            Field::Jt => out[at].jt = off,
-            Field::Jf => out[at].jf = off,
-        }
+        set_jump(&mut out[at], field, off);
     }
-    Some(out)
+    Some(())
+}
+
+fn set_jump(f: &mut libc::sock_filter, field: Field, off: u8) {
+    match field {
+        Field::Jt => f.jt = off,
+        Field::Jf => f.jf = off,
+    }
 }
 
 /// The JSON rules of the named parts, merged: seccompiler merges all entries of one syscall

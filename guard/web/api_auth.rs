@@ -18,89 +18,125 @@ fn refuse(reason: &'static str, status: StatusCode, message: &str) -> Resp {
     error(status, reason, message)
 }
 
+/// `POST /api/login`, step by step: rate limit, body, link-token shape, second factor, then
+/// the link is consumed (one use) and a session created. Each step answers a refusal itself.
 pub async fn login(sh: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Resp {
-    if !sh.limiter.allow(peer.ip()) {
-        let mut r = refuse(
-            "rate-limited",
-            StatusCode::TOO_MANY_REQUESTS,
-            "too many login attempts; wait a minute",
-        );
-        r.headers_mut()
-            .insert(RETRY_AFTER, HeaderValue::from_static("12"));
-        return r;
+    match signed_in(sh, req, peer).await {
+        Ok(r) | Err(r) => r,
     }
+}
+
+async fn signed_in(sh: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Result<Resp, Resp> {
+    if !sh.limiter.allow(peer.ip()) {
+        return Err(rate_limited());
+    }
+    let v = credentials(req).await?;
+    let token = v["token"].as_str().unwrap_or("");
+    if !token_well_formed(token) {
+        return Err(bad_link());
+    }
+    second_factor(sh, v["totp"].as_str()).await?;
+    let name = consume_link(sh, token.to_owned()).await?;
+    let (id, view) = sh
+        .sessions
+        .create(&name)
+        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "session", &e))?;
+    tracing::info!(identity = %view.identity, peer = %peer, "web: signed in");
+    Ok(set_cookie(session_json(sh, &view), session_cookie(sh, &id)))
+}
+
+fn rate_limited() -> Resp {
+    let mut r = refuse(
+        "rate-limited",
+        StatusCode::TOO_MANY_REQUESTS,
+        "too many login attempts; wait a minute",
+    );
+    r.headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("12"));
+    r
+}
+
+fn bad_link() -> Resp {
+    refuse(
+        "bad-login",
+        StatusCode::UNAUTHORIZED,
+        "This login link does not work: it was already used, has expired, or was copied \
+         incompletely. Run `sanctum-guard web login-link` for a new one.",
+    )
+}
+
+/// The request body as JSON (a body that is not JSON reads as empty: no token).
+async fn credentials(req: Request<Incoming>) -> Result<serde_json::Value, Resp> {
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
-    let body = match read_body(req.into_body(), declared).await {
-        Ok(b) => b,
-        Err(e) => return e.response(),
-    };
-    let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-    let token = v["token"].as_str().unwrap_or("");
-    let bad_link = || {
-        refuse(
-            "bad-login",
-            StatusCode::UNAUTHORIZED,
-            "This login link does not work: it was already used, has expired, or was copied \
-             incompletely. Run `sanctum-guard web login-link` for a new one.",
-        )
-    };
-    if token.len() != 43
-        || !token
+    let body = read_body(req.into_body(), declared)
+        .await
+        .map_err(|e| e.response())?;
+    Ok(serde_json::from_slice(&body).unwrap_or_default())
+}
+
+/// A link token is 32 random bytes in unpadded base64url: 43 characters of that alphabet.
+fn token_well_formed(token: &str) -> bool {
+    token.len() == 43
+        && token
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    {
-        return bad_link();
-    }
+}
+
+/// When a second factor is enrolled, `code` must be its current code. An unreadable seed
+/// refuses every login (fail closed).
+async fn second_factor(sh: &Shared, code: Option<&str>) -> Result<(), Resp> {
     let dir = sh.state_dir.clone();
     let totp = match tokio::task::spawn_blocking(move || auth::totp_for(&dir)).await {
         Ok(Ok(t)) => t,
         Ok(Err(e)) => {
             tracing::error!(error = %e, "web: TOTP seed unreadable; refusing logins");
-            return error(
+            return Err(error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "totp",
                 "second factor unavailable",
-            );
+            ));
         }
-        Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "totp", "internal"),
+        Err(_) => return Err(error(StatusCode::INTERNAL_SERVER_ERROR, "totp", "internal")),
     };
-    if let Some(t) = totp {
-        match v["totp"].as_str() {
-            None | Some("") => {
-                return refuse(
-                    "totp-required",
-                    StatusCode::UNAUTHORIZED,
-                    "enter the 6-digit code from your authenticator",
-                )
-            }
-            Some(code) if !auth::totp_ok(&t, code) => {
-                return refuse(
-                    "bad-totp",
-                    StatusCode::UNAUTHORIZED,
-                    "wrong authenticator code",
-                )
-            }
-            Some(_) => {}
-        }
+    let Some(t) = totp else {
+        return Ok(());
+    };
+    match code {
+        None | Some("") => Err(refuse(
+            "totp-required",
+            StatusCode::UNAUTHORIZED,
+            "enter the 6-digit code from your authenticator",
+        )),
+        Some(code) if !auth::totp_ok(&t, code) => Err(refuse(
+            "bad-totp",
+            StatusCode::UNAUTHORIZED,
+            "wrong authenticator code",
+        )),
+        Some(_) => Ok(()),
     }
+}
+
+/// Uses up the link token; the identity it was issued to.
+async fn consume_link(sh: &Shared, token: String) -> Result<String, Resp> {
     let dir = sh.state_dir.clone();
-    let token = token.to_owned();
-    let name = match tokio::task::spawn_blocking(move || login::consume(&dir, &token)).await {
-        Ok(Ok(Some(n))) => n,
-        Ok(Ok(None)) => return bad_link(),
-        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, "login", &e.to_string()),
-        Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "login", "internal"),
-    };
-    let (id, view) = match sh.sessions.create(&name) {
-        Ok(x) => x,
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "session", &e),
-    };
-    tracing::info!(identity = %view.identity, peer = %peer, "web: signed in");
-    set_cookie(session_json(sh, &view), session_cookie(sh, &id))
+    match tokio::task::spawn_blocking(move || login::consume(&dir, &token)).await {
+        Ok(Ok(Some(n))) => Ok(n),
+        Ok(Ok(None)) => Err(bad_link()),
+        Ok(Err(e)) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "login",
+            &e.to_string(),
+        )),
+        Err(_) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "login",
+            "internal",
+        )),
+    }
 }
 
 pub fn session_json(sh: &Shared, s: &SessionView) -> Resp {

@@ -1,7 +1,10 @@
 //! The layers of the deployment config: flag > environment > file > embedded default, one
 //! key at a time, with typed errors that name the variable or key.
 
-use super::{parse, ConfigError, FileConfig, Overrides, SocketSection, SocketSettings, WebSection};
+use super::{
+    parse, AuditSection, AuditSettings, ConfigError, DeadlineSection, Deadlines, FileConfig,
+    Overrides, SocketSection, SocketSettings, WebSection,
+};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -68,6 +71,106 @@ pub(super) fn pick<T>(
     env.or(file)
         .or(default)
         .ok_or(ConfigError::MissingDefault(key))
+}
+
+/// `$HOME`, for the defaults that live under it; `NoHome` when it is unset.
+fn home(env: &Env) -> Result<PathBuf, ConfigError> {
+    env.path("HOME")
+        .ok_or(ConfigError::NoHome("pass --state-dir and --openclaw-state"))
+}
+
+/// The guard's own state dir: flag, `SANCTUM_STATE_DIR`, file, then the XDG state home
+/// (`$XDG_STATE_HOME/sanctum-guard`, else `~/.local/state/sanctum-guard`).
+pub(super) fn state_dir(
+    o: &Overrides,
+    env: &Env,
+    file: &FileConfig,
+) -> Result<PathBuf, ConfigError> {
+    let named = o
+        .state_dir
+        .clone()
+        .or_else(|| env.path("SANCTUM_STATE_DIR"))
+        .or(file.state_dir.clone());
+    Ok(match named {
+        Some(p) => p,
+        None => match env.path("XDG_STATE_HOME") {
+            Some(x) => x.join("sanctum-guard"),
+            None => home(env)?.join(".local/state/sanctum-guard"),
+        },
+    })
+}
+
+/// OpenClaw's state dir: flag, `SANCTUM_OPENCLAW_STATE`, file, OpenClaw's own
+/// `OPENCLAW_STATE_DIR`, then OpenClaw's default `~/.openclaw`.
+pub(super) fn openclaw_state_dir(
+    o: &Overrides,
+    env: &Env,
+    file: &FileConfig,
+) -> Result<PathBuf, ConfigError> {
+    let named = o
+        .openclaw_state
+        .clone()
+        .or_else(|| env.path("SANCTUM_OPENCLAW_STATE"))
+        .or(file.openclaw_state_dir.clone())
+        .or_else(|| env.path("OPENCLAW_STATE_DIR"));
+    Ok(match named {
+        Some(p) => p,
+        None => home(env)?.join(".openclaw"),
+    })
+}
+
+/// The workspace the config names (flag, `SANCTUM_WORKSPACE`, file), which must be absolute;
+/// None leaves the choice to [`super::Config::workspace`].
+pub(super) fn workspace(
+    o: &Overrides,
+    env: &Env,
+    file: &FileConfig,
+) -> Result<Option<PathBuf>, ConfigError> {
+    let workspace = o
+        .workspace
+        .clone()
+        .or_else(|| env.path("SANCTUM_WORKSPACE"))
+        .or(file.workspace.clone());
+    if let Some(w) = workspace.as_ref().filter(|w| !w.is_absolute()) {
+        return Err(ConfigError::Env {
+            name: "workspace".into(),
+            message: format!("{} is not an absolute path", w.display()),
+        });
+    }
+    Ok(workspace)
+}
+
+/// `[deadlines]`; only the margin has an environment variable.
+pub(super) fn deadlines(
+    env: &Env,
+    file: &DeadlineSection,
+    d: &DeadlineSection,
+) -> Result<Deadlines, ConfigError> {
+    Ok(Deadlines {
+        request_ms: pick(None, file.request_ms, d.request_ms, "deadlines.request_ms")?,
+        exec_ms: pick(None, file.exec_ms, d.exec_ms, "deadlines.exec_ms")?,
+        margin_ms: pick(
+            env.num("SANCTUM_DEADLINE_MARGIN_MS")?,
+            file.margin_ms,
+            d.margin_ms,
+            "deadlines.margin_ms",
+        )?,
+    })
+}
+
+/// `[audit]`.
+pub(super) fn audit_settings(
+    file: &AuditSection,
+    d: &AuditSection,
+) -> Result<AuditSettings, ConfigError> {
+    Ok(AuditSettings {
+        rotate_bytes: pick(
+            None,
+            file.rotate_bytes,
+            d.rotate_bytes,
+            "audit.rotate_bytes",
+        )?,
+    })
 }
 
 pub(super) fn socket_settings(

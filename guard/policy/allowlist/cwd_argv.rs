@@ -1,5 +1,5 @@
 //! The `allow-always` entry encoding OpenClaw binds a persisted grant with: `argPattern =
-//! "sha256:cwd-argv:v1:" + hex(sha256(S))` (openclaw-protocol.md §2.1). A pure function the
+//! "sha256:cwd-argv:v1:" + hex(sha256(S))` (docs/openclaw-protocol.md §2.1). A pure function the
 //! allowlist matcher needs; `crate::openclaw::allow_always` writes entries with it.
 
 use sha2::{Digest, Sha256};
