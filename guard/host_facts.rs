@@ -74,11 +74,27 @@ struct Entry {
     checked: Instant,
 }
 
+/// What a look-up was for: the name, the PATH and the cwd relative entries are taken from.
 type Key = (String, String, PathBuf);
 
-fn cache() -> &'static Mutex<HashMap<Key, Entry>> {
-    static CACHE: OnceLock<Mutex<HashMap<Key, Entry>>> = OnceLock::new();
+/// Entries are found by a seeded hash of the key's parts, so a hit allocates nothing; the
+/// entry keeps the whole key and a hash collision counts as a miss.
+fn cache() -> &'static Mutex<HashMap<u64, (Key, Entry)>> {
+    static CACHE: OnceLock<Mutex<HashMap<u64, (Key, Entry)>>> = OnceLock::new();
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The cache's hash of a key given by its parts.
+fn key_hash(name: &str, path_var: &str, cwd: &Path) -> u64 {
+    use std::hash::{BuildHasher, Hash, Hasher};
+    static SEED: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
+    let mut h = SEED.get_or_init(Default::default).build_hasher();
+    (name, path_var, cwd).hash(&mut h);
+    h.finish()
+}
+
+fn same_key(k: &Key, name: &str, path_var: &str, cwd: &Path) -> bool {
+    k.0 == name && k.1 == path_var && k.2 == cwd
 }
 
 /// Looks a bare command name up on `path_var`. Relative PATH entries (and the empty entry)
@@ -93,11 +109,13 @@ fn resolve_with_real(name: &str, path_var: &str, cwd: &Path) -> (Option<PathBuf>
     if name.is_empty() || name.contains('/') {
         return (None, None);
     }
-    let key: Key = (name.to_string(), path_var.to_string(), cwd.to_path_buf());
+    let hash = key_hash(name, path_var, cwd);
     let hit = cache().lock().ok().and_then(|map| {
         // One clock read answers both ages.
         let now = Instant::now();
-        map.get(&key)
+        map.get(&hash)
+            .filter(|(k, _)| same_key(k, name, path_var, cwd))
+            .map(|(_, e)| e)
             .filter(|e| now.duration_since(e.at) < TTL)
             .map(|e| {
                 let fresh = now.duration_since(e.checked) < RECHECK;
@@ -117,7 +135,7 @@ fn resolve_with_real(name: &str, path_var: &str, cwd: &Path) -> (Option<PathBuf>
         // Checked outside the lock: the `stat`s must not serialise other threads.
         if searched.iter().all(|(d, s)| Stamp::of(d) == *s) {
             if let Ok(mut map) = cache().lock() {
-                if let Some(e) = map.get_mut(&key) {
+                if let Some((_, e)) = map.get_mut(&hash) {
                     e.checked = Instant::now();
                 }
             }
@@ -131,7 +149,8 @@ fn resolve_with_real(name: &str, path_var: &str, cwd: &Path) -> (Option<PathBuf>
             if map.len() >= MAX_ENTRIES {
                 map.clear();
             }
-            map.insert(key, entry);
+            let key: Key = (name.to_string(), path_var.to_string(), cwd.to_path_buf());
+            map.insert(hash, (key, entry));
         }
     }
     found

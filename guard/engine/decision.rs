@@ -35,7 +35,7 @@ pub fn fallback(reason: &str) -> Decision {
 pub fn deny_reason(v: &Verdict) -> String {
     v.reasons
         .first()
-        .map(|r| r.code.clone())
+        .map(|r| r.code.to_string())
         .unwrap_or_else(|| "security=deny".into())
 }
 

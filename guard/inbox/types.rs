@@ -162,7 +162,7 @@ impl Entry {
     /// resolved one shows no countdown (its deadline no longer means anything) but its
     /// state and the decision's reason, e.g. `cancelled: requester-gone`.
     pub fn list_line(&self, now_ms: u64) -> String {
-        let reasons: Vec<&str> = self.reasons().iter().map(|r| r.code.as_str()).collect();
+        let reasons: Vec<&str> = self.reasons().iter().map(|r| r.code.as_ref()).collect();
         let offered: Vec<&str> = self.offered().iter().map(|k| k.as_str()).collect();
         let status = match (&self.state, &self.decision) {
             (State::Pending, _) => format!(

@@ -175,7 +175,7 @@ impl Decider {
                     .reasons
                     .first()
                     .map(|r| r.code.clone())
-                    .filter(|c| PLAN_REASONS.contains(&c.as_str()));
+                    .filter(|c| PLAN_REASONS.contains(&c.as_ref()));
                 if answer.allow && answer.by_policy && verdict.kind == VerdictKind::Ask {
                     if let Some(code) = plan_reason {
                         answer = Answer::deny(&code);

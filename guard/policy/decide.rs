@@ -153,7 +153,7 @@ fn error_verdict(msg: &str) -> Verdict {
     Verdict {
         kind: VerdictKind::Deny,
         category: Category::Unanalysable,
-        reasons: vec![Reason::new("policy-error", msg)],
+        reasons: vec![Reason::new("policy-error", msg.to_string())],
         offered: Vec::new(),
         segments: Vec::new(),
         profile: None,
@@ -321,13 +321,13 @@ fn request_env(verdict: &mut Verdict, env_keys: &[String]) {
 }
 
 /// Makes the verdict a deny, this reason first.
-fn deny(verdict: &mut Verdict, code: &str, why: impl Into<String>) {
+fn deny(verdict: &mut Verdict, code: &'static str, why: impl Into<Cow<'static, str>>) {
     verdict.kind = VerdictKind::Deny;
     verdict.reasons.insert(0, Reason::new(code, why));
 }
 
 /// Makes an allow a question for a person (allow once or deny), this reason first.
-fn ask_person(verdict: &mut Verdict, code: &str, why: impl Into<String>) {
+fn ask_person(verdict: &mut Verdict, code: &'static str, why: impl Into<Cow<'static, str>>) {
     if verdict.kind == VerdictKind::Allow {
         verdict.reasons.insert(0, Reason::new(code, why));
         verdict.kind = VerdictKind::Ask;
@@ -346,19 +346,21 @@ fn score_segment(
     let mut c = table::classify_segment(seg, t);
     gates::variable_secrets(policy, ctx, seg, &mut c);
     let (mut status, category, mut reasons, gated) = score(policy, &c);
-    let static_argv: Option<Vec<String>> = seg.argv.iter().map(|w| w.value.clone()).collect();
     let mut allowlisted = false;
     // OpenClaw fails the analysis of a segment with a redirection or a substitution.
     let plain = seg.redirects.is_empty() && seg.problem.is_none();
     let wanted = need_all || status == Status::Gated;
-    if let (Some(argv), true) = (&static_argv, plain && wanted) {
+    // The argv as the allowlist sees it, only when the allowlist is asked.
+    let static_argv =
+        || -> Option<Vec<String>> { seg.argv.iter().map(|w| w.value.clone()).collect() };
+    if let Some(argv) = (plain && wanted).then(static_argv).flatten() {
         if let Some(first) = argv.first() {
             let real = seg.real_path();
             let target = Target {
                 raw_executable: first,
                 resolved_path: seg.resolved.as_deref(),
                 resolved_real_path: real.as_deref(),
-                argv,
+                argv: &argv,
                 cwd,
             };
             let hit = ctx.allowlist.matches(&target);

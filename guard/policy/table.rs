@@ -48,7 +48,12 @@ pub struct Classification {
 }
 
 impl Classification {
-    pub fn add(&mut self, category: Category, code: &str, message: impl Into<String>) {
+    pub fn add(
+        &mut self,
+        category: Category,
+        code: &'static str,
+        message: impl Into<std::borrow::Cow<'static, str>>,
+    ) {
         self.findings.push(Finding {
             category,
             reason: Reason::new(code, message),

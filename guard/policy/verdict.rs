@@ -3,6 +3,7 @@
 
 use super::request::{DecisionKind, Status};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 
 /// What kind of side effect a request (or one shell segment) is. The action table maps each
 /// category to a [`Status`].
@@ -35,12 +36,13 @@ pub enum Category {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reason {
     /// Stable, kebab-case (e.g. `sensitive-path`, `pipe-to-shell`, `allowlist-miss`).
-    pub code: String,
-    pub message: String,
+    /// Borrowed when static: reasons are copied into every verdict on the hot path.
+    pub code: Cow<'static, str>,
+    pub message: Cow<'static, str>,
 }
 
 impl Reason {
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(code: impl Into<Cow<'static, str>>, message: impl Into<Cow<'static, str>>) -> Self {
         Reason {
             code: code.into(),
             message: message.into(),

@@ -80,28 +80,27 @@ impl Analyser<'_> {
 
     /// Records the command, tracks `cd`, and splits out `find -exec` commands.
     fn finish_segment(&mut self, argv: Vec<Word>, env: &Env, text: &str) {
-        let name = argv
-            .first()
-            .and_then(|w| w.value.clone())
-            .unwrap_or_default();
-        let (trusted, resolved, resolved_real) = self.resolve(&name);
-        let base = basename(&name).to_string();
         let mut seg = self.segment_base(text, argv, env);
-        seg.function_call = !name.contains('/') && self.functions.contains(&name);
-        seg.program = Some(base.clone());
+        let name = seg
+            .argv
+            .first()
+            .and_then(|w| w.value.as_deref())
+            .unwrap_or_default();
+        let (trusted, resolved, resolved_real) = self.resolve(name);
+        let base = basename(name);
+        seg.function_call = !name.contains('/') && self.functions.contains(name);
+        seg.trusted_location = trusted_location(name, resolved.as_deref());
+        seg.program = Some(base.to_string());
         seg.trusted_name = trusted;
-        seg.trusted_location = trusted_location(&name, resolved.as_deref());
         seg.resolved = resolved;
         seg.resolved_real = resolved_real;
-        if base == "git" {
-            self.git_rebase(&mut seg);
-        }
+        let base = seg.program.as_deref().unwrap_or_default();
         let execs = if trusted && base == "find" {
             find_execs(&seg.argv)
         } else {
             Vec::new()
         };
-        let cd_target = if trusted && matches!(base.as_str(), "cd" | "pushd" | "popd") {
+        let cd_target = if trusted && matches!(base, "cd" | "pushd" | "popd") {
             let operands: Vec<&Word> = seg
                 .argv
                 .iter()
@@ -112,7 +111,7 @@ impl Analyser<'_> {
                         .is_some_and(|v| v.starts_with('-') && v != "-")
                 })
                 .collect();
-            Some(match (base.as_str(), operands.first()) {
+            Some(match (base, operands.first()) {
                 ("popd", _) => None,
                 (_, None) => Some(self.ctx.home.to_string_lossy().into_owned()),
                 (_, Some(w)) => w.value.clone().filter(|_| !w.glob),
@@ -120,9 +119,15 @@ impl Analyser<'_> {
         } else {
             None
         };
+        if base == "git" {
+            self.git_rebase(&mut seg);
+        }
         self.push(seg);
         if let Some(target) = cd_target {
             self.change_dir(target.as_deref());
+        }
+        if execs.is_empty() {
+            return;
         }
         let mut inner_env = env.clone();
         inner_env.wrappers.push("find -exec".into());
