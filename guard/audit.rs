@@ -9,8 +9,9 @@
 //! returns only once its record is written and fsynced (`sync_data`).
 //!
 //! Writers: one writer thread per log in a process, fed by a channel, so callers never
-//! interleave; it also redacts, off the callers' threads. It group-commits: records queued
-//! while an fsync runs go out together in one `write` + one `sync_data` (each still
+//! interleave; it also turns each [`AuditEvent`] into its fields and redacts them, off the
+//! callers' threads. It group-commits: records queued while an fsync runs go out together
+//! in one `write` + one `sync_data` (each still
 //! acknowledged only once on disk), which keeps the log from capping the guard at one fsync
 //! per decision. Detached records ([`AuditLog::record_detached`], for answers that run
 //! nothing) are nobody's wait: under steady load the writer collects them once per [`TICK`]
@@ -99,7 +100,8 @@ pub struct Record {
     pub ts: String,
     /// Epoch milliseconds.
     pub ts_ms: u64,
-    /// `request`, `verdict`, `decision`, `pending`, `exec`, `rejection`, `startup`, `torn-tail`...
+    /// [`AuditEvent::kind`]: `request`, `decision`, `pending`, `exec`, `rejection`, `startup`,
+    /// `torn-tail`... (older logs and tools may hold others).
     pub kind: String,
     pub fields: Value,
     pub prev: String,

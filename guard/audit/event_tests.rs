@@ -416,3 +416,26 @@ fn shapes_differ_when_a_field_is_renamed_or_missing() {
         assert!(same_shape(&want, &bad, "").is_err(), "{bad}");
     }
 }
+
+/// Typed events go through the same redaction as any record: a secret in an argv, a
+/// message or an error never reaches the file.
+#[test]
+fn events_are_redacted_on_the_way_to_disk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("audit.jsonl");
+    let (log, _) = crate::audit::AuditLog::open(&path).expect("open");
+    let secret = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+    log.append(AuditEvent::NotRun(NotRun {
+        id: "r".into(),
+        argv: vec!["gh".into(), "--token".into(), secret.into()],
+        error: Some(format!("Authorization: Bearer {secret}")),
+        reason: "sandbox-unavailable",
+        message: None,
+    }))
+    .expect("append");
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(!text.contains(secret), "{text}");
+    let rec: Value = serde_json::from_str(text.lines().last().expect("a line")).expect("json");
+    assert_eq!(rec["kind"], "exec");
+    assert_eq!(rec["fields"]["argv"][2], crate::audit::redact::REDACTED);
+}
