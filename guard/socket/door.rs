@@ -293,17 +293,18 @@ impl SocketDoor {
 
     /// The frame's `requestJson`, parsed, whose display text is the argv it runs.
     async fn exec_request(&self, peer: &Peer, f: &ExecFrame) -> Result<ExecRequest, Reply> {
-        let id = Some(f.id.clone());
+        // The id is copied only for a rejection: the accepted path allocates nothing here.
+        let id = || Some(f.id.clone());
         let er = match ExecRequest::parse(&f.request_json) {
             Ok(r) => r,
             Err(r) => {
                 let msg = "requestJson is not a valid exec request";
-                return Err(self.reject(peer, id, FrameKind::Exec, r, msg).await);
+                return Err(self.reject(peer, id(), FrameKind::Exec, r, msg).await);
             }
         };
         if let Err(why) = exec_forms_agree(&er) {
             let r = RejectReason::CommandMismatch;
-            return Err(self.reject(peer, id, FrameKind::Exec, r, &why).await);
+            return Err(self.reject(peer, id(), FrameKind::Exec, r, &why).await);
         }
         Ok(er)
     }
