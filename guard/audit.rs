@@ -11,12 +11,12 @@
 //! Writers: one writer thread per log in a process, fed by a channel, so callers never
 //! interleave; it also turns each [`AuditEvent`] into its fields and redacts them, off the
 //! callers' threads. It group-commits: records queued while an fsync runs go out together
-//! in one `write` + one `sync_data` (each still
-//! acknowledged only once on disk), which keeps the log from capping the guard at one fsync
-//! per decision. Detached records ([`AuditLog::record_detached`], for answers that run
-//! nothing) are nobody's wait: under steady load the writer collects them once per [`TICK`]
-//! instead of being woken for each, writes them, and fsyncs within [`SYNC_WINDOW`]. They
-//! survive a guard crash once written (the page cache has them) and a power loss once synced.
+//! in one `write` + one `sync_data` (each still acknowledged only once on disk), which
+//! keeps the log from capping the guard at one fsync per decision. Detached records
+//! ([`AuditLog::record_detached`], for answers that run nothing) are nobody's wait: under
+//! steady load the writer collects them once per [`TICK`] instead of being woken for each,
+//! writes them, and fsyncs within [`SYNC_WINDOW`]. They survive a guard crash once written
+//! (the page cache has them) and a power loss once synced.
 //! Between processes (the server and the `inbox` command line) an exclusive `flock` is held
 //! around each batch, and when the file grew under another writer the tail is re-read so the
 //! chain stays one chain.
