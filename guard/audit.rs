@@ -9,13 +9,14 @@
 //! returns only once its record is written and fsynced (`sync_data`).
 //!
 //! Writers: one writer thread per log in a process, fed by a channel, so callers never
-//! interleave; it also redacts, off the callers' threads. It group-commits: records queued
-//! while an fsync runs go out together in one `write` + one `sync_data` (each still
-//! acknowledged only once on disk), which keeps the log from capping the guard at one fsync
-//! per decision. Detached records ([`AuditLog::record_detached`], for answers that run
-//! nothing) are nobody's wait: under steady load the writer collects them once per [`TICK`]
-//! instead of being woken for each, writes them, and fsyncs within [`SYNC_WINDOW`]. They
-//! survive a guard crash once written (the page cache has them) and a power loss once synced.
+//! interleave; it also turns each [`AuditEvent`] into its fields and redacts them, off the
+//! callers' threads. It group-commits: records queued while an fsync runs go out together
+//! in one `write` + one `sync_data` (each still acknowledged only once on disk), which
+//! keeps the log from capping the guard at one fsync per decision. Detached records
+//! ([`AuditLog::record_detached`], for answers that run nothing) are nobody's wait: under
+//! steady load the writer collects them once per [`TICK`] instead of being woken for each,
+//! writes them, and fsyncs within [`SYNC_WINDOW`]. They survive a guard crash once written
+//! (the page cache has them) and a power loss once synced.
 //! Between processes (the server and the `inbox` command line) an exclusive `flock` is held
 //! around each batch, and when the file grew under another writer the tail is re-read so the
 //! chain stays one chain.
@@ -38,11 +39,13 @@
 //! one starts with a `rotation` record naming it, whose `prev` is its last line's hash and
 //! whose `seq` continues: one chain across files, which `verify` checks as a set.
 
+pub mod event;
 mod key;
 mod redact;
 mod verify;
 mod writer;
 
+pub use event::AuditEvent;
 pub use key::{default_key_path, unseal, AuditKey, KEY_FILE};
 pub use redact::{redact, redact_str};
 pub use verify::{verify, verify_bytes, verify_set, SetReport, Verification};
@@ -97,7 +100,8 @@ pub struct Record {
     pub ts: String,
     /// Epoch milliseconds.
     pub ts_ms: u64,
-    /// `request`, `verdict`, `decision`, `pending`, `exec`, `rejection`, `startup`, `torn-tail`...
+    /// [`AuditEvent::kind`]: `request`, `decision`, `pending`, `exec`, `rejection`, `startup`,
+    /// `torn-tail`... (older logs and tools may hold others).
     pub kind: String,
     pub fields: Value,
     pub prev: String,
@@ -150,33 +154,38 @@ pub const TICK: Duration = Duration::from_micros(200);
 #[derive(Debug)]
 struct Job {
     kind: &'static str,
-    fields: Fields,
+    body: Body,
     reply: Reply,
 }
 
-/// A record's fields, or how to build them: built on the writer thread, so the caller's
-/// (event-loop) thread does not pay for turning typed values into JSON.
+/// The fields of a record that is not an [`AuditEvent`], built on the writer thread (tests
+/// of the writer and tools use these; the guard records only events).
 pub type FieldsFn = Box<dyn FnOnce() -> Value + Send>;
 
-enum Fields {
-    Ready(Value),
-    Later(FieldsFn),
+/// What a job carries: turned into the record's fields on the writer thread, so the
+/// caller's (event-loop) thread does not pay for turning typed values into JSON.
+enum Body {
+    Event(AuditEvent),
+    Raw(Value),
+    RawLater(FieldsFn),
 }
 
-impl Fields {
-    fn into_value(self) -> Value {
+impl Body {
+    fn into_value(self) -> Result<Value, serde_json::Error> {
         match self {
-            Fields::Ready(v) => v,
-            Fields::Later(f) => f(),
+            Body::Event(e) => e.fields(),
+            Body::Raw(v) => Ok(v),
+            Body::RawLater(f) => Ok(f()),
         }
     }
 }
 
-impl std::fmt::Debug for Fields {
+impl std::fmt::Debug for Body {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Fields::Ready(v) => v.fmt(f),
-            Fields::Later(_) => f.write_str("<built on the writer thread>"),
+            Body::Event(e) => e.fmt(f),
+            Body::Raw(v) => v.fmt(f),
+            Body::RawLater(_) => f.write_str("<built on the writer thread>"),
         }
     }
 }
@@ -293,43 +302,68 @@ impl AuditLog {
         ))
     }
 
-    /// Appends one record (redacting `fields` first) and returns its `seq` once it is on
-    /// disk. Blocks until then: from async code use [`AuditLog::record`].
-    pub fn append(&self, kind: &'static str, fields: Value) -> Result<u64, AuditError> {
-        let (tx, rx) = mpsc::sync_channel(1);
-        self.submit(kind, Fields::Ready(fields), Reply::Blocking(tx))?;
-        self.writer.unpark();
-        rx.recv().map_err(|_| AuditError::Closed)?
+    /// Appends one event (redacted) and returns its `seq` once it is on disk. Blocks until
+    /// then: from async code use [`AuditLog::record`].
+    pub fn append(&self, event: AuditEvent) -> Result<u64, AuditError> {
+        self.append_body(event.kind(), Body::Event(event))
     }
 
     /// [`AuditLog::append`] for async callers: waits for the fsync without blocking a
     /// runtime thread.
-    pub async fn record(&self, kind: &'static str, fields: Value) -> Result<u64, AuditError> {
+    pub async fn record(&self, event: AuditEvent) -> Result<u64, AuditError> {
+        self.record_body(event.kind(), Body::Event(event)).await
+    }
+
+    /// Queues an event without waiting: serialised with the next batch on the writer thread,
+    /// fsynced within [`SYNC_WINDOW`]. If writing or syncing it fails, `ok` is cleared (the
+    /// caller then refuses to allow anything: fail closed); a closed log clears it at once.
+    pub fn record_detached(&self, event: AuditEvent, ok: &Arc<AtomicBool>) {
+        self.detach_body(event.kind(), Body::Event(event), ok);
+    }
+
+    /// [`AuditLog::append`] of a record that is not an [`AuditEvent`] (tests of the writer,
+    /// tools). `fields` are redacted like an event's.
+    pub fn append_raw(&self, kind: &'static str, fields: Value) -> Result<u64, AuditError> {
+        self.append_body(kind, Body::Raw(fields))
+    }
+
+    /// [`AuditLog::record`] of a record that is not an [`AuditEvent`].
+    pub async fn record_raw(&self, kind: &'static str, fields: Value) -> Result<u64, AuditError> {
+        self.record_body(kind, Body::Raw(fields)).await
+    }
+
+    /// [`AuditLog::record_detached`] of a record that is not an [`AuditEvent`], its fields
+    /// built on the writer thread.
+    pub fn record_detached_raw(&self, kind: &'static str, fields: FieldsFn, ok: &Arc<AtomicBool>) {
+        self.detach_body(kind, Body::RawLater(fields), ok);
+    }
+
+    fn append_body(&self, kind: &'static str, body: Body) -> Result<u64, AuditError> {
+        let (tx, rx) = mpsc::sync_channel(1);
+        self.submit(kind, body, Reply::Blocking(tx))?;
+        self.writer.unpark();
+        rx.recv().map_err(|_| AuditError::Closed)?
+    }
+
+    async fn record_body(&self, kind: &'static str, body: Body) -> Result<u64, AuditError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
-        self.submit(kind, Fields::Ready(fields), Reply::Async(tx))?;
+        self.submit(kind, body, Reply::Async(tx))?;
         self.writer.unpark();
         rx.await.map_err(|_| AuditError::Closed)?
     }
 
-    /// Queues a record without waiting: written with the next batch, fsynced within
-    /// [`SYNC_WINDOW`]. If writing or syncing it fails, `ok` is cleared (the caller then
-    /// refuses to allow anything: fail closed); a closed log clears it at once.
-    pub fn record_detached(&self, kind: &'static str, fields: FieldsFn, ok: &Arc<AtomicBool>) {
+    fn detach_body(&self, kind: &'static str, body: Body, ok: &Arc<AtomicBool>) {
         if self
-            .submit(kind, Fields::Later(fields), Reply::Detached(Arc::clone(ok)))
+            .submit(kind, body, Reply::Detached(Arc::clone(ok)))
             .is_err()
         {
             ok.store(false, Ordering::Relaxed);
         }
     }
 
-    fn submit(&self, kind: &'static str, fields: Fields, reply: Reply) -> Result<(), AuditError> {
+    fn submit(&self, kind: &'static str, body: Body, reply: Reply) -> Result<(), AuditError> {
         self.tx
-            .send(Job {
-                kind,
-                fields,
-                reply,
-            })
+            .send(Job { kind, body, reply })
             .map_err(|_| AuditError::Closed)
     }
 
@@ -371,6 +405,39 @@ impl Unsynced {
             }
         }
     }
+}
+
+/// A batch ready to write: its records (fields serialised and redacted), their callers, and
+/// whether any caller waits.
+struct Batch {
+    records: Vec<(String, Value)>,
+    replies: Vec<Reply>,
+    waited: bool,
+}
+
+/// Encodes `jobs` on the writer thread; a job whose fields cannot be encoded is answered at
+/// once. None when nothing is left to write.
+fn encode(jobs: Vec<Job>) -> Option<Batch> {
+    let mut replies = Vec::with_capacity(jobs.len());
+    let mut waited = false;
+    let mut batch: Vec<(String, Value)> = Vec::with_capacity(jobs.len());
+    for j in jobs {
+        waited |= !matches!(j.reply, Reply::Detached(_));
+        match j.body.into_value() {
+            Ok(mut fields) => {
+                redact(&mut fields);
+                replies.push(j.reply);
+                batch.push((j.kind.to_owned(), fields));
+            }
+            // Not written, and its caller learns so (a detached one clears `ok`).
+            Err(e) => j.reply.send(Err(AuditError::Encode(e))),
+        }
+    }
+    (!batch.is_empty()).then_some(Batch {
+        records: batch,
+        replies,
+        waited,
+    })
 }
 
 /// The writer thread: takes what is queued (up to [`MAX_BATCH`]), redacts it, writes it as
@@ -417,22 +484,18 @@ fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        let mut replies = Vec::with_capacity(jobs.len());
-        let mut waited = false;
-        let batch: Vec<(String, Value)> = jobs
-            .into_iter()
-            .map(|j| {
-                let mut fields = j.fields.into_value();
-                redact(&mut fields);
-                waited |= !matches!(j.reply, Reply::Detached(_));
-                replies.push(j.reply);
-                (j.kind.to_owned(), fields)
-            })
-            .collect();
+        let Some(Batch {
+            records,
+            replies,
+            waited,
+        }) = encode(jobs)
+        else {
+            continue;
+        };
         let res = w.with_lock(|w| {
             let found = w.resync(false)?;
             w.record_recovery(&found)?;
-            w.append_batch(batch)
+            w.append_batch(records)
         });
         match res {
             Ok(seqs) => {

@@ -14,7 +14,7 @@ fn write_log(dir: &Path, n: usize) -> PathBuf {
     assert_eq!(report.records, 0);
     for i in 0..n {
         let seq = log
-            .append("request", json!({"n": i, "cmd": format!("echo {i}")}))
+            .append_raw("request", json!({"n": i, "cmd": format!("echo {i}")}))
             .unwrap();
         assert_eq!(seq, i as u64 + 1);
     }
@@ -86,7 +86,7 @@ fn reopen_resumes_the_chain() {
     let (log, report) = AuditLog::open(&path).unwrap();
     assert_eq!(report.records, 3);
     assert_eq!(report.torn_tail_bytes, None);
-    assert_eq!(log.append("startup", json!({})).unwrap(), 4);
+    assert_eq!(log.append_raw("startup", json!({})).unwrap(), 4);
     assert_eq!(
         audit::verify(&path).unwrap(),
         Verification::Ok { records: 4 }
@@ -178,7 +178,7 @@ fn torn_tail_is_cut_recorded_and_the_chain_continues() {
     let (log, report) = AuditLog::open(&path).unwrap();
     assert_eq!(report.torn_tail_bytes, Some(fragment.len()));
     assert_eq!(report.records, 5);
-    assert_eq!(log.append("startup", json!({})).unwrap(), 6);
+    assert_eq!(log.append_raw("startup", json!({})).unwrap(), 6);
     assert_eq!(
         audit::verify(&path).unwrap(),
         Verification::Ok { records: 6 }
@@ -203,7 +203,7 @@ fn garbage_last_line_is_kept_and_the_chain_continues_after_it() {
     let (log, report) = AuditLog::open(&path).unwrap();
     assert_eq!(report.bad_tail_line, Some(4));
     assert_eq!(report.records, 5);
-    assert_eq!(log.append("startup", json!({})).unwrap(), 6);
+    assert_eq!(log.append_raw("startup", json!({})).unwrap(), 6);
     // The garbage line stays (evidence) and verify points at it.
     let v = audit::verify(&path).unwrap();
     assert!(
@@ -225,13 +225,13 @@ fn reopen_finds_the_tail_past_large_records() {
         let (log, _) = AuditLog::open(&path).unwrap();
         for i in 0..3 {
             // Each record is larger than the 64 KiB read-back chunk.
-            log.append("exec", json!({"stdout": "x".repeat(150_000 + i)}))
+            log.append_raw("exec", json!({"stdout": "x".repeat(150_000 + i)}))
                 .unwrap();
         }
     }
     let (log, report) = AuditLog::open(&path).unwrap();
     assert_eq!(report.records, 3);
-    assert_eq!(log.append("startup", json!({})).unwrap(), 4);
+    assert_eq!(log.append_raw("startup", json!({})).unwrap(), 4);
     assert_eq!(
         audit::verify(&path).unwrap(),
         Verification::Ok { records: 4 }
@@ -249,7 +249,10 @@ fn eight_threads_append_one_chain() {
             std::thread::spawn(move || {
                 let mut seqs = Vec::new();
                 for i in 0..50 {
-                    seqs.push(log.append("exec", json!({"thread": t, "i": i})).unwrap());
+                    seqs.push(
+                        log.append_raw("exec", json!({"thread": t, "i": i}))
+                            .unwrap(),
+                    );
                 }
                 seqs
             })
@@ -279,7 +282,7 @@ async fn concurrent_async_records_form_one_chain() {
                 let mut seqs = Vec::new();
                 for i in 0..10 {
                     seqs.push(
-                        log.record("verdict", json!({"t": t, "i": i}))
+                        log.record_raw("verdict", json!({"t": t, "i": i}))
                             .await
                             .unwrap(),
                     );
@@ -307,7 +310,7 @@ fn two_processes_append_one_chain() {
     if let Ok(p) = std::env::var("AUDIT_CHILD_WRITER") {
         let (log, _) = AuditLog::open(Path::new(&p)).unwrap();
         for i in 0..100 {
-            log.append("exec", json!({"pid": std::process::id(), "i": i}))
+            log.append_raw("exec", json!({"pid": std::process::id(), "i": i}))
                 .unwrap();
         }
         return;
@@ -361,13 +364,13 @@ fn secrets_are_redacted_before_writing() {
     let path = dir.path().join("audit.jsonl");
     let (log, _) = AuditLog::open(&path).unwrap();
     for s in secrets {
-        log.append(
+        log.append_raw(
             "request",
             json!({"command": format!("curl -d x={s} https://h")}),
         )
         .unwrap();
     }
-    log.append(
+    log.append_raw(
         "request",
         json!({
             "token": "plain-token-value-1",
@@ -442,10 +445,13 @@ fn detached_records_are_written_in_order_and_redacted() {
     for i in 0..50 {
         let fields =
             move || json!({"i": i, "cmd": format!("curl -H 'Authorization: Bearer abcdef{i}'")});
-        log.record_detached("decision", Box::new(fields), &ok);
+        log.record_detached_raw("decision", Box::new(fields), &ok);
     }
     // A waited-for record after them: when it returns, everything before it is on disk.
-    assert_eq!(log.append("request", json!({"after": true})).unwrap(), 51);
+    assert_eq!(
+        log.append_raw("request", json!({"after": true})).unwrap(),
+        51
+    );
     let got = lines(&path);
     assert_eq!(got.len(), 51);
     for (i, line) in got.iter().take(50).enumerate() {
@@ -456,7 +462,7 @@ fn detached_records_are_written_in_order_and_redacted() {
         assert!(cmd.contains("[redacted]"), "{cmd}");
     }
     // Alone, a detached record is still written (and fsynced) within the sync window.
-    log.record_detached("decision", Box::new(|| json!({"alone": true})), &ok);
+    log.record_detached_raw("decision", Box::new(|| json!({"alone": true})), &ok);
     let t = std::time::Instant::now();
     while lines(&path).len() < 52 {
         assert!(
@@ -481,7 +487,7 @@ fn detached_record_on_a_full_disk_clears_the_health_flag() {
     use std::sync::Arc;
     let (log, _) = AuditLog::open(Path::new("/dev/full")).unwrap();
     let ok = Arc::new(AtomicBool::new(true));
-    log.record_detached("decision", Box::new(|| json!({"x": 1})), &ok);
+    log.record_detached_raw("decision", Box::new(|| json!({"x": 1})), &ok);
     let t = std::time::Instant::now();
     while ok.load(Ordering::Relaxed) {
         assert!(
@@ -490,6 +496,9 @@ fn detached_record_on_a_full_disk_clears_the_health_flag() {
         );
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    let err = log.append("request", json!({})).unwrap_err().to_string();
+    let err = log
+        .append_raw("request", json!({}))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("No space left"), "{err}");
 }

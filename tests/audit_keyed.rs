@@ -23,7 +23,7 @@ fn write_log(dir: &Path, n: usize, rotate_bytes: u64) -> PathBuf {
     };
     let (log, _) = AuditLog::open_with(&path, &opts).expect("open");
     for i in 0..n {
-        log.append(
+        log.append_raw(
             "decision",
             json!({"n": i, "cmd": format!("rm -rf /tmp/x{i}")}),
         )
@@ -286,7 +286,7 @@ fn rotation_keeps_one_chain_across_files() {
         rotate_bytes: 2_000,
     };
     let (log, _) = AuditLog::open_with(&path, &opts).expect("reopen");
-    log.append("startup", json!({})).expect("append");
+    log.append_raw("startup", json!({})).expect("append");
     drop(log);
     let files = rotated_files(dir.path());
     let rep = audit::verify_set(&files, Some(&key)).expect("verify");
@@ -300,7 +300,7 @@ fn a_log_from_before_keying_is_rotated_away_on_open() {
     // Simulate a pre-keying log: no seals.
     recompute(&path, lines(&path), Macs::Strip);
     let (log, _) = AuditLog::open(&path).expect("open");
-    log.append("startup", json!({})).expect("append");
+    log.append_raw("startup", json!({})).expect("append");
     drop(log);
     let files = rotated_files(dir.path());
     assert_eq!(files.len(), 2, "{files:?}");

@@ -3,6 +3,7 @@
 //! is (never the token), and stops cleanly on SIGTERM/SIGINT.
 
 use super::config::{Config, ConfigError, Overrides};
+use crate::audit::event::{AuditEvent, Shutdown, Startup};
 use crate::audit::{AuditError, AuditLog};
 use crate::engine::{Engine, Judge, JudgeError};
 use crate::inbox::{Inbox, InboxError};
@@ -11,7 +12,6 @@ use crate::openclaw::store::{Era, Store, StoreError};
 use crate::socket::door::SocketDoor;
 use crate::socket::listener::ListenError;
 use crate::socket::server::{Server, ServerOptions};
-use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 use tokio::signal::unix::{signal, SignalKind};
@@ -130,12 +130,15 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     } = sinks;
 
     audit
-        .record(
-            "startup",
-            json!({"pid":std::process::id(),"socket":sock.path,"stateDir":cfg.state_dir,
-                   "openclawStore":judge.store_path(),"policy":judge.policy_origin(),
-                   "expiredAtStart":expired,"version":env!("CARGO_PKG_VERSION")}),
-        )
+        .record(AuditEvent::Startup(Startup {
+            pid: std::process::id(),
+            socket: sock.path.clone(),
+            state_dir: cfg.state_dir.clone(),
+            openclaw_store: judge.store_path(),
+            policy: judge.policy_origin().to_owned(),
+            expired_at_start: expired,
+            version: env!("CARGO_PKG_VERSION"),
+        }))
         .await?;
 
     let socket_path = sock.path.clone();
@@ -180,7 +183,9 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     eprintln!("sanctum-guard: serving");
     server.run(rx).await;
     audit
-        .record("shutdown", json!({"pid":std::process::id()}))
+        .record(AuditEvent::Shutdown(Shutdown {
+            pid: std::process::id(),
+        }))
         .await?;
     eprintln!("sanctum-guard: stopped");
     Ok(())

@@ -72,6 +72,8 @@ fn walk(path: &Path, key: Option<&AuditKey>, keep: bool) -> Result<FileWalk, Aud
     walk_reader(path, std::io::BufReader::new(file), key, keep).map_err(io)
 }
 
+/// Walks the lines of one file: each must be a whole record ([`parse_line`]) that continues
+/// the chain ([`Chain::check`]); the first that does not is where the walk stops.
 fn walk_reader(
     path: &Path,
     mut r: impl std::io::BufRead,
@@ -86,8 +88,10 @@ fn walk_reader(
         hashes: Vec::new(),
         broken: None,
     };
-    let mut prev = GENESIS.to_owned();
-    let mut seq = 0u64;
+    let mut chain = Chain {
+        prev: GENESIS.to_owned(),
+        seq: 0,
+    };
     let mut line_no = 0u64;
     let mut buf = Vec::new();
     loop {
@@ -97,67 +101,23 @@ fn walk_reader(
             return Ok(out);
         }
         line_no += 1;
-        let fail =
-            |what: String, expected: &str, found: &str| broken(line_no, what, expected, found);
-        let Some(line) = buf.strip_suffix(b"\n") else {
-            out.broken = Some(fail(
-                "torn line (no newline): a write interrupted by a crash".into(),
-                "a complete line",
-                &format!("{} bytes", buf.len()),
-            ));
-            return Ok(out);
-        };
-        let rec: Record = match serde_json::from_slice(line) {
-            Ok(r) => r,
-            Err(e) => {
-                let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
-                out.broken = Some(fail(format!("not a record: {e}"), "a JSON record", &shown));
+        let checked = parse_line(&buf).and_then(|(line, rec)| {
+            chain.check(line_no, line, &rec, key)?;
+            Ok((line, rec))
+        });
+        let (line, rec) = match checked {
+            Ok(ok) => ok,
+            Err(Failure {
+                what,
+                expected,
+                found,
+            }) => {
+                out.broken = Some(broken(line_no, what, &expected, &found));
                 return Ok(out);
             }
         };
-        if line_no == 1 && rec.prev != GENESIS {
-            // A continuation: only a rotation record may start a file mid-chain.
-            let named = rec.fields.get("previousLastHash").and_then(|v| v.as_str());
-            if rec.kind != "rotation" || named != Some(rec.prev.as_str()) {
-                out.broken = Some(fail(
-                    "prev of the first record is not the genesis hash, and it is not a rotation record naming that hash".into(),
-                    GENESIS,
-                    &rec.prev,
-                ));
-                return Ok(out);
-            }
-            prev = rec.prev.clone();
-            seq = rec.seq.saturating_sub(1);
-        }
-        if rec.prev != prev {
-            out.broken = Some(fail(
-                format!("prev is not the SHA-256 of line {}", line_no - 1),
-                &prev,
-                &rec.prev,
-            ));
-            return Ok(out);
-        }
-        if rec.seq != seq + 1 {
-            out.broken = Some(fail(
-                "seq out of order".into(),
-                &(seq + 1).to_string(),
-                &rec.seq.to_string(),
-            ));
-            return Ok(out);
-        }
-        if let Some(k) = key {
-            if rec.mac.is_none() || !k.opens(line) {
-                out.broken = Some(fail(
-                    "record not sealed by the key (edited, forged, or written without the key)"
-                        .into(),
-                    "a valid mac",
-                    rec.mac.as_deref().unwrap_or("no mac"),
-                ));
-                return Ok(out);
-            }
-        }
-        seq = rec.seq;
-        prev = line_hash(line);
+        chain.seq = rec.seq;
+        chain.prev = line_hash(line);
         if line_no == 1 {
             let from = rec
                 .fields
@@ -167,9 +127,100 @@ fn walk_reader(
             out.first = Some((rec.seq, rec.prev.clone(), from));
         }
         if keep {
-            out.hashes.push((seq, prev.clone()));
+            out.hashes.push((chain.seq, chain.prev.clone()));
         }
-        out.last = Some((seq, prev.clone()));
+        out.last = Some((chain.seq, chain.prev.clone()));
+    }
+}
+
+/// Why a line breaks the chain (its line number is added by the walk).
+struct Failure {
+    what: String,
+    expected: String,
+    found: String,
+}
+
+fn fail(what: impl Into<String>, expected: &str, found: &str) -> Failure {
+    Failure {
+        what: what.into(),
+        expected: expected.into(),
+        found: found.into(),
+    }
+}
+
+/// A complete line (without its `\n`) and the record it holds.
+fn parse_line(buf: &[u8]) -> Result<(&[u8], Record), Failure> {
+    let Some(line) = buf.strip_suffix(b"\n") else {
+        return Err(fail(
+            "torn line (no newline): a write interrupted by a crash",
+            "a complete line",
+            &format!("{} bytes", buf.len()),
+        ));
+    };
+    match serde_json::from_slice(line) {
+        Ok(rec) => Ok((line, rec)),
+        Err(e) => {
+            let shown = String::from_utf8_lossy(&line[..line.len().min(80)]).into_owned();
+            Err(fail(format!("not a record: {e}"), "a JSON record", &shown))
+        }
+    }
+}
+
+/// The chain so far: the hash of the last line and its seq.
+struct Chain {
+    prev: String,
+    seq: u64,
+}
+
+impl Chain {
+    /// Whether `rec` (line `line_no`, bytes `line`) continues the chain: a first line that is
+    /// not the genesis must be a rotation record naming its `prev` (the chain then starts
+    /// there); every record's `prev` is the last line's hash, its seq the next one, and with
+    /// a key its seal opens.
+    fn check(
+        &mut self,
+        line_no: u64,
+        line: &[u8],
+        rec: &Record,
+        key: Option<&AuditKey>,
+    ) -> Result<(), Failure> {
+        if line_no == 1 && rec.prev != GENESIS {
+            // A continuation: only a rotation record may start a file mid-chain.
+            let named = rec.fields.get("previousLastHash").and_then(|v| v.as_str());
+            if rec.kind != "rotation" || named != Some(rec.prev.as_str()) {
+                return Err(fail(
+                    "prev of the first record is not the genesis hash, and it is not a rotation record naming that hash",
+                    GENESIS,
+                    &rec.prev,
+                ));
+            }
+            self.prev = rec.prev.clone();
+            self.seq = rec.seq.saturating_sub(1);
+        }
+        if rec.prev != self.prev {
+            return Err(fail(
+                format!("prev is not the SHA-256 of line {}", line_no - 1),
+                &self.prev,
+                &rec.prev,
+            ));
+        }
+        if rec.seq != self.seq + 1 {
+            return Err(fail(
+                "seq out of order",
+                &(self.seq + 1).to_string(),
+                &rec.seq.to_string(),
+            ));
+        }
+        if let Some(k) = key {
+            if rec.mac.is_none() || !k.opens(line) {
+                return Err(fail(
+                    "record not sealed by the key (edited, forged, or written without the key)",
+                    "a valid mac",
+                    rec.mac.as_deref().unwrap_or("no mac"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -2,6 +2,7 @@
 //! crash recovery, the cross-process file lock, the batched, sealed, fsynced append, the
 //! head file and size-based rotation.
 
+use super::event::{AuditEvent, BadTail, Rotation, TornTail};
 use super::key::AuditKey;
 use super::{line_hash, redact, AuditError, Record, GENESIS};
 use serde_json::Value;
@@ -101,16 +102,14 @@ fn rfc3339(ms: u64) -> String {
         .unwrap_or_else(|| ms.to_string())
 }
 
-/// The fields of a `torn-tail` record: enough to identify what was cut off.
-fn torn_fields(fragment: &[u8]) -> Value {
+/// The `torn-tail` record: enough to identify what was cut off.
+fn torn_tail(fragment: &[u8]) -> AuditEvent {
     let keep = String::from_utf8_lossy(&fragment[..fragment.len().min(TORN_KEEP)]);
-    let mut fields = serde_json::json!({
-        "bytes": fragment.len(),
-        "sha256": line_hash(fragment),
-        "text": keep,
-    });
-    redact(&mut fields);
-    fields
+    AuditEvent::TornTail(TornTail {
+        bytes: fragment.len(),
+        sha256: line_hash(fragment),
+        text: keep.into_owned(),
+    })
 }
 
 impl Writer {
@@ -201,11 +200,13 @@ impl Writer {
     /// Records what [`Writer::resync`] found, chained like any record.
     pub(super) fn record_recovery(&mut self, found: &Recovery) -> Result<(), AuditError> {
         if let Some(fragment) = &found.torn {
-            self.append_locked("torn-tail", torn_fields(fragment))?;
+            self.append_locked(&torn_tail(fragment))?;
         }
         if let Some((line, why)) = &found.bad_tail {
-            let fields = serde_json::json!({ "line": line, "error": why });
-            self.append_locked("bad-tail", fields)?;
+            self.append_locked(&AuditEvent::BadTail(BadTail {
+                line: *line,
+                error: why.clone(),
+            }))?;
         }
         Ok(())
     }
@@ -270,8 +271,11 @@ impl Writer {
         Ok((Some(buf[line_start..nl].to_vec()), torn))
     }
 
-    fn append_locked(&mut self, kind: &str, fields: Value) -> Result<u64, AuditError> {
-        let seqs = self.append_batch(vec![(kind.to_owned(), fields)])?;
+    /// Appends and fsyncs one of the writer's own records (redacted like any record).
+    fn append_locked(&mut self, event: &AuditEvent) -> Result<u64, AuditError> {
+        let mut fields = event.fields()?;
+        redact(&mut fields);
+        let seqs = self.append_batch(vec![(event.kind().to_owned(), fields)])?;
         self.sync()?;
         seqs.first()
             .copied()
@@ -352,10 +356,14 @@ impl Writer {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let fields = serde_json::json!({"previousFile":name,"previousLastSeq":last,
-                                        "previousLastHash":self.prev,"previousBytes":old_len});
+        let rotation = AuditEvent::Rotation(Rotation {
+            previous_file: name,
+            previous_last_seq: last,
+            previous_last_hash: self.prev.clone(),
+            previous_bytes: old_len,
+        });
         let placed = self
-            .append_locked("rotation", fields)
+            .append_locked(&rotation)
             .and_then(|_| std::fs::rename(&self.path, &archive).map_err(|e| self.io(e)))
             .and_then(|()| std::fs::rename(&next, &self.path).map_err(|e| self.io(e)));
         if let Err(e) = placed {

@@ -9,7 +9,10 @@ pub mod judge;
 pub mod plan;
 
 use crate::app::config::Deadlines;
-use crate::audit::{self, AuditLog};
+use crate::audit::event::{
+    AllowAlways, Answered, Asked, AuditEvent, Decided, NotRun, OutputSummary, Ran, Requester,
+};
+use crate::audit::AuditLog;
 use crate::inbox::{Cancel, Inbox};
 use crate::policy::request::{DecidedBy, Decision, DecisionKind, Request, Source};
 use crate::policy::verdict::{Verdict, VerdictKind};
@@ -17,7 +20,6 @@ use crate::sandbox::RunOutcome;
 use decision::{deny_reason, fallback, now_ms, policy_decision};
 pub use judge::{Judge, JudgeError};
 pub use plan::{ExecPlan, PlanError, PlanInput};
-use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,11 +49,6 @@ pub enum RunResult {
     Shutdown,
     /// The sandbox could not run it; the error says why. Nothing ran.
     Failed(JudgeError),
-}
-
-/// A value as audit JSON (Null if it cannot be encoded, which our types never are).
-fn js<T: serde::Serialize>(v: &T) -> serde_json::Value {
-    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
 
 impl Engine {
@@ -86,8 +83,9 @@ impl Engine {
 
     /// Appends to the audit log (fsynced, off the async threads) before the reply is sent,
     /// so no answer leaves without its record. Returns false when the log failed.
-    pub async fn record(&self, kind: &'static str, fields: serde_json::Value) -> bool {
-        match self.audit.record(kind, fields).await {
+    pub async fn record(&self, event: AuditEvent) -> bool {
+        let kind = event.kind();
+        match self.audit.record(event).await {
             Ok(_) => true,
             Err(e) => {
                 self.audit_ok.store(false, Ordering::Relaxed);
@@ -102,13 +100,13 @@ impl Engine {
     /// answers to `request` frames and rejections, so an autonomous decision costs no fsync
     /// of latency. A failed write marks the log unhealthy and every later allow becomes a
     /// deny `audit-unavailable` (fail closed). With `durable_answers`, waits like
-    /// [`Self::record`]. `fields` is built on the audit writer thread, off the event loop.
-    /// Returns false when the log is (known to be) failing.
-    pub async fn record_soon(&self, kind: &'static str, fields: audit::FieldsFn) -> bool {
+    /// [`Self::record`]. The event is turned into JSON on the audit writer thread, off the
+    /// event loop. Returns false when the log is (known to be) failing.
+    pub async fn record_soon(&self, event: AuditEvent) -> bool {
         if self.durable_answers {
-            return self.record(kind, fields()).await;
+            return self.record(event).await;
         }
-        self.audit.record_detached(kind, fields, &self.audit_ok);
+        self.audit.record_detached(event, &self.audit_ok);
         self.audit_ok.load(Ordering::Relaxed)
     }
 
@@ -118,10 +116,10 @@ impl Engine {
     /// cannot): a request waiting in the inbox is then cancelled `requester-gone` and denied.
     pub async fn decide(
         &self,
-        requester: &serde_json::Value,
+        requester: &Requester,
         req: &Request,
         plan: Option<&ExecPlan>,
-        mut shutdown: watch::Receiver<bool>,
+        shutdown: watch::Receiver<bool>,
         requester_gone: impl std::future::Future<Output = ()>,
     ) -> (Decision, Verdict) {
         let verdict = match plan {
@@ -132,85 +130,118 @@ impl Engine {
             VerdictKind::Allow => policy_decision(DecisionKind::AllowOnce, None),
             VerdictKind::Deny => policy_decision(DecisionKind::Deny, Some(deny_reason(&verdict))),
             VerdictKind::Ask => {
-                let deadline = req
-                    .deadline_ms
-                    .unwrap_or_else(|| self.deadlines.request_deadline(now_ms()));
-                let ticket = match self.inbox.submit(req, &verdict, deadline).await {
-                    Ok(t) => t,
-                    Err(e) => {
-                        tracing::error!(error = %e, "inbox submit failed; denying");
-                        let d = fallback(&format!("inbox-unavailable: {e}"));
-                        self.record("decision", json!({"requester":requester.clone(),"request":js(req),"verdict":js(&verdict),"decision":d})).await;
-                        return (d, verdict);
-                    }
-                };
-                self.record(
-                    "request",
-                    json!({"requester":requester.clone(),"inboxId":ticket.id,"requestHash":ticket.request_hash,
-                           "deadlineMs":deadline,"request":js(req),"verdict":js(&verdict)}),
-                )
-                .await;
-                let id = ticket.id.clone();
-                let d = if *shutdown.borrow() {
-                    Err(Cancel::GuardShutdown)
-                } else {
-                    tokio::select! {
-                        d = ticket.wait() => Ok(d),
-                        _ = shutdown.changed() => Err(Cancel::GuardShutdown),
-                        _ = requester_gone => Err(Cancel::RequesterGone),
-                    }
-                };
-                let d = match d {
-                    Ok(d) => d,
-                    Err(why) => {
-                        let reason = why.reason();
-                        if let Err(e) = self.inbox.cancel(&id, why) {
-                            tracing::warn!(error = %e, reason, "inbox cancel failed");
-                        }
-                        fallback(&reason)
-                    }
-                };
-                self.record(
-                    "decision",
-                    json!({"inboxId":id,"requestId":req.id,"decision":d}),
-                )
-                .await;
+                let d = self
+                    .ask_person(requester, req, &verdict, shutdown, requester_gone)
+                    .await;
                 return (d, verdict);
             }
         };
+        let decision = self
+            .record_policy_decision(requester, req, &verdict, decision)
+            .await;
+        (decision, verdict)
+    }
+
+    /// An `ask` verdict: an inbox entry, then a wait for a person, the deadline, the guard's
+    /// shutdown or the requester leaving (each but a person's answer is a fallback deny).
+    async fn ask_person(
+        &self,
+        requester: &Requester,
+        req: &Request,
+        verdict: &Verdict,
+        mut shutdown: watch::Receiver<bool>,
+        requester_gone: impl std::future::Future<Output = ()>,
+    ) -> Decision {
+        let deadline = req
+            .deadline_ms
+            .unwrap_or_else(|| self.deadlines.request_deadline(now_ms()));
+        let ticket = match self.inbox.submit(req, verdict, deadline).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(error = %e, "inbox submit failed; denying");
+                let d = fallback(&format!("inbox-unavailable: {e}"));
+                self.record(decided(requester, req, verdict, &d)).await;
+                return d;
+            }
+        };
+        self.record(AuditEvent::Asked(Box::new(Asked {
+            requester: requester.clone(),
+            inbox_id: ticket.id.clone(),
+            request_hash: ticket.request_hash.clone(),
+            deadline_ms: deadline,
+            request: req.clone(),
+            verdict: verdict.clone(),
+        })))
+        .await;
+        let id = ticket.id.clone();
+        let d = if *shutdown.borrow() {
+            Err(Cancel::GuardShutdown)
+        } else {
+            tokio::select! {
+                d = ticket.wait() => Ok(d),
+                _ = shutdown.changed() => Err(Cancel::GuardShutdown),
+                _ = requester_gone => Err(Cancel::RequesterGone),
+            }
+        };
+        let d = match d {
+            Ok(d) => d,
+            Err(why) => {
+                let reason = why.reason();
+                if let Err(e) = self.inbox.cancel(&id, why) {
+                    tracing::warn!(error = %e, reason, "inbox cancel failed");
+                }
+                fallback(&reason)
+            }
+        };
+        self.record(AuditEvent::Answered(Answered {
+            inbox_id: id,
+            request_id: req.id.clone(),
+            decision: d.clone(),
+        }))
+        .await;
+        d
+    }
+
+    /// Records the policy's own answer: queued for a `request` frame (nothing runs on it),
+    /// on disk first for an exec. An allow whose record cannot be written is a deny.
+    async fn record_policy_decision(
+        &self,
+        requester: &Requester,
+        req: &Request,
+        verdict: &Verdict,
+        decision: Decision,
+    ) -> Decision {
         crate::web::metrics::global().decision(&decision, Some(req.received_at_ms));
-        let (p, r, v, d) = (
-            requester.clone(),
-            req.clone(),
-            verdict.clone(),
-            decision.clone(),
-        );
-        let fields =
-            move || json!({"requester":p,"request":js(&r),"verdict":js(&v),"decision":js(&d)});
+        let event = decided(requester, req, verdict, &decision);
         let audited = if req.who.source == Source::SocketRequest {
-            self.record_soon("decision", Box::new(fields)).await
+            self.record_soon(event).await
         } else {
             // An exec runs next: its decision is on disk first.
-            self.record("decision", fields()).await
+            self.record(event).await
         };
         if !audited && decision.kind != DecisionKind::Deny {
-            return (fallback("audit-unavailable"), verdict);
+            return fallback("audit-unavailable");
         }
-        (decision, verdict)
+        decision
     }
 
     pub async fn persist_allow_always(&self, req: &Request, verdict: &Verdict) {
         match self.judge.persist_allow_always(req, verdict).await {
             Ok(n) => {
-                self.record("allow-always", json!({"requestId":req.id,"entries":n}))
-                    .await;
+                self.record(AuditEvent::AllowAlways(AllowAlways {
+                    request_id: req.id.clone(),
+                    entries: Some(n),
+                    error: None,
+                }))
+                .await;
             }
             Err(e) => {
                 tracing::error!(error = %e, "writing the allow-always entry failed");
-                self.record(
-                    "allow-always",
-                    json!({"requestId":req.id,"error":e.to_string()}),
-                )
+                self.record(AuditEvent::AllowAlways(AllowAlways {
+                    request_id: req.id.clone(),
+                    entries: None,
+                    error: Some(e.to_string()),
+                }))
                 .await;
             }
         }
@@ -240,23 +271,31 @@ impl Engine {
             o = run => o,
             _ = async { let _ = shutdown.wait_for(|s| *s).await; } => {
                 crate::web::metrics::global().run("shutdown");
-                self.record("exec", json!({"id":req.id,"argv":argv,"reason":"guard-shutdown"})).await;
+                self.record(AuditEvent::NotRun(NotRun {
+                    id: req.id.clone(), argv, error: None, reason: "guard-shutdown", message: None,
+                })).await;
                 return RunResult::Shutdown;
             }
         };
         match outcome {
             Ok(o) => {
                 crate::web::metrics::global().run_outcome(&o);
-                self.record(
-                    "exec",
-                    json!({"id":req.id,"program":program,"argv":argv,"cwd":cwd,
-                           "droppedEnv":dropped,"integrity":o.integrity,
-                           "durationMs":started.elapsed().as_millis() as u64,
-                           "output":output_summary(&o.stdout, &o.stderr),"exitCode":o.exit_code,
-                           "timedOut":o.timed_out,"success":o.success,
-                           "stdoutBytes":o.stdout.len(),"stderrBytes":o.stderr.len(),
-                           "error":o.error}),
-                )
+                self.record(AuditEvent::Ran(Box::new(Ran {
+                    id: req.id.clone(),
+                    program,
+                    argv,
+                    cwd,
+                    dropped_env: dropped,
+                    integrity: o.integrity.clone(),
+                    duration_ms: started.elapsed().as_millis() as u64,
+                    output: output_summary(&o.stdout, &o.stderr),
+                    exit_code: o.exit_code,
+                    timed_out: o.timed_out,
+                    success: o.success,
+                    stdout_bytes: o.stdout.len(),
+                    stderr_bytes: o.stderr.len(),
+                    error: o.error.clone(),
+                })))
                 .await;
                 if !o.integrity.is_empty() {
                     tracing::warn!(id = %req.id, events = o.integrity.len(),
@@ -266,10 +305,13 @@ impl Engine {
             }
             Err(e) => {
                 crate::web::metrics::global().run("sandbox-unavailable");
-                self.record(
-                    "exec",
-                    json!({"id":req.id,"argv":argv,"error":e.to_string(),"reason":"sandbox-unavailable"}),
-                )
+                self.record(AuditEvent::NotRun(NotRun {
+                    id: req.id.clone(),
+                    argv,
+                    error: Some(e.to_string()),
+                    reason: "sandbox-unavailable",
+                    message: None,
+                }))
                 .await;
                 RunResult::Failed(e)
             }
@@ -282,7 +324,7 @@ impl Engine {
 const OUTPUT_EDGE: usize = 400;
 
 /// Head and tail of a run's output for its audit record, with the full size and digest.
-fn output_summary(stdout: &str, stderr: &str) -> serde_json::Value {
+fn output_summary(stdout: &str, stderr: &str) -> OutputSummary {
     use sha2::{Digest, Sha256};
     let both = if stderr.is_empty() {
         stdout.to_owned()
@@ -296,6 +338,21 @@ fn output_summary(stdout: &str, stderr: &str) -> serde_json::Value {
     } else {
         both.chars().skip(head.chars().count()).collect()
     };
-    json!({"bytes": both.len(), "sha256": hex::encode(Sha256::digest(both.as_bytes())),
-           "head": head, "tail": tail, "truncated": total > 2 * OUTPUT_EDGE})
+    OutputSummary {
+        bytes: both.len(),
+        sha256: hex::encode(Sha256::digest(both.as_bytes())),
+        head,
+        tail,
+        truncated: total > 2 * OUTPUT_EDGE,
+    }
+}
+
+/// The `decision` record of an answer the engine gave with its verdict.
+fn decided(requester: &Requester, req: &Request, verdict: &Verdict, d: &Decision) -> AuditEvent {
+    AuditEvent::Decided(Box::new(Decided {
+        requester: requester.clone(),
+        request: req.clone(),
+        verdict: verdict.clone(),
+        decision: d.clone(),
+    }))
 }

@@ -4,6 +4,7 @@
 //! request is resolved exactly once.
 
 use super::{Entry, InboxError, Resolved, State, StateFilter};
+use crate::audit::event::{AuditEvent, InboxPending, InboxResolved};
 use crate::audit::AuditLog;
 use crate::policy::request::{DecidedBy, Decision, DecisionKind, Request};
 use crate::policy::verdict::Verdict;
@@ -180,16 +181,13 @@ impl Store {
             ],
         )?;
         if let Some(audit) = &self.audit {
-            audit.append(
-                "pending",
-                serde_json::json!({
-                    "id": e.id,
-                    "request_id": e.request.id,
-                    "request_hash": e.request_hash,
-                    "created_ms": e.created_ms,
-                    "deadline_ms": e.deadline_ms,
-                }),
-            )?;
+            audit.append(AuditEvent::InboxPending(InboxPending {
+                id: e.id.clone(),
+                request_id: e.request.id.clone(),
+                request_hash: e.request_hash.clone(),
+                created_ms: e.created_ms,
+                deadline_ms: e.deadline_ms,
+            }))?;
         }
         tx.commit()?;
         Ok(())
@@ -259,53 +257,8 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let row = tx
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM requests WHERE id = ?1"),
-                [id],
-                raw_row,
-            )
-            .optional()?
-            .ok_or_else(|| InboxError::UnknownId(id.to_owned()))?;
-        let entry = row.into_entry()?;
-        if entry.state != State::Pending {
-            return Err(InboxError::AlreadyResolved {
-                id: id.to_owned(),
-                state: entry.state,
-            });
-        }
-        let mut late = false;
-        let (state, decision) = match how {
-            Resolution::Human {
-                decision,
-                expect_hash,
-            } => {
-                if let Some(h) = expect_hash.filter(|h| *h != entry.request_hash) {
-                    return Err(InboxError::HashMismatch {
-                        id: id.to_owned(),
-                        expected: h,
-                        actual: entry.request_hash,
-                    });
-                }
-                if !entry.offers(decision.kind) {
-                    return Err(InboxError::NotOffered {
-                        id: id.to_owned(),
-                        kind: decision.kind,
-                        offered: entry.offered(),
-                    });
-                }
-                if now >= entry.deadline_ms {
-                    late = true;
-                    (State::Expired, fallback_deny("approval-timeout"))
-                } else if decision.kind == DecisionKind::Deny {
-                    (State::Denied, decision)
-                } else {
-                    (State::Approved, decision)
-                }
-            }
-            Resolution::Expire { reason } => (State::Expired, fallback_deny(&reason)),
-            Resolution::Cancel { state, reason } => (state, fallback_deny(&reason)),
-        };
+        let entry = pending_entry(&tx, id)?;
+        let (state, decision, late) = settle(&entry, how, now)?;
         let changed = tx.execute(
             "UPDATE requests SET state = ?2, decision_json = ?3, resolved_ms = ?4
              WHERE id = ?1 AND state = 'pending'",
@@ -320,16 +273,13 @@ impl Store {
             return Err(InboxError::Storage(format!("{id}: pending row vanished")));
         }
         if let Some(audit) = &self.audit {
-            audit.append(
-                "decision",
-                serde_json::json!({
-                    "id": id,
-                    "request_id": entry.request.id,
-                    "request_hash": entry.request_hash,
-                    "state": state.as_str(),
-                    "decision": decision,
-                }),
-            )?;
+            audit.append(AuditEvent::InboxResolved(InboxResolved {
+                id: id.to_owned(),
+                request_id: entry.request.id,
+                request_hash: entry.request_hash,
+                state: state.as_str(),
+                decision: decision.clone(),
+            }))?;
         }
         tx.commit()?;
         if late {
@@ -341,6 +291,62 @@ impl Store {
             decision,
         })
     }
+}
+
+/// The entry `id`, which must exist and still be pending.
+fn pending_entry(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<Entry, InboxError> {
+    let row = tx
+        .query_row(
+            &format!("SELECT {COLUMNS} FROM requests WHERE id = ?1"),
+            [id],
+            raw_row,
+        )
+        .optional()?
+        .ok_or_else(|| InboxError::UnknownId(id.to_owned()))?;
+    let entry = row.into_entry()?;
+    if entry.state != State::Pending {
+        return Err(InboxError::AlreadyResolved {
+            id: id.to_owned(),
+            state: entry.state,
+        });
+    }
+    Ok(entry)
+}
+
+/// The state and decision `how` resolves a pending `entry` to at `now`, and whether a
+/// person's answer came too late (the entry then expires with the fallback deny).
+fn settle(entry: &Entry, how: Resolution, now: u64) -> Result<(State, Decision, bool), InboxError> {
+    Ok(match how {
+        Resolution::Human {
+            decision,
+            expect_hash,
+        } => {
+            let id = &entry.id;
+            if let Some(h) = expect_hash.filter(|h| *h != entry.request_hash) {
+                return Err(InboxError::HashMismatch {
+                    id: id.clone(),
+                    expected: h,
+                    actual: entry.request_hash.clone(),
+                });
+            }
+            if !entry.offers(decision.kind) {
+                return Err(InboxError::NotOffered {
+                    id: id.clone(),
+                    kind: decision.kind,
+                    offered: entry.offered(),
+                });
+            }
+            if now >= entry.deadline_ms {
+                (State::Expired, fallback_deny("approval-timeout"), true)
+            } else if decision.kind == DecisionKind::Deny {
+                (State::Denied, decision, false)
+            } else {
+                (State::Approved, decision, false)
+            }
+        }
+        Resolution::Expire { reason } => (State::Expired, fallback_deny(&reason), false),
+        Resolution::Cancel { state, reason } => (state, fallback_deny(&reason), false),
+    })
 }
 
 const COLUMNS: &str = "id, request_json, verdict_json, request_hash, created_ms, deadline_ms, \

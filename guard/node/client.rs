@@ -79,6 +79,8 @@ fn print_pairing(node_id: &str, err: &Value) {
     eprintln!("sanctum-guard node:   openclaw nodes approve <requestId>");
 }
 
+/// One gateway session: the signed handshake, then invokes until the gateway closes or the
+/// node stops.
 async fn session(
     gw: &Gateway,
     id: &DeviceIdentity,
@@ -87,55 +89,11 @@ async fn session(
 ) -> Result<(), SessionError> {
     let (ws, _) = tokio_tungstenite::connect_async(gw.url.as_str()).await?;
     let (mut sink, mut stream) = ws.split();
-    let challenge = tokio::time::timeout(Duration::from_secs(10), async {
-        while let Some(m) = stream.next().await {
-            if let Some(v) = text_of(m?) {
-                if v["event"] == "connect.challenge" {
-                    return Ok(v["payload"]["nonce"].as_str().map(str::to_owned));
-                }
-            }
-        }
-        Err(SessionError::Closed)
-    })
-    .await
-    .map_err(|_| SessionError::NoChallenge)??
-    .ok_or(SessionError::NoChallenge)?;
-    let signed_at = now_ms();
-    let scopes: Vec<String> = Vec::new();
-    let signature = id.sign(&ProofInput {
-        client_id: p::CLIENT_ID,
-        client_mode: p::CLIENT_MODE,
-        role: p::ROLE,
-        scopes: &scopes,
-        signed_at_ms: signed_at,
-        token: &gw.token,
-        nonce: &challenge,
-        platform: p::PLATFORM,
-        device_family: p::DEVICE_FAMILY,
-    });
-    let path_env = handler.decider.judge().deployment().agent_path.clone();
-    let params = p::connect_params(&p::ConnectInfo {
-        display_name: &gw.display_name,
-        device_id: id.device_id(),
-        public_key: id.public_key(),
-        signature: &signature,
-        signed_at_ms: signed_at,
-        nonce: &challenge,
-        token: &gw.token,
-        path_env: &path_env,
-    });
-    sink.send(Message::text(p::req("connect", "connect", params)))
+    let nonce = challenge(&mut stream).await?;
+    sink.send(Message::text(connect_frame(gw, id, handler, &nonce)))
         .await?;
-
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    let seq = Arc::new(AtomicU64::new(0));
-    let send: Arc<Send> = {
-        let (tx, seq) = (tx.clone(), seq.clone());
-        Arc::new(Box::new(move |method: &str, params: Value| {
-            let n = seq.fetch_add(1, Ordering::Relaxed);
-            let _ = tx.send(p::req(&format!("n{n}"), method, params));
-        }))
-    };
+    let send = outbox(tx);
     let mut connected = false;
     loop {
         tokio::select! {
@@ -147,41 +105,11 @@ async fn session(
                 }
                 let Some(v) = text_of(m) else { continue };
                 if !connected && v["type"] == "res" && v["id"] == "connect" {
-                    if v["ok"] == true {
-                        connected = true;
-                        eprintln!("sanctum-guard node: connected as node {}", id.device_id());
-                        continue;
-                    }
-                    let err = &v["error"];
-                    if err["code"] == "NOT_PAIRED" || err["details"]["code"] == "PAIRING_REQUIRED" {
-                        print_pairing(id.device_id(), err);
-                    }
-                    return Err(SessionError::Refused(err.to_string()));
+                    connect_answer(&v, id)?;
+                    connected = true;
+                    continue;
                 }
-                match (v["type"].as_str(), v["event"].as_str()) {
-                    (Some("event"), Some("node.invoke.request")) => {
-                        let Ok(inv) = serde_json::from_value::<InvokeRequest>(v["payload"].clone()) else {
-                            tracing::warn!("malformed node.invoke.request");
-                            continue;
-                        };
-                        let (h, s) = (handler.clone(), send.clone());
-                        tokio::spawn(async move { h.handle(inv, &s).await });
-                    }
-                    (Some("event"), Some("node.pair.requested")) => {
-                        eprintln!("sanctum-guard node: pairing requested: {}", v["payload"]);
-                    }
-                    (Some("event"), Some("node.pair.resolved")) => {
-                        eprintln!("sanctum-guard node: pairing resolved: {}", v["payload"]);
-                    }
-                    (Some("res"), _) if v["ok"] == false => {
-                        let e = &v["error"];
-                        tracing::warn!(error = %e, "gateway refused a node request");
-                        if e.to_string().contains("awaiting operator approval") {
-                            eprintln!("sanctum-guard node: the gateway waits for `openclaw nodes approve` of node {}", id.device_id());
-                        }
-                    }
-                    _ => {}
-                }
+                on_gateway_message(&v, id, handler, &send);
             }
             Some(line) = rx.recv() => {
                 sink.send(Message::text(line)).await?;
@@ -191,5 +119,109 @@ async fn session(
                 return Ok(());
             }
         }
+    }
+}
+
+/// The nonce of the gateway's `connect.challenge` (within 10 s).
+async fn challenge<S>(stream: &mut S) -> Result<String, SessionError>
+where
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(m) = stream.next().await {
+            if let Some(v) = text_of(m?) {
+                if v["event"] == "connect.challenge" {
+                    return Ok(v["payload"]["nonce"].as_str().map(str::to_owned));
+                }
+            }
+        }
+        Err(SessionError::Closed)
+    })
+    .await
+    .map_err(|_| SessionError::NoChallenge)??
+    .ok_or(SessionError::NoChallenge)
+}
+
+/// The `connect` request: the device's identity and its signature over the challenge.
+fn connect_frame(gw: &Gateway, id: &DeviceIdentity, handler: &Handler, nonce: &str) -> String {
+    let signed_at = now_ms();
+    let scopes: Vec<String> = Vec::new();
+    let signature = id.sign(&ProofInput {
+        client_id: p::CLIENT_ID,
+        client_mode: p::CLIENT_MODE,
+        role: p::ROLE,
+        scopes: &scopes,
+        signed_at_ms: signed_at,
+        token: &gw.token,
+        nonce,
+        platform: p::PLATFORM,
+        device_family: p::DEVICE_FAMILY,
+    });
+    let path_env = handler.decider.judge().deployment().agent_path.clone();
+    let params = p::connect_params(&p::ConnectInfo {
+        display_name: &gw.display_name,
+        device_id: id.device_id(),
+        public_key: id.public_key(),
+        signature: &signature,
+        signed_at_ms: signed_at,
+        nonce,
+        token: &gw.token,
+        path_env: &path_env,
+    });
+    p::req("connect", "connect", params)
+}
+
+/// Frames for the gateway, numbered `n0`, `n1`, … and queued for the session's writer.
+fn outbox(tx: mpsc::UnboundedSender<String>) -> Arc<Send> {
+    let seq = AtomicU64::new(0);
+    Arc::new(Box::new(move |method: &str, params: Value| {
+        let n = seq.fetch_add(1, Ordering::Relaxed);
+        let _ = tx.send(p::req(&format!("n{n}"), method, params));
+    }))
+}
+
+/// The gateway's answer to `connect`: Ok when connected; refused (with what a person must
+/// do when the device is not paired yet) otherwise.
+fn connect_answer(v: &Value, id: &DeviceIdentity) -> Result<(), SessionError> {
+    if v["ok"] == true {
+        eprintln!("sanctum-guard node: connected as node {}", id.device_id());
+        return Ok(());
+    }
+    let err = &v["error"];
+    if err["code"] == "NOT_PAIRED" || err["details"]["code"] == "PAIRING_REQUIRED" {
+        print_pairing(id.device_id(), err);
+    }
+    Err(SessionError::Refused(err.to_string()))
+}
+
+/// One message from a connected gateway: an invoke is handled in its own task; pairing news
+/// and refusals are reported.
+fn on_gateway_message(v: &Value, id: &DeviceIdentity, handler: &Arc<Handler>, send: &Arc<Send>) {
+    match (v["type"].as_str(), v["event"].as_str()) {
+        (Some("event"), Some("node.invoke.request")) => {
+            let Ok(inv) = serde_json::from_value::<InvokeRequest>(v["payload"].clone()) else {
+                tracing::warn!("malformed node.invoke.request");
+                return;
+            };
+            let (h, s) = (handler.clone(), send.clone());
+            tokio::spawn(async move { h.handle(inv, &s).await });
+        }
+        (Some("event"), Some("node.pair.requested")) => {
+            eprintln!("sanctum-guard node: pairing requested: {}", v["payload"]);
+        }
+        (Some("event"), Some("node.pair.resolved")) => {
+            eprintln!("sanctum-guard node: pairing resolved: {}", v["payload"]);
+        }
+        (Some("res"), _) if v["ok"] == false => {
+            let e = &v["error"];
+            tracing::warn!(error = %e, "gateway refused a node request");
+            if e.to_string().contains("awaiting operator approval") {
+                eprintln!(
+                    "sanctum-guard node: the gateway waits for `openclaw nodes approve` of node {}",
+                    id.device_id()
+                );
+            }
+        }
+        _ => {}
     }
 }

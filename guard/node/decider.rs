@@ -5,10 +5,11 @@
 //! sandbox with the profile the verdict named, and reports the outcome back.
 
 use super::ask::{self, Answer, Ask, Outcome};
+use crate::audit::event::{AuditEvent, Origin, Requester, RunOutcome};
 use crate::engine::decision::now_ms;
 use crate::engine::plan::ExecPlan;
 use crate::engine::{Engine, Judge, RunResult};
-use crate::policy::request::{DecidedBy, Decision, DecisionKind};
+use crate::policy::request::{DecidedBy, Decision, DecisionKind, Request};
 use crate::policy::verdict::{Verdict, VerdictKind};
 use serde_json::json;
 use std::path::PathBuf;
@@ -134,76 +135,8 @@ impl Decider {
         let mut req = ask::request(a, now_ms());
         req.action = crate::policy::request::Action::Exec(plan.action(None));
         match self {
-            Decider::Local(engine) => {
-                let requester = json!({"node":a.node_id,"runId":a.run_id});
-                let (d, verdict) = engine
-                    .decide(
-                        &requester,
-                        &req,
-                        Some(plan),
-                        shutdown,
-                        std::future::pending(),
-                    )
-                    .await;
-                if d.kind == DecisionKind::AllowAlways {
-                    engine.persist_allow_always(&req, &verdict).await;
-                }
-                let answer = match d.kind {
-                    DecisionKind::Deny => {
-                        Answer::deny(d.reason.as_deref().unwrap_or("approval-required"))
-                    }
-                    _ => Answer {
-                        allow: true,
-                        reason: None,
-                        profile: verdict.profile.clone(),
-                        by_policy: d.by == DecidedBy::Policy,
-                    },
-                };
-                Decided {
-                    answer,
-                    verdict,
-                    decision: d,
-                }
-            }
-            Decider::Remote(r) => {
-                // The local plan verdict is computed while the sidecar thinks.
-                let (mut answer, mut verdict) =
-                    tokio::join!(r.socket.ask(a), async { r.judge.decide_plan(&req, plan) });
-                // The sidecar cannot see this filesystem: what only the plan knows takes
-                // autonomy away here. With no person in the loop that is a deny.
-                let plan_reason = verdict
-                    .reasons
-                    .first()
-                    .map(|r| r.code.clone())
-                    .filter(|c| PLAN_REASONS.contains(&c.as_ref()));
-                if answer.allow && answer.by_policy && verdict.kind == VerdictKind::Ask {
-                    if let Some(code) = plan_reason {
-                        answer = Answer::deny(&code);
-                    }
-                }
-                if answer.profile.is_some() {
-                    verdict.profile = answer.profile.clone();
-                }
-                let decision = Decision {
-                    kind: if answer.allow {
-                        DecisionKind::AllowOnce
-                    } else {
-                        DecisionKind::Deny
-                    },
-                    reason: answer.reason.clone(),
-                    by: if answer.by_policy {
-                        DecidedBy::Policy
-                    } else {
-                        DecidedBy::Human("sidecar".into())
-                    },
-                    at_ms: now_ms(),
-                };
-                Decided {
-                    answer,
-                    verdict,
-                    decision,
-                }
-            }
+            Decider::Local(engine) => decide_local(engine, a, &req, plan, shutdown).await,
+            Decider::Remote(r) => decide_remote(r, a, &req, plan).await,
         }
     }
 
@@ -242,11 +175,96 @@ impl Decider {
     pub async fn report(&self, o: &Outcome) {
         match self {
             Decider::Local(engine) => {
-                engine
-                    .record("exec-outcome", json!({"source":"node","outcome":o}))
-                    .await;
+                let event = AuditEvent::RunOutcome(Box::new(RunOutcome {
+                    source: Origin::Node,
+                    peer: None,
+                    outcome: o.clone(),
+                }));
+                engine.record(event).await;
             }
             Decider::Remote(r) => r.socket.report(o).await,
         }
+    }
+}
+
+/// Laptop mode: the in-process engine decides (and persists an `allow-always`).
+async fn decide_local(
+    engine: &Engine,
+    a: &Ask,
+    req: &Request,
+    plan: &ExecPlan,
+    shutdown: watch::Receiver<bool>,
+) -> Decided {
+    let requester = Requester::LocalNode {
+        node: a.node_id.clone(),
+        run_id: a.run_id.clone(),
+    };
+    let (d, verdict) = engine
+        .decide(
+            &requester,
+            req,
+            Some(plan),
+            shutdown,
+            std::future::pending(),
+        )
+        .await;
+    if d.kind == DecisionKind::AllowAlways {
+        engine.persist_allow_always(req, &verdict).await;
+    }
+    let answer = match d.kind {
+        DecisionKind::Deny => Answer::deny(d.reason.as_deref().unwrap_or("approval-required")),
+        _ => Answer {
+            allow: true,
+            reason: None,
+            profile: verdict.profile.clone(),
+            by_policy: d.by == DecidedBy::Policy,
+        },
+    };
+    Decided {
+        answer,
+        verdict,
+        decision: d,
+    }
+}
+
+/// Deployment: the sidecar decides; what only this filesystem shows (the plan's reasons)
+/// takes autonomy away here, and the sidecar's profile is the one the run uses.
+async fn decide_remote(r: &Remote, a: &Ask, req: &Request, plan: &ExecPlan) -> Decided {
+    // The local plan verdict is computed while the sidecar thinks.
+    let (mut answer, mut verdict) =
+        tokio::join!(r.socket.ask(a), async { r.judge.decide_plan(req, plan) });
+    // The sidecar cannot see this filesystem: what only the plan knows takes
+    // autonomy away here. With no person in the loop that is a deny.
+    let plan_reason = verdict
+        .reasons
+        .first()
+        .map(|r| r.code.clone())
+        .filter(|c| PLAN_REASONS.contains(&c.as_ref()));
+    if answer.allow && answer.by_policy && verdict.kind == VerdictKind::Ask {
+        if let Some(code) = plan_reason {
+            answer = Answer::deny(&code);
+        }
+    }
+    if answer.profile.is_some() {
+        verdict.profile = answer.profile.clone();
+    }
+    let decision = Decision {
+        kind: if answer.allow {
+            DecisionKind::AllowOnce
+        } else {
+            DecisionKind::Deny
+        },
+        reason: answer.reason.clone(),
+        by: if answer.by_policy {
+            DecidedBy::Policy
+        } else {
+            DecidedBy::Human("sidecar".into())
+        },
+        at_ms: now_ms(),
+    };
+    Decided {
+        answer,
+        verdict,
+        decision,
     }
 }

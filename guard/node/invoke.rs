@@ -6,7 +6,7 @@ use super::ask::{Ask, Outcome};
 use super::decider::Decider;
 use super::protocol::{self as p, InvokeAnswer, InvokeRequest, RunContext, RunParams, RunPayload};
 use crate::engine::decision::deny_message;
-use crate::engine::plan::PlanInput;
+use crate::engine::plan::{ExecPlan, PlanInput};
 use crate::engine::RunResult;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -63,6 +63,7 @@ impl Handler {
         }
     }
 
+    /// `system.run`: plan, decide, run confined, answer; the outcome goes to `report`.
     async fn run(
         &self,
         inv: &InvokeRequest,
@@ -71,12 +72,10 @@ impl Handler {
         report: &mut Option<Outcome>,
     ) -> InvokeAnswer {
         let received = Instant::now();
-        let Ok(rp) = serde_json::from_str::<RunParams>(params) else {
-            return InvokeAnswer::invalid("system.run params");
+        let rp = match parse_run(params) {
+            Ok(rp) => rp,
+            Err(answer) => return answer,
         };
-        if rp.command.is_empty() || rp.command[0].is_empty() {
-            return InvokeAnswer::invalid("command required");
-        }
         let command_text = rp
             .raw_command
             .clone()
@@ -91,124 +90,157 @@ impl Handler {
             command: &command_text,
             suppress_notify_on_exit: rp.suppress_notify_on_exit.unwrap_or(false),
         };
-        let deny = |reason: &str| {
-            send(
-                "node.event",
-                p::node_event("exec.denied", &p::exec_denied(&ctx, reason)),
-            );
-            InvokeAnswer::denied(&deny_message(reason))
+        let plan = match self.plan(&rp) {
+            Ok(p) => p,
+            Err(reason) => return denied(send, &ctx, reason),
         };
+        let invoke_ms = inv.timeout_ms.unwrap_or(DEFAULT_INVOKE_MS);
+        let window = invoke_ms.saturating_sub(MARGIN_MS);
+        let a = self.ask(inv, &rp, &plan, &ctx, window);
+        let decided = self.decider.decide(&a, &plan, self.shutdown.clone()).await;
+        if !decided.answer.allow {
+            let reason = decided.answer.reason.as_deref();
+            return denied(send, &ctx, reason.unwrap_or("approval-required"));
+        }
+        let left = window.saturating_sub(received.elapsed().as_millis() as u64);
+        let budget = run_budget(left, rp.timeout_ms);
+        let started = Instant::now();
+        let result = self
+            .decider
+            .run(&a, &decided, plan, budget, self.shutdown.clone())
+            .await;
+        let ran_for = started.elapsed();
+        if let Some(t) = &self.run_timer {
+            t(ran_for);
+        }
+        let mut outcome = Outcome {
+            request_id: inv.id.clone(),
+            node_id: Some(self.node_id.clone()),
+            run_id: Some(run_id.clone()),
+            duration_ms: ran_for.as_millis() as u64,
+            ..Default::default()
+        };
+        let answer = answer_run(result, &mut outcome, send, &ctx);
+        *report = Some(outcome);
+        answer
+    }
+
+    /// The exec plan, resolved once where the command runs: what is judged is exactly what
+    /// runs (program file, argv, cwd, the deployment's workspace, environment). Err: the
+    /// deny reason.
+    fn plan(&self, rp: &RunParams) -> Result<ExecPlan, &'static str> {
         // A plan that does not match what would run is someone else's plan.
         if let Some(plan) = &rp.system_run_plan {
             if plan.argv != rp.command {
-                return deny("plan-mismatch");
+                return Err("plan-mismatch");
             }
         }
-        // Resolved once, where the command runs: what is judged below is exactly what runs
-        // (program file, argv, cwd, the deployment's workspace, environment).
         let input = PlanInput {
             argv: rp.command.clone(),
             cwd: rp.cwd.clone(),
             env: rp.env.clone().unwrap_or_default(),
             timeout_ms: rp.timeout_ms,
         };
-        let plan = match self.decider.judge().plan(&input) {
-            Ok(p) => p,
-            Err(e) => return deny(e.reason()),
-        };
-        let invoke_ms = inv.timeout_ms.unwrap_or(DEFAULT_INVOKE_MS);
-        let window = invoke_ms.saturating_sub(MARGIN_MS);
-        let a = Ask {
+        self.decider.judge().plan(&input).map_err(|e| e.reason())
+    }
+
+    /// What the decider is asked: the plan's facts, the caller's ids, the wait it can afford.
+    fn ask(
+        &self,
+        inv: &InvokeRequest,
+        rp: &RunParams,
+        plan: &ExecPlan,
+        ctx: &RunContext<'_>,
+        window: u64,
+    ) -> Ask {
+        Ask {
             id: inv.id.clone(),
             argv: plan.argv.clone(),
-            command_text: command_text.clone(),
+            command_text: ctx.command.to_owned(),
             cwd: Some(plan.cwd.display().to_string()),
             env_keys: plan.env_keys.clone(),
             resolved_path: Some(plan.program.display().to_string()),
             agent_id: rp.agent_id.clone(),
             session_key: rp.session_key.clone(),
-            run_id: Some(run_id.clone()),
+            run_id: Some(ctx.run_id.to_owned()),
             node_id: Some(self.node_id.clone()),
             wait_ms: window.min(self.ask_timeout.as_millis() as u64),
-        };
-        let decided = self.decider.decide(&a, &plan, self.shutdown.clone()).await;
-        if !decided.answer.allow {
-            return deny(
-                decided
-                    .answer
-                    .reason
-                    .as_deref()
-                    .unwrap_or("approval-required"),
+        }
+    }
+}
+
+/// `system.run` params with a command to run.
+fn parse_run(params: &str) -> Result<RunParams, InvokeAnswer> {
+    let Ok(rp) = serde_json::from_str::<RunParams>(params) else {
+        return Err(InvokeAnswer::invalid("system.run params"));
+    };
+    if rp.command.is_empty() || rp.command[0].is_empty() {
+        return Err(InvokeAnswer::invalid("command required"));
+    }
+    Ok(rp)
+}
+
+/// A denied run: the `exec.denied` event, then the answer.
+fn denied(send: &Send, ctx: &RunContext<'_>, reason: &str) -> InvokeAnswer {
+    send(
+        "node.event",
+        p::node_event("exec.denied", &p::exec_denied(ctx, reason)),
+    );
+    InvokeAnswer::denied(&deny_message(reason))
+}
+
+/// The run's time: what is `left` of the gateway's window, within the caller's timeout.
+fn run_budget(left: u64, timeout_ms: Option<u64>) -> Duration {
+    let budget = match timeout_ms {
+        Some(t) if t > 0 => t.min(left),
+        _ => left,
+    };
+    Duration::from_millis(budget.max(1))
+}
+
+/// The answer to a finished (or abandoned) run; fills in `outcome` for the audit log.
+fn answer_run(
+    result: RunResult,
+    outcome: &mut Outcome,
+    send: &Send,
+    ctx: &RunContext<'_>,
+) -> InvokeAnswer {
+    match result {
+        RunResult::Ran(o) => {
+            let payload = RunPayload {
+                exit_code: o.exit_code,
+                timed_out: o.timed_out,
+                success: o.success,
+                stdout: o.stdout,
+                stderr: o.stderr,
+                error: o.error,
+            };
+            let mut h = Sha256::new();
+            h.update(payload.stdout.as_bytes());
+            h.update(payload.stderr.as_bytes());
+            outcome.output_sha256 = hex::encode(h.finalize());
+            outcome.exit_code = payload.exit_code;
+            outcome.timed_out = payload.timed_out;
+            outcome.success = payload.success;
+            outcome.error = payload.error.clone();
+            send(
+                "node.event",
+                p::node_event("exec.finished", &p::exec_finished(ctx, &payload)),
             );
+            InvokeAnswer::Ok(serde_json::to_value(&payload).unwrap_or(Value::Null))
         }
-        let left = window.saturating_sub(received.elapsed().as_millis() as u64);
-        let budget = match rp.timeout_ms {
-            Some(t) if t > 0 => t.min(left),
-            _ => left,
+        RunResult::Shutdown => {
+            outcome.error = Some("guard-shutdown".into());
+            denied(send, ctx, "guard-shutdown")
         }
-        .max(1);
-        let started = Instant::now();
-        let result = self
-            .decider
-            .run(
-                &a,
-                &decided,
-                plan,
-                Duration::from_millis(budget),
-                self.shutdown.clone(),
-            )
-            .await;
-        let ran_for = started.elapsed();
-        if let Some(t) = &self.run_timer {
-            t(ran_for);
+        RunResult::Failed(e) => {
+            outcome.error = Some(format!("sandbox-unavailable: {e}"));
+            send(
+                "node.event",
+                p::node_event("exec.denied", &p::exec_denied(ctx, "sandbox-unavailable")),
+            );
+            InvokeAnswer::denied(&format!("sandbox could not run the command: {e}"))
         }
-        let duration_ms = ran_for.as_millis() as u64;
-        let mut outcome = Outcome {
-            request_id: inv.id.clone(),
-            node_id: Some(self.node_id.clone()),
-            run_id: Some(run_id.clone()),
-            duration_ms,
-            ..Default::default()
-        };
-        let answer = match result {
-            RunResult::Ran(o) => {
-                let payload = RunPayload {
-                    exit_code: o.exit_code,
-                    timed_out: o.timed_out,
-                    success: o.success,
-                    stdout: o.stdout,
-                    stderr: o.stderr,
-                    error: o.error,
-                };
-                let mut h = Sha256::new();
-                h.update(payload.stdout.as_bytes());
-                h.update(payload.stderr.as_bytes());
-                outcome.output_sha256 = hex::encode(h.finalize());
-                outcome.exit_code = payload.exit_code;
-                outcome.timed_out = payload.timed_out;
-                outcome.success = payload.success;
-                outcome.error = payload.error.clone();
-                send(
-                    "node.event",
-                    p::node_event("exec.finished", &p::exec_finished(&ctx, &payload)),
-                );
-                InvokeAnswer::Ok(serde_json::to_value(&payload).unwrap_or(Value::Null))
-            }
-            RunResult::Shutdown => {
-                outcome.error = Some("guard-shutdown".into());
-                deny("guard-shutdown")
-            }
-            RunResult::Failed(e) => {
-                outcome.error = Some(format!("sandbox-unavailable: {e}"));
-                send(
-                    "node.event",
-                    p::node_event("exec.denied", &p::exec_denied(&ctx, "sandbox-unavailable")),
-                );
-                InvokeAnswer::denied(&format!("sandbox could not run the command: {e}"))
-            }
-        };
-        *report = Some(outcome);
-        answer
     }
 }
 

@@ -3,9 +3,9 @@
 
 use super::auth::Peer;
 use super::wire::{ApprovalRequest, ExecRequest};
+use crate::audit::event::PeerId;
 use crate::policy::request::{Action, DecisionKind, ExecAction, OpenClawAsk, Request, Source, Who};
 use crate::policy::shell::{self, Analysis, Segment, ShellContext};
-use serde_json::json;
 use std::path::PathBuf;
 
 /// A frame's forms of one command (issue 9 item 10): the text a client shows and the argv it
@@ -121,8 +121,12 @@ pub fn exec_forms_agree(r: &ExecRequest) -> Result<(), String> {
     }
 }
 
-pub fn peer_json(p: &Peer) -> serde_json::Value {
-    json!({"uid":p.uid,"pid":p.pid})
+/// The peer as the audit log names it.
+pub fn peer_id(p: &Peer) -> PeerId {
+    PeerId {
+        uid: p.uid,
+        pid: p.pid,
+    }
 }
 
 /// The requester: OpenClaw's agent id (`main` when absent or empty) and session key.
@@ -202,6 +206,7 @@ pub fn request_from_exec(id: &str, r: &ExecRequest, received_ms: u64, deadline_m
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn prompt_frames_become_shell_text_requests() {
@@ -347,11 +352,12 @@ mod tests {
         let d = fallback("approval-timeout");
         assert_eq!((d.kind, d.by), (DecisionKind::Deny, DecidedBy::Fallback));
         assert_eq!(
-            peer_json(&Peer {
+            serde_json::to_value(peer_id(&Peer {
                 uid: 3,
                 pid: Some(4)
-            }),
-            json!({"uid":3,"pid":4})
+            }))
+            .ok(),
+            Some(json!({"uid":3,"pid":4}))
         );
     }
 }

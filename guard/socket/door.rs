@@ -9,7 +9,7 @@
 
 use super::auth::{self, Peer, PeerPolicy, RateLimiter, ReplayCache, REPLAY_FILE};
 use super::decision::{
-    exec_forms_agree, peer_json, prompt_forms_agree, request_from_exec, request_from_prompt,
+    exec_forms_agree, peer_id, prompt_forms_agree, request_from_exec, request_from_prompt,
 };
 use super::listener::ListenError;
 use super::peer::PeerLink;
@@ -19,10 +19,10 @@ use super::wire::{
     RequestFrame,
 };
 use crate::app::config::SocketSettings;
+use crate::audit::event::{AuditEvent, NotRun, Origin, PolicyDeny, Refused, Rejection, Requester};
 use crate::engine::decision::{deny_message, now_ms};
-use crate::engine::{Engine, PlanInput, RunResult};
-use crate::policy::request::{Action, DecidedBy, DecisionKind};
-use serde_json::json;
+use crate::engine::{Engine, ExecPlan, PlanInput, RunResult};
+use crate::policy::request::{Action, DecidedBy, Decision, DecisionKind, Request};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,20 +97,21 @@ impl SocketDoor {
         if !self.rejections.note(reason, peer, message, now_ms()) {
             return;
         }
-        let fields = json!({"source":"socket","peer":{"uid":peer.uid,"pid":peer.pid},"id":id,
-                            "reason":reason.as_str(),"message":message});
-        self.engine
-            .record_soon("rejection", Box::new(move || fields))
-            .await;
+        let event = AuditEvent::Rejection(Rejection {
+            source: Origin::Socket,
+            peer: peer_id(peer),
+            id: id.map(str::to_owned),
+            reason: reason.as_str(),
+            message: message.to_owned(),
+        });
+        self.engine.record_soon(event).await;
     }
 
     /// Writes the aggregate records of the windows that ended (all of them with `all`, at
     /// shutdown).
     pub async fn flush_rejections(&self, all: bool) {
-        for fields in self.rejections.take_due(all, now_ms()) {
-            self.engine
-                .record_soon("rejection", Box::new(move || fields))
-                .await;
+        for event in self.rejections.take_due(all, now_ms()) {
+            self.engine.record_soon(AuditEvent::Rejections(event)).await;
         }
     }
 
@@ -216,10 +217,9 @@ impl SocketDoor {
         // A relative cwd names no directory: judging it against any guess could be wrong.
         if let Some(cwd) = f.request.cwd.as_deref().filter(|c| !c.is_empty()) {
             if !std::path::Path::new(cwd).is_absolute() {
-                let fields = json!({"requester":peer_json(peer),"request":req,
-                    "decision":{"kind":"deny","reason":"cwd-relative","by":"policy"},
-                    "message":format!("cwd {cwd:?} is relative")});
-                self.engine.record("decision", fields).await;
+                let message = format!("cwd {cwd:?} is relative");
+                self.record_refusal(peer, req, "cwd-relative", message)
+                    .await;
                 return Reply::Decision {
                     id: Some(f.id),
                     decision: DecisionKind::Deny,
@@ -229,7 +229,7 @@ impl SocketDoor {
         }
         let (decision, verdict) = self
             .engine
-            .decide(&peer_json(peer), &req, None, shutdown, link.gone())
+            .decide(&requester(peer), &req, None, shutdown, link.gone())
             .await;
         if decision.kind == DecisionKind::AllowAlways {
             self.engine.persist_allow_always(&req, &verdict).await;
@@ -241,6 +241,8 @@ impl SocketDoor {
         }
     }
 
+    /// An `exec` frame: checked, resolved into its plan once, decided on that plan, run
+    /// within the client's deadline, answered with the run's output or why nothing ran.
     async fn on_exec(
         &self,
         peer: &Peer,
@@ -250,158 +252,211 @@ impl SocketDoor {
     ) -> Reply {
         let now = now_ms();
         if let Err(r) = auth::verify_exec(&self.token, &f, now as i64, self.ttl_ms, &self.replay) {
-            let msg = match r {
-                RejectReason::Ttl => "timestamp outside the 10 s window",
-                RejectReason::Hmac => "hmac does not verify",
-                RejectReason::Replay => {
-                    "nonce already used, or the frame was signed before the guard started"
-                }
-                RejectReason::StateUnavailable => "replay journal unavailable",
-                _ => "replay cache full",
-            };
+            let msg = exec_auth_message(r);
             return self.reject(peer, Some(f.id), FrameKind::Exec, r, msg).await;
         }
-        let er = match ExecRequest::parse(&f.request_json) {
-            Ok(r) => r,
-            Err(r) => {
-                return self
-                    .reject(
-                        peer,
-                        Some(f.id),
-                        FrameKind::Exec,
-                        r,
-                        "requestJson is not a valid exec request",
-                    )
-                    .await
-            }
+        let er = match self.exec_request(peer, &f).await {
+            Ok(er) => er,
+            Err(reply) => return reply,
         };
-        if let Err(why) = exec_forms_agree(&er) {
-            return self
-                .reject(
-                    peer,
-                    Some(f.id),
-                    FrameKind::Exec,
-                    RejectReason::CommandMismatch,
-                    &why,
-                )
-                .await;
-        }
         let deadline = self.engine.deadlines().exec_deadline(now, er.timeout_ms);
         let mut req = request_from_exec(&f.id, &er, now, deadline);
         // Resolved once: what is judged below is exactly what runs.
-        let input = PlanInput {
-            argv: er.command.clone(),
-            cwd: er.cwd.clone(),
-            env: er.env.clone().unwrap_or_default(),
-            timeout_ms: er.timeout_ms,
-        };
-        let plan = match self.engine.judge().plan(&input) {
+        let plan = match self.exec_plan(peer, &er, &req).await {
             Ok(p) => p,
-            Err(e) => {
-                let reason = e.reason();
-                let message = e.to_string();
-                let fields = json!({"requester":peer_json(peer),"request":req,
-                    "decision":{"kind":"deny","reason":reason,"by":"policy"},"message":message});
-                self.engine.record("decision", fields).await;
-                return Reply::ExecErr {
-                    id: Some(f.id),
-                    error: ExecError::denied(reason, &format!("{reason}: {message}")),
-                };
-            }
+            Err(error) => return exec_err(f.id, error),
         };
         req.action = Action::Exec(plan.action(None));
         let (decision, verdict) = self
             .engine
             .decide(
-                &peer_json(peer),
+                &requester(peer),
                 &req,
                 Some(&plan),
                 shutdown.clone(),
                 link.gone(),
             )
             .await;
+        if let Some(error) = self.refuse_run(&req, &er, &decision, &link).await {
+            return exec_err(f.id, error);
+        }
+        if decision.kind == DecisionKind::AllowAlways {
+            self.engine.persist_allow_always(&req, &verdict).await;
+        }
+        let budget = run_budget(deadline, er.timeout_ms);
+        let result = self
+            .engine
+            .run_exec(&req, &verdict, &decision, plan, budget, shutdown)
+            .await;
+        exec_reply(f.id, result)
+    }
+
+    /// The frame's `requestJson`, parsed, whose display text is the argv it runs.
+    async fn exec_request(&self, peer: &Peer, f: &ExecFrame) -> Result<ExecRequest, Reply> {
+        // The id is copied only for a rejection: the accepted path allocates nothing here.
+        let id = || Some(f.id.clone());
+        let er = match ExecRequest::parse(&f.request_json) {
+            Ok(r) => r,
+            Err(r) => {
+                let msg = "requestJson is not a valid exec request";
+                return Err(self.reject(peer, id(), FrameKind::Exec, r, msg).await);
+            }
+        };
+        if let Err(why) = exec_forms_agree(&er) {
+            let r = RejectReason::CommandMismatch;
+            return Err(self.reject(peer, id(), FrameKind::Exec, r, &why).await);
+        }
+        Ok(er)
+    }
+
+    /// The exec plan, or the deny (on disk) of a command that names nothing runnable.
+    async fn exec_plan(
+        &self,
+        peer: &Peer,
+        er: &ExecRequest,
+        req: &Request,
+    ) -> Result<ExecPlan, ExecError> {
+        let input = PlanInput {
+            argv: er.command.clone(),
+            cwd: er.cwd.clone(),
+            env: er.env.clone().unwrap_or_default(),
+            timeout_ms: er.timeout_ms,
+        };
+        match self.engine.judge().plan(&input) {
+            Ok(p) => Ok(p),
+            Err(e) => {
+                let (reason, message) = (e.reason(), e.to_string());
+                let text = format!("{reason}: {message}");
+                self.record_refusal(peer, req.clone(), reason, message)
+                    .await;
+                Err(ExecError::denied(reason, &text))
+            }
+        }
+    }
+
+    /// Why an approved-or-denied exec must not run: the deny itself, or (after a person's
+    /// approval) a client that went away meanwhile, recorded as not run.
+    async fn refuse_run(
+        &self,
+        req: &Request,
+        er: &ExecRequest,
+        decision: &Decision,
+        link: &PeerLink<'_>,
+    ) -> Option<ExecError> {
         if decision.kind == DecisionKind::Deny {
-            let reason = decision
-                .reason
-                .clone()
-                .unwrap_or_else(|| "approval-required".into());
-            return Reply::ExecErr {
-                id: Some(f.id),
-                error: ExecError::denied(&reason, &deny_message(&reason)),
-            };
+            let reason = decision.reason.as_deref().unwrap_or("approval-required");
+            return Some(ExecError::denied(reason, &deny_message(reason)));
         }
         // Only a request that waited for a person can have lost its client meanwhile (an
         // autonomous answer costs no extra syscall).
         if matches!(decision.by, DecidedBy::Human(_)) && link.is_gone() {
             // Approved, but nobody is left to receive the output: run nothing.
             self.engine
-                .record(
-                    "exec",
-                    json!({"id":req.id,"argv":er.command,"reason":"requester-gone",
-                           "message":"the client closed its connection before the run; not run"}),
-                )
+                .record(AuditEvent::NotRun(NotRun {
+                    id: req.id.clone(),
+                    argv: er.command.clone(),
+                    error: None,
+                    reason: "requester-gone",
+                    message: Some("the client closed its connection before the run; not run"),
+                }))
                 .await;
-            return Reply::ExecErr {
-                id: Some(f.id),
-                error: ExecError::denied("requester-gone", &deny_message("requester-gone")),
-            };
+            let reason = "requester-gone";
+            return Some(ExecError::denied(reason, &deny_message(reason)));
         }
-        if decision.kind == DecisionKind::AllowAlways {
-            self.engine.persist_allow_always(&req, &verdict).await;
+        None
+    }
+
+    /// A `decision` record for a request the door denies before the engine judges it.
+    async fn record_refusal(
+        &self,
+        peer: &Peer,
+        request: Request,
+        reason: &'static str,
+        message: String,
+    ) {
+        let event = AuditEvent::Refused(Box::new(Refused {
+            requester: requester(peer),
+            request,
+            decision: PolicyDeny::new(reason),
+            message,
+        }));
+        self.engine.record(event).await;
+    }
+}
+
+/// The socket's requester in the audit log: its peer credentials.
+fn requester(peer: &Peer) -> Requester {
+    Requester::Peer(peer_id(peer))
+}
+
+/// What the client is told when an exec frame's signature, time or nonce fails.
+fn exec_auth_message(r: RejectReason) -> &'static str {
+    match r {
+        RejectReason::Ttl => "timestamp outside the 10 s window",
+        RejectReason::Hmac => "hmac does not verify",
+        RejectReason::Replay => {
+            "nonce already used, or the frame was signed before the guard started"
         }
-        // The run must end before the client gives up waiting.
-        let left = deadline.saturating_sub(now_ms()).max(1);
-        let budget = match er.timeout_ms {
-            Some(t) if t > 0 => t.min(left),
-            _ => left,
-        };
-        let result = self
-            .engine
-            .run_exec(
-                &req,
-                &verdict,
-                &decision,
-                plan,
-                Duration::from_millis(budget),
-                shutdown,
-            )
-            .await;
-        match result {
-            RunResult::Ran(o) => {
-                // The agent learns what the guard undid after its run (hooks, git config).
-                let mut stderr = o.stderr;
-                for e in &o.integrity {
-                    stderr.push_str(&format!(
-                        "\nsanctum-guard: {} {:?} ({:?}): {}",
-                        e.path.display(),
-                        e.change,
-                        e.action,
-                        e.detail
-                    ));
-                }
-                Reply::ExecOk {
-                    id: Some(f.id),
-                    payload: ExecPayload {
-                        exit_code: o.exit_code,
-                        timed_out: o.timed_out,
-                        success: o.success,
-                        stdout: o.stdout,
-                        stderr,
-                        error: o.error,
-                    },
-                }
+        RejectReason::StateUnavailable => "replay journal unavailable",
+        _ => "replay cache full",
+    }
+}
+
+/// The run must end before the client gives up waiting (and within its own timeout).
+fn run_budget(deadline: u64, timeout_ms: Option<u64>) -> Duration {
+    let left = deadline.saturating_sub(now_ms()).max(1);
+    let budget = match timeout_ms {
+        Some(t) if t > 0 => t.min(left),
+        _ => left,
+    };
+    Duration::from_millis(budget)
+}
+
+fn exec_err(id: String, error: ExecError) -> Reply {
+    Reply::ExecErr {
+        id: Some(id),
+        error,
+    }
+}
+
+/// The reply to a run: its output (with what the guard undid after it), or why it ended
+/// without one.
+fn exec_reply(id: String, result: RunResult) -> Reply {
+    match result {
+        RunResult::Ran(o) => {
+            // The agent learns what the guard undid after its run (hooks, git config).
+            let mut stderr = o.stderr;
+            for e in &o.integrity {
+                stderr.push_str(&format!(
+                    "\nsanctum-guard: {} {:?} ({:?}): {}",
+                    e.path.display(),
+                    e.change,
+                    e.action,
+                    e.detail
+                ));
             }
-            RunResult::Shutdown => Reply::ExecErr {
-                id: Some(f.id),
-                error: ExecError::denied("guard-shutdown", &deny_message("guard-shutdown")),
-            },
-            RunResult::Failed(e) => Reply::ExecErr {
-                id: Some(f.id),
-                error: ExecError::denied(
-                    "sandbox-unavailable",
-                    &format!("sandbox could not run the command: {e}"),
-                ),
-            },
+            Reply::ExecOk {
+                id: Some(id),
+                payload: ExecPayload {
+                    exit_code: o.exit_code,
+                    timed_out: o.timed_out,
+                    success: o.success,
+                    stdout: o.stdout,
+                    stderr,
+                    error: o.error,
+                },
+            }
         }
+        RunResult::Shutdown => exec_err(
+            id,
+            ExecError::denied("guard-shutdown", &deny_message("guard-shutdown")),
+        ),
+        RunResult::Failed(e) => exec_err(
+            id,
+            ExecError::denied(
+                "sandbox-unavailable",
+                &format!("sandbox could not run the command: {e}"),
+            ),
+        ),
     }
 }

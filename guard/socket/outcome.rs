@@ -5,9 +5,10 @@
 //! log and the history), acknowledged with `{"type":"outcome-ack","id","ok":true}`.
 
 use super::auth::Peer;
-use super::decision::peer_json;
+use super::decision::peer_id;
 use super::peer::PeerLink;
 use super::wire::{Reply, RequestFrame};
+use crate::audit::event::{AuditEvent, Origin, Requester, RunOutcome};
 use crate::engine::decision::now_ms;
 use crate::engine::Engine;
 use crate::node::ask::{self, Ask, Outcome};
@@ -69,7 +70,11 @@ pub async fn on_node_request(
                                   "reason":"json","message":"a node request needs commandArgv"}));
     }
     let req = ask::request(&a, now_ms());
-    let requester = json!({"peer":peer_json(peer),"nodeId":a.node_id,"runId":a.run_id});
+    let requester = Requester::SocketNode {
+        peer: peer_id(peer),
+        node_id: a.node_id.clone(),
+        run_id: a.run_id.clone(),
+    };
     let (decision, verdict) = engine
         .decide(&requester, &req, None, shutdown, link.gone())
         .await;
@@ -96,12 +101,12 @@ pub async fn on_node_request(
 
 /// Records how a node's run ended (token already checked).
 pub async fn on_outcome(engine: &Arc<Engine>, peer: &Peer, f: OutcomeFrame) -> Reply {
-    let ok = engine
-        .record(
-            "exec-outcome",
-            json!({"source":"node","peer":peer_json(peer),"outcome":f.outcome}),
-        )
-        .await;
+    let event = AuditEvent::RunOutcome(Box::new(RunOutcome {
+        source: Origin::Node,
+        peer: Some(peer_id(peer)),
+        outcome: f.outcome,
+    }));
+    let ok = engine.record(event).await;
     Reply::Line(json!({"type":"outcome-ack","id":f.id,"ok":ok}))
 }
 

@@ -6,7 +6,7 @@
 
 use super::auth::Peer;
 use super::wire::RejectReason;
-use serde_json::{json, Value};
+use crate::audit::event::{Origin, PeerId, Rejections as Aggregate};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -67,7 +67,7 @@ impl Rejections {
 
     /// Closes the windows older than [`WINDOW`] (all of them with `all`) and returns the
     /// aggregated records to write (windows that saw only their first rejection write none).
-    pub fn take_due(&self, all: bool, now_ms: u64) -> Vec<Value> {
+    pub fn take_due(&self, all: bool, now_ms: u64) -> Vec<Aggregate> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let due: Vec<RejectReason> = open
             .iter()
@@ -77,15 +77,19 @@ impl Rejections {
         due.into_iter()
             .filter_map(|r| open.remove(&r).map(|w| (r, w)))
             .filter(|(_, w)| w.more > 0)
-            .map(|(r, w)| {
-                let peers: Vec<Value> = w
+            .map(|(r, w)| Aggregate {
+                source: Origin::Socket,
+                aggregated: true,
+                reason: r.as_str(),
+                count: w.more,
+                from_ms: w.from_ms,
+                to_ms: now_ms,
+                peers: w
                     .peers
                     .iter()
-                    .map(|(uid, pid)| json!({"uid":uid,"pid":pid}))
-                    .collect();
-                json!({"source":"socket","aggregated":true,"reason":r.as_str(),"count":w.more,
-                       "fromMs":w.from_ms,"toMs":now_ms,"peers":peers,
-                       "message":w.last_message})
+                    .map(|&(uid, pid)| PeerId { uid, pid })
+                    .collect(),
+                message: w.last_message,
             })
             .collect()
     }
@@ -114,8 +118,8 @@ mod tests {
             1,
             "the lone token rejection needs no aggregate: {out:?}"
         );
-        assert_eq!(out[0]["count"], 1000);
-        assert_eq!(out[0]["reason"], "json");
+        assert_eq!(out[0].count, 1000);
+        assert_eq!(out[0].reason, "json");
         assert!(
             r.note(RejectReason::Json, &p, "malformed frame", 6),
             "a new window"

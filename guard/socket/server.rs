@@ -24,6 +24,7 @@ use super::door::SocketDoor as Engine;
 use super::listener::{bind_secure, ListenError, SocketFile};
 use super::peer::PeerLink;
 use super::wire::{FrameKind, RejectReason, Reply, MAX_LINE_BYTES};
+use crate::audit::event::{AuditEvent, GuardLimit, Rlimit};
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::{UnixListener as StdListener, UnixStream as StdStream};
@@ -116,16 +117,7 @@ impl Server {
             emfile: 0,
             since: Instant::now(),
         };
-        let flusher = {
-            let engine = self.engine.clone();
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(super::rejections::WINDOW);
-                loop {
-                    tick.tick().await;
-                    engine.flush_rejections(false).await;
-                }
-            })
-        };
+        let flusher = self.spawn_rejection_flusher();
         let mut tasks = JoinSet::new();
         loop {
             let accepted = tokio::select! {
@@ -135,35 +127,10 @@ impl Server {
             // Reap finished tasks so the set stays small under load.
             while tasks.try_join_next().is_some() {}
             match accepted {
-                Ok(stream) => {
-                    let peer = peer_of(&stream);
-                    let (slot, shed) = match budget.admit(peer.uid) {
-                        Ok(s) => s,
-                        Err(Refused::Full) => {
-                            refuse_now(stream, &self.engine, &peer).await;
-                            continue;
-                        }
-                    };
-                    let engine = self.engine.clone();
-                    let timeout = self.opts.read_timeout;
-                    let stop = shutdown.clone();
-                    tasks.spawn(async move {
-                        let conn = Admitted { slot, shed };
-                        handle_connection(stream, peer, conn, engine, timeout, stop).await;
-                    });
-                }
+                Ok(stream) => self.admit(stream, &budget, &mut tasks, &shutdown).await,
                 Err(e) if is_out_of_fds(&e) => {
                     report.emfile += 1;
-                    // Free a descriptor: a slow reader first, else the reserve, and answer
-                    // the waiting client rather than leave it in the backlog.
-                    if !budget.shed_one() {
-                        reserve = None;
-                        if let Ok(stream) = accept_now(&self.listener) {
-                            let peer = peer_of(&stream);
-                            refuse_now(stream, &self.engine, &peer).await;
-                        }
-                        reserve = reserve.or_else(|| std::fs::File::open("/dev/null").ok());
-                    }
+                    self.free_a_descriptor(&budget, &mut reserve).await;
                     self.report_load(&mut report).await;
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
@@ -174,6 +141,67 @@ impl Server {
             }
         }
         drop(reserve);
+        self.drain(tasks).await;
+        flusher.abort();
+        self.report_load(&mut report).await;
+        self.engine.flush_rejections(true).await;
+    }
+
+    /// Writes the rejection aggregates of each window as it ends.
+    fn spawn_rejection_flusher(&self) -> tokio::task::JoinHandle<()> {
+        let engine = self.engine.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(super::rejections::WINDOW);
+            loop {
+                tick.tick().await;
+                engine.flush_rejections(false).await;
+            }
+        })
+    }
+
+    /// Serves an accepted connection in its own task, or refuses it when the budget is full.
+    async fn admit(
+        &self,
+        stream: StdStream,
+        budget: &Arc<Budget>,
+        tasks: &mut JoinSet<()>,
+        shutdown: &watch::Receiver<bool>,
+    ) {
+        let peer = peer_of(&stream);
+        let (slot, shed) = match budget.admit(peer.uid) {
+            Ok(s) => s,
+            Err(Refused::Full) => {
+                refuse_now(stream, &self.engine, &peer).await;
+                return;
+            }
+        };
+        let engine = self.engine.clone();
+        let timeout = self.opts.read_timeout;
+        let stop = shutdown.clone();
+        tasks.spawn(async move {
+            let conn = Admitted { slot, shed };
+            handle_connection(stream, peer, conn, engine, timeout, stop).await;
+        });
+    }
+
+    /// Out of descriptors: frees one (a slow reader first, else the reserve) and answers the
+    /// waiting client rather than leave it in the backlog.
+    async fn free_a_descriptor(&self, budget: &Arc<Budget>, reserve: &mut Option<std::fs::File>) {
+        if budget.shed_one() {
+            return;
+        }
+        *reserve = None;
+        if let Ok(stream) = accept_now(&self.listener) {
+            let peer = peer_of(&stream);
+            refuse_now(stream, &self.engine, &peer).await;
+        }
+        *reserve = reserve
+            .take()
+            .or_else(|| std::fs::File::open("/dev/null").ok());
+    }
+
+    /// Lets in-flight connections finish (up to the drain timeout), then aborts the rest.
+    async fn drain(&self, mut tasks: JoinSet<()>) {
         while tasks.try_join_next().is_some() {}
         tracing::info!(in_flight = tasks.len(), "socket: stopped accepting");
         let drain = async { while tasks.join_next().await.is_some() {} };
@@ -184,9 +212,6 @@ impl Server {
             tracing::warn!("socket: in-flight requests did not finish in time; aborting them");
             tasks.abort_all();
         }
-        flusher.abort();
-        self.report_load(&mut report).await;
-        self.engine.flush_rejections(true).await;
     }
 
     /// One `guard-limit` record per window for descriptor exhaustion (the shed connections
@@ -194,21 +219,20 @@ impl Server {
     async fn report_load(&self, r: &mut LoadReport) {
         if r.emfile > 0 && r.since.elapsed() >= super::rejections::WINDOW {
             let nofile = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
-                .map(|(s, h)| serde_json::json!({"soft":s,"hard":h}))
-                .unwrap_or(serde_json::Value::Null);
+                .map(|(soft, hard)| Rlimit { soft, hard })
+                .ok();
             tracing::error!(
                 count = r.emfile,
                 "socket: out of file descriptors (EMFILE); clients denied"
             );
-            self.engine
-                .engine()
-                .record(
-                    "guard-limit",
-                    serde_json::json!({"what":"accept","error":"EMFILE: too many open files",
-                        "count":r.emfile,"rlimitNofile":nofile,
-                        "action":"oldest readers shed; waiting clients denied"}),
-                )
-                .await;
+            let event = AuditEvent::GuardLimit(GuardLimit {
+                what: "accept",
+                error: "EMFILE: too many open files",
+                count: r.emfile,
+                rlimit_nofile: nofile,
+                action: "oldest readers shed; waiting clients denied",
+            });
+            self.engine.engine().record(event).await;
             r.emfile = 0;
             r.since = Instant::now();
         }

@@ -1,0 +1,337 @@
+//! What the guard writes to the audit log: one typed event per record kind. Callers build an
+//! [`AuditEvent`] from values they already hold; the writer thread turns it into the record's
+//! `fields` (and redacts them), so the request path pays for no JSON.
+//!
+//! The on-disk shape is the log's contract with `audit verify`, the web history, the inbox
+//! and the tests: field names (camelCase, except the inbox's snake_case records), nesting and
+//! kind strings are those the guard wrote before events were typed. Several variants share a
+//! kind (`decision`, `exec`, `rejection`): readers tell them apart by their fields, as before.
+
+use crate::node::ask::Outcome;
+use crate::policy::request::{Decision, Request};
+use crate::policy::verdict::Verdict;
+use crate::sandbox::IntegrityEvent;
+use serde::Serialize;
+use std::path::PathBuf;
+
+/// One audit record's kind and fields.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum AuditEvent {
+    /// `startup`: the guard is serving.
+    Startup(Startup),
+    /// `shutdown`: the guard stopped serving.
+    Shutdown(Shutdown),
+    /// `request`: a request waits for a person in the inbox.
+    Asked(Box<Asked>),
+    /// `decision`: the engine's answer with everything it was based on.
+    Decided(Box<Decided>),
+    /// `decision`: how a request that waited in the inbox was answered.
+    Answered(Answered),
+    /// `decision`: a door refused a request before the engine judged it.
+    Refused(Box<Refused>),
+    /// `pending`: the inbox stored a new entry.
+    InboxPending(InboxPending),
+    /// `decision`: the inbox resolved an entry (a person, the deadline or a cancel).
+    InboxResolved(InboxResolved),
+    /// `allow-always`: the grant written to OpenClaw's document (or why not).
+    AllowAlways(AllowAlways),
+    /// `exec`: an approved command ran.
+    Ran(Box<Ran>),
+    /// `exec`: an approved command did not run.
+    NotRun(NotRun),
+    /// `exec-outcome`: how a node host's run ended.
+    RunOutcome(Box<RunOutcome>),
+    /// `rejection`: a frame refused before any decision.
+    Rejection(Rejection),
+    /// `rejection`: the rest of a window's rejections of one reason, counted.
+    Rejections(Rejections),
+    /// `guard-limit`: the guard hit an operating-system limit.
+    GuardLimit(GuardLimit),
+    /// `torn-tail`: a half-written last line cut off on open.
+    TornTail(TornTail),
+    /// `bad-tail`: a complete last line that is not a record, kept as evidence.
+    BadTail(BadTail),
+    /// `rotation`: the first record of a new file, chained to the archived one.
+    Rotation(Rotation),
+}
+
+impl AuditEvent {
+    /// The record's `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            AuditEvent::Startup(_) => "startup",
+            AuditEvent::Shutdown(_) => "shutdown",
+            AuditEvent::Asked(_) => "request",
+            AuditEvent::Decided(_)
+            | AuditEvent::Answered(_)
+            | AuditEvent::Refused(_)
+            | AuditEvent::InboxResolved(_) => "decision",
+            AuditEvent::InboxPending(_) => "pending",
+            AuditEvent::AllowAlways(_) => "allow-always",
+            AuditEvent::Ran(_) | AuditEvent::NotRun(_) => "exec",
+            AuditEvent::RunOutcome(_) => "exec-outcome",
+            AuditEvent::Rejection(_) | AuditEvent::Rejections(_) => "rejection",
+            AuditEvent::GuardLimit(_) => "guard-limit",
+            AuditEvent::TornTail(_) => "torn-tail",
+            AuditEvent::BadTail(_) => "bad-tail",
+            AuditEvent::Rotation(_) => "rotation",
+        }
+    }
+
+    /// The record's `fields`, not yet redacted.
+    pub fn fields(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::to_value(self)
+    }
+}
+
+/// A socket peer's credentials: `{"uid","pid"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct PeerId {
+    pub uid: u32,
+    pub pid: Option<i32>,
+}
+
+/// Who asked, as the door describes it (audit only).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Requester {
+    /// A client of the approvals socket: its peer credentials.
+    Peer(PeerId),
+    /// A node host asking over the socket.
+    #[serde(rename_all = "camelCase")]
+    SocketNode {
+        peer: PeerId,
+        node_id: Option<String>,
+        run_id: Option<String>,
+    },
+    /// A node host with an in-process engine.
+    #[serde(rename_all = "camelCase")]
+    LocalNode {
+        node: Option<String>,
+        run_id: Option<String>,
+    },
+}
+
+/// Which door a record came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    Socket,
+    Node,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Startup {
+    pub pid: u32,
+    pub socket: PathBuf,
+    pub state_dir: PathBuf,
+    pub openclaw_store: PathBuf,
+    pub policy: String,
+    pub expired_at_start: usize,
+    pub version: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Shutdown {
+    pub pid: u32,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Asked {
+    pub requester: Requester,
+    pub inbox_id: String,
+    pub request_hash: String,
+    pub deadline_ms: u64,
+    pub request: Request,
+    pub verdict: Verdict,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Decided {
+    pub requester: Requester,
+    pub request: Request,
+    pub verdict: Verdict,
+    pub decision: Decision,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Answered {
+    pub inbox_id: String,
+    pub request_id: String,
+    pub decision: Decision,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Refused {
+    pub requester: Requester,
+    pub request: Request,
+    pub decision: PolicyDeny,
+    pub message: String,
+}
+
+/// A deny by policy without a verdict: `{"kind":"deny","reason","by":"policy"}`.
+#[derive(Debug, Serialize)]
+pub struct PolicyDeny {
+    kind: &'static str,
+    reason: &'static str,
+    by: &'static str,
+}
+
+impl PolicyDeny {
+    pub fn new(reason: &'static str) -> Self {
+        PolicyDeny {
+            kind: "deny",
+            reason,
+            by: "policy",
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct InboxPending {
+    pub id: String,
+    pub request_id: String,
+    pub request_hash: String,
+    pub created_ms: u64,
+    pub deadline_ms: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct InboxResolved {
+    pub id: String,
+    pub request_id: String,
+    pub request_hash: String,
+    pub state: &'static str,
+    pub decision: Decision,
+}
+
+/// `{"requestId","entries"}`, or `{"requestId","error"}` when writing the grant failed.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AllowAlways {
+    pub request_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entries: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ran {
+    pub id: String,
+    pub program: PathBuf,
+    pub argv: Vec<String>,
+    pub cwd: PathBuf,
+    pub dropped_env: Vec<String>,
+    pub integrity: Vec<IntegrityEvent>,
+    pub duration_ms: u64,
+    pub output: OutputSummary,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub success: bool,
+    pub stdout_bytes: usize,
+    pub stderr_bytes: usize,
+    pub error: Option<String>,
+}
+
+/// Head and tail of a run's output, with its full size and digest.
+#[derive(Debug, Serialize)]
+pub struct OutputSummary {
+    pub bytes: usize,
+    pub sha256: String,
+    pub head: String,
+    pub tail: String,
+    pub truncated: bool,
+}
+
+/// `{"id","argv","reason"}`, with the sandbox's `error` or a `message` when there is one.
+#[derive(Debug, Serialize)]
+pub struct NotRun {
+    pub id: String,
+    pub argv: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub reason: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<&'static str>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunOutcome {
+    pub source: Origin,
+    /// The node's socket peer; absent for an in-process engine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerId>,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Rejection {
+    pub source: Origin,
+    pub peer: PeerId,
+    pub id: Option<String>,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rejections {
+    pub source: Origin,
+    /// Always true: tells this record from a single [`Rejection`].
+    pub aggregated: bool,
+    pub reason: &'static str,
+    pub count: u64,
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub peers: Vec<PeerId>,
+    pub message: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GuardLimit {
+    pub what: &'static str,
+    pub error: &'static str,
+    pub count: u64,
+    /// `{"soft","hard"}`; null when it could not be read.
+    pub rlimit_nofile: Option<Rlimit>,
+    pub action: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Rlimit {
+    pub soft: u64,
+    pub hard: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TornTail {
+    pub bytes: usize,
+    pub sha256: String,
+    pub text: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct BadTail {
+    pub line: u64,
+    pub error: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rotation {
+    pub previous_file: String,
+    pub previous_last_seq: u64,
+    pub previous_last_hash: String,
+    pub previous_bytes: u64,
+}
+
+#[cfg(test)]
+#[path = "event_tests.rs"]
+mod tests;
