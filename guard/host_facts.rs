@@ -86,11 +86,10 @@ fn cache() -> &'static Mutex<HashMap<u64, (Key, Entry)>> {
 
 /// The cache's hash of a key given by its parts.
 fn key_hash(name: &str, path_var: &str, cwd: &Path) -> u64 {
-    use std::hash::{BuildHasher, Hash, Hasher};
+    use std::hash::BuildHasher;
     static SEED: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
-    let mut h = SEED.get_or_init(Default::default).build_hasher();
-    (name, path_var, cwd).hash(&mut h);
-    h.finish()
+    SEED.get_or_init(Default::default)
+        .hash_one((name, path_var, cwd))
 }
 
 fn same_key(k: &Key, name: &str, path_var: &str, cwd: &Path) -> bool {
