@@ -13,6 +13,7 @@ mod commands_git;
 mod commands_http;
 mod commands_sys;
 mod commands_text;
+mod git_content;
 mod gram_git;
 mod gram_list;
 mod gram_misc;

@@ -85,6 +85,9 @@ pub(super) struct Met {
 pub(super) struct Parsed<'a> {
     pub opts: Vec<Met>,
     pub operands: Vec<&'a Word>,
+    /// How many operands came before `--`, when it was given (git tells revisions from
+    /// pathspecs by it).
+    pub dashdash: Option<usize>,
 }
 
 impl Parsed<'_> {
@@ -189,6 +192,7 @@ pub(super) fn parse<'a>(
         };
         if s == "--" {
             options_done = true;
+            out.dashdash = Some(out.operands.len());
             continue;
         }
         if s == "-" || !s.starts_with('-') {
