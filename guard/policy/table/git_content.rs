@@ -99,8 +99,8 @@ fn bound_content(k: &Checker, c: &mut Classification, sub: &str, parsed: &Parsed
             }
             patch || !names_only
         }
-        // A revision's tree is searched, not the working tree.
-        "grep" => !ops.revs.is_empty(),
+        // A revision's tree, or the index, is searched, not the working tree.
+        "grep" => !ops.revs.is_empty() || parsed.has("cached"),
         _ => patch,
     };
     if !content {
