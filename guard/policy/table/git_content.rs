@@ -99,8 +99,9 @@ fn bound_content(k: &Checker, c: &mut Classification, sub: &str, parsed: &Parsed
             }
             patch || !names_only
         }
-        // A revision's tree, or the index, is searched, not the working tree.
-        "grep" => !ops.revs.is_empty() || parsed.has("cached"),
+        // A revision's tree or the index is searched, or a working tree where a secret
+        // file (tracked or not: not known here) lies below.
+        "grep" => !ops.revs.is_empty() || parsed.has("cached") || holds_secret_file(k),
         _ => patch,
     };
     if !content {
@@ -117,6 +118,14 @@ fn bound_content(k: &Checker, c: &mut Classification, sub: &str, parsed: &Parsed
             "prints file content from history or the index, and no pathspec bounds it",
         );
     }
+}
+
+/// Does the tree below where git runs hold a dotenv file or a sensitive path? (A walk into
+/// scratch findings: here a hit gates, it does not block.)
+fn holds_secret_file(k: &Checker) -> bool {
+    let mut scratch = Classification::default();
+    k.recursive_read(&mut scratch, &Word::literal("."));
+    !scratch.findings.is_empty()
 }
 
 fn gate(c: &mut Classification, sub: &str, why: &str) {
