@@ -115,7 +115,7 @@ fn bound_content(k: &Checker, c: &mut Classification, sub: &str, parsed: &Parsed
         gate(
             c,
             sub,
-            "prints file content from history or the index, and no pathspec bounds it",
+            "prints file content (history, the index, or a tree holding a secret file) that no pathspec bounds",
         );
     }
 }
