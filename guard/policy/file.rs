@@ -3,16 +3,19 @@
 //! file is laid over the embedded default: every key it leaves out keeps the default value.
 //! This module owns the validated [`Policy`] that `decide()` reads.
 
+mod build;
 mod error;
 mod raw;
 
 pub use error::PolicyError;
 
-use super::paths::{lexical_clean, validate_rule, SensitivePaths};
-use super::profile::{builtin_profiles, ProfileSpec};
+use build::build;
+
+use super::paths::{lexical_clean, SensitivePaths};
+use super::profile::ProfileSpec;
 use super::request::Status;
 use super::verdict::Category;
-use raw::{RawCommand, RawPolicy};
+use raw::RawPolicy;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -274,222 +277,6 @@ pub fn embedded_default() -> Policy {
     let layer = default_layer().expect("embedded default policy");
     build(DEFAULT_ORIGIN, &[(layer, DEFAULT_POLICY, DEFAULT_ORIGIN)])
         .expect("embedded default policy") // startup
-}
-
-/// One layer with the text and origin its spans refer to.
-type Layer<'a> = (&'a RawPolicy, &'a str, &'a str);
-
-/// Merges layers (later wins), then validates every layer's values against the result.
-fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
-    let mut workspace = None;
-    let mut ask_every_command = false;
-    let mut home = None;
-    let mut path = None;
-    let mut categories: BTreeMap<Category, CategoryRule> = BTreeMap::new();
-    // The sandbox's built-in profiles are the base; a layer may redefine them or add others.
-    let mut profiles = builtin_profiles();
-    let mut sensitive_extra = Vec::new();
-    for (layer, text, origin) in layers {
-        if *layer.version.get_ref() != 1 {
-            return Err(PolicyError::at(
-                origin,
-                text,
-                layer.version.span(),
-                format!(
-                    "unsupported version {}; this guard reads version 1",
-                    layer.version.get_ref()
-                ),
-            ));
-        }
-        if let Some(ws) = &layer.workspace {
-            workspace = Some(absolute_path(ws, text, origin, "workspace")?);
-        }
-        if let Some(a) = layer.ask_every_command {
-            ask_every_command = a;
-        }
-        if let Some(agent) = &layer.agent {
-            if let Some(h) = &agent.home {
-                home = Some(absolute_path(h, text, origin, "agent.home")?);
-            }
-            if let Some(p) = &agent.path {
-                path = Some(p.get_ref().clone());
-            }
-        }
-        for (cat, rule) in &layer.categories {
-            let entry = categories.entry(*cat).or_insert(CategoryRule {
-                status: Status::Blocked,
-                profile: None,
-                persist: false,
-            });
-            if let Some(s) = &rule.status {
-                entry.status = *s.get_ref();
-            }
-            if let Some(p) = &rule.profile {
-                entry.profile = Some(p.get_ref().clone()).filter(|p| !p.is_empty());
-            }
-            if let Some(p) = rule.persist {
-                entry.persist = p;
-            }
-        }
-        for (name, spec) in &layer.profiles {
-            profiles.insert(name.clone(), spec.get_ref().clone());
-        }
-    }
-    // Until the host names the agent's home, `~` rules are checked against `/` (a policy
-    // without `agent.home` is re-based with `with_agent_home` before it decides anything).
-    let rule_home = home.clone().unwrap_or_else(|| PathBuf::from("/"));
-    let mut commands = Vec::new();
-    for (layer, text, origin) in layers.iter().rev() {
-        for cmd in &layer.commands {
-            commands.push(command_override(cmd, text, origin, &categories)?);
-        }
-        for extra in layer.sensitive.iter().flat_map(|s| &s.paths) {
-            validate_rule(extra.get_ref(), &rule_home)
-                .map_err(|e| PolicyError::at(origin, text, extra.span(), e.to_string()))?;
-            sensitive_extra.push(extra.get_ref().clone());
-        }
-    }
-    for (layer, text, origin) in layers {
-        validate_categories(layer, text, origin, &profiles)?;
-    }
-    if let Some(missing) = ALL_CATEGORIES.iter().find(|c| !categories.contains_key(c)) {
-        return Err(PolicyError::Invalid {
-            origin: origin.to_string(),
-            line: 1,
-            column: 1,
-            message: format!("category {} has no rule", category_name(*missing)),
-        });
-    }
-    let sensitive = SensitivePaths::new(&rule_home, &sensitive_extra)?;
-    Ok(Policy {
-        origin: origin.to_string(),
-        workspace,
-        ask_every_command,
-        agent_home: home,
-        agent_path: path,
-        categories,
-        commands,
-        sensitive_extra,
-        sensitive,
-        profiles,
-    })
-}
-
-/// The rules on `[categories.*]` a file cannot break.
-fn validate_categories(
-    layer: &RawPolicy,
-    text: &str,
-    origin: &str,
-    profiles: &BTreeMap<String, ProfileSpec>,
-) -> Result<(), PolicyError> {
-    for (cat, rule) in &layer.categories {
-        if let Some(status) = &rule.status {
-            if *cat == Category::SensitivePath && *status.get_ref() != Status::Blocked {
-                return Err(PolicyError::at(
-                    origin,
-                    text,
-                    status.span(),
-                    "categories.sensitive-path.status must be \"blocked\": no policy may make a sensitive path readable or writable",
-                ));
-            }
-        }
-        if let Some(profile) = &rule.profile {
-            let name = profile.get_ref();
-            if !name.is_empty() && !profiles.contains_key(name) {
-                return Err(PolicyError::at(
-                    origin,
-                    text,
-                    profile.span(),
-                    format!(
-                        "categories.{}.profile: no profile named {name:?} (known: {})",
-                        category_name(*cat),
-                        profiles.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-fn command_override(
-    cmd: &RawCommand,
-    text: &str,
-    origin: &str,
-    categories: &BTreeMap<Category, CategoryRule>,
-) -> Result<CommandOverride, PolicyError> {
-    let program = cmd.program.get_ref().trim().to_string();
-    let err = |span, msg: String| PolicyError::at(origin, text, span, msg);
-    if program.is_empty() {
-        return Err(err(cmd.program.span(), "commands.program is empty".into()));
-    }
-    let glob = if program.contains('/') {
-        if !program.starts_with('/') {
-            return Err(err(
-                cmd.program.span(),
-                format!(
-                    "commands.program {program:?}: a path must be absolute (or give a bare name)"
-                ),
-            ));
-        }
-        let g = globset::GlobBuilder::new(&program)
-            .literal_separator(true)
-            .build()
-            .map_err(|e| err(cmd.program.span(), format!("commands.program: {e}")))?;
-        Some(g.compile_matcher())
-    } else {
-        None
-    };
-    let category = *cmd.category.get_ref();
-    let lifted = !matches!(
-        category,
-        Category::Privilege
-            | Category::PipeToShell
-            | Category::ApprovalsOff
-            | Category::SkillInstall
-            | Category::SensitivePath
-    ) && categories.get(&category).map(|r| r.status) != Some(Status::Blocked);
-    if lifted {
-        let hit = PROTECTED_PROGRAMS.iter().find(|p| match &glob {
-            Some(g) => PROTECTED_DIRS
-                .iter()
-                .any(|d| g.is_match(format!("{d}/{p}"))),
-            None => program == **p,
-        });
-        if let Some(p) = hit {
-            return Err(err(
-                cmd.category.span(),
-                format!(
-                    "commands entry {program:?} would move {p:?} (privilege, shell or OpenClaw's own CLI) to category {:?}, which is not blocked",
-                    category_name(category)
-                ),
-            ));
-        }
-    }
-    Ok(CommandOverride {
-        program,
-        args: cmd.args.clone().unwrap_or_default(),
-        category,
-        glob,
-    })
-}
-
-fn absolute_path(
-    value: &toml::Spanned<String>,
-    text: &str,
-    origin: &str,
-    key: &str,
-) -> Result<PathBuf, PolicyError> {
-    let p = Path::new(value.get_ref());
-    if !p.is_absolute() {
-        return Err(PolicyError::at(
-            origin,
-            text,
-            value.span(),
-            format!("{key} must be an absolute path"),
-        ));
-    }
-    Ok(lexical_clean(p))
 }
 
 /// A category's kebab-case name, as the file spells it.

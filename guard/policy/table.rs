@@ -13,6 +13,7 @@ mod commands_git;
 mod commands_http;
 mod commands_sys;
 mod commands_text;
+mod git_content;
 mod gram_git;
 mod gram_list;
 mod gram_misc;
@@ -152,12 +153,16 @@ pub(crate) fn is_approvals_key(key: &str, value: Option<&str>) -> bool {
     }
 }
 
+/// A file tool call: its category, finding, verb, and whether it writes.
+type FileOp = (Category, &'static str, &'static str, bool);
+
+const FILE_READ: FileOp = (Category::Read, "file-read", "reads", false);
+const FILE_WRITE: FileOp = (Category::Write, "file-write", "writes", true);
+const FILE_DELETE: FileOp = (Category::Delete, "file-delete", "deletes", true);
+
 /// Classifies a non-exec action (tool calls the plugin forwards).
 pub fn classify_action(action: &Action, t: &TableContext) -> Classification {
     let mut c = Classification::default();
-    let check = |c: &mut Classification, path: &Path, write: bool| {
-        paths_check::check_path(c, t, path, write);
-    };
     match action {
         Action::Exec(_) => {
             c.add(
@@ -166,59 +171,11 @@ pub fn classify_action(action: &Action, t: &TableContext) -> Classification {
                 "exec is analysed as shell",
             );
         }
-        Action::FileRead { path } => {
-            c.add(
-                Category::Read,
-                "file-read",
-                format!("reads {}", path.display()),
-            );
-            check(&mut c, &abs(path, t), false);
-        }
-        Action::FileWrite { path, .. } => {
-            c.add(
-                Category::Write,
-                "file-write",
-                format!("writes {}", path.display()),
-            );
-            check(&mut c, &abs(path, t), true);
-        }
-        Action::FileDelete { path } => {
-            c.add(
-                Category::Delete,
-                "file-delete",
-                format!("deletes {}", path.display()),
-            );
-            check(&mut c, &abs(path, t), true);
-        }
-        Action::Http { method, url } => {
-            let m = method.to_ascii_uppercase();
-            if let Some(path) = url.strip_prefix("file://") {
-                c.add(Category::Read, "file-url", format!("reads {path}"));
-                check(&mut c, &abs(Path::new(path), t), false);
-            } else if matches!(m.as_str(), "GET" | "HEAD" | "OPTIONS") {
-                c.add(Category::HttpRead, "http-read", format!("{m} {url}"));
-            } else {
-                c.add(Category::HttpWrite, "http-write", format!("{m} {url}"));
-            }
-        }
-        Action::Browser { action, url } => {
-            let a = action.to_ascii_lowercase();
-            if a.contains("launch") || a.contains("screenshot") {
-                c.add(
-                    Category::Privilege,
-                    "browser-blocked",
-                    format!(
-                        "browser `{action}` is not allowed (local browser launch or screenshot)"
-                    ),
-                );
-            } else {
-                c.add(
-                    Category::Browse,
-                    "browse",
-                    format!("browser `{action}` {}", url.as_deref().unwrap_or("")),
-                );
-            }
-        }
+        Action::FileRead { path } => file_action(&mut c, t, path, FILE_READ),
+        Action::FileWrite { path, .. } => file_action(&mut c, t, path, FILE_WRITE),
+        Action::FileDelete { path } => file_action(&mut c, t, path, FILE_DELETE),
+        Action::Http { method, url } => http_action(&mut c, t, method, url),
+        Action::Browser { action, url } => browser_action(&mut c, action, url.as_deref()),
         Action::PackageInstall { manager, packages } => c.add(
             Category::PackageInstall,
             "package-install",
@@ -251,6 +208,43 @@ pub fn classify_action(action: &Action, t: &TableContext) -> Classification {
         }
     }
     c
+}
+
+fn file_action(c: &mut Classification, t: &TableContext, path: &Path, op: FileOp) {
+    let (category, code, verb, write) = op;
+    c.add(category, code, format!("{verb} {}", path.display()));
+    paths_check::check_path(c, t, &abs(path, t), write);
+}
+
+/// `file://` reads a file; GET, HEAD and OPTIONS only fetch; any other method sends.
+fn http_action(c: &mut Classification, t: &TableContext, method: &str, url: &str) {
+    let m = method.to_ascii_uppercase();
+    if let Some(path) = url.strip_prefix("file://") {
+        c.add(Category::Read, "file-url", format!("reads {path}"));
+        paths_check::check_path(c, t, &abs(Path::new(path), t), false);
+    } else if matches!(m.as_str(), "GET" | "HEAD" | "OPTIONS") {
+        c.add(Category::HttpRead, "http-read", format!("{m} {url}"));
+    } else {
+        c.add(Category::HttpWrite, "http-write", format!("{m} {url}"));
+    }
+}
+
+/// A local browser launch or screenshot is not allowed; other browser actions browse.
+fn browser_action(c: &mut Classification, action: &str, url: Option<&str>) {
+    let a = action.to_ascii_lowercase();
+    if a.contains("launch") || a.contains("screenshot") {
+        c.add(
+            Category::Privilege,
+            "browser-blocked",
+            format!("browser `{action}` is not allowed (local browser launch or screenshot)"),
+        );
+    } else {
+        c.add(
+            Category::Browse,
+            "browse",
+            format!("browser `{action}` {}", url.unwrap_or("")),
+        );
+    }
 }
 
 fn abs(path: &Path, t: &TableContext) -> PathBuf {

@@ -80,6 +80,74 @@ fn script_or_stdin(
     }
 }
 
+/// How one interpreter is called: the programs (exact names, or a name prefix), the one
+/// word that prints its version or help, the options that take inline code, and the
+/// options whose value is the next word (not the script).
+struct Interp {
+    names: &'static [&'static str],
+    prefix: &'static str,
+    info: &'static [&'static str],
+    inline: &'static [&'static str],
+    value_opts: &'static [&'static str],
+}
+
+const NODE_INFO: &[&str] = &["--version", "-v", "--help", "-h"];
+const NODE_INLINE: &[&str] = &["-e", "--eval", "-p", "--print"];
+const NODE_VALUES: &[&str] = &[
+    "-r",
+    "--require",
+    "--import",
+    "--loader",
+    "--experimental-loader",
+    "--env-file",
+    "-C",
+    "--conditions",
+    "--input-type",
+    "--title",
+];
+const PY_INFO: &[&str] = &["--version", "-V", "-VV", "--help", "-h"];
+const PY_VALUES: &[&str] = &["-W", "-X", "-Q"];
+const VERSION: &[&str] = &["--version"];
+const OTHER_VALUES: &[&str] = &["-I", "-M"];
+
+const fn interp(
+    names: &'static [&'static str],
+    info: &'static [&'static str],
+    inline: &'static [&'static str],
+    value_opts: &'static [&'static str],
+) -> Interp {
+    Interp {
+        names,
+        prefix: "",
+        info,
+        inline,
+        value_opts,
+    }
+}
+
+/// The interpreters; the last row is any other.
+#[rustfmt::skip]
+static INTERPRETERS: &[Interp] = &[
+    interp(&["node", "nodejs"], NODE_INFO, NODE_INLINE, NODE_VALUES),
+    interp(&["bun"], NODE_INFO, NODE_INLINE, OTHER_VALUES),
+    interp(&["deno"], NODE_INFO, &["eval"], &["--allow-read", "--config", "-c"]),
+    Interp { prefix: "python", ..interp(&[], PY_INFO, &["-c"], PY_VALUES) },
+    Interp { prefix: "pypy", ..interp(&[], PY_INFO, &["-c"], PY_VALUES) },
+    interp(&["perl"], NODE_INFO, &["-e", "-E"], OTHER_VALUES),
+    interp(&["php"], NODE_INFO, &["-r"], OTHER_VALUES),
+    interp(&["ruby", "irb", "lua", "luajit", "julia", "osascript", "Rscript", "R"], VERSION, &["-e"], OTHER_VALUES),
+    interp(&["pwsh"], VERSION, &["-c", "-Command", "-command"], OTHER_VALUES),
+    interp(&[], VERSION, &["-c"], OTHER_VALUES),
+];
+
+fn interp_of(p: &str) -> &'static Interp {
+    let last = &INTERPRETERS[INTERPRETERS.len() - 1];
+    INTERPRETERS
+        .iter()
+        .find(|i| i.names.contains(&p) || (!i.prefix.is_empty() && p.starts_with(i.prefix)))
+        .unwrap_or(last)
+}
+
 pub(super) fn interpreter(
     seg: &Segment,
     k: &Checker,
@@ -87,17 +155,10 @@ pub(super) fn interpreter(
     p: &str,
     args: &[Word],
 ) {
+    let it = interp_of(p);
     // `python3 --version`, `node -v`: the one word prints the version or help and exits.
     if let [only] = args {
-        let info: &[&str] = match p {
-            "node" | "nodejs" | "deno" | "bun" => &["--version", "-v", "--help", "-h"],
-            _ if p.starts_with("python") || p.starts_with("pypy") => {
-                &["--version", "-V", "-VV", "--help", "-h"]
-            }
-            "perl" | "php" => &["--version", "-v", "--help", "-h"],
-            _ => &["--version"],
-        };
-        if only.value.as_deref().is_some_and(|s| info.contains(&s)) {
+        if only.value.as_deref().is_some_and(|s| it.info.contains(&s)) {
             c.add(
                 Category::Enumerate,
                 "version",
@@ -106,26 +167,10 @@ pub(super) fn interpreter(
             return;
         }
     }
-    let inline: &[&str] = match p {
-        "node" | "nodejs" | "bun" => &["-e", "--eval", "-p", "--print"],
-        "ruby" | "irb" | "lua" | "luajit" | "julia" => &["-e"],
-        "perl" => &["-e", "-E"],
-        "php" => &["-r"],
-        "deno" => &["eval"],
-        "osascript" => &["-e"],
-        "pwsh" => &["-c", "-Command", "-command"],
-        "Rscript" | "R" => &["-e"],
-        _ => &["-c"],
-    };
-    if args.iter().any(|w| {
-        w.value.as_deref().is_some_and(|s| {
-            inline.contains(&s)
-                || (s.len() > 2
-                    && inline
-                        .iter()
-                        .any(|i| i.len() == 2 && s.starts_with(i) && !s.starts_with("--")))
-        })
-    }) {
+    if args
+        .iter()
+        .any(|w| w.value.as_deref().is_some_and(|s| inline_option(it, s)))
+    {
         c.inline_eval = true;
         c.add(
             Category::RunCode,
@@ -135,45 +180,10 @@ pub(super) fn interpreter(
         read_all(k, c, args, true);
         return;
     }
-    if p.starts_with("python") {
-        let modules = opt_values(args, &["-m"], &[]);
-        if let Some(m) = modules.first() {
-            let rest: Vec<String> = args.iter().map(|w| v(w).to_string()).collect();
-            if v(m) == "pip" && rest.iter().any(|s| s == "install" || s == "uninstall") {
-                c.add(
-                    Category::PackageInstall,
-                    "package-install",
-                    "`python -m pip install` installs packages",
-                );
-            } else {
-                c.add(
-                    Category::RunCode,
-                    "run-code",
-                    format!("`{p} -m {}` runs a module", m.display()),
-                );
-            }
-            read_all(k, c, args, true);
-            return;
-        }
+    if p.starts_with("python") && python_module(k, c, p, args) {
+        return;
     }
-    let value_opts: &[&str] = match p {
-        "node" | "nodejs" => &[
-            "-r",
-            "--require",
-            "--import",
-            "--loader",
-            "--experimental-loader",
-            "--env-file",
-            "-C",
-            "--conditions",
-            "--input-type",
-            "--title",
-        ],
-        _ if p.starts_with("python") || p.starts_with("pypy") => &["-W", "-X", "-Q"],
-        "deno" => &["--allow-read", "--config", "-c"],
-        _ => &["-I", "-M"],
-    };
-    let ops = operands_skipping(args, value_opts, &[]);
+    let ops = operands_skipping(args, it.value_opts, &[]);
     let mut ops = ops.into_iter();
     let mut script = ops.next();
     if p == "deno" && script.is_some_and(|w| matches!(v(w), "run" | "task" | "test" | "serve")) {
@@ -185,4 +195,37 @@ pub(super) fn interpreter(
             k.read(c, w);
         }
     }
+}
+
+/// Does the word give inline code (`-c`, or a short one with the code attached: `-cCODE`)?
+fn inline_option(it: &Interp, s: &str) -> bool {
+    it.inline.contains(&s)
+        || (s.len() > 2
+            && it
+                .inline
+                .iter()
+                .any(|i| i.len() == 2 && s.starts_with(i) && !s.starts_with("--")))
+}
+
+/// `python -m MODULE`: runs the module (`pip install` installs). True when it is one.
+fn python_module(k: &Checker, c: &mut Classification, p: &str, args: &[Word]) -> bool {
+    let modules = opt_values(args, &["-m"], &[]);
+    let Some(m) = modules.first() else {
+        return false;
+    };
+    if v(m) == "pip" && args.iter().any(|w| matches!(v(w), "install" | "uninstall")) {
+        c.add(
+            Category::PackageInstall,
+            "package-install",
+            "`python -m pip install` installs packages",
+        );
+    } else {
+        c.add(
+            Category::RunCode,
+            "run-code",
+            format!("`{p} -m {}` runs a module", m.display()),
+        );
+    }
+    read_all(k, c, args, true);
+    true
 }

@@ -42,38 +42,33 @@ const PM_READ_FLAGS: &[&str] = &[
     "-h",
 ];
 
+/// A node package manager's subcommand: its finding, with `{p}` the program and `{sub}`
+/// the subcommand. A subcommand in no row runs project scripts.
+type SubRow = (
+    &'static [&'static str],
+    Category,
+    &'static str,
+    &'static str,
+);
+
+#[rustfmt::skip]
+static NODE_SUBS: &[SubRow] = &[
+    (&["install", "i", "add", "ci", "install-test", "it", "update", "up", "upgrade", "remove",
+       "rm", "uninstall", "un", "link", "rebuild"],
+        Category::PackageInstall, "package-install", "`{p} {sub}` installs packages (and runs their scripts)"),
+    (&["ls", "list", "view", "info", "outdated", "why", "explain", "help", "root", "prefix",
+       "search", "audit", "doctor", "whoami", "ping", "pm", "licenses"],
+        Category::Enumerate, "enumerate", "`{p} {sub}` lists package data"),
+    (&["publish", "unpublish", "deprecate", "dist-tag", "owner", "login", "adduser"],
+        Category::HttpWrite, "http-write", "`{p} {sub}` sends data to the registry"),
+];
+
 pub(super) fn node_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word], seg: &Segment) {
     let ops: Vec<&str> = args.iter().map(v).filter(|s| !s.starts_with('-')).collect();
     let sub = ops.first().copied().unwrap_or("");
     let rest = ops.get(1..).unwrap_or(&[]);
     let _ = seg;
-    if matches!(p, "npx" | "bunx")
-        || (matches!(p, "pnpm" | "yarn" | "bun") && matches!(sub, "dlx" | "x"))
-    {
-        let tool = if matches!(p, "npx" | "bunx") {
-            sub
-        } else {
-            rest.first().copied().unwrap_or("")
-        };
-        let tool_args: Vec<&str> = if matches!(p, "npx" | "bunx") {
-            rest.to_vec()
-        } else {
-            rest.get(1..).unwrap_or(&[]).to_vec()
-        };
-        if tool.starts_with("clawhub") && has(&tool_args, &["install", "add", "update"]) {
-            c.add(
-                Category::SkillInstall,
-                "skill-install",
-                "installs an OpenClaw skill through clawhub",
-            );
-            return;
-        }
-        c.add(
-            Category::PackageInstall,
-            "package-install",
-            format!("`{p}` downloads {tool}"),
-        );
-        c.add(Category::RunCode, "run-code", format!("`{p}` runs {tool}"));
+    if runs_package(c, p, sub, rest) {
         return;
     }
     // `npm audit fix` (or `--fix`) installs; plain `audit` only reports.
@@ -82,88 +77,123 @@ pub(super) fn node_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word
             || args
                 .iter()
                 .any(|w| v(w).starts_with("--fix") || v(w) == "--force"));
-    match sub {
-        "audit" if audit_fixes => {
-            c.add(
-                Category::PackageInstall,
-                "package-install",
-                format!("`{p} audit fix` changes the installed packages"),
-            );
-        }
-        "install" | "i" | "add" | "ci" | "install-test" | "it" | "update" | "up" | "upgrade"
-        | "remove" | "rm" | "uninstall" | "un" | "link" | "rebuild" => {
-            c.add(
-                Category::PackageInstall,
-                "package-install",
-                format!("`{p} {sub}` installs packages (and runs their scripts)"),
-            );
-        }
-        "" if p == "yarn" || p == "bun" && args.is_empty() => {
-            c.add(
-                Category::PackageInstall,
-                "package-install",
-                format!("`{p}` installs packages"),
-            );
-        }
-        "ls" | "list" | "view" | "info" | "outdated" | "why" | "explain" | "help" | "root"
-        | "prefix" | "search" | "audit" | "doctor" | "whoami" | "ping" | "pm" | "licenses" => {
+    if audit_fixes {
+        c.add(
+            Category::PackageInstall,
+            "package-install",
+            format!("`{p} audit fix` changes the installed packages"),
+        );
+    } else if sub.is_empty() {
+        node_pm_bare(c, p, args);
+    } else if matches!(sub, "config" | "set") {
+        if has(rest, &["get", "list", "ls"]) {
             c.add(
                 Category::Enumerate,
                 "enumerate",
-                format!("`{p} {sub}` lists package data"),
+                format!("`{p} config` reads settings"),
             );
-            // npm reads any `--name=value` as a setting (`--viewer=browser`, `--userconfig`,
-            // a registry that receives the token): only listing flags are understood.
-            if let Some(bad) = args.iter().map(v).find(|a| {
-                a.starts_with('-') && !PM_READ_FLAGS.contains(&a.split('=').next().unwrap_or(a))
-            }) {
-                c.add(
-                    Category::Unanalysable,
-                    "unknown-option",
-                    format!("`{p} {sub}` option `{bad}` is not in the command table"),
-                );
-            }
-        }
-        "" if args
-            .iter()
-            .any(|w| matches!(v(w), "-v" | "--version" | "-h" | "--help")) =>
-        {
+        } else {
             c.add(
-                Category::Enumerate,
-                "enumerate",
-                format!("`{p}` prints its version or help"),
+                Category::ConfigChange,
+                "config-change",
+                format!("`{p} config` changes settings"),
             );
         }
-        "config" | "set" => {
-            if has(rest, &["get", "list", "ls"]) {
-                c.add(
-                    Category::Enumerate,
-                    "enumerate",
-                    format!("`{p} config` reads settings"),
-                );
-            } else {
-                c.add(
-                    Category::ConfigChange,
-                    "config-change",
-                    format!("`{p} config` changes settings"),
-                );
-            }
+    } else if let Some(&(_, category, code, why)) =
+        NODE_SUBS.iter().find(|(subs, ..)| subs.contains(&sub))
+    {
+        c.add(category, code, why.replace("{p}", p).replace("{sub}", sub));
+        if category == Category::Enumerate {
+            listing_flags(c, p, sub, args);
         }
-        "publish" | "unpublish" | "deprecate" | "dist-tag" | "owner" | "login" | "adduser" => {
-            c.add(
-                Category::HttpWrite,
-                "http-write",
-                format!("`{p} {sub}` sends data to the registry"),
-            );
-        }
-        _ => {
-            c.add(
-                Category::RunCode,
-                "run-code",
-                format!("`{p} {sub}` runs project scripts"),
-            );
-        }
+    } else {
+        c.add(
+            Category::RunCode,
+            "run-code",
+            format!("`{p} {sub}` runs project scripts"),
+        );
     }
+    read_path_words(k, c, args);
+}
+
+/// `npx TOOL`, `pnpm dlx TOOL`, ...: downloads and runs a package (or, through clawhub,
+/// installs a skill). True when that is what the command does.
+fn runs_package(c: &mut Classification, p: &str, sub: &str, rest: &[&str]) -> bool {
+    let runner = matches!(p, "npx" | "bunx");
+    let dlx = matches!(p, "pnpm" | "yarn" | "bun") && matches!(sub, "dlx" | "x");
+    if !runner && !dlx {
+        return false;
+    }
+    let (tool, tool_args) = if runner {
+        (sub, rest)
+    } else {
+        (
+            rest.first().copied().unwrap_or(""),
+            rest.get(1..).unwrap_or(&[]),
+        )
+    };
+    if tool.starts_with("clawhub") && has(tool_args, &["install", "add", "update"]) {
+        c.add(
+            Category::SkillInstall,
+            "skill-install",
+            "installs an OpenClaw skill through clawhub",
+        );
+        return true;
+    }
+    c.add(
+        Category::PackageInstall,
+        "package-install",
+        format!("`{p}` downloads {tool}"),
+    );
+    c.add(Category::RunCode, "run-code", format!("`{p}` runs {tool}"));
+    true
+}
+
+/// A node package manager with no subcommand: `yarn` and bare `bun` install; `--version`
+/// and `--help` print; anything else runs project scripts.
+fn node_pm_bare(c: &mut Classification, p: &str, args: &[Word]) {
+    if p == "yarn" || p == "bun" && args.is_empty() {
+        c.add(
+            Category::PackageInstall,
+            "package-install",
+            format!("`{p}` installs packages"),
+        );
+    } else if args
+        .iter()
+        .any(|w| matches!(v(w), "-v" | "--version" | "-h" | "--help"))
+    {
+        c.add(
+            Category::Enumerate,
+            "enumerate",
+            format!("`{p}` prints its version or help"),
+        );
+    } else {
+        c.add(
+            Category::RunCode,
+            "run-code",
+            format!("`{p} ` runs project scripts"),
+        );
+    }
+}
+
+/// npm reads any `--name=value` as a setting (`--viewer=browser`, `--userconfig`, a
+/// registry that receives the token): only listing flags are understood.
+fn listing_flags(c: &mut Classification, p: &str, sub: &str, args: &[Word]) {
+    if let Some(bad) = args
+        .iter()
+        .map(v)
+        .find(|a| a.starts_with('-') && !PM_READ_FLAGS.contains(&a.split('=').next().unwrap_or(a)))
+    {
+        c.add(
+            Category::Unanalysable,
+            "unknown-option",
+            format!("`{p} {sub}` option `{bad}` is not in the command table"),
+        );
+    }
+}
+
+/// Arguments that look like paths are read (a package from a directory, a lock file).
+fn read_path_words(k: &Checker, c: &mut Classification, args: &[Word]) {
     for w in args {
         if w.value
             .as_deref()
@@ -174,60 +204,68 @@ pub(super) fn node_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word
     }
 }
 
+/// One package manager's subcommands.
+struct Manager {
+    names: &'static [&'static str],
+    /// Subcommands that install, update or remove packages.
+    installs: &'static [&'static str],
+    /// `SUB SECOND` forms that install (`uv pip install`, `go mod tidy`).
+    install_pairs: &'static [(&'static str, &'static [&'static str])],
+    /// Subcommands that only print package data.
+    reads: &'static [&'static str],
+    /// Options without a subcommand (`pip --version`) only print.
+    bare_reads: bool,
+}
+
+/// The listing subcommands most managers share.
+const LISTS: &[&str] = &["list", "info", "search", "show", "version", "outdated"];
+
+#[rustfmt::skip]
+static MANAGERS: &[Manager] = &[
+    Manager { names: &["pip", "pip3", "conda"],
+        installs: &["install", "uninstall", "download", "wheel", "create", "update"], install_pairs: &[],
+        reads: &["list", "show", "freeze", "check", "search", "info"], bare_reads: true },
+    Manager { names: &["pipx"],
+        installs: &["install", "inject", "upgrade", "upgrade-all", "reinstall", "run"], install_pairs: &[],
+        reads: LISTS, bare_reads: true },
+    Manager { names: &["uv"],
+        installs: &["add", "sync", "remove", "lock"],
+        install_pairs: &[("pip", &["install", "sync", "uninstall"]), ("tool", &["install", "run", "upgrade"])],
+        reads: LISTS, bare_reads: true },
+    Manager { names: &["poetry"],
+        installs: &["add", "install", "update", "remove", "lock"], install_pairs: &[],
+        reads: LISTS, bare_reads: true },
+    Manager { names: &["cargo"],
+        installs: &["install", "add", "uninstall", "update", "fetch"], install_pairs: &[],
+        reads: &["tree", "metadata", "search", "version", "locate-project"], bare_reads: true },
+    Manager { names: &["gem"],
+        installs: &["install", "update", "uninstall"], install_pairs: &[],
+        reads: LISTS, bare_reads: true },
+    Manager { names: &["go"],
+        installs: &["install", "get"], install_pairs: &[("mod", &["download", "tidy"])],
+        reads: &["version", "env", "list", "doc"], bare_reads: false },
+    Manager { names: &["brew"],
+        installs: &["install", "upgrade", "reinstall", "tap", "uninstall"], install_pairs: &[],
+        reads: LISTS, bare_reads: true },
+    Manager { names: &["composer"],
+        installs: &["install", "require", "update", "remove"], install_pairs: &[],
+        reads: LISTS, bare_reads: true },
+];
+
 pub(super) fn other_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word]) {
     let ops: Vec<&str> = args.iter().map(v).filter(|s| !s.starts_with('-')).collect();
     let sub = ops.first().copied().unwrap_or("");
     let second = ops.get(1).copied().unwrap_or("");
-    let install = match p {
-        "pip" | "pip3" | "conda" => matches!(
-            sub,
-            "install" | "uninstall" | "download" | "wheel" | "create" | "update"
-        ),
-        "pipx" => matches!(
-            sub,
-            "install" | "inject" | "upgrade" | "upgrade-all" | "reinstall" | "run"
-        ),
-        "uv" => {
-            matches!(sub, "add" | "sync" | "remove" | "lock")
-                || (sub == "pip" && matches!(second, "install" | "sync" | "uninstall"))
-                || (sub == "tool" && matches!(second, "install" | "run" | "upgrade"))
-        }
-        "poetry" => matches!(sub, "add" | "install" | "update" | "remove" | "lock"),
-        "cargo" => matches!(sub, "install" | "add" | "uninstall" | "update" | "fetch"),
-        "gem" => matches!(sub, "install" | "update" | "uninstall"),
-        "go" => {
-            matches!(sub, "install" | "get")
-                || (sub == "mod" && matches!(second, "download" | "tidy"))
-        }
-        "brew" => matches!(
-            sub,
-            "install" | "upgrade" | "reinstall" | "tap" | "uninstall"
-        ),
-        "composer" => matches!(sub, "install" | "require" | "update" | "remove"),
-        _ => false,
-    };
-    let read = match p {
-        "pip" | "pip3" | "conda" => {
-            matches!(
-                sub,
-                "list" | "show" | "freeze" | "check" | "search" | "info"
-            ) || (sub.is_empty() && !args.is_empty())
-        }
-        "cargo" => {
-            matches!(
-                sub,
-                "tree" | "metadata" | "search" | "version" | "locate-project"
-            ) || (sub.is_empty() && !args.is_empty())
-        }
-        "go" => matches!(sub, "version" | "env" | "list" | "doc"),
-        "gem" | "brew" | "uv" | "pipx" | "poetry" | "composer" => {
-            matches!(
-                sub,
-                "list" | "info" | "search" | "show" | "version" | "outdated"
-            ) || (sub.is_empty() && !args.is_empty())
-        }
-        _ => false,
-    };
+    let m = MANAGERS.iter().find(|m| m.names.contains(&p));
+    let install = m.is_some_and(|m| {
+        m.installs.contains(&sub)
+            || m.install_pairs
+                .iter()
+                .any(|(s, seconds)| *s == sub && seconds.contains(&second))
+    });
+    let read = m.is_some_and(|m| {
+        m.reads.contains(&sub) || (m.bare_reads && sub.is_empty() && !args.is_empty())
+    });
     if install {
         c.add(
             Category::PackageInstall,
@@ -247,96 +285,90 @@ pub(super) fn other_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Wor
             format!("`{p} {sub}` builds or runs code"),
         );
     }
-    for w in args {
-        if w.value
-            .as_deref()
-            .is_some_and(|s| s.contains('/') || s.starts_with('~'))
-        {
-            k.read(c, w);
-        }
-    }
+    read_path_words(k, c, args);
 }
+
+/// An `openclaw SUB SECOND` form: subcommands, second words (empty: any), and its finding
+/// (`{sub}`, `{second}` filled in). The first matching row wins; no row runs code.
+type OpenClawRow = (
+    &'static [&'static str],
+    &'static [&'static str],
+    Category,
+    &'static str,
+    &'static str,
+);
+
+const ANY: &[&str] = &[];
+
+#[rustfmt::skip]
+static OPENCLAW: &[OpenClawRow] = &[
+    (&["skills", "skill", "plugins", "plugin", "hooks"], &["install", "add", "update", "enable"],
+        Category::SkillInstall, "skill-install", "`openclaw {sub} {second}` installs code into the agent"),
+    (&["approvals"], &["get", "show", ""],
+        Category::Enumerate, "enumerate", "`openclaw approvals get` reads the approvals document"),
+    (&["approvals", "devices", "pairing"], ANY,
+        Category::ApprovalsOff, "approvals-off", "`openclaw {sub} {second}` changes who or what is approved"),
+    (&["gateway", "daemon", "node"], &["stop", "restart", "uninstall", "kill"],
+        Category::ProcessExit, "process-exit", "`openclaw {sub} {second}` stops the agent's gateway"),
+    (&["status", "health", "help", "doctor", "logs", "sessions", ""], ANY,
+        Category::Enumerate, "enumerate", "`openclaw {sub}` reads status"),
+    (&["config"], &["get", ""], Category::Enumerate, "enumerate", "`openclaw {sub}` reads status"),
+    (&["skills", "plugins"], &["list", "info", ""],
+        Category::Enumerate, "enumerate", "`openclaw {sub}` reads status"),
+];
 
 pub(super) fn openclaw(c: &mut Classification, p: &str, args: &[Word]) {
     let ops: Vec<&str> = args.iter().map(v).filter(|s| !s.starts_with('-')).collect();
     let sub = ops.first().copied().unwrap_or("");
     let second = ops.get(1).copied().unwrap_or("");
     if p == "clawhub" {
-        if matches!(sub, "install" | "add" | "update" | "sync") {
-            c.add(
-                Category::SkillInstall,
-                "skill-install",
-                format!("`clawhub {sub}` installs skills"),
-            );
-        } else if matches!(sub, "search" | "list" | "info" | "inspect" | "explore" | "") {
-            c.add(Category::Enumerate, "enumerate", "`clawhub` lists skills");
-        } else {
-            c.add(Category::RunCode, "run-code", format!("`clawhub {sub}`"));
-        }
+        clawhub(c, sub);
         return;
     }
-    match (sub, second) {
-        (
-            "skills" | "skill" | "plugins" | "plugin" | "hooks",
-            "install" | "add" | "update" | "enable",
-        ) => {
-            c.add(
-                Category::SkillInstall,
-                "skill-install",
-                format!("`openclaw {sub} {second}` installs code into the agent"),
-            );
-        }
-        ("config", "set" | "unset") => {
-            let key = ops.get(2).copied().unwrap_or("");
-            let value = ops.get(3).copied();
-            if is_approvals_key(key, value) {
-                c.add(
-                    Category::ApprovalsOff,
-                    "approvals-off",
-                    format!("`openclaw config set {key}` loosens approvals"),
-                );
-            } else {
-                c.add(
-                    Category::ConfigChange,
-                    "config-change",
-                    format!("`openclaw config set {key}`"),
-                );
-            }
-        }
-        ("approvals", "get" | "show" | "") => {
-            c.add(
-                Category::Enumerate,
-                "enumerate",
-                "`openclaw approvals get` reads the approvals document",
-            );
-        }
-        ("approvals" | "devices" | "pairing", _) => {
+    if sub == "config" && matches!(second, "set" | "unset") {
+        let key = ops.get(2).copied().unwrap_or("");
+        if is_approvals_key(key, ops.get(3).copied()) {
             c.add(
                 Category::ApprovalsOff,
                 "approvals-off",
-                format!("`openclaw {sub} {second}` changes who or what is approved"),
+                format!("`openclaw config set {key}` loosens approvals"),
             );
-        }
-        ("gateway" | "daemon" | "node", "stop" | "restart" | "uninstall" | "kill") => {
+        } else {
             c.add(
-                Category::ProcessExit,
-                "process-exit",
-                format!("`openclaw {sub} {second}` stops the agent's gateway"),
+                Category::ConfigChange,
+                "config-change",
+                format!("`openclaw config set {key}`"),
             );
         }
-        ("status" | "health" | "help" | "doctor" | "logs" | "sessions" | "", _)
-        | ("config", "get" | "")
-        | ("skills" | "plugins", "list" | "info" | "") => {
-            c.add(
-                Category::Enumerate,
-                "enumerate",
-                format!("`openclaw {sub}` reads status"),
-            );
-        }
-        _ => c.add(
+        return;
+    }
+    let row = OPENCLAW.iter().find(|(subs, seconds, ..)| {
+        subs.contains(&sub) && (seconds.is_empty() || seconds.contains(&second))
+    });
+    match row {
+        Some(&(_, _, category, code, why)) => c.add(
+            category,
+            code,
+            why.replace("{sub}", sub).replace("{second}", second),
+        ),
+        None => c.add(
             Category::RunCode,
             "run-code",
             format!("`openclaw {sub} {second}`"),
         ),
+    }
+}
+
+fn clawhub(c: &mut Classification, sub: &str) {
+    if matches!(sub, "install" | "add" | "update" | "sync") {
+        c.add(
+            Category::SkillInstall,
+            "skill-install",
+            format!("`clawhub {sub}` installs skills"),
+        );
+    } else if matches!(sub, "search" | "list" | "info" | "inspect" | "explore" | "") {
+        c.add(Category::Enumerate, "enumerate", "`clawhub` lists skills");
+    } else {
+        c.add(Category::RunCode, "run-code", format!("`clawhub {sub}`"));
     }
 }

@@ -11,99 +11,106 @@ use crate::policy::shell::Word;
 use crate::policy::shell::XARGS_FROM_FIND;
 use crate::policy::verdict::Category;
 
-/// find's tests and actions that only select or print: name, what (`-name`), and how
-/// many words follow it.
-const FIND_PRIMARIES: &[(&str, usize)] = &[
-    ("-name", 1),
-    ("-iname", 1),
-    ("-path", 1),
-    ("-ipath", 1),
-    ("-wholename", 1),
-    ("-iwholename", 1),
-    ("-regex", 1),
-    ("-iregex", 1),
-    ("-regextype", 1),
-    ("-type", 1),
-    ("-xtype", 1),
-    ("-size", 1),
-    ("-empty", 0),
-    ("-mtime", 1),
-    ("-mmin", 1),
-    ("-atime", 1),
-    ("-amin", 1),
-    ("-ctime", 1),
-    ("-cmin", 1),
-    ("-newer", 1),
-    ("-anewer", 1),
-    ("-cnewer", 1),
-    ("-newermt", 1),
-    ("-newerat", 1),
-    ("-newerct", 1),
-    ("-newermm", 1),
-    ("-used", 1),
-    ("-user", 1),
-    ("-group", 1),
-    ("-uid", 1),
-    ("-gid", 1),
-    ("-nouser", 0),
-    ("-nogroup", 0),
-    ("-perm", 1),
-    ("-readable", 0),
-    ("-writable", 0),
-    ("-executable", 0),
-    ("-links", 1),
-    ("-inum", 1),
-    ("-samefile", 1),
-    ("-lname", 1),
-    ("-ilname", 1),
-    ("-fstype", 1),
-    ("-maxdepth", 1),
-    ("-mindepth", 1),
-    ("-depth", 0),
-    ("-d", 0),
-    ("-mount", 0),
-    ("-xdev", 0),
-    ("-noleaf", 0),
-    ("-ignore_readdir_race", 0),
-    ("-noignore_readdir_race", 0),
-    ("-daystart", 0),
-    ("-follow", 0),
-    ("-true", 0),
-    ("-false", 0),
-    ("-print", 0),
-    ("-print0", 0),
-    ("-printf", 1),
-    ("-ls", 0),
-    ("-prune", 0),
-    ("-quit", 0),
-    ("-not", 0),
-    ("-and", 0),
-    ("-a", 0),
-    ("-or", 0),
-    ("-o", 0),
-    ("!", 0),
-    ("(", 0),
-    (")", 0),
-    (",", 0),
-    ("-help", 0),
-    ("--help", 0),
-    ("-version", 0),
-    ("--version", 0),
-    ("-delete", 0),
-    ("-fprint", 1),
-    ("-fprint0", 1),
-    ("-fprintf", 2),
-    ("-fls", 1),
+/// What a find primary does beyond selecting or printing.
+#[derive(Clone, Copy)]
+enum Does {
+    Select,
+    /// `-name`/`-iname` (case-insensitive): filters the names `-exec` gets.
+    Name(bool),
+    MaxDepth,
+    /// `-or`, `!`, parentheses: `-name` tests no longer simply filter.
+    Compound,
+    Follow,
+    Delete,
+    /// Writes its value (`-fprint FILE`).
+    WriteTo,
+    /// Reads its value (`-newer FILE`).
+    ReadFile,
+}
+
+use Does::{Compound, Delete, Follow, MaxDepth, Name, ReadFile, Select, WriteTo};
+
+/// find's primaries (a word not here gates the command): name, how many words follow
+/// it, and what it does. `-exec` and friends are handled apart (their command is a segment).
+#[rustfmt::skip]
+const FIND_PRIMARIES: &[(&str, usize, Does)] = &[
+    ("-name", 1, Name(false)), ("-iname", 1, Name(true)), ("-path", 1, Select),
+    ("-ipath", 1, Select), ("-wholename", 1, Select), ("-iwholename", 1, Select),
+    ("-regex", 1, Select), ("-iregex", 1, Select), ("-regextype", 1, Select),
+    ("-type", 1, Select), ("-xtype", 1, Select), ("-size", 1, Select), ("-empty", 0, Select),
+    ("-mtime", 1, Select), ("-mmin", 1, Select), ("-atime", 1, Select), ("-amin", 1, Select),
+    ("-ctime", 1, Select), ("-cmin", 1, Select), ("-newer", 1, ReadFile),
+    ("-anewer", 1, ReadFile), ("-cnewer", 1, ReadFile), ("-newermt", 1, Select),
+    ("-newerat", 1, Select), ("-newerct", 1, Select), ("-newermm", 1, Select),
+    ("-used", 1, Select), ("-user", 1, Select), ("-group", 1, Select), ("-uid", 1, Select),
+    ("-gid", 1, Select), ("-nouser", 0, Select), ("-nogroup", 0, Select), ("-perm", 1, Select),
+    ("-readable", 0, Select), ("-writable", 0, Select), ("-executable", 0, Select),
+    ("-links", 1, Select), ("-inum", 1, Select), ("-samefile", 1, ReadFile),
+    ("-lname", 1, Select), ("-ilname", 1, Select), ("-fstype", 1, Select),
+    ("-maxdepth", 1, MaxDepth), ("-mindepth", 1, Select), ("-depth", 0, Select),
+    ("-d", 0, Select), ("-mount", 0, Select), ("-xdev", 0, Select), ("-noleaf", 0, Select),
+    ("-ignore_readdir_race", 0, Select), ("-noignore_readdir_race", 0, Select),
+    ("-daystart", 0, Select), ("-follow", 0, Follow), ("-true", 0, Select), ("-false", 0, Select),
+    ("-print", 0, Select), ("-print0", 0, Select), ("-printf", 1, Select), ("-ls", 0, Select),
+    ("-prune", 0, Select), ("-quit", 0, Select), ("-not", 0, Compound), ("-and", 0, Select),
+    ("-a", 0, Select), ("-or", 0, Compound), ("-o", 0, Compound), ("!", 0, Compound),
+    ("(", 0, Compound), (")", 0, Compound), (",", 0, Compound), ("-help", 0, Select),
+    ("--help", 0, Select), ("-version", 0, Select), ("--version", 0, Select),
+    ("-delete", 0, Delete), ("-fprint", 1, WriteTo), ("-fprint0", 1, WriteTo),
+    ("-fprintf", 2, WriteTo), ("-fls", 1, WriteTo),
 ];
+
+/// What find's expression asks for.
+struct Expr {
+    exec: bool,
+    delete: bool,
+    follow: bool,
+    /// `-name` tests before `-exec` (pattern, case-insensitive).
+    names: Vec<(String, bool)>,
+    /// Only and-ed tests: the `-name` tests filter what `-exec` gets.
+    plain_and: bool,
+    max_depth: usize,
+}
 
 /// find: start points, then an expression of known primaries. `-exec` commands are
 /// their own segments (their `{}` is a path under a start point: the start points are
 /// checked recursively, and for symlinks to secrets among the names the command may get).
 pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
     c.add(Category::Enumerate, "enumerate", "`find` lists files");
+    let (i, follow) = leading_options(c, args);
+    let Some(mut starts) = start_points(c, &args[i..]) else {
+        return;
+    };
+    let Some(expr) = expression(k, c, &args[i + starts.len()..], follow) else {
+        return;
+    };
+    let dot = Word::literal(".");
+    if starts.is_empty() {
+        starts.push(&dot);
+    }
+    // Fed to `xargs` without `-0` (see `shell::pipes`): names must reach it unsplit.
+    let split_names = k.seg.wrappers.iter().any(|w| w == XARGS_FROM_FIND);
+    for s in &starts {
+        k.read(c, s);
+        if expr.exec || expr.follow {
+            k.recursive_names(c, s);
+        }
+        if expr.exec {
+            exec_names(k, c, s, &expr, split_names);
+        }
+    }
+    if expr.delete {
+        for s in &starts {
+            find_delete(k, c, s);
+        }
+    }
+}
+
+/// Leading options `-H -L -P`, `-D debugopts`, `-Olevel`: where the start points begin,
+/// and whether `-L` follows symlinks.
+fn leading_options(c: &mut Classification, args: &[Word]) -> (usize, bool) {
     let mut i = 0;
     let mut follow = false;
-    // Leading options: -H -L -P, -D debugopts, -Olevel.
     while let Some(s) = args.get(i).and_then(|w| w.value.as_deref()) {
         match s {
             "-H" | "-P" => {}
@@ -121,8 +128,14 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
         }
         i += 1;
     }
-    let mut starts: Vec<&Word> = Vec::new();
-    while let Some(w) = args.get(i) {
+    (i, follow)
+}
+
+/// The start points (up to the first option-like word), or `None` after gating one that
+/// is not static.
+fn start_points<'a>(c: &mut Classification, args: &'a [Word]) -> Option<Vec<&'a Word>> {
+    let mut starts = Vec::new();
+    for w in args {
         match w.value.as_deref() {
             Some(s) if s.starts_with('-') || s == "(" || s == "!" => break,
             None if !w.source.starts_with(['"', '\'', '.', '/', '~']) => {
@@ -131,22 +144,25 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
                     "unknown-option",
                     format!("`find` start `{}` is not static", w.source),
                 );
-                return;
+                return None;
             }
             _ => starts.push(w),
         }
-        i += 1;
     }
-    let dot = Word::literal(".");
-    if starts.is_empty() {
-        starts.push(&dot);
-    }
-    let mut exec = false;
-    let mut delete = false;
-    let mut names: Vec<(String, bool)> = Vec::new();
-    let mut plain_and = true;
-    let mut max_depth = usize::MAX;
-    let expr = &args[i..];
+    Some(starts)
+}
+
+/// Reads the expression by [`FIND_PRIMARIES`], or `None` after gating a word it does not
+/// know.
+fn expression(k: &Checker, c: &mut Classification, expr: &[Word], follow: bool) -> Option<Expr> {
+    let mut e = Expr {
+        exec: false,
+        delete: false,
+        follow,
+        names: Vec::new(),
+        plain_and: true,
+        max_depth: usize::MAX,
+    };
     let mut j = 0;
     while j < expr.len() {
         let Some(s) = expr[j].value.as_deref() else {
@@ -155,10 +171,10 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
                 "unknown-option",
                 format!("`find` word `{}` is not static", expr[j].source),
             );
-            return;
+            return None;
         };
         if matches!(s, "-exec" | "-execdir" | "-ok" | "-okdir") {
-            exec = true;
+            e.exec = true;
             j += 1;
             while j < expr.len() && !matches!(expr[j].value.as_deref(), Some(";" | "+")) {
                 j += 1;
@@ -166,110 +182,102 @@ pub(super) fn find(k: &Checker, c: &mut Classification, args: &[Word]) {
             j += 1;
             continue;
         }
-        let Some((_, n)) = FIND_PRIMARIES.iter().find(|(name, _)| *name == s) else {
-            let why = if s == "-files0-from" {
-                "reads its start points from a file".to_string()
-            } else {
-                format!("`find` primary `{s}` is not in the command table")
-            };
-            if s == "-files0-from" {
-                if let Some(f) = expr.get(j + 1) {
-                    k.read(c, f);
-                }
-            }
-            c.add(Category::Unanalysable, "unknown-option", why);
-            return;
+        let Some(&(_, n, does)) = FIND_PRIMARIES.iter().find(|(name, _, _)| *name == s) else {
+            unknown_primary(k, c, s, expr.get(j + 1));
+            return None;
         };
-        match s {
+        let value = expr.get(j + 1);
+        match does {
+            Does::Select => {}
             // A test filters what `-exec` gets only when it is evaluated before it.
-            "-name" | "-iname" if !exec => {
-                if let Some(v) = expr.get(j + 1).and_then(|w| w.value.clone()) {
-                    names.push((v, s == "-iname"));
+            Does::Name(ci) if !e.exec => {
+                if let Some(v) = value.and_then(|w| w.value.clone()) {
+                    e.names.push((v, ci));
                 }
             }
-            "-maxdepth" => {
-                if let Some(d) = expr
-                    .get(j + 1)
-                    .and_then(|w| w.value.as_deref()?.parse().ok())
-                {
-                    max_depth = d;
+            Does::Name(_) => {}
+            Does::MaxDepth => {
+                if let Some(d) = value.and_then(|w| w.value.as_deref()?.parse().ok()) {
+                    e.max_depth = d;
                 }
             }
-            "-or" | "-o" | "!" | "-not" | "(" | ")" | "," => plain_and = false,
-            "-follow" => follow = true,
-            "-delete" => delete = true,
-            "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
-                if let Some(target) = expr.get(j + 1) {
+            Does::Compound => e.plain_and = false,
+            Does::Follow => e.follow = true,
+            Does::Delete => e.delete = true,
+            Does::WriteTo => {
+                if let Some(target) = value {
                     write_value(k, c, "find", s, target);
                 }
             }
-            "-newer" | "-anewer" | "-cnewer" | "-samefile" => {
-                if let Some(f) = expr.get(j + 1) {
+            Does::ReadFile => {
+                if let Some(f) = value {
                     k.read(c, f);
                 }
             }
-            _ => {}
         }
         j += 1 + n;
     }
-    // Fed to `xargs` without `-0` (see `shell::pipes`): names must reach it unsplit.
-    let split_names = k.seg.wrappers.iter().any(|w| w == XARGS_FROM_FIND);
-    for s in &starts {
-        k.read(c, s);
-        if exec || follow {
-            k.recursive_names(c, s);
+    Some(e)
+}
+
+fn unknown_primary(k: &Checker, c: &mut Classification, s: &str, value: Option<&Word>) {
+    let why = if s == "-files0-from" {
+        if let Some(f) = value {
+            k.read(c, f);
         }
-        if exec {
-            // The names `-exec` gets: with only `-name` tests and-ed, a link passes only if
-            // its name matches them all.
-            let matchers: Vec<globset::GlobMatcher> = if plain_and {
-                names
-                    .iter()
-                    .filter_map(|(n, ci)| {
-                        globset::GlobBuilder::new(n)
-                            .case_insensitive(*ci)
-                            .literal_separator(true)
-                            .build()
-                            .ok()
-                            .map(|g| g.compile_matcher())
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            let keep = |name: &str| matchers.iter().all(|m| m.is_match(name));
-            k.walk_below(
-                c,
-                s,
-                &Walk {
-                    follow,
-                    max_depth,
-                    keep: &keep,
-                    links: true,
-                    dotenv: true,
-                    split_names,
-                },
-            );
-        }
-    }
-    if delete {
-        for s in &starts {
-            if let Some(hit) = k.contains(s) {
-                c.add(
-                    Category::DestructiveDelete,
-                    "destructive-delete",
-                    format!("`find -delete` under {} (holds {hit})", s.display()),
-                );
-            } else if k.inside_workspace(s) != Some(true) && v(s) != "." {
-                c.add(
-                    Category::DestructiveDelete,
-                    "destructive-delete",
-                    format!("`find -delete` outside the workspace ({})", s.display()),
-                );
-            } else {
-                c.add(Category::Delete, "delete", "`find -delete` deletes files");
-            }
-        }
+        "reads its start points from a file".to_string()
+    } else {
+        format!("`find` primary `{s}` is not in the command table")
+    };
+    c.add(Category::Unanalysable, "unknown-option", why);
+}
+
+/// The names `-exec` gets below `start`: with only `-name` tests and-ed, a link passes
+/// only if its name matches them all.
+fn exec_names(k: &Checker, c: &mut Classification, start: &Word, e: &Expr, split_names: bool) {
+    let matchers: Vec<globset::GlobMatcher> = if e.plain_and {
+        e.names
+            .iter()
+            .filter_map(|(n, ci)| {
+                globset::GlobBuilder::new(n)
+                    .case_insensitive(*ci)
+                    .literal_separator(true)
+                    .build()
+                    .ok()
+                    .map(|g| g.compile_matcher())
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let keep = |name: &str| matchers.iter().all(|m| m.is_match(name));
+    let walk = Walk {
+        follow: e.follow,
+        max_depth: e.max_depth,
+        keep: &keep,
+        links: true,
+        dotenv: true,
+        split_names,
+    };
+    k.walk_below(c, start, &walk);
+}
+
+/// `find START -delete`: destructive under a secret or outside the workspace.
+fn find_delete(k: &Checker, c: &mut Classification, s: &Word) {
+    if let Some(hit) = k.contains(s) {
+        c.add(
+            Category::DestructiveDelete,
+            "destructive-delete",
+            format!("`find -delete` under {} (holds {hit})", s.display()),
+        );
+    } else if k.inside_workspace(s) != Some(true) && v(s) != "." {
+        c.add(
+            Category::DestructiveDelete,
+            "destructive-delete",
+            format!("`find -delete` outside the workspace ({})", s.display()),
+        );
+    } else {
+        c.add(Category::Delete, "delete", "`find -delete` deletes files");
     }
 }
 

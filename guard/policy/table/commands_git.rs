@@ -2,16 +2,15 @@
 //! cleans), with the paths each form touches.
 
 use super::args::{has, has_short, v};
+use super::git_content::what_it_prints;
 use super::gram_git::*;
-use super::grammar::{Grammar, Parsed};
+use super::grammar::Grammar;
 use super::judge::{judge, read_files};
 use super::paths_check::Checker;
 use super::read_programs::globs_may_be_options;
 use super::Classification;
-use crate::policy::fs_memo;
 use crate::policy::shell::{Segment, Word};
 use crate::policy::verdict::Category;
-use std::path::{Path, PathBuf};
 
 /// git's global options, before the subcommand (git matches them exactly).
 enum Global {
@@ -53,6 +52,64 @@ fn global(name: &str) -> Option<Global> {
 }
 
 pub(super) fn git(seg: &Segment, k: &Checker, c: &mut Classification, args: &[Word]) {
+    let Some((i, rebased)) = globals(k, c, args) else {
+        return;
+    };
+    let Some(sub_word) = args.get(i) else {
+        c.add(Category::Enumerate, "enumerate", "`git` prints help");
+        return;
+    };
+    let sub = v(sub_word);
+    let rest_words = &args[i + 1..];
+    if rebased {
+        // `git -C DIR` runs in DIR (the segment's directories are already DIR): a tree
+        // that holds a secret (`git -C ~`, `git -C ..`) is blocked, whatever git reads.
+        k.recursive_names(c, &Word::literal("."));
+    }
+    let rest: Vec<&str> = rest_words.iter().map(v).collect();
+    if let Some(g) = read_grammar(sub, &rest) {
+        git_read(seg, k, c, sub, rest_words, g);
+        return;
+    }
+    let Some(&(_, effect)) = CHANGES.iter().find(|(subs, _)| subs.contains(&sub)) else {
+        c.add(
+            Category::RunCode,
+            "unknown-program",
+            format!("`git {sub}` (an alias or extension) runs code"),
+        );
+        return;
+    };
+    let (category, code, why) = effect(sub, &rest);
+    c.add(category, code, format!("`git {sub}` {why}"));
+    if FETCHES.contains(&sub) {
+        c.add(
+            Category::HttpRead,
+            "http-read",
+            format!("`git {sub}` fetches from a remote"),
+        );
+    }
+    if sub == "branch" && has(&rest, &["-D", "--delete"]) {
+        c.add(
+            Category::Delete,
+            "delete",
+            "`git branch -D` deletes a branch",
+        );
+    }
+    // `git config` values are settings, not paths.
+    if sub != "config" {
+        for w in rest_words {
+            if w.value.as_deref().is_some_and(|s| {
+                !s.starts_with('-') && (s.contains('/') || s.starts_with('~') || s.starts_with('.'))
+            }) {
+                k.read(c, w);
+            }
+        }
+    }
+}
+
+/// Walks git's global options: the index of the subcommand and whether `-C` moved git, or
+/// `None` after recording why the command is not understood.
+fn globals(k: &Checker, c: &mut Classification, args: &[Word]) -> Option<(usize, bool)> {
     let mut i = 0;
     let mut rebased = false;
     while let Some(w) = args.get(i) {
@@ -62,7 +119,7 @@ pub(super) fn git(seg: &Segment, k: &Checker, c: &mut Classification, args: &[Wo
                 "unknown-option",
                 format!("`git` word `{}` is not static", w.source),
             );
-            return;
+            return None;
         };
         if !s.starts_with('-') {
             break;
@@ -78,7 +135,7 @@ pub(super) fn git(seg: &Segment, k: &Checker, c: &mut Classification, args: &[Wo
                     "unknown-option",
                     format!("`git` option `{s}` is not in the command table"),
                 );
-                return;
+                return None;
             }
             Some(Global::Gate(why)) => {
                 c.add(
@@ -109,382 +166,241 @@ pub(super) fn git(seg: &Segment, k: &Checker, c: &mut Classification, args: &[Wo
         }
         i += 1;
     }
-    let Some(sub_word) = args.get(i) else {
-        c.add(Category::Enumerate, "enumerate", "`git` prints help");
-        return;
-    };
-    let sub = v(sub_word);
-    let rest_words = &args[i + 1..];
-    if rebased {
-        // `git -C DIR` runs in DIR (the segment's directories are already DIR): a tree
-        // that holds a secret (`git -C ~`, `git -C ..`) is blocked, whatever git reads.
-        k.recursive_names(c, &Word::literal("."));
-    }
-    let rest: Vec<&str> = rest_words.iter().map(v).collect();
-    let mut read_paths = true;
-    if let Some(g) = read_grammar(sub, &rest) {
+    Some((i, rebased))
+}
+
+/// A read-only use of `git sub`: its options by `g`, the files and objects it prints.
+fn git_read(
+    seg: &Segment,
+    k: &Checker,
+    c: &mut Classification,
+    sub: &str,
+    rest_words: &[Word],
+    g: &'static Grammar,
+) {
+    let first = rest_words.first().map_or("", v);
+    c.add(
+        Category::Read,
+        "git-read",
+        format!("`git {sub}` reads the repository"),
+    );
+    if sub == "ls-remote" {
         c.add(
-            Category::Read,
-            "git-read",
-            format!("`git {sub}` reads the repository"),
+            Category::HttpRead,
+            "http-read",
+            "`git ls-remote` asks a remote for its refs",
         );
-        if sub == "ls-remote" {
-            c.add(
-                Category::HttpRead,
-                "http-read",
-                "`git ls-remote` asks a remote for its refs",
-            );
-        }
-        let words = if matches!(sub, "stash" | "remote" | "worktree" | "submodule")
-            || (sub == "reflog" && rest.first() == Some(&"show"))
-        {
-            &rest_words[1..]
-        } else {
-            rest_words
-        };
-        if globs_may_be_options(k, c, "git", words) {
-            return;
-        }
-        let Some(parsed) = judge(k, c, &format!("git {sub}"), g, words) else {
-            return;
-        };
-        if sub == "remote" && rest.first() == Some(&"show") && !parsed.has("-n") {
-            c.add(
-                Category::HttpRead,
-                "http-read",
-                "`git remote show` asks the remote",
-            );
-        }
-        if parsed.has("no-index") && sub != "check-ignore" {
-            read_files(seg, k, c, &parsed.operands);
-        }
-        if sub == "grep" && (parsed.has("untracked") || parsed.has("no-exclude-standard")) {
-            // Untracked files too: a dotenv file below is read.
-            k.recursive_read(c, &Word::literal("."));
-        }
-        if sub == "cat-file" {
-            cat_file(c, &parsed);
-        }
-        if CONTENT_READS.contains(&sub) {
-            repository_with_secrets(k, c);
-        }
-        git_operands(k, c, &parsed.operands);
-        return;
     }
-    match sub {
-        "pull" | "reset" | "filter-branch" | "filter-repo" | "update-ref" => {
-            c.add(
-                Category::DestructiveGit,
-                "destructive-git",
-                format!("`git {sub}` can discard or rewrite work"),
-            );
-        }
-        "clean" => {
-            if has(&rest, &["-n", "--dry-run"]) && !has(&rest, &["-f", "--force"]) {
-                c.add(
-                    Category::Read,
-                    "git-read",
-                    "`git clean -n` lists what would be deleted",
-                );
-            } else if has_short(&rest, 'f') || has(&rest, &["--force"]) {
-                c.add(
-                    Category::DestructiveGit,
-                    "destructive-git",
-                    "`git clean -f` deletes untracked files",
-                );
-            } else {
-                c.add(
-                    Category::Delete,
-                    "delete",
-                    "`git clean` deletes untracked files",
-                );
-            }
-        }
-        "push" => {
-            let force = has(
-                &rest,
-                &[
-                    "--force",
-                    "--force-with-lease",
-                    "--mirror",
-                    "--delete",
-                    "--prune",
-                    "--force-if-includes",
-                ],
-            ) || has_short(&rest, 'f')
-                || has_short(&rest, 'd')
-                || rest.iter().any(|r| {
-                    r.starts_with('+')
-                        || (r.starts_with(':') && r.len() > 1)
-                        || r.starts_with("--force")
-                });
-            if force {
-                c.add(
-                    Category::DestructiveGit,
-                    "destructive-git",
-                    "`git push --force` (or delete) rewrites the remote",
-                );
-            } else {
-                c.add(
-                    Category::HttpWrite,
-                    "git-push",
-                    "`git push` sends commits to a remote",
-                );
-            }
-        }
-        "checkout" | "restore" => {
-            let pos = rest.iter().position(|r| *r == "--");
-            let discards = pos.is_some_and(|p| p + 1 < rest.len())
-                || rest
-                    .iter()
-                    .any(|r| *r == "." || *r == "-f" || *r == "--force")
-                || (sub == "restore" && !has(&rest, &["--staged", "-S"]) && !rest.is_empty());
-            if discards {
-                c.add(
-                    Category::DestructiveGit,
-                    "destructive-git",
-                    format!("`git {sub}` discards uncommitted changes"),
-                );
-            } else {
-                c.add(
-                    Category::Write,
-                    "git-write",
-                    format!("`git {sub}` changes the working tree"),
-                );
-            }
-        }
-        "add" | "commit" | "stash" | "switch" | "mv" | "merge" | "rebase" | "cherry-pick"
-        | "revert" | "tag" | "init" | "clone" | "fetch" | "am" | "apply" | "notes" | "worktree"
-        | "submodule" | "gc" | "prune" | "branch" | "remote" | "bisect" | "sparse-checkout"
-        | "maintenance" => {
-            c.add(
-                Category::Write,
-                "git-write",
-                format!("`git {sub}` changes the repository"),
-            );
-            if matches!(sub, "clone" | "fetch" | "submodule") {
-                c.add(
-                    Category::HttpRead,
-                    "http-read",
-                    format!("`git {sub}` fetches from a remote"),
-                );
-            }
-            if sub == "branch" && has(&rest, &["-D", "--delete"]) {
-                c.add(
-                    Category::Delete,
-                    "delete",
-                    "`git branch -D` deletes a branch",
-                );
-            }
-        }
-        "rm" => {
-            c.add(Category::Delete, "delete", "`git rm` deletes files");
-        }
-        "config" => {
-            c.add(
-                Category::RunCode,
-                "git-config",
-                "`git config` can set hooks, pagers or aliases that run code",
-            );
-            read_paths = false;
-        }
-        _ => {
-            c.add(
-                Category::RunCode,
-                "unknown-program",
-                format!("`git {sub}` (an alias or extension) runs code"),
-            );
-        }
-    }
-    if read_paths {
-        for w in rest_words {
-            if w.value.as_deref().is_some_and(|s| {
-                !s.starts_with('-') && (s.contains('/') || s.starts_with('~') || s.starts_with('.'))
-            }) {
-                k.read(c, w);
-            }
-        }
-    }
-}
-
-/// The grammar of a read-only use of `sub` (with its first words `rest`), if it is one.
-fn read_grammar(sub: &str, rest: &[&str]) -> Option<&'static Grammar> {
-    let first = rest.first().copied().unwrap_or("");
-    let listing = |rest: &[&str]| {
-        rest.iter().all(|r| r.starts_with('-'))
-            || rest.iter().any(|r| {
-                matches!(*r, "-l" | "--list")
-                    || [
-                        "--contains",
-                        "--no-contains",
-                        "--merged",
-                        "--no-merged",
-                        "--points-at",
-                    ]
-                    .iter()
-                    .any(|f| r.starts_with(f))
-            })
-    };
-    Some(match sub {
-        "log" | "show" | "diff" | "whatchanged" | "rev-list" => &G_GIT_LOG,
-        "reflog" if rest.is_empty() || first == "show" || first.starts_with('-') => &G_GIT_LOG,
-        "cherry" | "show-branch" => &G_GIT_MISC,
-        "worktree" if first == "list" => &G_GIT_MISC,
-        "submodule" if first == "status" => &G_GIT_MISC,
-        "stash" if matches!(first, "list" | "show") => &G_GIT_LOG,
-        "status" => &G_GIT_STATUS,
-        "grep" => &G_GIT_GREP,
-        "blame" | "annotate" => &G_GIT_BLAME,
-        "ls-remote" => &G_GIT_LS_REMOTE,
-        "ls-files" => &G_GIT_LS_FILES,
-        "rev-parse" => &G_GIT_REV_PARSE,
-        "ls-tree" | "cat-file" | "describe" | "shortlog" | "show-ref" | "for-each-ref"
-        | "merge-base" | "name-rev" | "count-objects" | "check-ignore" | "version" | "var" => {
-            &G_GIT_MISC
-        }
-        "branch" | "tag" if listing(rest) => &G_GIT_LIST_REFS,
-        "remote" if rest.is_empty() || matches!(first, "-v" | "--verbose") => &G_GIT_LIST_REFS,
-        "remote" if matches!(first, "show" | "get-url") => &G_GIT_LIST_REFS,
-        // `git config KEY` prints one setting.
-        "config" if rest.len() == 1 && !first.starts_with('-') && first.contains('.') => {
-            &G_GIT_CONFIG_READ
-        }
-        "config"
-            if rest.iter().any(|r| {
-                matches!(
-                    *r,
-                    "--get" | "--get-all" | "--get-regexp" | "--list" | "-l" | "get" | "list"
-                )
-            }) && rest
-                .iter()
-                .all(|r| !r.starts_with("--add") && !r.starts_with("--unset")) =>
-        {
-            &G_GIT_CONFIG_READ
-        }
-        "help"
-            if rest
-                .iter()
-                .all(|r| matches!(*r, "-a" | "--all" | "-g" | "--guides")) =>
-        {
-            &G_GIT_MISC
-        }
-        _ => return None,
-    })
-}
-
-/// `git cat-file`: an object named by its id (or read from stdin with `--batch`) may be
-/// any file's content; which file cannot be known here. Type, size and existence queries
-/// print no content.
-fn cat_file(c: &mut Classification, parsed: &Parsed) {
-    if ["batch", "batch-check", "batch-command", "batch-all-objects"]
-        .iter()
-        .any(|b| parsed.has(b))
+    // `git stash show`, `git remote get-url`, ...: the options follow the second word.
+    let words = if matches!(sub, "stash" | "remote" | "worktree" | "submodule")
+        || (sub == "reflog" && first == "show")
     {
+        &rest_words[1..]
+    } else {
+        rest_words
+    };
+    if globs_may_be_options(k, c, "git", words) {
+        return;
+    }
+    let Some(parsed) = judge(k, c, &format!("git {sub}"), g, words) else {
+        return;
+    };
+    if sub == "remote" && first == "show" && !parsed.has("-n") {
         c.add(
-            Category::Unanalysable,
-            "git-object",
-            "`git cat-file --batch` prints objects named on its input",
+            Category::HttpRead,
+            "http-read",
+            "`git remote show` asks the remote",
         );
-        return;
     }
-    if parsed.has("-t") || parsed.has("-s") || parsed.has("-e") {
-        return;
+    if parsed.has("no-index") && sub != "check-ignore" {
+        read_files(seg, k, c, &parsed.operands);
     }
-    for w in &parsed.operands {
-        let s = v(w);
-        if s.len() >= 4 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
-            c.add(
-                Category::Unanalysable,
-                "git-object",
-                format!("`git cat-file` prints object {s}: which file it holds is not known"),
-            );
-        }
+    if sub == "grep" && (parsed.has("untracked") || parsed.has("no-exclude-standard")) {
+        // Untracked files too: a dotenv file below is read.
+        k.recursive_read(c, &Word::literal("."));
     }
+    what_it_prints(k, c, sub, &parsed);
 }
 
-/// Read subcommands that print file contents from the repository (history included).
-const CONTENT_READS: &[&str] = &[
-    "log",
-    "show",
-    "diff",
-    "whatchanged",
-    "grep",
-    "blame",
-    "annotate",
-    "cat-file",
-    "stash",
+/// What a subcommand that changes something does: category, finding, and why (after
+/// "`git SUB` "), picked from its words.
+type Effect = (Category, &'static str, &'static str);
+
+/// The rule that gives a changing subcommand's effect from its name and words.
+type Rule = fn(&str, &[&str]) -> Effect;
+
+/// Subcommands that are not reads, each with the rule that gives its effect. A subcommand
+/// in neither this table nor [`READS`] is an alias or an extension: it runs code.
+#[rustfmt::skip]
+static CHANGES: &[(&[&str], Rule)] = &[
+    (&["pull", "reset", "filter-branch", "filter-repo", "update-ref"],
+        |_, _| (Category::DestructiveGit, "destructive-git", "can discard or rewrite work")),
+    (&["clean"], clean),
+    (&["push"], push),
+    (&["checkout", "restore"], checkout),
+    (&["add", "commit", "stash", "switch", "mv", "merge", "rebase", "cherry-pick", "revert",
+       "tag", "init", "clone", "fetch", "am", "apply", "notes", "worktree", "submodule", "gc",
+       "prune", "branch", "remote", "bisect", "sparse-checkout", "maintenance"],
+        |_, _| (Category::Write, "git-write", "changes the repository")),
+    (&["rm"], |_, _| (Category::Delete, "delete", "deletes files")),
+    (&["config"],
+        |_, _| (Category::RunCode, "git-config", "can set hooks, pagers or aliases that run code")),
 ];
 
-/// A repository whose working tree holds a secret (a dotfiles repository in the home, `git
-/// -C ~/sub` under it): what git prints from it may be that secret. Blocked.
-fn repository_with_secrets(k: &Checker, c: &mut Classification) {
-    let cwds: Vec<PathBuf> = k.cwds().collect();
-    for cwd in cwds {
-        let root = repo_root(&cwd);
-        k.recursive_names(c, &Word::literal(&root.to_string_lossy()));
+/// Changing subcommands that also fetch from a remote.
+const FETCHES: &[&str] = &["clone", "fetch", "submodule"];
+
+fn clean(_: &str, rest: &[&str]) -> Effect {
+    if has(rest, &["-n", "--dry-run"]) && !has(rest, &["-f", "--force"]) {
+        (
+            Category::Read,
+            "git-read",
+            "with `-n` lists what would be deleted",
+        )
+    } else if has_short(rest, 'f') || has(rest, &["--force"]) {
+        (
+            Category::DestructiveGit,
+            "destructive-git",
+            "with `-f` deletes untracked files",
+        )
+    } else {
+        (Category::Delete, "delete", "deletes untracked files")
     }
 }
 
-/// The working tree root of the repository git finds from `cwd` (the first directory up
-/// that holds `.git`), or `cwd` when there is none.
-fn repo_root(cwd: &Path) -> PathBuf {
-    let mut dir = cwd;
-    for _ in 0..64 {
-        if fs_memo::symlink_metadata(&dir.join(".git")).is_some() {
-            return dir.to_path_buf();
-        }
-        match dir.parent() {
-            Some(p) => dir = p,
-            None => break,
-        }
+/// Options and refspecs (`+ref`, `:ref`) that overwrite or delete remote refs.
+const PUSH_FORCE: &[&str] = &[
+    "--force",
+    "--force-with-lease",
+    "--mirror",
+    "--delete",
+    "--prune",
+    "--force-if-includes",
+];
+
+fn push(_: &str, rest: &[&str]) -> Effect {
+    let force = has(rest, PUSH_FORCE)
+        || has_short(rest, 'f')
+        || has_short(rest, 'd')
+        || rest.iter().any(|r| {
+            r.starts_with('+') || (r.starts_with(':') && r.len() > 1) || r.starts_with("--force")
+        });
+    if force {
+        let why = "with `--force` (or a delete) rewrites the remote";
+        (Category::DestructiveGit, "destructive-git", why)
+    } else {
+        (Category::HttpWrite, "git-push", "sends commits to a remote")
     }
-    cwd.to_path_buf()
 }
 
-/// Revisions and paths of a git read, path-checked: a path-like word relative to where git
-/// runs (after `-C`, that directory), and the PATH of `REV:PATH` relative to the
-/// repository's root (`./` and `../` relative to where git runs), as git reads them.
-fn git_operands(k: &Checker, c: &mut Classification, ops: &[&Word]) {
-    for w in ops {
-        let Some(s) = w.value.as_deref() else {
-            continue;
-        };
-        if matches!(s, "get" | "list" | "show" | "get-url") {
-            continue;
-        }
-        let object = s.split_once(':').filter(|_| !s.contains("://"));
-        let path = match object {
-            // `:N:path` is a path at stage N of the index.
-            Some((_, p)) => p
-                .strip_prefix(['0', '1', '2', '3'])
-                .and_then(|r| r.strip_prefix(':'))
-                .unwrap_or(p),
-            None => s,
-        };
-        let path = path
-            .trim_start_matches(['/', '!'])
-            .trim_start_matches("(top)");
-        if path.is_empty() {
-            continue;
-        }
-        if object.is_some() && !path.starts_with("./") && !path.starts_with("../") {
-            let cwds: Vec<PathBuf> = k.cwds().collect();
-            if cwds.is_empty() {
-                c.add(
-                    Category::Unanalysable,
-                    "unknown-cwd",
-                    format!("`{s}` names a file of a repository not known here"),
-                );
-            }
-            for cwd in cwds {
-                let abs = repo_root(&cwd).join(path);
-                k.read(c, &Word::literal(&abs.to_string_lossy()));
-            }
-            continue;
-        }
-        let path_like = path.contains('/') || path.starts_with(['.', '~']) || object.is_some();
-        if path_like {
-            k.read(c, &Word::literal(path));
-        }
+fn checkout(sub: &str, rest: &[&str]) -> Effect {
+    let pos = rest.iter().position(|r| *r == "--");
+    let discards = pos.is_some_and(|p| p + 1 < rest.len())
+        || rest
+            .iter()
+            .any(|r| *r == "." || *r == "-f" || *r == "--force")
+        || (sub == "restore" && !has(rest, &["--staged", "-S"]) && !rest.is_empty());
+    if discards {
+        (
+            Category::DestructiveGit,
+            "destructive-git",
+            "discards uncommitted changes",
+        )
+    } else {
+        (Category::Write, "git-write", "changes the working tree")
     }
+}
+
+/// When a subcommand's words make it a read.
+type When = fn(&[&str]) -> bool;
+
+fn always(_: &[&str]) -> bool {
+    true
+}
+
+fn first_is(rest: &[&str], words: &[&str]) -> bool {
+    rest.first().is_some_and(|f| words.contains(f))
+}
+
+/// `branch`/`tag` listing their refs: only options, or a listing option.
+fn listing(rest: &[&str]) -> bool {
+    const FILTERS: &[&str] = &[
+        "--contains",
+        "--no-contains",
+        "--merged",
+        "--no-merged",
+        "--points-at",
+    ];
+    rest.iter().all(|r| r.starts_with('-'))
+        || rest
+            .iter()
+            .any(|r| matches!(*r, "-l" | "--list") || FILTERS.iter().any(|f| r.starts_with(f)))
+}
+
+/// `git config` printing settings: one `KEY`, or a get/list form that adds or unsets nothing.
+fn config_read(rest: &[&str]) -> bool {
+    const GETS: &[&str] = &[
+        "--get",
+        "--get-all",
+        "--get-regexp",
+        "--list",
+        "-l",
+        "get",
+        "list",
+    ];
+    let one_key = rest.len() == 1 && !rest[0].starts_with('-') && rest[0].contains('.');
+    one_key
+        || (rest.iter().any(|r| GETS.contains(r))
+            && rest
+                .iter()
+                .all(|r| !r.starts_with("--add") && !r.starts_with("--unset")))
+}
+
+/// Read-only forms: subcommand, when its words make it a read, and its option grammar.
+/// The first row whose subcommand and condition match wins.
+#[rustfmt::skip]
+static READS: &[(&str, When, &Grammar)] = &[
+    ("log", always, &G_GIT_LOG),
+    ("show", always, &G_GIT_LOG),
+    ("diff", always, &G_GIT_LOG),
+    ("whatchanged", always, &G_GIT_LOG),
+    ("rev-list", always, &G_GIT_LOG),
+    ("reflog", |r| r.is_empty() || r[0] == "show" || r[0].starts_with('-'), &G_GIT_LOG),
+    ("stash", |r| first_is(r, &["list", "show"]), &G_GIT_LOG),
+    ("cherry", always, &G_GIT_MISC),
+    ("show-branch", always, &G_GIT_MISC),
+    ("worktree", |r| first_is(r, &["list"]), &G_GIT_MISC),
+    ("submodule", |r| first_is(r, &["status"]), &G_GIT_MISC),
+    ("status", always, &G_GIT_STATUS),
+    ("grep", always, &G_GIT_GREP),
+    ("blame", always, &G_GIT_BLAME),
+    ("annotate", always, &G_GIT_BLAME),
+    ("ls-remote", always, &G_GIT_LS_REMOTE),
+    ("ls-files", always, &G_GIT_LS_FILES),
+    ("rev-parse", always, &G_GIT_REV_PARSE),
+    ("ls-tree", always, &G_GIT_MISC),
+    ("cat-file", always, &G_GIT_MISC),
+    ("describe", always, &G_GIT_MISC),
+    ("shortlog", always, &G_GIT_MISC),
+    ("show-ref", always, &G_GIT_MISC),
+    ("for-each-ref", always, &G_GIT_MISC),
+    ("merge-base", always, &G_GIT_MISC),
+    ("name-rev", always, &G_GIT_MISC),
+    ("count-objects", always, &G_GIT_MISC),
+    ("check-ignore", always, &G_GIT_MISC),
+    ("version", always, &G_GIT_MISC),
+    ("var", always, &G_GIT_MISC),
+    ("branch", listing, &G_GIT_LIST_REFS),
+    ("tag", listing, &G_GIT_LIST_REFS),
+    ("remote", |r| r.is_empty() || first_is(r, &["-v", "--verbose", "show", "get-url"]), &G_GIT_LIST_REFS),
+    ("config", config_read, &G_GIT_CONFIG_READ),
+    ("help", |r| r.iter().all(|a| matches!(*a, "-a" | "--all" | "-g" | "--guides")), &G_GIT_MISC),
+];
+
+/// The grammar of a read-only use of `sub` (with its words `rest`), if it is one.
+fn read_grammar(sub: &str, rest: &[&str]) -> Option<&'static Grammar> {
+    READS
+        .iter()
+        .find(|(s, when, _)| *s == sub && when(rest))
+        .map(|(_, _, g)| *g)
 }

@@ -85,6 +85,9 @@ pub(super) struct Met {
 pub(super) struct Parsed<'a> {
     pub opts: Vec<Met>,
     pub operands: Vec<&'a Word>,
+    /// How many operands came before `--`, when it was given (git tells revisions from
+    /// pathspecs by it).
+    pub dashdash: Option<usize>,
 }
 
 impl Parsed<'_> {
@@ -189,6 +192,7 @@ pub(super) fn parse<'a>(
         };
         if s == "--" {
             options_done = true;
+            out.dashdash = Some(out.operands.len());
             continue;
         }
         if s == "-" || !s.starts_with('-') {
@@ -199,68 +203,91 @@ pub(super) fn parse<'a>(
             continue;
         }
         if let Some(long) = s.strip_prefix("--") {
-            let (name, attached) = match long.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (long, None),
-            };
-            let opt = long_opt(g, name)?;
-            let value = match (opt.arg, attached) {
-                (Arg::No | Arg::Two, Some(_)) => return Err(NotUnderstood::Unknown(s.to_string())),
-                (Arg::Two, None) => {
-                    let value = args
-                        .get(i + 1)
-                        .ok_or_else(|| NotUnderstood::MissingValue(s.to_string()))?;
-                    i += 2;
-                    Some(value.clone())
-                }
-                (Arg::No, None) | (Arg::Opt, None) => None,
-                (_, Some(v)) => Some(Word::literal(v)),
-                (Arg::Req, None) => {
-                    let next = args
-                        .get(i)
-                        .ok_or_else(|| NotUnderstood::MissingValue(s.to_string()))?;
-                    i += 1;
-                    Some(next.clone())
-                }
-            };
-            out.opts.push(Met { opt, value });
+            let met = long_option(g, s, long, args, &mut i)?;
+            out.opts.push(met);
             continue;
         }
         let cluster = &s[1..];
         if g.numeric && cluster.bytes().all(|b| b.is_ascii_digit()) {
             continue;
         }
-        for (pos, ch) in cluster.char_indices() {
-            let opt = short_opt(g, ch).ok_or_else(|| NotUnderstood::Unknown(format!("-{ch}")))?;
-            let rest = &cluster[pos + ch.len_utf8()..];
-            match opt.arg {
-                Arg::No => out.opts.push(Met { opt, value: None }),
-                Arg::Opt => {
-                    let value = (!rest.is_empty()).then(|| Word::literal(rest));
-                    out.opts.push(Met { opt, value });
-                    break;
-                }
-                Arg::Two => return Err(NotUnderstood::Unknown(format!("-{ch}"))),
-                Arg::Req => {
-                    let value = if rest.is_empty() {
-                        let next = args
-                            .get(i)
-                            .ok_or_else(|| NotUnderstood::MissingValue(format!("-{ch}")))?;
-                        i += 1;
-                        next.clone()
-                    } else {
-                        Word::literal(rest)
-                    };
-                    out.opts.push(Met {
-                        opt,
-                        value: Some(value),
-                    });
-                    break;
-                }
+        short_cluster(g, cluster, args, &mut i, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// `--name`, `--name=value` or `--name value` (the word `s`, `long` without its dashes);
+/// `i` moves past a value taken from the next words.
+fn long_option(
+    g: &Grammar,
+    s: &str,
+    long: &str,
+    args: &[Word],
+    i: &mut usize,
+) -> Result<Met, NotUnderstood> {
+    let (name, attached) = match long.split_once('=') {
+        Some((n, v)) => (n, Some(v)),
+        None => (long, None),
+    };
+    let opt = long_opt(g, name)?;
+    let missing = || NotUnderstood::MissingValue(s.to_string());
+    let value = match (opt.arg, attached) {
+        (Arg::No | Arg::Two, Some(_)) => return Err(NotUnderstood::Unknown(s.to_string())),
+        (Arg::Two, None) => {
+            let value = args.get(*i + 1).ok_or_else(missing)?;
+            *i += 2;
+            Some(value.clone())
+        }
+        (Arg::No, None) | (Arg::Opt, None) => None,
+        (_, Some(v)) => Some(Word::literal(v)),
+        (Arg::Req, None) => {
+            let next = args.get(*i).ok_or_else(missing)?;
+            *i += 1;
+            Some(next.clone())
+        }
+    };
+    Ok(Met { opt, value })
+}
+
+/// A cluster of short options (`-so FILE`, `-sd@x`): flags up to the first that takes a
+/// value, which is the rest of the cluster or the next word.
+fn short_cluster(
+    g: &Grammar,
+    cluster: &str,
+    args: &[Word],
+    i: &mut usize,
+    out: &mut Parsed,
+) -> Result<(), NotUnderstood> {
+    for (pos, ch) in cluster.char_indices() {
+        let opt = short_opt(g, ch).ok_or_else(|| NotUnderstood::Unknown(format!("-{ch}")))?;
+        let rest = &cluster[pos + ch.len_utf8()..];
+        match opt.arg {
+            Arg::No => out.opts.push(Met { opt, value: None }),
+            Arg::Opt => {
+                let value = (!rest.is_empty()).then(|| Word::literal(rest));
+                out.opts.push(Met { opt, value });
+                return Ok(());
+            }
+            Arg::Two => return Err(NotUnderstood::Unknown(format!("-{ch}"))),
+            Arg::Req => {
+                let value = if rest.is_empty() {
+                    let next = args
+                        .get(*i)
+                        .ok_or_else(|| NotUnderstood::MissingValue(format!("-{ch}")))?;
+                    *i += 1;
+                    next.clone()
+                } else {
+                    Word::literal(rest)
+                };
+                out.opts.push(Met {
+                    opt,
+                    value: Some(value),
+                });
+                return Ok(());
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Can a non-static word expand to text that starts with `-`? Its source is what the

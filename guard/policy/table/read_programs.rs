@@ -16,15 +16,18 @@ use crate::policy::shell::{Segment, Word};
 use crate::policy::verdict::Category;
 
 /// What a program's operands are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum Operands {
     /// Files it reads.
     Files,
     /// Not files (`tr` sets, `date +FMT`): never path-checked.
     NotFiles,
-    /// The handler decides.
-    Own,
+    /// The program's own rule judges them (an output file, a filter, a start-up command).
+    Own(OwnRule),
 }
+
+/// Judges a program's operands (and options it reads them by).
+type OwnRule = fn(&Segment, &Checker, &mut Classification, &str, &Parsed);
 
 /// The grammar and operand kind of a read or list program.
 fn grammar_of(p: &str) -> (&'static Grammar, Operands) {
@@ -36,7 +39,7 @@ fn grammar_of(p: &str) -> (&'static Grammar, Operands) {
         "tail" => (&G_TAIL, Files),
         "wc" => (&G_WC, Files),
         "sort" => (&G_SORT, Files),
-        "uniq" => (&G_UNIQ, Own),
+        "uniq" => (&G_UNIQ, Own(uniq)),
         "cut" => (&G_CUT, Files),
         "tr" => (&G_TR, NotFiles),
         "nl" => (&G_NL, Files),
@@ -49,23 +52,23 @@ fn grammar_of(p: &str) -> (&'static Grammar, Operands) {
         "join" => (&G_JOIN, Files),
         "expand" => (&G_EXPAND, Files),
         "unexpand" => (&G_UNEXPAND, Files),
-        "shuf" => (&G_SHUF, Own),
-        "split" => (&G_SPLIT, Own),
-        "csplit" => (&G_CSPLIT, Own),
+        "shuf" => (&G_SHUF, Own(shuf)),
+        "split" => (&G_SPLIT, Own(split)),
+        "csplit" => (&G_CSPLIT, Own(split)),
         "pr" => (&G_PR, Files),
         "numfmt" => (&G_NUMFMT, NotFiles),
         "column" => (&G_COLUMN, Files),
         "iconv" => (&G_ICONV, Files),
         "cmp" => (&G_CMP, Files),
         "comm" => (&G_COMM, Files),
-        "md5sum" => (&G_MD5SUM, Own),
-        "sha1sum" => (&G_SHA1SUM, Own),
-        "sha224sum" => (&G_SHA224SUM, Own),
-        "sha256sum" => (&G_SHA256SUM, Own),
-        "sha384sum" => (&G_SHA384SUM, Own),
-        "sha512sum" => (&G_SHA512SUM, Own),
-        "b2sum" => (&G_B2SUM, Own),
-        "cksum" => (&G_CKSUM, Own),
+        "md5sum" => (&G_MD5SUM, Own(checksum)),
+        "sha1sum" => (&G_SHA1SUM, Own(checksum)),
+        "sha224sum" => (&G_SHA224SUM, Own(checksum)),
+        "sha256sum" => (&G_SHA256SUM, Own(checksum)),
+        "sha384sum" => (&G_SHA384SUM, Own(checksum)),
+        "sha512sum" => (&G_SHA512SUM, Own(checksum)),
+        "b2sum" => (&G_B2SUM, Own(checksum)),
+        "cksum" => (&G_CKSUM, Own(checksum)),
         "ls" | "dir" | "vdir" => (&G_LS, Files),
         "du" => (&G_DU, Files),
         "df" => (&G_DF, Files),
@@ -73,20 +76,21 @@ fn grammar_of(p: &str) -> (&'static Grammar, Operands) {
         "realpath" => (&G_REALPATH, Files),
         "readlink" => (&G_READLINK, Files),
         "file" => (&G_FILE, Files),
-        "diff" => (&G_DIFF, Own),
+        "diff" => (&G_DIFF, Own(diff)),
         "diff3" => (&G_DIFF3, Files),
         "tree" => (&G_TREE, Files),
-        "jq" => (&G_JQ, Own),
-        "less" | "zless" => (&G_LESS, Own),
-        "strings" => (&G_STRINGS, Own),
+        "jq" => (&G_JQ, Own(jq)),
+        "less" | "zless" => (&G_LESS, Own(less)),
+        "strings" => (&G_STRINGS, Own(strings)),
         "zcat" | "bzcat" | "xzcat" => (&G_ZCAT, Files),
-        "look" => (&G_LOOK, Own),
+        "look" => (&G_LOOK, Own(look)),
         "pgrep" => (&G_PGREP, NotFiles),
         "whereis" => (&G_WHEREIS, NotFiles),
         "lsblk" => (&G_LSBLK, Files),
         "findmnt" => (&G_FINDMNT, Files),
         "lsof" => (&G_LSOF, Files),
-        "xxd" | "yq" => (&G_NONE, Own),
+        "xxd" => (&G_NONE, Own(xxd)),
+        "yq" => (&G_NONE, Own(yq)),
         _ => (&G_NONE, Files),
     }
 }
@@ -117,7 +121,7 @@ pub(super) fn read_program(
     match kind {
         Operands::Files => read_files(seg, k, c, ops),
         Operands::NotFiles => {}
-        Operands::Own => own_operands(seg, k, c, p, &parsed),
+        Operands::Own(rule) => rule(seg, k, c, p, &parsed),
     }
 }
 
@@ -147,114 +151,140 @@ pub(super) fn globs_may_be_options(
     false
 }
 
-fn own_operands(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, parsed: &Parsed) {
-    let ops = &parsed.operands;
-    match p {
-        "uniq" => {
-            read_files(seg, k, c, &ops[..ops.len().min(1)]);
-            if let Some(out) = ops.get(1) {
-                write_value(k, c, p, "OUTPUT", out);
-            }
-        }
-        "shuf" => {
-            if !parsed.has("echo") && !parsed.has("input-range") {
-                read_files(seg, k, c, ops);
-            }
-        }
-        "split" | "csplit" => {
-            c.add(
-                Category::Write,
-                "write",
-                format!("`{p}` writes its pieces to files"),
-            );
-            read_files(seg, k, c, &ops[..ops.len().min(1)]);
-            let prefix = if p == "split" {
-                ops.get(1).copied()
-            } else {
-                parsed.values("prefix").next()
-            };
-            if let Some(prefix) = prefix {
-                k.write(c, prefix);
-            }
-        }
-        "md5sum" | "sha1sum" | "sha224sum" | "sha256sum" | "sha384sum" | "sha512sum" | "b2sum"
-        | "cksum" => {
-            read_files(seg, k, c, ops);
-            if parsed.has("check") {
-                c.add(
-                    Category::Unanalysable,
-                    "reads-other-files",
-                    format!("`{p} --check` reads the files a checksum list names"),
-                );
-            }
-        }
-        "diff" => {
-            read_files(seg, k, c, ops);
-            if parsed.has("recursive") {
-                for w in ops {
-                    k.recursive_names(c, w);
-                    k.walk_below(c, w, &Walk::FOLLOW);
-                }
-            }
-        }
-        "jq" => jq(seg, k, c, parsed),
-        "less" | "zless" => {
-            for w in ops.iter() {
-                if w.value.as_deref().is_some_and(|s| s.starts_with('+')) {
-                    c.add(
-                        Category::Unanalysable,
-                        "gated-option",
-                        format!("`{p}` runs the start-up command {}", w.display()),
-                    );
-                }
-            }
-            read_files(seg, k, c, ops);
-        }
-        "strings" => {
-            for w in ops.iter() {
-                if w.value.as_deref().is_some_and(|s| s.starts_with('@')) {
-                    c.add(
-                        Category::Unanalysable,
-                        "reads-other-files",
-                        format!("`{p}` reads options from the file {}", w.display()),
-                    );
-                }
-            }
-            read_files(seg, k, c, ops);
-        }
-        "look" => read_files(seg, k, c, ops.get(1..).unwrap_or(&[])),
-        "xxd" => {
-            read_files(seg, k, c, &ops[..ops.len().min(1)]);
-            if let Some(out) = ops.get(1) {
-                write_value(k, c, p, "OUTFILE", out);
-            }
-        }
-        "yq" => {
-            // `yq [eval] EXPR FILE…`; `load`/`strload` and `env` read other files and data.
-            let skip = usize::from(ops.first().is_some_and(|w| {
-                matches!(w.value.as_deref(), Some("eval" | "e" | "eval-all" | "ea"))
-            }));
-            if let Some(expr) = ops.get(skip) {
-                let text = expr.value.as_deref().unwrap_or("load");
-                if ["load", "include", "env", "file"]
-                    .iter()
-                    .any(|b| text.contains(b))
-                {
-                    c.add(
-                        Category::Unanalysable,
-                        "reads-other-files",
-                        "the yq expression loads files or the environment",
-                    );
-                }
-            }
-            read_files(seg, k, c, ops.get(skip + 1..).unwrap_or(&[]));
-        }
-        _ => read_files(seg, k, c, ops),
+/// `uniq IN OUT`: reads the first operand, writes the second.
+fn uniq(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, parsed: &Parsed) {
+    input_output(seg, k, c, p, &parsed.operands, "OUTPUT");
+}
+
+/// `xxd IN OUT`: reads the first operand, writes the second.
+fn xxd(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, parsed: &Parsed) {
+    input_output(seg, k, c, p, &parsed.operands, "OUTFILE");
+}
+
+fn input_output(
+    seg: &Segment,
+    k: &Checker,
+    c: &mut Classification,
+    p: &str,
+    ops: &[&Word],
+    out: &str,
+) {
+    read_files(seg, k, c, &ops[..ops.len().min(1)]);
+    if let Some(w) = ops.get(1) {
+        write_value(k, c, p, out, w);
     }
 }
 
+/// `shuf -e`/`-i` shuffles its operands or a range, not files.
+fn shuf(seg: &Segment, k: &Checker, c: &mut Classification, _: &str, parsed: &Parsed) {
+    if !parsed.has("echo") && !parsed.has("input-range") {
+        read_files(seg, k, c, &parsed.operands);
+    }
+}
+
+/// `split IN PREFIX`, `csplit --prefix=P IN`: writes its pieces.
+fn split(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, parsed: &Parsed) {
+    let ops = &parsed.operands;
+    c.add(
+        Category::Write,
+        "write",
+        format!("`{p}` writes its pieces to files"),
+    );
+    read_files(seg, k, c, &ops[..ops.len().min(1)]);
+    let prefix = if p == "split" {
+        ops.get(1).copied()
+    } else {
+        parsed.values("prefix").next()
+    };
+    if let Some(prefix) = prefix {
+        k.write(c, prefix);
+    }
+}
+
+/// `sha256sum --check LIST` reads the files the list names.
+fn checksum(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, parsed: &Parsed) {
+    read_files(seg, k, c, &parsed.operands);
+    if parsed.has("check") {
+        c.add(
+            Category::Unanalysable,
+            "reads-other-files",
+            format!("`{p} --check` reads the files a checksum list names"),
+        );
+    }
+}
+
+/// `diff -r` reads both trees, following symlinks.
+fn diff(seg: &Segment, k: &Checker, c: &mut Classification, _: &str, parsed: &Parsed) {
+    let ops = &parsed.operands;
+    read_files(seg, k, c, ops);
+    if parsed.has("recursive") {
+        for w in ops {
+            k.recursive_names(c, w);
+            k.walk_below(c, w, &Walk::FOLLOW);
+        }
+    }
+}
+
+/// `less +CMD` runs a start-up command.
+fn less(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, parsed: &Parsed) {
+    let ops = &parsed.operands;
+    for w in ops.iter().filter(|w| starts_with(w, '+')) {
+        c.add(
+            Category::Unanalysable,
+            "gated-option",
+            format!("`{p}` runs the start-up command {}", w.display()),
+        );
+    }
+    read_files(seg, k, c, ops);
+}
+
+/// `strings @FILE` reads options from FILE.
+fn strings(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, parsed: &Parsed) {
+    let ops = &parsed.operands;
+    for w in ops.iter().filter(|w| starts_with(w, '@')) {
+        c.add(
+            Category::Unanalysable,
+            "reads-other-files",
+            format!("`{p}` reads options from the file {}", w.display()),
+        );
+    }
+    read_files(seg, k, c, ops);
+}
+
+fn starts_with(w: &Word, ch: char) -> bool {
+    w.value.as_deref().is_some_and(|s| s.starts_with(ch))
+}
+
+/// `look PREFIX FILE`.
+fn look(seg: &Segment, k: &Checker, c: &mut Classification, _: &str, parsed: &Parsed) {
+    read_files(seg, k, c, parsed.operands.get(1..).unwrap_or(&[]));
+}
+
+/// `yq [eval] EXPR FILE…`; `load`/`strload` and `env` read other files and data.
+fn yq(seg: &Segment, k: &Checker, c: &mut Classification, _: &str, parsed: &Parsed) {
+    let ops = &parsed.operands;
+    let skip = usize::from(
+        ops.first()
+            .is_some_and(|w| matches!(w.value.as_deref(), Some("eval" | "e" | "eval-all" | "ea"))),
+    );
+    if let Some(expr) = ops.get(skip) {
+        let text = expr.value.as_deref().unwrap_or("load");
+        if ["load", "include", "env", "file"]
+            .iter()
+            .any(|b| text.contains(b))
+        {
+            c.add(
+                Category::Unanalysable,
+                "reads-other-files",
+                "the yq expression loads files or the environment",
+            );
+        }
+    }
+    read_files(seg, k, c, ops.get(skip + 1..).unwrap_or(&[]));
+}
+
 /// jq: the first operand is the filter (unless `-f`); `import`/`include` read modules.
-fn jq(seg: &Segment, k: &Checker, c: &mut Classification, parsed: &Parsed) {
+fn jq(seg: &Segment, k: &Checker, c: &mut Classification, _: &str, parsed: &Parsed) {
     let ops = &parsed.operands;
     let from_file = parsed.has("from-file");
     let (filter, rest) = if from_file {

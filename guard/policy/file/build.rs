@@ -1,0 +1,258 @@
+//! Building a [`Policy`] from layers: each layer laid over the earlier ones (the embedded
+//! default first), then every layer's values validated against the merged result.
+
+use super::raw::{RawCommand, RawPolicy};
+use super::{
+    category_name, CategoryRule, CommandOverride, Policy, PolicyError, ALL_CATEGORIES,
+    PROTECTED_DIRS, PROTECTED_PROGRAMS,
+};
+use crate::policy::paths::{lexical_clean, validate_rule, SensitivePaths};
+use crate::policy::profile::{builtin_profiles, ProfileSpec};
+use crate::policy::request::Status;
+use crate::policy::verdict::Category;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One layer with the text and origin its spans refer to.
+pub(super) type Layer<'a> = (&'a RawPolicy, &'a str, &'a str);
+
+/// What the layers set, later layers winning.
+struct Merged {
+    workspace: Option<PathBuf>,
+    ask_every_command: bool,
+    home: Option<PathBuf>,
+    path: Option<String>,
+    categories: BTreeMap<Category, CategoryRule>,
+    profiles: BTreeMap<String, ProfileSpec>,
+}
+
+impl Merged {
+    /// Nothing set; the sandbox's built-in profiles are the base a layer may redefine or
+    /// add to.
+    fn new() -> Self {
+        Merged {
+            workspace: None,
+            ask_every_command: false,
+            home: None,
+            path: None,
+            categories: BTreeMap::new(),
+            profiles: builtin_profiles(),
+        }
+    }
+
+    /// Lays one layer over what the earlier ones set.
+    fn add(&mut self, (layer, text, origin): &Layer) -> Result<(), PolicyError> {
+        if *layer.version.get_ref() != 1 {
+            return Err(PolicyError::at(
+                origin,
+                text,
+                layer.version.span(),
+                format!(
+                    "unsupported version {}; this guard reads version 1",
+                    layer.version.get_ref()
+                ),
+            ));
+        }
+        if let Some(ws) = &layer.workspace {
+            self.workspace = Some(absolute_path(ws, text, origin, "workspace")?);
+        }
+        if let Some(a) = layer.ask_every_command {
+            self.ask_every_command = a;
+        }
+        if let Some(agent) = &layer.agent {
+            if let Some(h) = &agent.home {
+                self.home = Some(absolute_path(h, text, origin, "agent.home")?);
+            }
+            if let Some(p) = &agent.path {
+                self.path = Some(p.get_ref().clone());
+            }
+        }
+        for (cat, rule) in &layer.categories {
+            let entry = self.categories.entry(*cat).or_insert(CategoryRule {
+                status: Status::Blocked,
+                profile: None,
+                persist: false,
+            });
+            if let Some(s) = &rule.status {
+                entry.status = *s.get_ref();
+            }
+            if let Some(p) = &rule.profile {
+                entry.profile = Some(p.get_ref().clone()).filter(|p| !p.is_empty());
+            }
+            if let Some(p) = rule.persist {
+                entry.persist = p;
+            }
+        }
+        for (name, spec) in &layer.profiles {
+            self.profiles.insert(name.clone(), spec.get_ref().clone());
+        }
+        Ok(())
+    }
+}
+
+/// Merges layers (later wins), then validates every layer's values against the result.
+pub(super) fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyError> {
+    let mut m = Merged::new();
+    for layer in layers {
+        m.add(layer)?;
+    }
+    // Until the host names the agent's home, `~` rules are checked against `/` (a policy
+    // without `agent.home` is re-based with `with_agent_home` before it decides anything).
+    let rule_home = m.home.clone().unwrap_or_else(|| PathBuf::from("/"));
+    let mut commands = Vec::new();
+    let mut sensitive_extra = Vec::new();
+    for (layer, text, origin) in layers.iter().rev() {
+        for cmd in &layer.commands {
+            commands.push(command_override(cmd, text, origin, &m.categories)?);
+        }
+        for extra in layer.sensitive.iter().flat_map(|s| &s.paths) {
+            validate_rule(extra.get_ref(), &rule_home)
+                .map_err(|e| PolicyError::at(origin, text, extra.span(), e.to_string()))?;
+            sensitive_extra.push(extra.get_ref().clone());
+        }
+    }
+    for (layer, text, origin) in layers {
+        validate_categories(layer, text, origin, &m.profiles)?;
+    }
+    if let Some(missing) = ALL_CATEGORIES
+        .iter()
+        .find(|c| !m.categories.contains_key(c))
+    {
+        return Err(PolicyError::Invalid {
+            origin: origin.to_string(),
+            line: 1,
+            column: 1,
+            message: format!("category {} has no rule", category_name(*missing)),
+        });
+    }
+    let sensitive = SensitivePaths::new(&rule_home, &sensitive_extra)?;
+    Ok(Policy {
+        origin: origin.to_string(),
+        workspace: m.workspace,
+        ask_every_command: m.ask_every_command,
+        agent_home: m.home,
+        agent_path: m.path,
+        categories: m.categories,
+        commands,
+        sensitive_extra,
+        sensitive,
+        profiles: m.profiles,
+    })
+}
+
+/// The rules on `[categories.*]` a file cannot break.
+fn validate_categories(
+    layer: &RawPolicy,
+    text: &str,
+    origin: &str,
+    profiles: &BTreeMap<String, ProfileSpec>,
+) -> Result<(), PolicyError> {
+    for (cat, rule) in &layer.categories {
+        if let Some(status) = &rule.status {
+            if *cat == Category::SensitivePath && *status.get_ref() != Status::Blocked {
+                return Err(PolicyError::at(
+                    origin,
+                    text,
+                    status.span(),
+                    "categories.sensitive-path.status must be \"blocked\": no policy may make a sensitive path readable or writable",
+                ));
+            }
+        }
+        if let Some(profile) = &rule.profile {
+            let name = profile.get_ref();
+            if !name.is_empty() && !profiles.contains_key(name) {
+                return Err(PolicyError::at(
+                    origin,
+                    text,
+                    profile.span(),
+                    format!(
+                        "categories.{}.profile: no profile named {name:?} (known: {})",
+                        category_name(*cat),
+                        profiles.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn command_override(
+    cmd: &RawCommand,
+    text: &str,
+    origin: &str,
+    categories: &BTreeMap<Category, CategoryRule>,
+) -> Result<CommandOverride, PolicyError> {
+    let program = cmd.program.get_ref().trim().to_string();
+    let err = |span, msg: String| PolicyError::at(origin, text, span, msg);
+    if program.is_empty() {
+        return Err(err(cmd.program.span(), "commands.program is empty".into()));
+    }
+    let glob = if program.contains('/') {
+        if !program.starts_with('/') {
+            return Err(err(
+                cmd.program.span(),
+                format!(
+                    "commands.program {program:?}: a path must be absolute (or give a bare name)"
+                ),
+            ));
+        }
+        let g = globset::GlobBuilder::new(&program)
+            .literal_separator(true)
+            .build()
+            .map_err(|e| err(cmd.program.span(), format!("commands.program: {e}")))?;
+        Some(g.compile_matcher())
+    } else {
+        None
+    };
+    let category = *cmd.category.get_ref();
+    let lifted = !matches!(
+        category,
+        Category::Privilege
+            | Category::PipeToShell
+            | Category::ApprovalsOff
+            | Category::SkillInstall
+            | Category::SensitivePath
+    ) && categories.get(&category).map(|r| r.status) != Some(Status::Blocked);
+    if lifted {
+        let hit = PROTECTED_PROGRAMS.iter().find(|p| match &glob {
+            Some(g) => PROTECTED_DIRS
+                .iter()
+                .any(|d| g.is_match(format!("{d}/{p}"))),
+            None => program == **p,
+        });
+        if let Some(p) = hit {
+            return Err(err(
+                cmd.category.span(),
+                format!(
+                    "commands entry {program:?} would move {p:?} (privilege, shell or OpenClaw's own CLI) to category {:?}, which is not blocked",
+                    category_name(category)
+                ),
+            ));
+        }
+    }
+    Ok(CommandOverride {
+        program,
+        args: cmd.args.clone().unwrap_or_default(),
+        category,
+        glob,
+    })
+}
+
+fn absolute_path(
+    value: &toml::Spanned<String>,
+    text: &str,
+    origin: &str,
+    key: &str,
+) -> Result<PathBuf, PolicyError> {
+    let p = Path::new(value.get_ref());
+    if !p.is_absolute() {
+        return Err(PolicyError::at(
+            origin,
+            text,
+            value.span(),
+            format!("{key} must be an absolute path"),
+        ));
+    }
+    Ok(lexical_clean(p))
+}
