@@ -3,9 +3,8 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod inbox_support;
+mod support;
 
-use inbox_support::*;
 use sanctum_guard::audit::{self, AuditLog, Verification};
 use sanctum_guard::inbox::{cli_identity, Inbox, State, StateFilter};
 use sanctum_guard::policy::request::{DecidedBy, DecisionKind};
@@ -14,6 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use support::inbox::*;
 
 fn cli(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_sanctum-guard"))

@@ -10,13 +10,13 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod policy_support;
-use policy_support::unescape;
+mod support;
 use sanctum_guard::policy::decide::{decide, DecideContext};
 use sanctum_guard::policy::file::{embedded_default, Policy};
 use sanctum_guard::policy::request::{Action, ExecAction, OpenClawAsk, Request, Source, Who};
 use sanctum_guard::policy::verdict::VerdictKind;
 use std::path::{Path, PathBuf};
+use support::policy::unescape;
 
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 

@@ -4,8 +4,7 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod policy_support;
-use policy_support::unescape;
+mod support;
 use sanctum_guard::openclaw::allow_always::cwd_argv_pattern;
 use sanctum_guard::policy::allowlist::{CompiledAllowlist, Rule};
 use sanctum_guard::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
@@ -17,6 +16,7 @@ use sanctum_guard::policy::shell::{analyse, ShellContext};
 use sanctum_guard::policy::verdict::{Verdict, VerdictKind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use support::policy::unescape;
 
 const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 

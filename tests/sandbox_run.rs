@@ -3,14 +3,14 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod sandbox_util;
+mod support;
 use sanctum_guard::sandbox::landlock_rules;
 use sanctum_guard::sandbox::{
     builtin_profiles, prepare, run, run_prepared, Level, RunSpec, SandboxError,
 };
-use sandbox_util::*;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
+use support::sandbox::*;
 
 fn spec(ws: &Ws, profile: &str, argv: &[&str]) -> RunSpec {
     run_spec(ws, profile, argv)
@@ -90,7 +90,7 @@ async fn background_children_die_with_the_command() {
 #[test]
 fn parent_death_kills_the_child() {
     let ws = Ws::new();
-    let mut cli = std::process::Command::new(guard())
+    let mut cli = std::process::Command::new(guard_bin())
         .args(["sandbox", "--workspace", ws.path().to_str().unwrap(), "--"])
         .args([probe().to_str().unwrap(), "spin", "pdeathsig"])
         .spawn()
@@ -312,7 +312,7 @@ fn missing_kernel_features_fail_closed_unless_degraded() {
 
 #[test]
 fn doctor_reports_this_machine() {
-    let o = std::process::Command::new(guard())
+    let o = std::process::Command::new(guard_bin())
         .args(["doctor", "--json"])
         .output()
         .unwrap();

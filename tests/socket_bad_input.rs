@@ -3,13 +3,13 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
-use socket_support::*;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::Command;
 use std::time::Duration;
+use support::socket::*;
 
 const TOKEN: &str = "bad-input-test-token-0123456789ab";
 const HIGH_RATE: [(&str, &str); 2] = [

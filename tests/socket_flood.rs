@@ -7,12 +7,12 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
-use socket_support::*;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
+use support::socket::*;
 
 const TOKEN: &str = "flood-test-token-0123456789abcdef";
 const HIGH_RATE: [(&str, &str); 2] = [

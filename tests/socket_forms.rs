@@ -5,10 +5,10 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::{json, Value};
-use socket_support::*;
+use support::socket::*;
 
 const TOKEN: &str = "forms-test-token-0123456789abcdef";
 const HIGH_RATE: [(&str, &str); 2] = [

@@ -5,13 +5,13 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::{json, Value};
-use socket_support::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::socket::*;
 
 const TOKEN: &str = "recipe-b-token-0123456789abcdefghi";
 const GW_TOKEN: &str = "gateway-test-token";

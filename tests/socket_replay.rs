@@ -5,12 +5,12 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::json;
-use socket_support::*;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use support::socket::*;
 
 const TOKEN: &str = "replay-test-token-0123456789abcd";
 

@@ -5,11 +5,11 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::json;
-use socket_support::*;
 use std::time::{Duration, Instant};
+use support::socket::*;
 
 const TOKEN: &str = "recipe-a-token-0123456789abcdefgh";
 

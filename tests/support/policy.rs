@@ -1,6 +1,4 @@
 //! Shared fixtures of the policy case-file tests (tests/data/*.tsv).
-// Test code: a panic is the failure report, and tests may read their environment.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 /// Undoes the case files' escapes: `\n`, `\r`, `\t`, `\\`.
 pub fn unescape(s: &str) -> String {
