@@ -14,9 +14,10 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use support::inbox::*;
+use support::process::guard_bin;
 
 fn cli(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sanctum-guard"))
+    Command::new(guard_bin())
         .arg("inbox")
         .args(args)
         .arg("--state-dir")
@@ -239,7 +240,7 @@ fn kill_9_with_pending_requests_expires_them_on_restart() {
         .unwrap()
         .is_empty());
     // 3 pending (child) + 3 expiries (restart): the chain survived the kill.
-    let out = Command::new(env!("CARGO_BIN_EXE_sanctum-guard"))
+    let out = Command::new(guard_bin())
         .args(["audit", "verify"])
         .arg(dir.path().join("audit.jsonl"))
         .output()

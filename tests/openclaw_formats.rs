@@ -463,7 +463,7 @@ fn openclaw_runtime_uses_our_token_and_keeps_our_bytes() {
          allowlist: r.allowlist.map(e => e.pattern)}}));",
         chunk = chunk.to_str().unwrap(),
     );
-    let out = Command::new(cache().join("node/bin/node"))
+    let out = Command::new(node())
         .args(["--input-type=module", "-e", &script])
         .env("HOME", &e.home)
         .env("OPENCLAW_STATE_DIR", &e.state)

@@ -10,9 +10,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use support::sandbox::*;
 
-const RO: &[&str] = &["--profile", "read-only"];
-const WW: &[&str] = &["--profile", "workspace-write"];
-
 /// A probe mode that must be refused with exactly `expect`.
 macro_rules! denied {
     ($name:ident, $opts:expr, $mode:expr, $expect:expr) => {

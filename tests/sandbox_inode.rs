@@ -9,9 +9,6 @@ mod support;
 use std::process::Command;
 use support::sandbox::*;
 
-const RO: &[&str] = &["--profile", "read-only"];
-const WW: &[&str] = &["--profile", "workspace-write"];
-
 fn lsattr(path: &std::path::Path) -> String {
     let o = Command::new("lsattr").arg("-d").arg(path).output().unwrap();
     String::from_utf8_lossy(&o.stdout)

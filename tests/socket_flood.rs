@@ -122,7 +122,7 @@ fn a_flood_of_bad_frames_leaves_a_bounded_number_of_records() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let w = World::new(NEW, TOKEN, &[]);
     let mut serve = Serve::start(&w, &HIGH_RATE, &[]);
-    let audit = w.guard_state.join("audit.jsonl");
+    let audit = w.audit_path();
     let before = std::fs::read_to_string(&audit)
         .expect("audit")
         .lines()

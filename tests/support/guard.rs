@@ -117,6 +117,13 @@ impl World {
         p
     }
 
+    /// Writes a guard config file into the world; its path (for `--config`).
+    pub fn write_config(&self, toml: &str) -> PathBuf {
+        let p = self.tmp.path().join("guard.toml");
+        std::fs::write(&p, toml).expect("config");
+        p
+    }
+
     /// The guard's audit log file.
     pub fn audit_path(&self) -> PathBuf {
         self.guard_state.join("audit.jsonl")
@@ -255,14 +262,44 @@ pub fn inbox_all(w: &World) -> Vec<Value> {
 
 /// Waits for an inbox entry in `state` and returns it.
 pub fn wait_entry(w: &World, state: &str, timeout: Duration) -> Option<Value> {
+    wait_entry_where(w, timeout, |e| e["state"] == state)
+}
+
+/// Waits for an inbox entry (any state) that `pred` accepts and returns it.
+pub fn wait_entry_where(
+    w: &World,
+    timeout: Duration,
+    pred: impl Fn(&Value) -> bool,
+) -> Option<Value> {
     let start = Instant::now();
     while start.elapsed() < timeout {
-        if let Some(e) = inbox_all(w).into_iter().find(|e| e["state"] == state) {
+        if let Some(e) = inbox_all(w).into_iter().find(|e| pred(e)) {
             return Some(e);
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     None
+}
+
+/// The ids of the pending inbox entries.
+pub fn pending_ids(w: &World) -> Vec<String> {
+    inbox_list(&w.guard_state, &[])
+        .iter()
+        .filter_map(|e| e["id"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Waits until some entry is pending; the pending ids then (panics after `timeout`).
+pub fn wait_pending_ids(w: &World, timeout: Duration) -> Vec<String> {
+    let start = Instant::now();
+    loop {
+        let ids = pending_ids(w);
+        if !ids.is_empty() {
+            return ids;
+        }
+        assert!(start.elapsed() < timeout, "no pending inbox entry appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// The audit log once it contains every needle (records of policy answers and rejections are

@@ -5,6 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+/// `sandbox` CLI options of the built-in read-only profile.
+pub const RO: &[&str] = &["--profile", "read-only"];
+/// `sandbox` CLI options of the built-in workspace-write profile.
+pub const WW: &[&str] = &["--profile", "workspace-write"];
+
 /// tests/sandbox_probe.c compiled once per test binary (gcc is required).
 pub fn probe() -> &'static Path {
     static PROBE: OnceLock<PathBuf> = OnceLock::new();

@@ -26,6 +26,25 @@ pub fn raw_exchange(sock: &Path, bytes: &[u8], half_close: bool) -> String {
     out
 }
 
+/// Sends one line on a fresh connection, half-closes, and returns the first reply line as JSON.
+pub fn send_line(sock: &Path, line: &str) -> serde_json::Value {
+    first_json(&raw_exchange(sock, line.as_bytes(), true))
+}
+
+/// Sends `request_json` in a freshly signed `exec` frame (new nonce, now); the reply line.
+pub fn send_exec(sock: &Path, token: &str, request_json: &str) -> serde_json::Value {
+    send_line(
+        sock,
+        &exec_line(token, &fresh_nonce(), now_ms(), request_json),
+    )
+}
+
+/// Environment for `serve` that lifts the per-peer rate limit (tests that send many frames).
+pub const HIGH_RATE: [(&str, &str); 2] = [
+    ("SANCTUM_SOCKET_RATE_PER_SEC", "100000"),
+    ("SANCTUM_SOCKET_RATE_BURST", "100000"),
+];
+
 /// The first reply line as JSON.
 pub fn first_json(reply: &str) -> serde_json::Value {
     let line = reply

@@ -61,8 +61,7 @@ impl Web {
     pub fn start_with(request_ms: u64, extra: &[&str], scheme: &str) -> Web {
         let world = World::new(VERSION, TOKEN, &[]);
         let port = free_port();
-        let cfg = world.tmp.path().join("guard.toml");
-        std::fs::write(&cfg, format!("[deadlines]\nrequest_ms = {request_ms}\n")).expect("cfg");
+        let cfg = world.write_config(&format!("[deadlines]\nrequest_ms = {request_ms}\n"));
         let listen = format!("127.0.0.1:{port}");
         let mut args = vec![
             "--config",
@@ -234,7 +233,7 @@ impl Web {
 
     /// The audit log as it is now.
     pub fn audit(&self) -> String {
-        std::fs::read_to_string(self.world.guard_state.join("audit.jsonl")).unwrap_or_default()
+        std::fs::read_to_string(self.world.audit_path()).unwrap_or_default()
     }
 }
 
