@@ -228,6 +228,7 @@ impl Serve {
             .unwrap_or(0)
     }
 
+    /// Waits (20 s) until serve logged "serving" and its socket accepts a connection.
     fn wait_ready(&self, w: &World) {
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(20) {

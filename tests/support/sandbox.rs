@@ -40,6 +40,7 @@ pub struct Ws {
 }
 
 impl Ws {
+    /// Creates the workspace (a fresh `git init`) and the outside dir.
     pub fn new() -> Ws {
         let root = tempfile::Builder::new()
             .prefix("sanctum-ws")

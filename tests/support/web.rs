@@ -7,8 +7,6 @@ use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// The OpenClaw version whose CLI seeds the web tests' world.
-pub const VERSION: &str = "2026.9.6";
 /// The socket token of the web tests' world.
 pub const TOKEN: &str = "web-test-socket-token-0123456789";
 
@@ -59,7 +57,7 @@ impl Web {
 
     /// [`Web::start`] with more `serve` flags; `scheme` is what the base URL uses.
     pub fn start_with(request_ms: u64, extra: &[&str], scheme: &str) -> Web {
-        let world = World::new(VERSION, TOKEN, &[]);
+        let world = World::new(NEW, TOKEN, &[]);
         let port = free_port();
         let cfg = world.write_config(&format!("[deadlines]\nrequest_ms = {request_ms}\n"));
         let listen = format!("127.0.0.1:{port}");
