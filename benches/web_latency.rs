@@ -5,15 +5,13 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-#[path = "../tests/socket_support/mod.rs"]
-mod socket_support;
-#[path = "../tests/web_support/mod.rs"]
-mod web_support;
+#[path = "../tests/support/mod.rs"]
+mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use web_support::Web;
+use support::web::Web;
 
 const N: usize = 200;
 

@@ -3,10 +3,14 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
+mod support;
+
 use sanctum_guard::audit::{self, redact, AuditLog, Verification, GENESIS};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use support::audit::{lines, write_lines};
+use support::process::guard_bin;
 
 fn write_log(dir: &Path, n: usize) -> PathBuf {
     let path = dir.join("audit.jsonl");
@@ -21,29 +25,11 @@ fn write_log(dir: &Path, n: usize) -> PathBuf {
     path
 }
 
-fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect()
-}
-
-fn write_lines(path: &Path, lines: &[String]) {
-    let mut s = lines.join("\n");
-    s.push('\n');
-    std::fs::write(path, s).unwrap();
-}
-
 fn broken_line(path: &Path) -> u64 {
     match audit::verify(path).unwrap() {
         Verification::Broken { line, .. } => line,
         ok => panic!("expected a break, got {ok:?}"),
     }
-}
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_sanctum-guard")
 }
 
 #[test]
@@ -65,7 +51,7 @@ fn fresh_chain_verifies_and_links() {
     assert_eq!(second["prev"], audit::line_hash(ls[0].as_bytes()));
 
     // The command line agrees.
-    let out = Command::new(bin())
+    let out = Command::new(guard_bin())
         .args(["audit", "verify"])
         .arg(&path)
         .output()
@@ -108,7 +94,7 @@ fn tampered_byte_is_found_at_the_next_line() {
         "without the key: the next line's prev"
     );
     // With the key (found next to the log), the edited line itself no longer opens.
-    let out = Command::new(bin())
+    let out = Command::new(guard_bin())
         .args(["audit", "verify"])
         .arg(&path)
         .output()
@@ -168,7 +154,7 @@ fn torn_tail_is_cut_recorded_and_the_chain_continues() {
     raw.extend_from_slice(fragment);
     std::fs::write(&path, &raw).unwrap();
     assert_eq!(broken_line(&path), 5);
-    let out = Command::new(bin())
+    let out = Command::new(guard_bin())
         .args(["audit", "verify"])
         .arg(&path)
         .output()
@@ -337,12 +323,12 @@ fn two_processes_append_one_chain() {
 
 #[test]
 fn verify_usage_and_io_errors_exit_2() {
-    let out = Command::new(bin())
+    let out = Command::new(guard_bin())
         .args(["audit", "verify", "/nonexistent/audit.jsonl"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = Command::new(bin())
+    let out = Command::new(guard_bin())
         .args(["audit", "verify"])
         .output()
         .unwrap();

@@ -6,14 +6,14 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
+mod support;
+
 use sanctum_guard::audit::{self, AuditKey, AuditLog, AuditOptions, Verification};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_sanctum-guard")
-}
+use support::audit::{lines, write_lines};
+use support::process::{guard_bin, output_text};
 
 fn write_log(dir: &Path, n: usize, rotate_bytes: u64) -> PathBuf {
     let path = dir.join("audit.jsonl");
@@ -30,14 +30,6 @@ fn write_log(dir: &Path, n: usize, rotate_bytes: u64) -> PathBuf {
         .expect("append");
     }
     path
-}
-
-fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .expect("read")
-        .lines()
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Rewrites `seq` and `prev` of every line so the unkeyed chain holds again; `macs` says
@@ -71,9 +63,7 @@ fn recompute(path: &Path, mut ls: Vec<String>, macs: Macs) {
         *l = serde_json::to_string(&v).expect("encode");
         prev = audit::line_hash(l.as_bytes());
     }
-    let mut s = ls.join("\n");
-    s.push('\n');
-    std::fs::write(path, s).expect("write");
+    write_lines(path, &ls);
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -84,20 +74,13 @@ enum Macs {
 }
 
 fn cli_verify(files: &[&Path], extra: &[&str]) -> (i32, String) {
-    let out = Command::new(bin())
+    let out = Command::new(guard_bin())
         .args(["audit", "verify"])
         .args(files)
         .args(extra)
         .output()
         .expect("run");
-    (
-        out.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    (out.status.code().unwrap_or(-1), output_text(&out))
 }
 
 type Attack = fn(Vec<String>) -> Vec<String>;

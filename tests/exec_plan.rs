@@ -7,13 +7,13 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::{json, Value};
-use socket_support::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use support::socket::*;
 
 const TOKEN: &str = "plan-test-token-0123456789abcdefghi";
 
@@ -33,34 +33,9 @@ fn exec(sock: &Path, argv: &[&str], fields: Value) -> Value {
             o.insert(k.clone(), v.clone());
         }
     }
-    let reply = raw_exchange(
-        sock,
-        exec_line(TOKEN, &fresh_nonce(), now_ms(), &rj.to_string()).as_bytes(),
-        true,
-    );
-    let v = first_json(&reply);
-    assert_eq!(v["type"], "exec-res", "{reply}");
+    let v = send_exec(sock, TOKEN, &rj.to_string());
+    assert_eq!(v["type"], "exec-res", "{v}");
     v
-}
-
-/// The id of the one pending inbox entry (waits up to 10 s).
-fn pending(w: &World) -> String {
-    let dir = w.guard_state.to_str().expect("utf8");
-    let start = Instant::now();
-    loop {
-        let (_, out, _) = guard_cli(&["inbox", "list", "--json", "--state-dir", dir], &[]);
-        if let Some(id) = serde_json::from_str::<Value>(&out)
-            .ok()
-            .and_then(|v| v.get(0).and_then(|e| e["id"].as_str().map(str::to_owned)))
-        {
-            return id;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no pending entry"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Sends `argv` on a thread and approves it in the inbox as a person would, if the policy
@@ -106,8 +81,7 @@ fn workspace(w: &World) -> PathBuf {
 
 fn start(w: &World) -> Serve {
     std::fs::create_dir_all(workspace(w)).expect("workspace");
-    let cfg = w.tmp.path().join("guard.toml");
-    std::fs::write(&cfg, "[deadlines]\nexec_ms = 15000\n").expect("cfg");
+    let cfg = w.write_config("[deadlines]\nexec_ms = 15000\n");
     Serve::start(w, &[], &["--config", cfg.to_str().expect("utf8")])
 }
 
@@ -214,7 +188,7 @@ fn the_request_environment_never_chooses_what_runs() {
     std::os::unix::fs::symlink("/usr/bin/python3", ws.join("ls")).expect("symlink");
     let sock = w.socket();
     let client = std::thread::spawn(move || exec(&sock, &["./ls", "-c", "print(1)"], json!({})));
-    let id = pending(&w);
+    let id = wait_pending_ids(&w, Duration::from_secs(10))[0].clone();
     let dir = w.guard_state.to_str().expect("utf8");
     let (code, _, _) = guard_cli(&["inbox", "deny", &id, "--state-dir", dir], &[]);
     assert_eq!(code, 0);
@@ -270,7 +244,7 @@ fn the_request_environment_never_chooses_what_runs() {
     .expect("config");
     let sock = w.socket();
     let client = std::thread::spawn(move || exec(&sock, &["git", "status"], json!({})));
-    let id = pending(&w);
+    let id = wait_pending_ids(&w, Duration::from_secs(10))[0].clone();
     let (_, out, _) = guard_cli(&["inbox", "list", "--json", "--state-dir", dir], &[]);
     assert!(out.contains("git-config"), "{out}");
     let (code, _, _) = guard_cli(&["inbox", "deny", &id, "--state-dir", dir], &[]);

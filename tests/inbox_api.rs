@@ -2,13 +2,13 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod inbox_support;
+mod support;
 
-use inbox_support::*;
 use sanctum_guard::audit::{self, AuditLog, Verification};
 use sanctum_guard::inbox::{Cancel, Inbox, InboxError, InboxEvent, State, StateFilter};
 use sanctum_guard::policy::request::{DecidedBy, DecisionKind};
 use std::time::{Duration, Instant};
+use support::inbox::*;
 
 fn open(dir: &std::path::Path) -> (Inbox, usize) {
     Inbox::open(&dir.join("inbox.db"), None).unwrap()

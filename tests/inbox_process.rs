@@ -3,9 +3,8 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod inbox_support;
+mod support;
 
-use inbox_support::*;
 use sanctum_guard::audit::{self, AuditLog, Verification};
 use sanctum_guard::inbox::{cli_identity, Inbox, State, StateFilter};
 use sanctum_guard::policy::request::{DecidedBy, DecisionKind};
@@ -14,9 +13,11 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
+use support::inbox::*;
+use support::process::guard_bin;
 
 fn cli(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_sanctum-guard"))
+    Command::new(guard_bin())
         .arg("inbox")
         .args(args)
         .arg("--state-dir")
@@ -239,7 +240,7 @@ fn kill_9_with_pending_requests_expires_them_on_restart() {
         .unwrap()
         .is_empty());
     // 3 pending (child) + 3 expiries (restart): the chain survived the kill.
-    let out = Command::new(env!("CARGO_BIN_EXE_sanctum-guard"))
+    let out = Command::new(guard_bin())
         .args(["audit", "verify"])
         .arg(dir.path().join("audit.jsonl"))
         .output()

@@ -6,11 +6,11 @@
 //! fallback). Pairing from scratch: the node prints the request, the real CLI approves it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod node_support;
+mod support;
 
-use node_support::*;
 use serde_json::json;
 use std::time::Duration;
+use support::node::*;
 
 const TOKEN: &str = "node-gw-socket-token-0123456789abcd";
 const MARKER: &str = "marker-node-4c1d";
@@ -22,7 +22,7 @@ fn has(results: &[String], needle: &str) -> bool {
 #[test]
 fn agent_execs_go_through_the_guard_node_with_the_guards_verdicts() {
     let _one = one_gateway_at_a_time();
-    let w = world(TOKEN);
+    let w = World::full(TOKEN);
     let serve = Serve::start(&w, &[], &[]);
     let dir = w.tmp.path().to_path_buf();
     let ws = dir.join("ws");

@@ -4,12 +4,11 @@
 //! override that changes what runs, and comes back in OpenClaw's shapes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-#[path = "node_support/inproc.rs"]
-mod inproc;
+mod support;
 
-use inproc::*;
 use serde_json::{json, Value};
 use std::os::unix::fs::symlink;
+use support::inproc::*;
 
 fn sh(cmd: &str) -> Value {
     json!(["/bin/sh", "-lc", cmd])

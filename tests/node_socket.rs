@@ -4,11 +4,11 @@
 //! `outcome` frame lands in the audit log. Tokens are checked on both.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod node_support;
+mod support;
 
-use node_support::*;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use support::node::*;
 
 const TOKEN: &str = "node-socket-token-0123456789abcdef";
 
@@ -23,7 +23,7 @@ fn node_request(token: &str, id: &str, argv: &[&str], wait_ms: u64) -> String {
 
 #[test]
 fn node_requests_get_verdicts_with_reason_and_profile() {
-    let w = world(TOKEN);
+    let w = World::full(TOKEN);
     let _serve = Serve::start(&w, &[], &[]);
     let ask = |line: String| first_json(&raw_exchange(&w.socket(), line.as_bytes(), false));
 
@@ -124,7 +124,7 @@ fn node_requests_get_verdicts_with_reason_and_profile() {
 
 #[test]
 fn outcome_frames_are_audited_and_need_the_token() {
-    let w = world(TOKEN);
+    let w = World::full(TOKEN);
     let _serve = Serve::start(&w, &[], &[]);
     let outcome = json!({"requestId":"req-9","nodeId":"node-x","runId":"run-9","exitCode":0,
         "durationMs":12,"outputSha256":"5e884898da28047151d0e56f8dc6292773603d0d6aabbdd62a11ef721d1542d8",

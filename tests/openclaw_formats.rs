@@ -16,12 +16,11 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-#[path = "openclaw_formats/support.rs"]
 mod support;
 
 /// The deployment HOME that expands `~` in stored socket paths.
 const HOME: &str = "/home/sanctum-test";
-use support::*;
+use support::openclaw::*;
 
 #[test]
 fn ensure_socket_seeds_a_sqlite_store_openclaw_reads() {
@@ -37,7 +36,7 @@ fn ensure_socket_seeds_a_sqlite_store_openclaw_reads() {
         config
     );
 
-    let got = approvals_get(SQLITE_VERSION, &e.home, &e.state);
+    let got = approvals_get(NEW, &e.home, &e.state);
     assert_eq!(got["exists"], json!(true));
     assert_eq!(
         got["file"]["socket"]["path"],
@@ -74,8 +73,8 @@ fn ensure_socket_reads_the_token_openclaw_generated() {
         r#"{"version":1,"socket":{"path":"~/oc.sock"},"defaults":{"security":"allowlist","ask":"on-miss"}}"#,
     )
     .unwrap();
-    openclaw(
-        SQLITE_VERSION,
+    openclaw_cli(
+        NEW,
         &e.home,
         &e.state,
         &["approvals", "set", "--file", doc.to_str().unwrap()],
@@ -125,7 +124,7 @@ fn sqlite_round_trip_guard_writes_openclaw_reads() {
         0o700
     );
 
-    let got = approvals_get(SQLITE_VERSION, &e.home, &e.state);
+    let got = approvals_get(NEW, &e.home, &e.state);
     assert_eq!(
         got["file"],
         without_token(&doc),
@@ -140,8 +139,8 @@ fn sqlite_round_trip_guard_writes_openclaw_reads() {
     let theirs_state = e.home.join("their-state");
     let input = e.home.join("ours.json");
     std::fs::write(&input, store.read_raw().unwrap().unwrap()).unwrap();
-    openclaw(
-        SQLITE_VERSION,
+    openclaw_cli(
+        NEW,
         &e.home,
         &theirs_state,
         &["approvals", "set", "--file", input.to_str().unwrap()],
@@ -182,8 +181,8 @@ fn sqlite_round_trip_openclaw_writes_guard_reads() {
     value["agents"]["main"]["allowlist"][0]["commandText"] = json!("git status");
     value["defaults"]["ask"] = json!("bogus");
     std::fs::write(&input, value.to_string()).unwrap();
-    openclaw(
-        SQLITE_VERSION,
+    openclaw_cli(
+        NEW,
         &e.home,
         &e.state,
         &["approvals", "set", "--file", input.to_str().unwrap()],
@@ -191,7 +190,7 @@ fn sqlite_round_trip_openclaw_writes_guard_reads() {
     let store = Store::open(&e.state, Era::Sqlite).unwrap();
     let ours = store.read().unwrap().expect("stored document");
     assert_eq!(ours.socket_token(), Some("tok-from-guard-0123456789abcdef"));
-    let got = approvals_get(SQLITE_VERSION, &e.home, &e.state);
+    let got = approvals_get(NEW, &e.home, &e.state);
     assert_eq!(without_token(&ours), got["file"]);
     assert_eq!(ours.defaults.ask, None, "invalid value dropped by both");
     let entry = &ours.agents["main"].allowlist.as_ref().unwrap()[0];
@@ -210,7 +209,7 @@ fn json_era_round_trips_with_openclaw_2026_7() {
     let file = e.state.join(JSON_FILE);
     assert_eq!(file.metadata().unwrap().mode() & 0o777, 0o600);
     assert_eq!(e.state.metadata().unwrap().mode() & 0o777, 0o700);
-    let got = approvals_get(JSON_VERSION, &e.home, &e.state);
+    let got = approvals_get(OLD, &e.home, &e.state);
     // 2026.7.35's `approvals get` does not redact the token.
     assert_eq!(got["file"], serde_json::to_value(&doc).unwrap());
     assert_eq!(
@@ -230,8 +229,8 @@ fn json_era_round_trips_with_openclaw_2026_7() {
         .to_string(),
     )
     .unwrap();
-    openclaw(
-        JSON_VERSION,
+    openclaw_cli(
+        OLD,
         &e.home,
         &e.state,
         &["approvals", "set", "--file", input.to_str().unwrap()],
@@ -239,7 +238,7 @@ fn json_era_round_trips_with_openclaw_2026_7() {
     let store = Store::open(&e.state, Era::Sqlite).unwrap();
     assert_eq!(store.era(), Era::Json);
     let ours = store.read().unwrap().unwrap();
-    let got = approvals_get(JSON_VERSION, &e.home, &e.state);
+    let got = approvals_get(OLD, &e.home, &e.state);
     // The stored entry has no id, so each reader invents its own; compare the rest.
     let drop_ids = |mut v: Value| {
         for entry in v["agents"]["main"]["allowlist"].as_array_mut().unwrap() {
@@ -254,7 +253,7 @@ fn json_era_round_trips_with_openclaw_2026_7() {
     let config = ensure_socket(&store, Some(Path::new(HOME))).unwrap();
     assert_eq!(config.token, "legacy-token");
     assert_eq!(config.path, e.state.join("exec-approvals.sock"));
-    let after = approvals_get(JSON_VERSION, &e.home, &e.state);
+    let after = approvals_get(OLD, &e.home, &e.state);
     assert_eq!(
         after["file"]["socket"]["path"],
         json!(config.path.to_str().unwrap())
@@ -280,12 +279,9 @@ fn hash_vectors_match_openclaw_js() {
         .iter()
         .map(|(cwd, argv)| json!([argv, cwd, "linux"]))
         .collect();
-    let theirs: Vec<String> = serde_json::from_value(run_js(
-        SQLITE_VERSION,
-        "buildCwdBoundHashedArgPattern",
-        &args,
-    ))
-    .expect("node output");
+    let theirs: Vec<String> =
+        serde_json::from_value(run_js(NEW, "buildCwdBoundHashedArgPattern", &args))
+            .expect("node output");
     assert_eq!(theirs.len(), cases.len());
     for ((cwd, argv), want) in cases.iter().zip(&theirs) {
         let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
@@ -312,14 +308,14 @@ fn allow_always_entries_are_read_by_openclaw() {
             Ok(append_allow_always(doc, "main", &[grant], 1_795_000_000_000) == 1)
         })
         .unwrap();
-    let got = approvals_get(SQLITE_VERSION, &e.home, &e.state);
+    let got = approvals_get(NEW, &e.home, &e.state);
     let entry = &got["file"]["agents"]["main"]["allowlist"][0];
     assert_eq!(entry["pattern"], "/usr/bin/git");
     assert_eq!(entry["source"], "allow-always");
     assert_eq!(entry["argPattern"], json!(cwd_argv_pattern("/work", &argv)));
     assert_eq!(got["file"], without_token(&doc));
     // OpenClaw classifies it as an active argv+cwd grant (not "inactive").
-    let table = openclaw(SQLITE_VERSION, &e.home, &e.state, &["approvals", "get"]);
+    let table = openclaw_cli(NEW, &e.home, &e.state, &["approvals", "get"]);
     assert!(table.contains("argv+cwd"), "{table}");
 }
 
@@ -399,7 +395,7 @@ fn corrupt_or_conflicting_stores_fail_closed() {
         (ours.values.security, ours.values.ask),
         (Security::Deny, Ask::Off)
     );
-    let got = approvals_get(SQLITE_VERSION, &e.home, &e.state);
+    let got = approvals_get(NEW, &e.home, &e.state);
     assert_eq!(
         got["file"]["defaults"]["security"], "deny",
         "OpenClaw fails closed too"
@@ -459,7 +455,7 @@ fn openclaw_runtime_uses_our_token_and_keeps_our_bytes() {
     let before = row();
     // OpenClaw's runtime resolver: it ensures the socket settings and would rewrite the row if
     // our bytes were not what it serialises itself.
-    let (chunk, export) = js_export(SQLITE_VERSION, "resolveExecApprovals");
+    let (chunk, export) = js_export(NEW, "resolveExecApprovals");
     let script = format!(
         "import * as m from {chunk:?}; const r = m[{export:?}]('main'); process.stdout.write(JSON.stringify({{\
          token: r.token, socketPath: r.socketPath, security: r.agent.security, ask: r.agent.ask,\
@@ -467,7 +463,7 @@ fn openclaw_runtime_uses_our_token_and_keeps_our_bytes() {
          allowlist: r.allowlist.map(e => e.pattern)}}));",
         chunk = chunk.to_str().unwrap(),
     );
-    let out = Command::new(cache().join("node/bin/node"))
+    let out = Command::new(node())
         .args(["--input-type=module", "-e", &script])
         .env("HOME", &e.home)
         .env("OPENCLAW_STATE_DIR", &e.state)
@@ -526,7 +522,7 @@ fn agent_id_normalisation_matches_openclaw_js() {
     let long = "A".repeat(70);
     let ids: Vec<&str> = ids.into_iter().chain([long.as_str()]).collect();
     let args: Vec<Value> = ids.iter().map(|id| json!([id])).collect();
-    let theirs = run_js(SQLITE_VERSION, "normalizeAgentId", &args);
+    let theirs = run_js(NEW, "normalizeAgentId", &args);
     for (id, want) in ids.iter().zip(theirs.as_array().unwrap()) {
         assert_eq!(json!(normalize_agent_id(id)), *want, "{id:?}");
     }
@@ -541,8 +537,8 @@ fn agents_being_deleted_are_fenced_like_openclaw() {
         r#"{"version":1,"agents":{"ops":{"security":"deny"},"main":{"security":"deny"}}}"#,
     )
     .unwrap();
-    openclaw(
-        SQLITE_VERSION,
+    openclaw_cli(
+        NEW,
         &e.home,
         &e.state,
         &["approvals", "set", "--file", input.to_str().unwrap()],

@@ -4,13 +4,16 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
+mod support;
+
 use sanctum_guard::openclaw::allow_always::cwd_argv_pattern;
 use sanctum_guard::policy::allowlist::{js_trim, AllowMatch, CompiledAllowlist, Rule, Target};
 use serde_json::{json, Value};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
+use support::tools::{node, openclaw_dist, NEW};
 
 const HOME: &str = "/home/node";
 
@@ -219,30 +222,6 @@ fn bare_names_match_the_resolved_path_basename_and_path_globs_the_real_path() {
 
 // ---- differential test against the real OpenClaw -------------------------------------------
 
-fn cache_dir() -> PathBuf {
-    std::env::var_os("SANCTUM_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"))
-}
-
-/// Node 24 and the OpenClaw dist; a clear failure when tests/setup.sh has not run.
-fn node_and_dist(version: &str) -> (PathBuf, PathBuf) {
-    let cache = cache_dir();
-    let node = cache.join("node/bin/node");
-    let dist = cache.join(format!("openclaw-{version}/node_modules/openclaw/dist"));
-    assert!(
-        node.is_file(),
-        "Node 24 missing at {} (run tests/setup.sh, or set SANCTUM_CACHE)",
-        node.display()
-    );
-    assert!(
-        dist.is_dir(),
-        "OpenClaw {version} missing at {} (run tests/setup.sh, or set SANCTUM_CACHE)",
-        dist.display()
-    );
-    (node, dist)
-}
-
 /// Deterministic xorshift, so a failure reproduces.
 struct Rng(u64);
 impl Rng {
@@ -405,7 +384,7 @@ fn fixed_cases() -> Vec<Case> {
 
 #[test]
 fn differential_against_real_openclaw_match_allowlist() {
-    let (node, dist) = node_and_dist("2026.9.6");
+    let (node, dist) = (node(), openclaw_dist(NEW));
     let mut rng = Rng(0x5eed_1234_abcd_9876);
     let mut cases = fixed_cases();
     for _ in 0..3000 {

@@ -10,15 +10,11 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod policy_support;
-use policy_support::unescape;
+mod support;
 use sanctum_guard::policy::decide::{decide, DecideContext};
-use sanctum_guard::policy::file::{embedded_default, Policy};
-use sanctum_guard::policy::request::{Action, ExecAction, OpenClawAsk, Request, Source, Who};
 use sanctum_guard::policy::verdict::VerdictKind;
 use std::path::{Path, PathBuf};
-
-const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+use support::policy::{shell_request, unescape, AgentHome, Layout, PATH};
 
 struct Case {
     file: String,
@@ -78,91 +74,56 @@ fn cases() -> Vec<Case> {
 }
 
 /// A temporary agent home with secrets, a workspace with symlinks into them.
-struct World {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    ws: PathBuf,
-    policy: Policy,
+fn world() -> AgentHome {
+    AgentHome::new(&Layout {
+        home_dirs: &[
+            ".ssh",
+            ".aws",
+            ".openclaw/state",
+            ".config/gh",
+            ".gnupg",
+            "projects/site",
+            // The home is a (dotfiles) repository: `REV:PATH` is relative to its root.
+            ".git",
+        ],
+        ws_dirs: &["src", "docs", "sub/.git/hooks", "app/lib"],
+        home_files: &[
+            (".ssh/id_rsa", "KEY"),
+            (".aws/credentials", "AWS"),
+            (".env", "TOKEN=x"),
+            (".git-credentials", "https://u:p@h"),
+            (".config/gh/hosts.yml", "oauth_token: x"),
+            (".netrc", "machine h login u password p"),
+            (".openclaw/exec-approvals.json", "{}"),
+            (".openclaw/state/openclaw.sqlite", ""),
+            ("notes.txt", "notes"),
+        ],
+        ws_files: &[
+            ("a.txt", "a"),
+            ("src/main.rs", "fn main() {}\n"),
+            ("src/lib.rs", "\n"),
+            (".env", "PORT=1"),
+            ("run.sh", "#!/bin/sh\necho hi\n"),
+            ("Cargo.toml", "[package]\nname = \"x\"\n"),
+            ("package.json", "{}"),
+            // A dotenv file below the root: secret by name wherever it is (issue 11 item 3).
+            ("app/.env", "API_KEY=x"),
+            ("app/.env.example", "API_KEY="),
+            ("app/main.py", "print(1)\n"),
+            ("app/lib/util.py", "\n"),
+        ],
+        links: &[
+            ("sshlink", ".ssh"),
+            ("keylink", ".ssh/id_rsa"),
+            ("docs/awslink", ".aws"),
+        ],
+    })
 }
 
-fn world() -> World {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path().join("home");
-    let ws = dir.path().join("ws");
-    for d in [
-        ".ssh",
-        ".aws",
-        ".openclaw/state",
-        ".config/gh",
-        ".gnupg",
-        "projects/site",
-        // The home is a (dotfiles) repository: `REV:PATH` is relative to its root.
-        ".git",
-    ] {
-        std::fs::create_dir_all(home.join(d)).expect("mkdir");
-    }
-    for d in ["src", "docs", "sub/.git/hooks", "app/lib"] {
-        std::fs::create_dir_all(ws.join(d)).expect("mkdir");
-    }
-    let files: &[(&Path, &str, &str)] = &[
-        (&home, ".ssh/id_rsa", "KEY"),
-        (&home, ".aws/credentials", "AWS"),
-        (&home, ".env", "TOKEN=x"),
-        (&home, ".git-credentials", "https://u:p@h"),
-        (&home, ".config/gh/hosts.yml", "oauth_token: x"),
-        (&home, ".netrc", "machine h login u password p"),
-        (&home, ".openclaw/exec-approvals.json", "{}"),
-        (&home, ".openclaw/state/openclaw.sqlite", ""),
-        (&home, "notes.txt", "notes"),
-        (&ws, "a.txt", "a"),
-        (&ws, "src/main.rs", "fn main() {}\n"),
-        (&ws, "src/lib.rs", "\n"),
-        (&ws, ".env", "PORT=1"),
-        (&ws, "run.sh", "#!/bin/sh\necho hi\n"),
-        (&ws, "Cargo.toml", "[package]\nname = \"x\"\n"),
-        (&ws, "package.json", "{}"),
-        // A dotenv file below the root: secret by name wherever it is (issue 11 item 3).
-        (&ws, "app/.env", "API_KEY=x"),
-        (&ws, "app/.env.example", "API_KEY="),
-        (&ws, "app/main.py", "print(1)\n"),
-        (&ws, "app/lib/util.py", "\n"),
-    ];
-    for (base, rel, body) in files {
-        std::fs::write(base.join(rel), body).expect("write");
-    }
-    std::os::unix::fs::symlink(home.join(".ssh"), ws.join("sshlink")).expect("symlink");
-    std::os::unix::fs::symlink(home.join(".ssh/id_rsa"), ws.join("keylink")).expect("symlink");
-    std::os::unix::fs::symlink(home.join(".aws"), ws.join("docs/awslink")).expect("symlink");
-    let policy = embedded_default()
-        .with_agent_home(&home)
-        .expect("policy for home");
-    World {
-        _dir: dir,
-        home,
-        ws,
-        policy,
-    }
-}
-
-fn verdict_of(w: &World, command: &str) -> VerdictKind {
+fn verdict_of(w: &AgentHome, command: &str) -> VerdictKind {
     let mut ctx = DecideContext::standalone(&w.home, PATH, &w.ws);
     ctx.workspace = Some(w.ws.clone());
-    let req = Request {
-        id: "attack".into(),
-        who: Who {
-            agent_id: "main".into(),
-            session_key: None,
-            source: Source::SocketRequest,
-        },
-        action: Action::Exec(ExecAction {
-            command: Some(command.to_string()),
-            cwd: Some(w.ws.clone()),
-            ..ExecAction::default()
-        }),
-        received_at_ms: 0,
-        deadline_ms: None,
-        openclaw: OpenClawAsk::default(),
-    };
+    let req = shell_request("attack", command, &w.ws);
     decide(&w.policy, &ctx, &req).kind
 }
 
@@ -184,10 +145,7 @@ fn attack_suite() {
     let (mut secret, mut secret_allow, mut secret_deny) = (0usize, 0usize, 0usize);
     let (mut harmless, mut harmless_allow) = (0usize, 0usize);
     for c in &cases {
-        let cmd = c
-            .command
-            .replace("@HOME@", &w.home.to_string_lossy())
-            .replace("@WS@", &w.ws.to_string_lossy());
+        let cmd = w.subst(&c.command);
         let got = name(verdict_of(&w, &cmd));
         match c.kind.as_str() {
             "harmful" => {

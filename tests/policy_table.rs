@@ -4,21 +4,16 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod policy_support;
-use policy_support::unescape;
+mod support;
 use sanctum_guard::openclaw::allow_always::cwd_argv_pattern;
 use sanctum_guard::policy::allowlist::{CompiledAllowlist, Rule};
 use sanctum_guard::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
-use sanctum_guard::policy::file::{embedded_default, Policy};
-use sanctum_guard::policy::request::{
-    Action, DecisionKind, ExecAction, OpenClawAsk, Request, Source, Who,
-};
+use sanctum_guard::policy::request::{Action, DecisionKind};
 use sanctum_guard::policy::shell::{analyse, ShellContext};
 use sanctum_guard::policy::verdict::{Verdict, VerdictKind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+use support::policy::{shell_request, unescape, AgentHome, Layout, PATH};
 
 struct Case {
     line: usize,
@@ -54,47 +49,26 @@ fn cases() -> Vec<Case> {
 
 /// A temporary agent home with secrets, a workspace with symlinks into the secrets, and
 /// a wrapper script.
-struct World {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    ws: PathBuf,
-    policy: Policy,
+fn world() -> AgentHome {
+    AgentHome::new(&Layout {
+        home_dirs: &[".ssh", ".aws", ".openclaw", "projects"],
+        ws_dirs: &["src"],
+        home_files: &[
+            (".ssh/id_rsa", "KEY"),
+            (".aws/credentials", "AWS"),
+            (".env", "TOKEN=x"),
+            ("notes.txt", "notes"),
+        ],
+        ws_files: &[
+            ("a.txt", "a"),
+            (".env", "PORT=1"),
+            ("run.sh", "#!/bin/sh\ncat ~/.ssh/id_rsa\n"),
+        ],
+        links: &[("sshlink", ".ssh"), ("keylink", ".ssh/id_rsa")],
+    })
 }
 
-fn world() -> World {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let home = dir.path().join("home");
-    let ws = dir.path().join("ws");
-    for d in [".ssh", ".aws", ".openclaw", "projects"] {
-        std::fs::create_dir_all(home.join(d)).expect("mkdir");
-    }
-    std::fs::create_dir_all(ws.join("src")).expect("mkdir");
-    std::fs::write(home.join(".ssh/id_rsa"), "KEY").expect("write");
-    std::fs::write(home.join(".aws/credentials"), "AWS").expect("write");
-    std::fs::write(home.join(".env"), "TOKEN=x").expect("write");
-    std::fs::write(home.join("notes.txt"), "notes").expect("write");
-    std::fs::write(ws.join("a.txt"), "a").expect("write");
-    std::fs::write(ws.join(".env"), "PORT=1").expect("write");
-    std::fs::write(ws.join("run.sh"), "#!/bin/sh\ncat ~/.ssh/id_rsa\n").expect("write");
-    std::os::unix::fs::symlink(home.join(".ssh"), ws.join("sshlink")).expect("symlink");
-    std::os::unix::fs::symlink(home.join(".ssh/id_rsa"), ws.join("keylink")).expect("symlink");
-    let policy = embedded_default()
-        .with_agent_home(&home)
-        .expect("policy for home");
-    World {
-        _dir: dir,
-        home,
-        ws,
-        policy,
-    }
-}
-
-impl World {
-    fn subst(&self, s: &str) -> String {
-        s.replace("@HOME@", &self.home.to_string_lossy())
-            .replace("@WS@", &self.ws.to_string_lossy())
-    }
-
+impl AgentHome {
     fn cwd(&self, c: &str) -> PathBuf {
         match c {
             "ws" => self.ws.clone(),
@@ -151,25 +125,6 @@ impl World {
     }
 }
 
-fn request(command: &str, cwd: &Path) -> Request {
-    Request {
-        id: "t".into(),
-        who: Who {
-            agent_id: "main".into(),
-            session_key: None,
-            source: Source::SocketRequest,
-        },
-        action: Action::Exec(ExecAction {
-            command: Some(command.to_string()),
-            cwd: Some(cwd.to_path_buf()),
-            ..ExecAction::default()
-        }),
-        received_at_ms: 0,
-        deadline_ms: None,
-        openclaw: OpenClawAsk::default(),
-    }
-}
-
 fn kebab<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_value(v)
         .expect("json")
@@ -178,11 +133,14 @@ fn kebab<T: serde::Serialize>(v: &T) -> String {
         .to_string()
 }
 
-fn run_case(w: &World, case: &Case) -> (Verdict, String) {
+fn run_case(w: &AgentHome, case: &Case) -> (Verdict, String) {
     let command = w.subst(&case.command);
     let cwd = w.cwd(&case.cwd);
     let ctx = w.context(&command, &cwd, &case.openclaw);
-    (decide(&w.policy, &ctx, &request(&command, &cwd)), command)
+    (
+        decide(&w.policy, &ctx, &shell_request("t", &command, &cwd)),
+        command,
+    )
 }
 
 #[test]
@@ -231,7 +189,7 @@ fn offered_decisions_follow_persistence_and_openclaw() {
     let w = world();
     let ask = |cmd: &str, spec: &str, allowed: Option<Vec<DecisionKind>>| {
         let ctx = w.context(cmd, &w.ws, spec);
-        let mut req = request(cmd, &w.ws);
+        let mut req = shell_request("t", cmd, &w.ws);
         req.openclaw.allowed_decisions = allowed;
         decide(&w.policy, &ctx, &req)
     };
@@ -256,14 +214,14 @@ fn offered_decisions_follow_persistence_and_openclaw() {
     assert_eq!(v.reasons[0].code, "no-allow-decision");
     // The request's own security can only tighten the context's.
     let ctx = w.context("ls", &w.ws, "-");
-    let mut req = request("ls", &w.ws);
+    let mut req = shell_request("t", "ls", &w.ws);
     req.openclaw.security = Some("deny".into());
     assert_eq!(decide(&w.policy, &ctx, &req).kind, VerdictKind::Deny);
     req.openclaw.security = Some("full".into());
     req.openclaw.ask = Some("always".into());
     // ask=always says when OpenClaw consults the guard; the table decides who answers.
     assert_eq!(decide(&w.policy, &ctx, &req).kind, VerdictKind::Allow);
-    req.action = request("touch x", &w.ws).action;
+    req.action = shell_request("t", "touch x", &w.ws).action;
     assert_eq!(decide(&w.policy, &ctx, &req).kind, VerdictKind::Ask);
     // The operator's switch: a person answers every command, reads included.
     let everyone =
@@ -271,10 +229,14 @@ fn offered_decisions_follow_persistence_and_openclaw() {
             .expect("policy")
             .with_agent_home(&w.home)
             .expect("home");
-    let v = decide(&everyone, &ctx, &request("ls", &w.ws));
+    let v = decide(&everyone, &ctx, &shell_request("t", "ls", &w.ws));
     assert_eq!(v.kind, VerdictKind::Ask);
     assert_eq!(v.reasons[0].code, "policy-ask-every-command");
-    let v = decide(&everyone, &ctx, &request("cat ~/.ssh/id_rsa", &w.ws));
+    let v = decide(
+        &everyone,
+        &ctx,
+        &shell_request("t", "cat ~/.ssh/id_rsa", &w.ws),
+    );
     assert_eq!(v.kind, VerdictKind::Deny, "blocked stays blocked");
     // Profiles follow the deciding category.
     assert_eq!(ask("ls", "-", None).profile.as_deref(), Some("read-only"));
@@ -290,7 +252,7 @@ fn segments_carry_reasons_and_resolved_paths() {
     let v = decide(
         &w.policy,
         &w.context("ls; rm -rf ~", &w.ws, "-"),
-        &request("ls; rm -rf ~", &w.ws),
+        &shell_request("t", "ls; rm -rf ~", &w.ws),
     );
     assert_eq!(v.segments.len(), 2);
     assert_eq!(v.segments[0].resolved_path.as_deref(), Some("/usr/bin/ls"));
@@ -302,7 +264,7 @@ fn segments_carry_reasons_and_resolved_paths() {
 // ---- the real binary ----
 
 fn bin() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sanctum-guard"));
+    let mut cmd = Command::new(support::process::guard_bin());
     cmd.env("PATH", PATH);
     cmd
 }
@@ -426,7 +388,7 @@ fn non_exec_actions_sanctum_37_42_43() {
     let w = world();
     let ctx = w.context("", &w.ws, "-");
     let run = |action: Action| {
-        let mut req = request("", &w.ws);
+        let mut req = shell_request("t", "", &w.ws);
         req.action = action;
         decide(&w.policy, &ctx, &req)
     };
@@ -499,7 +461,7 @@ fn known_names_outside_system_dirs_are_code() {
     let path = format!("{}:{PATH}", bin.path().display());
     let ctx = DecideContext::standalone(&w.home, &path, &w.ws);
     for text in ["ls -la", "cat a.txt", "ls | wc -l"] {
-        let v = decide(&w.policy, &ctx, &request(text, &w.ws));
+        let v = decide(&w.policy, &ctx, &shell_request("t", text, &w.ws));
         assert_eq!(v.kind, VerdictKind::Ask, "{text}: {v:?}");
         assert!(
             v.reasons.iter().any(|r| r.code == "untrusted-location"),
@@ -507,10 +469,10 @@ fn known_names_outside_system_dirs_are_code() {
             v.reasons
         );
     }
-    let v = decide(&w.policy, &ctx, &request("sudo id", &w.ws));
+    let v = decide(&w.policy, &ctx, &shell_request("t", "sudo id", &w.ws));
     assert_eq!(v.kind, VerdictKind::Deny, "{v:?}");
     // The same names from the system directories are autonomous.
     let sys = DecideContext::standalone(&w.home, PATH, &w.ws);
-    let v = decide(&w.policy, &sys, &request("ls -la", &w.ws));
+    let v = decide(&w.policy, &sys, &shell_request("t", "ls -la", &w.ws));
     assert_eq!(v.kind, VerdictKind::Allow, "{v:?}");
 }

@@ -5,11 +5,11 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod sandbox_util;
-use sandbox_util::probe;
+mod support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use support::sandbox::probe;
 
 const IMAGE: &str = "localhost/sanctum-agent-test";
 

@@ -5,10 +5,10 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod sandbox_util;
+mod support;
 use sanctum_guard::sandbox::{builtin_profiles, run, DenyList, RunOutcome};
-use sandbox_util::*;
 use std::path::{Path, PathBuf};
+use support::sandbox::*;
 
 const SECRET: &str = "SECRET-7f3a";
 

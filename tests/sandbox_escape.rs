@@ -4,14 +4,11 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod sandbox_util;
-use sandbox_util::*;
+mod support;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
-
-const RO: &[&str] = &["--profile", "read-only"];
-const WW: &[&str] = &["--profile", "workspace-write"];
+use support::sandbox::*;
 
 /// A probe mode that must be refused with exactly `expect`.
 macro_rules! denied {
@@ -128,7 +125,7 @@ fn inherited_fds_are_closed() {
     let ws = Ws::new();
     let script = format!(
         "exec 7</etc/passwd 9</etc/hostname; exec {} sandbox --workspace {} -- {} fds",
-        guard(),
+        guard_bin().display(),
         ws.path().display(),
         probe().display()
     );
@@ -402,7 +399,7 @@ fn sandboxed_child_cannot_relax_its_sandbox() {
     // The outer sandbox gives TMPDIR (its private tmp) so the inner one can build its own.
     let script = format!(
         "{g} sandbox --profile workspace-write --workspace {w} -- /bin/sh -c 'echo x > {w}/escaped'",
-        g = guard(),
+        g = guard_bin().display(),
         w = inner_ws.display()
     );
     let o = sh(&ws, "workspace-write", &script);
@@ -488,7 +485,7 @@ fn deny_listed_secrets_unreadable_even_inside_roots() {
     let home = ws.out().join("home");
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE KEY").unwrap();
-    let o = Command::new(guard())
+    let o = Command::new(guard_bin())
         .args(["sandbox", "--workspace", ws.path().to_str().unwrap(), "--"])
         .args(["/bin/cat", home.join(".ssh/id_ed25519").to_str().unwrap()])
         .env("HOME", &home)

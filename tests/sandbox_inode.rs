@@ -5,12 +5,9 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod sandbox_util;
-use sandbox_util::*;
+mod support;
 use std::process::Command;
-
-const RO: &[&str] = &["--profile", "read-only"];
-const WW: &[&str] = &["--profile", "workspace-write"];
+use support::sandbox::*;
 
 fn lsattr(path: &std::path::Path) -> String {
     let o = Command::new("lsattr").arg("-d").arg(path).output().unwrap();
@@ -80,7 +77,7 @@ fn no_watch_on_deny_read_paths() {
             ("dnotify", home.join(".ssh"), "ERR EPERM"),
         ] {
             {
-                let o = Command::new(guard())
+                let o = Command::new(guard_bin())
                     .args(["sandbox", "--workspace", ws.path().to_str().unwrap()])
                     .args(opts)
                     .arg("--")

@@ -6,13 +6,13 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod sandbox_util;
+mod support;
 use sanctum_guard::sandbox::integrity::{Action, Change, Integrity};
 use sanctum_guard::sandbox::{run, IntegrityEvent, RunOutcome, ScanLimits};
-use sandbox_util::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
+use support::sandbox::*;
 
 async fn ww(ws: &Ws, script: &str) -> RunOutcome {
     let mut spec = run_spec(ws, "workspace-write", &["/bin/sh", "-c", script]);

@@ -7,15 +7,15 @@
 // Raw signal and process calls on the test process itself: the sandbox is under test.
 #![allow(unsafe_code)]
 
-mod sandbox_util;
+mod support;
 use sanctum_guard::sandbox::{
     builtin_profiles, prepare, run, ChildStdio, RunSpec, SandboxError, SpawnError,
 };
-use sandbox_util::*;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use support::sandbox::*;
 
 fn spec(ws: &Ws, argv: &[&str]) -> RunSpec {
     run_spec(ws, "read-only", argv)

@@ -7,10 +7,10 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod sandbox_util;
-use sandbox_util::*;
+mod support;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use support::sandbox::*;
 
 /// (lever, expected answer; None: the call may "succeed" but must have no effect, which the
 /// victim check proves; the kernel drops the signal at delivery).
@@ -216,7 +216,7 @@ fn inherited_terminal_ioctls() {
         ("tiocswinsz", "OK"),
     ] {
         let slave = pty.slave.try_clone().unwrap();
-        let o = Command::new(guard())
+        let o = Command::new(guard_bin())
             .args(["sandbox", "--profile", "workspace-write", "--workspace"])
             .arg(ws.path())
             .arg("--")

@@ -7,9 +7,9 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod sandbox_util;
-use sandbox_util::*;
+mod support;
 use std::net::TcpListener;
+use support::sandbox::*;
 
 /// `probe net OP DOMAIN TYPE PROTO FAM PORT` (FAM: 4 = 127.0.0.1, 6 = ::1,
 /// m = ::ffff:127.0.0.1, u = AF_UNSPEC) and the answer under `--network PORTS`.

@@ -3,18 +3,14 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod sandbox_util;
+mod support;
 use sanctum_guard::sandbox::landlock_rules;
 use sanctum_guard::sandbox::{
     builtin_profiles, prepare, run, run_prepared, Level, RunSpec, SandboxError,
 };
-use sandbox_util::*;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-fn spec(ws: &Ws, profile: &str, argv: &[&str]) -> RunSpec {
-    run_spec(ws, profile, argv)
-}
+use support::sandbox::*;
 
 fn probe_argv<'a>(mode: &'a str, arg: &'a str) -> Vec<&'a str> {
     vec![probe().to_str().unwrap(), mode, arg]
@@ -23,7 +19,7 @@ fn probe_argv<'a>(mode: &'a str, arg: &'a str) -> Vec<&'a str> {
 #[tokio::test]
 async fn output_capped_head_kept_and_marked() {
     let ws = Ws::new();
-    let mut s = spec(
+    let mut s = run_spec(
         &ws,
         "read-only",
         &["/bin/sh", "-c", "head -c 300000 /dev/zero | tr '\\0' a"],
@@ -32,7 +28,7 @@ async fn output_capped_head_kept_and_marked() {
     let o = run(s).await.unwrap();
     assert_eq!(o.stdout, format!("{}\n... (truncated)", "a".repeat(1000)));
     assert!(o.success && o.stderr.is_empty());
-    let mut s = spec(
+    let mut s = run_spec(
         &ws,
         "read-only",
         &[
@@ -51,7 +47,7 @@ async fn output_capped_head_kept_and_marked() {
 async fn timeout_kills_the_whole_process_group() {
     let ws = Ws::new();
     let marker = format!("{} forkbomb 5", probe().display());
-    let mut s = spec(
+    let mut s = run_spec(
         &ws,
         "read-only",
         &["/bin/sh", "-c", &format!("{marker}; sleep 60")],
@@ -72,7 +68,7 @@ async fn timeout_kills_the_whole_process_group() {
 #[tokio::test]
 async fn background_children_die_with_the_command() {
     let ws = Ws::new();
-    let s = spec(
+    let s = run_spec(
         &ws,
         "read-only",
         &[
@@ -90,7 +86,7 @@ async fn background_children_die_with_the_command() {
 #[test]
 fn parent_death_kills_the_child() {
     let ws = Ws::new();
-    let mut cli = std::process::Command::new(guard())
+    let mut cli = std::process::Command::new(guard_bin())
         .args(["sandbox", "--workspace", ws.path().to_str().unwrap(), "--"])
         .args([probe().to_str().unwrap(), "spin", "pdeathsig"])
         .spawn()
@@ -111,7 +107,7 @@ fn parent_death_kills_the_child() {
 #[tokio::test]
 async fn secrets_never_reach_the_child() {
     let ws = Ws::new();
-    let mut s = spec(&ws, "read-only", &["/usr/bin/env"]);
+    let mut s = run_spec(&ws, "read-only", &["/usr/bin/env"]);
     s.env = BTreeMap::from([
         ("OPENAI_API_KEY".to_string(), "sk-xyz".to_string()),
         ("GITHUB_TOKEN".to_string(), "ghp".to_string()),
@@ -128,7 +124,7 @@ async fn secrets_never_reach_the_child() {
 #[tokio::test]
 async fn exec_failure_is_an_outcome_not_a_setup_error() {
     let ws = Ws::new();
-    let o = run(spec(&ws, "read-only", &["/no/such/cmd"]))
+    let o = run(run_spec(&ws, "read-only", &["/no/such/cmd"]))
         .await
         .unwrap();
     assert!(!o.success && o.exit_code.is_none());
@@ -139,7 +135,7 @@ async fn exec_failure_is_an_outcome_not_a_setup_error() {
 #[tokio::test]
 async fn rlimits_apply() {
     let ws = Ws::new();
-    let o = run(spec(&ws, "read-only", &probe_argv("rlimit", "")))
+    let o = run(run_spec(&ws, "read-only", &probe_argv("rlimit", "")))
         .await
         .unwrap();
     let l = &builtin_profiles()["read-only"].limits;
@@ -167,7 +163,7 @@ fn with_limits(
 ) -> RunSpec {
     let mut p = builtin_profiles()[profile].clone();
     f(&mut p.limits);
-    let mut s = spec(ws, profile, argv);
+    let mut s = run_spec(ws, profile, argv);
     s.profile = p.resolve(ws.path()).unwrap();
     s
 }
@@ -274,7 +270,7 @@ async fn toctou_swap_after_build_does_not_widen_access() {
     // Swap the granted `sub` dir for a symlink to the outside after the ruleset was built.
     std::fs::rename(ws.path().join("sub"), ws.path().join("sub.old")).unwrap();
     std::os::unix::fs::symlink(ws.out(), ws.path().join("sub")).unwrap();
-    let s = spec(
+    let s = run_spec(
         &ws,
         "workspace-write",
         &["/bin/sh", "-c", "echo x > sub/swapped"],
@@ -312,7 +308,7 @@ fn missing_kernel_features_fail_closed_unless_degraded() {
 
 #[test]
 fn doctor_reports_this_machine() {
-    let o = std::process::Command::new(guard())
+    let o = std::process::Command::new(guard_bin())
         .args(["doctor", "--json"])
         .output()
         .unwrap();

@@ -3,19 +3,15 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
-use socket_support::*;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::process::Command;
 use std::time::Duration;
+use support::socket::*;
 
 const TOKEN: &str = "bad-input-test-token-0123456789ab";
-const HIGH_RATE: [(&str, &str); 2] = [
-    ("SANCTUM_SOCKET_RATE_PER_SEC", "100000"),
-    ("SANCTUM_SOCKET_RATE_BURST", "100000"),
-];
 
 fn good_request_is_allowed(w: &World) {
     let reply = raw_exchange(
@@ -190,11 +186,7 @@ fn each_bad_input_gets_its_precise_rejection() {
     );
     drop(serve);
     let (code, out, err) = guard_cli(
-        &[
-            "audit",
-            "verify",
-            w.guard_state.join("audit.jsonl").to_str().expect("utf8"),
-        ],
+        &["audit", "verify", w.audit_path().to_str().expect("utf8")],
         &[],
     );
     assert_eq!(code, 0, "audit verify: {out}{err}");
@@ -335,8 +327,7 @@ fn a_thousand_concurrent_clients_all_get_answers() {
 #[test]
 fn a_silent_client_gets_read_timeout_not_silence() {
     let w = World::new(NEW, TOKEN, &[]);
-    let cfg = w.tmp.path().join("guard.toml");
-    std::fs::write(&cfg, "[socket]\nread_timeout_ms = 500\n").expect("cfg");
+    let cfg = w.write_config("[socket]\nread_timeout_ms = 500\n");
     let _serve = Serve::start(&w, &HIGH_RATE, &["--config", cfg.to_str().expect("utf8")]);
     let mut s = UnixStream::connect(w.socket()).expect("connect");
     s.write_all(b"{\"type\":\"request\"").expect("partial line");

@@ -4,34 +4,12 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
-use serde_json::Value;
-use socket_support::*;
 use std::time::{Duration, Instant};
+use support::socket::*;
 
 const TOKEN: &str = "crash-test-token-0123456789abcdefg";
-
-fn entries(w: &World, state: &str) -> Vec<Value> {
-    let dir = w.guard_state.to_str().expect("utf8");
-    let (code, out, err) = guard_cli(
-        &[
-            "inbox",
-            "list",
-            "--state",
-            state,
-            "--json",
-            "--state-dir",
-            dir,
-        ],
-        &[],
-    );
-    assert_eq!(code, 0, "inbox list: {err}");
-    serde_json::from_str::<Value>(&out)
-        .ok()
-        .and_then(|v| v.as_array().cloned())
-        .unwrap_or_default()
-}
 
 #[test]
 fn kill_9_with_pending_requests_then_restart() {
@@ -50,7 +28,7 @@ fn kill_9_with_pending_requests_then_restart() {
         })
         .collect();
     let start = Instant::now();
-    while entries(&w, "pending").len() < 3 {
+    while inbox_list(&w.guard_state, &["--state", "pending"]).len() < 3 {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "requests never became pending"
@@ -67,7 +45,7 @@ fn kill_9_with_pending_requests_then_restart() {
         );
     }
     let dir = w.guard_state.to_str().expect("utf8").to_owned();
-    let audit = w.guard_state.join("audit.jsonl");
+    let audit = w.audit_path();
     let (code, out, err) = guard_cli(&["audit", "verify", audit.to_str().expect("utf8")], &[]);
     assert_eq!(code, 0, "audit verify after kill -9: {out}{err}");
 
@@ -78,7 +56,7 @@ fn kill_9_with_pending_requests_then_restart() {
         "{}",
         restarted.log()
     );
-    let all = entries(&w, "all");
+    let all = inbox_list(&w.guard_state, &["--state", "all"]);
     assert_eq!(all.len(), 3, "{all:?}");
     for e in &all {
         assert_eq!(e["state"], "expired", "{e}");
@@ -88,7 +66,7 @@ fn kill_9_with_pending_requests_then_restart() {
     let id = all[0]["id"].as_str().expect("id");
     let (code, _, _) = guard_cli(&["inbox", "approve", id, "--state-dir", &dir], &[]);
     assert_ne!(code, 0, "an expired request cannot be approved");
-    assert!(entries(&w, "approved").is_empty());
+    assert!(inbox_list(&w.guard_state, &["--state", "approved"]).is_empty());
 
     let r = raw_exchange(&sock, request_line(TOKEN, "after", "ls").as_bytes(), true);
     assert_eq!(first_json(&r)["decision"], "allow-once", "{r}");
@@ -105,7 +83,7 @@ fn sigterm_answers_in_flight_clients_with_guard_shutdown() {
     let line = request_line(TOKEN, "inflight", "touch /tmp/sg-shutdown");
     let client = std::thread::spawn(move || raw_exchange(&sock, line.as_bytes(), true));
     let start = Instant::now();
-    while entries(&w, "pending").is_empty() {
+    while inbox_list(&w.guard_state, &["--state", "pending"]).is_empty() {
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "request never became pending"
@@ -130,7 +108,7 @@ fn sigterm_answers_in_flight_clients_with_guard_shutdown() {
         serve.log()
     );
     assert!(!w.socket().exists(), "the socket file is removed at exit");
-    let audit = std::fs::read_to_string(w.guard_state.join("audit.jsonl")).expect("audit");
+    let audit = std::fs::read_to_string(w.audit_path()).expect("audit");
     assert!(
         audit.contains("guard-shutdown"),
         "the shutdown deny is audited"
@@ -162,7 +140,7 @@ fn kill_9_after_autonomous_answers_loses_no_record() {
     }
     std::thread::sleep(Duration::from_millis(100));
     serve.child.kill9();
-    let audit = w.guard_state.join("audit.jsonl");
+    let audit = w.audit_path();
     let text = std::fs::read_to_string(&audit).expect("audit log");
     for i in 0..300 {
         assert!(
@@ -180,11 +158,10 @@ fn kill_9_after_autonomous_answers_loses_no_record() {
 #[test]
 fn durable_answers_are_in_the_log_before_the_reply() {
     let w = World::new(NEW, TOKEN, &[]);
-    let cfg = w.tmp.path().join("guard.toml");
-    std::fs::write(&cfg, "[socket]\ndurable_answers = true\n").expect("cfg");
+    let cfg = w.write_config("[socket]\ndurable_answers = true\n");
     let mut serve = Serve::start(&w, &[], &["--config", cfg.to_str().expect("utf8")]);
     let sock = w.socket();
-    let audit = w.guard_state.join("audit.jsonl");
+    let audit = w.audit_path();
     for i in 0..20 {
         let id = format!("durable{i}");
         let r = raw_exchange(&sock, request_line(TOKEN, &id, "ls").as_bytes(), true);

@@ -5,14 +5,14 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::json;
-use socket_support::*;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use support::socket::*;
 
 #[test]
 fn no_flags_no_config_works_and_never_prints_the_token() {
@@ -97,7 +97,15 @@ fn no_flags_no_config_works_and_never_prints_the_token() {
         assert!(text.contains(what), "startup lines name {what}: {text}");
     }
     assert!(!text.contains(&token), "the token is never printed");
-    audit_with_path(&state.join("audit.jsonl"), &token);
+    // The audit log holds the startup and the decision, and not the token.
+    let audit = audit_file_with(
+        &state.join("audit.jsonl"),
+        &["\"kind\":\"startup\"", "\"kind\":\"decision\""],
+    );
+    assert!(
+        !audit.contains(&token),
+        "the token never reaches the audit log"
+    );
     bounding_set_cleared_in_every_thread(serve.pid(), &text);
     serve.kill9();
 }
@@ -130,25 +138,5 @@ fn bounding_set_cleared_in_every_thread(pid: u32, startup: &str) {
             "{}: {status}",
             t.display()
         );
-    }
-}
-
-/// The audit log holds the startup and the decision, and not the token.
-fn audit_with_path(path: &std::path::Path, token: &str) {
-    let start = Instant::now();
-    loop {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.contains("\"kind\":\"startup\"") && text.contains("\"kind\":\"decision\"") {
-            assert!(
-                !text.contains(token),
-                "the token never reaches the audit log"
-            );
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "audit incomplete: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -4,11 +4,11 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
-use socket_support::*;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use support::socket::*;
 
 const TOKEN: &str = "dir-test-token-0123456789abcdef0";
 

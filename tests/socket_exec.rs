@@ -5,12 +5,12 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::{json, Value};
-use socket_support::*;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use support::socket::*;
 
 const TOKEN: &str = "exec-test-token-0123456789abcdefgh";
 
@@ -19,33 +19,9 @@ fn exec(sock: &Path, argv: &[&str], cwd: &Path, timeout_ms: u64) -> Value {
         "timeoutMs":timeout_ms,"needsScreenRecording":false,"agentId":"main",
         "sessionKey":"agent:main:main","approvalDecision":null})
     .to_string();
-    let reply = raw_exchange(
-        sock,
-        exec_line(TOKEN, &fresh_nonce(), now_ms(), &rj).as_bytes(),
-        true,
-    );
-    let v = first_json(&reply);
-    assert_eq!(v["type"], "exec-res", "{reply}");
+    let v = send_exec(sock, TOKEN, &rj);
+    assert_eq!(v["type"], "exec-res", "{v}");
     v
-}
-
-fn pending(w: &World) -> String {
-    let dir = w.guard_state.to_str().expect("utf8");
-    let start = Instant::now();
-    loop {
-        let (_, out, _) = guard_cli(&["inbox", "list", "--json", "--state-dir", dir], &[]);
-        if let Some(id) = serde_json::from_str::<Value>(&out)
-            .ok()
-            .and_then(|v| v.get(0).and_then(|e| e["id"].as_str().map(str::to_owned)))
-        {
-            return id;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no pending entry"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]
@@ -113,8 +89,7 @@ fn autonomous_exec_runs_with_cap_and_timeout() {
 #[test]
 fn gated_exec_goes_through_the_inbox() {
     let w = World::new(NEW, TOKEN, &[]);
-    let cfg = w.tmp.path().join("guard.toml");
-    std::fs::write(&cfg, "[deadlines]\nexec_ms = 6000\nmargin_ms = 1000\n").expect("cfg");
+    let cfg = w.write_config("[deadlines]\nexec_ms = 6000\nmargin_ms = 1000\n");
     let _serve = Serve::start(&w, &[], &["--config", cfg.to_str().expect("utf8")]);
     let dir = w.guard_state.to_str().expect("utf8").to_owned();
     // workspace-write lets the command write inside the deployment's workspace (OpenClaw's
@@ -127,7 +102,7 @@ fn gated_exec_goes_through_the_inbox() {
     // Approved by a person → the guard runs it (in the workspace-write profile).
     let (sock, home, a) = (w.socket(), w.home.clone(), argv.clone());
     let client = std::thread::spawn(move || exec(&sock, &[&a[0], &a[1]], &home, 30_000));
-    let id = pending(&w);
+    let id = wait_pending_ids(&w, Duration::from_secs(10))[0].clone();
     assert!(!target.exists(), "nothing runs before the approval");
     let (code, out, err) = guard_cli(&["inbox", "approve", &id, "--state-dir", &dir], &[]);
     assert_eq!(code, 0, "{out}{err}");
@@ -140,7 +115,7 @@ fn gated_exec_goes_through_the_inbox() {
     let other = ws.join("out/denied-file");
     let (sock, home, o) = (w.socket(), w.home.clone(), other.display().to_string());
     let client = std::thread::spawn(move || exec(&sock, &["/usr/bin/touch", &o], &home, 30_000));
-    let id = pending(&w);
+    let id = wait_pending_ids(&w, Duration::from_secs(10))[0].clone();
     let (code, out, err) = guard_cli(&["inbox", "deny", &id, "--state-dir", &dir], &[]);
     assert_eq!(code, 0, "{out}{err}");
     let v = client.join().expect("client");

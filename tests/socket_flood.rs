@@ -7,12 +7,12 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
-use socket_support::*;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
+use support::socket::*;
 
 const TOKEN: &str = "flood-test-token-0123456789abcdef";
 const HIGH_RATE: [(&str, &str); 2] = [
@@ -122,7 +122,7 @@ fn a_flood_of_bad_frames_leaves_a_bounded_number_of_records() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let w = World::new(NEW, TOKEN, &[]);
     let mut serve = Serve::start(&w, &HIGH_RATE, &[]);
-    let audit = w.guard_state.join("audit.jsonl");
+    let audit = w.audit_path();
     let before = std::fs::read_to_string(&audit)
         .expect("audit")
         .lines()

@@ -5,16 +5,12 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::{json, Value};
-use socket_support::*;
+use support::socket::*;
 
 const TOKEN: &str = "forms-test-token-0123456789abcdef";
-const HIGH_RATE: [(&str, &str); 2] = [
-    ("SANCTUM_SOCKET_RATE_PER_SEC", "100000"),
-    ("SANCTUM_SOCKET_RATE_BURST", "100000"),
-];
 
 fn request(w: &World, id: &str, body: Value) -> Value {
     let mut req = json!({"cwd":"/tmp","agentId":"main","sessionKey":"agent:main:main",
@@ -23,7 +19,7 @@ fn request(w: &World, id: &str, body: Value) -> Value {
         req[k] = v.clone();
     }
     let line = json!({"type":"request","token":TOKEN,"id":id,"request":req}).to_string() + "\n";
-    first_json(&raw_exchange(&w.socket(), line.as_bytes(), true))
+    send_line(&w.socket(), &line)
 }
 
 #[test]
@@ -127,8 +123,7 @@ fn exec(w: &World, argv: &[&str], raw: Option<&str>) -> Value {
         "needsScreenRecording":false,"agentId":"main","sessionKey":"agent:main:main",
         "approvalDecision":null})
     .to_string();
-    let line = exec_line(TOKEN, &fresh_nonce(), now_ms(), &rj);
-    first_json(&raw_exchange(&w.socket(), line.as_bytes(), true))
+    send_exec(&w.socket(), TOKEN, &rj)
 }
 
 #[test]

@@ -5,13 +5,13 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::json;
-use socket_support::*;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
+use support::socket::*;
 
 const TOKEN: &str = "gone-test-token-0123456789abcdefg";
 
@@ -44,37 +44,11 @@ fn list_text(w: &World) -> String {
     out
 }
 
-/// Waits (5 s) for entry `id` to reach `state`.
-fn wait_id(w: &World, id: &str, state: &str) -> Option<serde_json::Value> {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(5) {
-        let found = inbox_all(w)
-            .into_iter()
-            .find(|e| e["id"] == id && e["state"] == state);
-        if found.is_some() {
-            return found;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    None
-}
-
 /// Sends `line` without half-closing, waits for the entry to be pending, then closes.
 fn ask_then_vanish(w: &World, line: &str) -> String {
     let mut s = UnixStream::connect(w.socket()).expect("connect");
     s.write_all(line.as_bytes()).expect("write");
-    let start = Instant::now();
-    let e = loop {
-        let p = inbox_all(w).into_iter().find(|e| e["state"] == "pending");
-        if let Some(e) = p {
-            break e;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "no pending entry"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let e = wait_entry(w, "pending", Duration::from_secs(10)).expect("no pending entry");
     drop(s);
     e["id"].as_str().expect("id").to_owned()
 }
@@ -98,8 +72,10 @@ fn a_raw_client_that_closes_cancels_its_request_and_nothing_runs() {
     for line in &frames {
         let start = Instant::now();
         let id = ask_then_vanish(&w, line);
-        let e = wait_id(&w, &id, "cancelled")
-            .unwrap_or_else(|| panic!("not cancelled: {:?}\n{}", inbox_all(&w), serve.log()));
+        let e = wait_entry_where(&w, Duration::from_secs(5), |e| {
+            e["id"] == id.as_str() && e["state"] == "cancelled"
+        })
+        .unwrap_or_else(|| panic!("not cancelled: {:?}\n{}", inbox_all(&w), serve.log()));
         assert_eq!(e["decision"]["reason"], "requester-gone", "{e}");
         assert!(
             start.elapsed() < Duration::from_secs(10),

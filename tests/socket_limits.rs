@@ -3,12 +3,12 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
-use socket_support::*;
 use std::os::unix::net::UnixStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use support::socket::*;
 
 const TOKEN: &str = "limits-test-token-0123456789abcd";
 
@@ -29,8 +29,7 @@ fn open_fds(pid: i32) -> usize {
 }
 
 fn decision(w: &World, id: &str) -> String {
-    let r = raw_exchange(&w.socket(), request_line(TOKEN, id, "ls").as_bytes(), true);
-    first_json(&r)["decision"]
+    send_line(&w.socket(), &request_line(TOKEN, id, "ls"))["decision"]
         .as_str()
         .unwrap_or_default()
         .to_owned()
@@ -75,7 +74,7 @@ fn a_lowered_file_size_limit_fails_closed_instead_of_killing_the_guard() {
     let mut serve = Serve::start(&w, &[], &[]);
     let pid = serve.pid();
     assert_eq!(decision(&w, "before"), "allow-once");
-    let audit = w.guard_state.join("audit.jsonl");
+    let audit = w.audit_path();
     std::thread::sleep(Duration::from_millis(200));
     let size = std::fs::metadata(&audit).expect("audit").len();
     // The next records do not fit: writes get SIGXFSZ/EFBIG.

@@ -5,75 +5,31 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::{json, Value};
-use socket_support::*;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+use support::node::spawn_gateway;
+use support::socket::*;
 
 const TOKEN: &str = "recipe-b-token-0123456789abcdefghi";
 const GW_TOKEN: &str = "gateway-test-token";
 
-fn oc(dir: &Path, home: &Path, state: &Path) -> Command {
-    let mut c = Command::new(dir.join("node_modules/.bin/openclaw"));
-    c.env("PATH", path_with_node())
-        .env("HOME", home)
-        .env("OPENCLAW_STATE_DIR", state)
-        .env("OPENCLAW_HIDE_BANNER", "1")
-        .env("OPENCLAW_SUPPRESS_NOTES", "1")
-        .env_remove("NODE_OPTIONS")
-        .stdin(Stdio::null());
-    c
-}
-
-fn wait_for_file_text(path: &Path, needle: &str, timeout: Duration) -> bool {
-    let start = Instant::now();
-    while start.elapsed() < timeout {
-        if std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    false
-}
-
 /// Runs an operator CLI command against the gateway; (success, stdout+stderr).
-fn operator(
-    dir: &Path,
-    cli_home: &Path,
-    cli_state: &Path,
-    port: u16,
-    args: &[&str],
-) -> (bool, String) {
+fn operator(cli_home: &Path, cli_state: &Path, port: u16, args: &[&str]) -> (bool, String) {
     let url = format!("ws://127.0.0.1:{port}");
-    let out = oc(dir, cli_home, cli_state)
+    let out = openclaw_command(NEW, cli_home, cli_state)
         .args(args)
         .args(["--url", &url, "--token", GW_TOKEN])
         .output()
         .expect("openclaw cli");
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
-}
-
-fn first_json_object(text: &str) -> Option<Value> {
-    let start = text.find('{')?;
-    serde_json::Deserializer::from_str(&text[start..])
-        .into_iter::<Value>()
-        .next()?
-        .ok()
+    (out.status.success(), output_text(&out))
 }
 
 #[test]
 fn real_node_host_exec_runs_under_the_guard_and_denies_are_system_run_denied() {
-    let dir = openclaw_dir(NEW);
     // The node host checks its own allowlist before the socket: both binaries pass it, so
     // the guard is the one deciding.
     let w = World::new(NEW, TOKEN, &["/usr/bin/uname", "/usr/bin/cat"]);
@@ -85,22 +41,7 @@ fn real_node_host_exec_runs_under_the_guard_and_denies_are_system_run_denied() {
     let (cli_home, cli_state) = (gw_home.clone(), gw_state.clone());
     let port = free_port();
     let gw_log = t.join("gateway.log");
-    let _gateway = ChildGuard::spawn_group(
-        "gateway",
-        oc(&dir, &gw_home, &gw_state)
-            .args([
-                "gateway",
-                "run",
-                "--allow-unconfigured",
-                "--auth",
-                "token",
-                "--token",
-                GW_TOKEN,
-            ])
-            .args(["--port", &port.to_string(), "--bind", "loopback"])
-            .stdout(std::fs::File::create(&gw_log).expect("log"))
-            .stderr(Stdio::inherit()),
-    );
+    let _gateway = spawn_gateway(&gw_home, &gw_state, port, GW_TOKEN, &gw_log);
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
@@ -122,7 +63,7 @@ fn real_node_host_exec_runs_under_the_guard_and_denies_are_system_run_denied() {
     let node_log = t.join("node.log");
     let _node = ChildGuard::spawn_group(
         "node host",
-        oc(&dir, &w.home, &w.oc_state)
+        openclaw_command(NEW, &w.home, &w.oc_state)
             .args([
                 "node",
                 "run",
@@ -149,13 +90,7 @@ fn real_node_host_exec_runs_under_the_guard_and_denies_are_system_run_denied() {
             start.elapsed() < Duration::from_secs(90),
             "node never asked for approval: {last}"
         );
-        let (_, out) = operator(
-            &dir,
-            &cli_home,
-            &cli_state,
-            port,
-            &["nodes", "pending", "--json"],
-        );
+        let (_, out) = operator(&cli_home, &cli_state, port, &["nodes", "pending", "--json"]);
         last = out.clone();
         let start_json = out.find(['[', '{']).unwrap_or(out.len());
         let listed: Option<Value> = serde_json::from_str(out[start_json..].trim()).ok();
@@ -163,13 +98,7 @@ fn real_node_host_exec_runs_under_the_guard_and_denies_are_system_run_denied() {
         let first = listed.and_then(|v| v.get(0).or_else(|| v["pending"].get(0)).cloned());
         if let Some(p) = first {
             let rid = p["requestId"].as_str().expect("requestId").to_owned();
-            let (ok, out) = operator(
-                &dir,
-                &cli_home,
-                &cli_state,
-                port,
-                &["nodes", "approve", &rid],
-            );
+            let (ok, out) = operator(&cli_home, &cli_state, port, &["nodes", "approve", &rid]);
             assert!(ok, "nodes approve: {out}");
             break p["nodeId"].as_str().expect("nodeId").to_owned();
         }
@@ -182,7 +111,6 @@ fn real_node_host_exec_runs_under_the_guard_and_denies_are_system_run_denied() {
         let start = Instant::now();
         loop {
             let (_, out) = operator(
-                &dir,
                 &cli_home,
                 &cli_state,
                 port,
@@ -232,7 +160,7 @@ fn real_node_host_exec_runs_under_the_guard_and_denies_are_system_run_denied() {
     );
     assert!(!out.contains("PRIVATE KEY MATERIAL"), "{out}");
 
-    let audit = std::fs::read_to_string(w.guard_state.join("audit.jsonl")).expect("audit");
+    let audit = std::fs::read_to_string(w.audit_path()).expect("audit");
     assert!(audit.contains("\"kind\":\"exec\""), "the run is audited");
     assert!(
         audit.contains("sensitive-path"),

@@ -5,12 +5,12 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::json;
-use socket_support::*;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use support::socket::*;
 
 const TOKEN: &str = "replay-test-token-0123456789abcd";
 
@@ -34,11 +34,6 @@ fn echo_frame(cwd: &Path, ts: i64) -> String {
     exec_line(TOKEN, &fresh_nonce(), ts, &rj)
 }
 
-fn send(w: &World, line: &str) -> serde_json::Value {
-    let r = raw_exchange(&w.socket(), line.as_bytes(), true);
-    first_json(&r)
-}
-
 fn reason(v: &serde_json::Value) -> &str {
     v["error"]["reason"].as_str().unwrap_or("")
 }
@@ -56,9 +51,9 @@ fn a_captured_exec_frame_does_not_replay_after_a_restart() {
             echo_frame(&w.home, now_ms() + 8_000),
         ];
         for line in &captured {
-            let v = send(&w, line);
+            let v = send_line(&w.socket(), line);
             assert_eq!(v["ok"], true, "the original is accepted: {v}");
-            let again = send(&w, line);
+            let again = send_line(&w.socket(), line);
             assert_eq!(reason(&again), "replay", "same process: {again}");
         }
         if crash {
@@ -68,7 +63,7 @@ fn a_captured_exec_frame_does_not_replay_after_a_restart() {
         }
         let _serve = Serve::start(&w, &[], &[]);
         for line in &captured {
-            let v = send(&w, line);
+            let v = send_line(&w.socket(), line);
             assert_eq!(
                 v["ok"], false,
                 "replayed after restart (crash={crash}): {v}"
@@ -77,7 +72,7 @@ fn a_captured_exec_frame_does_not_replay_after_a_restart() {
             assert_eq!(v["error"]["code"], "INVALID_REQUEST");
         }
         // A fresh frame still works.
-        let v = send(&w, &echo_frame(&w.home, now_ms()));
+        let v = send_line(&w.socket(), &echo_frame(&w.home, now_ms()));
         assert_eq!(v["ok"], true, "{v}");
         audit_with(&w, &["\"reason\":\"replay\""]);
     }
@@ -96,12 +91,12 @@ fn a_frame_signed_before_the_guard_started_is_refused() {
     let line = echo_frame(&w.home, now_ms());
     std::thread::sleep(std::time::Duration::from_millis(50));
     let _serve = Serve::start(&w, &[], &[]);
-    let v = send(&w, &line);
+    let v = send_line(&w.socket(), &line);
     assert_eq!(reason(&v), "replay", "{v}");
     // Older than the window: `ttl` as before, and nothing runs.
     let marker = w.home.join("never.txt");
     let gated = appending_frame(&marker, &w.home, now_ms() - 60_000);
-    let v = send(&w, &gated);
+    let v = send_line(&w.socket(), &gated);
     assert_eq!(reason(&v), "ttl", "{v}");
     assert!(!marker.exists());
 }

@@ -5,41 +5,20 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
+mod support;
 
 use serde_json::json;
-use socket_support::*;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use support::socket::*;
 
 const TOKEN: &str = "recipe-a-token-0123456789abcdefgh";
-
-fn pending_ids(w: &World) -> Vec<String> {
-    let state = w.guard_state.to_str().expect("utf8");
-    let (code, out, err) = guard_cli(&["inbox", "list", "--state-dir", state, "--json"], &[]);
-    assert_eq!(code, 0, "inbox list: {err}");
-    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or(json!([]));
-    v.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|e| e["id"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// Waits for exactly one pending entry and returns its id. The real Node client needs
 /// several seconds just to load OpenClaw on a loaded 2-core machine before it connects.
 fn wait_pending(w: &World) -> String {
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(40) {
-        let ids = pending_ids(w);
-        if let Some(id) = ids.first() {
-            assert_eq!(ids.len(), 1, "one pending request expected: {ids:?}");
-            return id.clone();
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("no pending inbox entry appeared");
+    let ids = wait_pending_ids(w, Duration::from_secs(40));
+    assert_eq!(ids.len(), 1, "one pending request expected: {ids:?}");
+    ids[0].clone()
 }
 
 fn ask(
@@ -145,8 +124,7 @@ fn real_client_ask_approved_then_allow_always_persisted() {
 #[test]
 fn real_client_ask_timeout_gets_an_explicit_deny() {
     let w = World::new(NEW, TOKEN, &[]);
-    let cfg = w.tmp.path().join("guard.toml");
-    std::fs::write(&cfg, "[deadlines]\nrequest_ms = 4000\nmargin_ms = 1000\n").expect("cfg");
+    let cfg = w.write_config("[deadlines]\nrequest_ms = 4000\nmargin_ms = 1000\n");
     let _serve = Serve::start(&w, &[], &["--config", cfg.to_str().expect("utf8")]);
     let cmd = format!("touch {}/never", w.home.display());
     // The client's own timeout is 4 s; the guard's fallback answers ~1 s earlier. Had it

@@ -7,15 +7,14 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
-mod web_support;
+mod support;
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
-use socket_support::*;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use web_support::*;
+use support::socket::*;
+use support::web::*;
 
 struct Driver {
     _child: ChildGuard,

@@ -5,13 +5,12 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod socket_support;
-mod web_support;
+mod support;
 
 use serde_json::json;
-use socket_support::*;
 use std::time::{Duration, Instant};
-use web_support::*;
+use support::socket::*;
+use support::web::*;
 
 /// One refusal case: what, method, path, header lines, status, error code.
 type Case<'a> = (&'a str, &'a str, &'a str, Vec<String>, u16, &'a str);

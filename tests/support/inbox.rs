@@ -1,17 +1,12 @@
 //! Shared fixtures for the inbox tests: a gated exec request and its verdict.
-// Test code: a panic is the failure report, and tests may read their environment.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
-#![allow(dead_code)]
 
+pub use sanctum_guard::inbox::now_ms;
 use sanctum_guard::policy::request::{
     Action, DecidedBy, Decision, DecisionKind, ExecAction, OpenClawAsk, Request, Source, Who,
 };
 use sanctum_guard::policy::verdict::{Category, Reason, Verdict, VerdictKind};
 
-pub fn now_ms() -> u64 {
-    sanctum_guard::inbox::now_ms()
-}
-
+/// An exec request of agent `main` from the socket for `cmd` (split on spaces).
 pub fn exec_request(cmd: &str) -> Request {
     Request {
         id: format!("frame-{cmd}"),
@@ -33,6 +28,7 @@ pub fn exec_request(cmd: &str) -> Request {
     }
 }
 
+/// An `ask` verdict (a write) offering `offered`.
 pub fn ask_verdict(offered: &[DecisionKind]) -> Verdict {
     Verdict {
         kind: VerdictKind::Ask,
@@ -44,12 +40,14 @@ pub fn ask_verdict(offered: &[DecisionKind]) -> Verdict {
     }
 }
 
+/// Every decision a person can make.
 pub const ALL: &[DecisionKind] = &[
     DecisionKind::AllowOnce,
     DecisionKind::AllowAlways,
     DecisionKind::Deny,
 ];
 
+/// A decision made by the person `who`, now.
 pub fn human(kind: DecisionKind, who: &str) -> Decision {
     Decision {
         kind,

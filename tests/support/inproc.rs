@@ -1,8 +1,6 @@
 //! The node's invoke handler in this process, over the real engine (policy, inbox, audit) and
 //! the real sandbox, on temp dirs: what `sanctum-guard node` does with one
 //! `node.invoke.request`, minus the WebSocket.
-#![allow(dead_code)]
-
 use sanctum_guard::app::config::{Config, Overrides};
 use sanctum_guard::app::node::local_engine;
 use sanctum_guard::engine::Engine;
@@ -17,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
+/// One in-process node: temp dirs, the real engine, the invoke handler over it.
 pub struct InProc {
     pub tmp: tempfile::TempDir,
     pub workspace: PathBuf,
@@ -29,6 +28,7 @@ pub struct InProc {
 pub type Sent = Arc<Mutex<Vec<(String, Value)>>>;
 
 impl InProc {
+    /// Local mode: the handler decides with its own engine.
     pub fn new() -> InProc {
         Self::with(None)
     }
@@ -38,6 +38,7 @@ impl InProc {
         Self::with(Some(socket))
     }
 
+    /// Builds the engine on temp dirs and a handler with the local or remote decider.
     fn with(socket: Option<PathBuf>) -> InProc {
         let tmp = tempfile::Builder::new()
             .prefix("sg-node-")

@@ -1,15 +1,14 @@
 //! Shared fixtures of the sandbox tests: the CLI, the compiled attack probe, a workspace.
-// Test code: a panic is the failure report, and tests may read their environment.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
-#![allow(dead_code)]
 
+pub use super::process::guard_bin;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-pub fn guard() -> &'static str {
-    env!("CARGO_BIN_EXE_sanctum-guard")
-}
+/// `sandbox` CLI options of the built-in read-only profile.
+pub const RO: &[&str] = &["--profile", "read-only"];
+/// `sandbox` CLI options of the built-in workspace-write profile.
+pub const WW: &[&str] = &["--profile", "workspace-write"];
 
 /// tests/sandbox_probe.c compiled once per test binary (gcc is required).
 pub fn probe() -> &'static Path {
@@ -41,6 +40,7 @@ pub struct Ws {
 }
 
 impl Ws {
+    /// Creates the workspace (a fresh `git init`) and the outside dir.
     pub fn new() -> Ws {
         let root = tempfile::Builder::new()
             .prefix("sanctum-ws")
@@ -61,12 +61,15 @@ impl Ws {
         std::fs::write(outside.path().join("secret"), "top secret\n").unwrap();
         Ws { root, outside }
     }
+    /// The workspace root.
     pub fn path(&self) -> &Path {
         self.root.path()
     }
+    /// The dir outside the workspace (holding `secret`).
     pub fn out(&self) -> &Path {
         self.outside.path()
     }
+    /// [`Ws::out`] as a string for scripts.
     pub fn out_str(&self) -> String {
         self.outside.path().to_string_lossy().into_owned()
     }
@@ -74,7 +77,7 @@ impl Ws {
 
 /// Runs `argv` under `sanctum-guard sandbox` with `opts`, cwd = the workspace.
 pub fn sandbox(ws: &Ws, opts: &[&str], argv: &[&str]) -> Output {
-    Command::new(guard())
+    Command::new(guard_bin())
         .arg("sandbox")
         .args(["--workspace", ws.path().to_str().unwrap()])
         .args(opts)
@@ -85,14 +88,17 @@ pub fn sandbox(ws: &Ws, opts: &[&str], argv: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Runs a `/bin/sh -c` script under the built-in `profile`.
 pub fn sh(ws: &Ws, profile: &str, script: &str) -> Output {
     sandbox(ws, &["--profile", profile], &["/bin/sh", "-c", script])
 }
 
+/// A command's stdout, trimmed.
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
+/// A command's stderr.
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).to_string()
 }

@@ -1,58 +1,19 @@
-//! Helpers of the node integration tests: the sidecar world (OpenClaw's approvals document set
-//! with the REAL CLI, the real `serve`), the REAL OpenClaw gateway on a free loopback port with
+//! Helpers of the node integration tests: the sidecar world ([`World::full`] and the real
+//! `serve`, re-exported from the socket helpers), the REAL OpenClaw gateway on a free loopback port with
 //! a temp HOME/state, the scripted model (tests/js/scripted_model.mjs) as its provider, and
 //! the real `sanctum-guard node`. Every child is killed by a Drop guard.
-// Test code: a panic is the failure report, and tests may read their environment.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
-#![allow(dead_code)]
 
-#[path = "../socket_support/mod.rs"]
-pub mod sock;
+pub use super::socket::*;
 
 use serde_json::{json, Value};
-pub use sock::*;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
+/// The token the test gateway and the node share.
 pub const GW_TOKEN: &str = "node-test-gateway-token";
+/// The display name our node registers under (the gateway binds exec to it).
 pub const NODE_NAME: &str = "guardnode";
-
-/// A sidecar world whose OpenClaw defaults leave every decision to the guard (security full,
-/// ask off: OpenClaw's own settings can only tighten the guard's table).
-pub fn world(token: &str) -> World {
-    let tmp = tempfile::Builder::new()
-        .prefix("sg-node-")
-        .tempdir()
-        .expect("tempdir");
-    let home = tmp.path().join("home");
-    let oc_state = tmp.path().join("oc");
-    std::fs::create_dir_all(&home).expect("home");
-    let doc = json!({"version":1,"socket":{"path":oc_state.join("exec-approvals.sock"),"token":token},
-        "defaults":{"security":"full","ask":"off","askFallback":"deny"},"agents":{}});
-    let doc_path = tmp.path().join("doc.json");
-    std::fs::write(&doc_path, doc.to_string()).expect("doc");
-    openclaw_cli(
-        NEW,
-        &home,
-        &oc_state,
-        &[
-            "approvals",
-            "set",
-            "--file",
-            doc_path.to_str().expect("utf8"),
-        ],
-    );
-    World {
-        sock: oc_state.join("exec-approvals.sock"),
-        guard_state: tmp.path().join("guard"),
-        home,
-        oc_state,
-        token: token.into(),
-        tmp,
-    }
-}
 
 /// One real gateway at a time in a test binary: two starting at once on a loaded 2-core
 /// machine take minutes. Hold the guard for the test's whole life.
@@ -61,15 +22,25 @@ pub fn one_gateway_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-pub fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
+/// Spawns the real `openclaw gateway run` (token auth, loopback `port`) as a process group,
+/// its stdout into `log`; does not wait for it.
+pub fn spawn_gateway(home: &Path, state: &Path, port: u16, token: &str, log: &Path) -> ChildGuard {
+    ChildGuard::spawn_group(
+        "gateway",
+        oc(home, state)
+            .args([
+                "gateway",
+                "run",
+                "--allow-unconfigured",
+                "--auth",
+                "token",
+                "--token",
+                token,
+            ])
+            .args(["--port", &port.to_string(), "--bind", "loopback"])
+            .stdout(std::fs::File::create(log).expect("log"))
+            .stderr(Stdio::inherit()),
+    )
 }
 
 /// The scripted model: `(child, port, log of every request)`.
@@ -127,6 +98,8 @@ pub struct Gateway {
 }
 
 impl Gateway {
+    /// Starts the gateway on a free port (config `extra` merged over ours) and waits until
+    /// it has loaded its plugins.
     pub fn start(dir: &Path, model_port: u16, extra: Value) -> Gateway {
         let home = dir.join("gw-home");
         let state = dir.join("gw-state");
@@ -143,22 +116,7 @@ impl Gateway {
         merge(&mut cfg, extra);
         std::fs::write(state.join("openclaw.json"), cfg.to_string()).expect("config");
         let log = dir.join("gateway.log");
-        let child = ChildGuard::spawn_group(
-            "gateway",
-            oc(&home, &state)
-                .args([
-                    "gateway",
-                    "run",
-                    "--allow-unconfigured",
-                    "--auth",
-                    "token",
-                    "--token",
-                    GW_TOKEN,
-                ])
-                .args(["--port", &port.to_string(), "--bind", "loopback"])
-                .stdout(std::fs::File::create(&log).expect("log"))
-                .stderr(Stdio::inherit()),
-        );
+        let child = spawn_gateway(&home, &state, port, GW_TOKEN, &log);
         let gw = Gateway {
             child,
             port,
@@ -190,14 +148,7 @@ impl Gateway {
             .args(args)
             .output()
             .expect("openclaw cli");
-        (
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
-        )
+        (out.status.success(), output_text(&out))
     }
 
     /// An agent turn whose scripted model calls `exec` with `command` (runs to completion).
@@ -221,13 +172,9 @@ impl Gateway {
         c
     }
 
+    /// [`Gateway::agent_cmd`] run to completion; its stdout+stderr.
     pub fn agent_turn(&self, session: &str, command: &str) -> String {
-        let out = self.agent_cmd(session, command).output().expect("agent");
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
+        output_text(&self.agent_cmd(session, command).output().expect("agent"))
     }
 
     /// Approves our node's command surface (`nodes pending` → `nodes approve`); its node id.
@@ -265,11 +212,13 @@ impl Gateway {
         c
     }
 
+    /// What the gateway logged so far.
     pub fn gateway_log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 }
 
+/// Deep-merges JSON `b` into `a` (test config overrides).
 fn merge(a: &mut Value, b: Value) {
     match (a, b) {
         (Value::Object(a), Value::Object(b)) => {
@@ -281,17 +230,9 @@ fn merge(a: &mut Value, b: Value) {
     }
 }
 
+/// The current OpenClaw CLI as the user with `home` and `state`.
 pub fn oc(home: &Path, state: &Path) -> Command {
-    let mut c = Command::new(openclaw_dir(NEW).join("node_modules/.bin/openclaw"));
-    c.env("PATH", path_with_node())
-        .env("HOME", home)
-        .env("OPENCLAW_STATE_DIR", state)
-        .env("OPENCLAW_HIDE_BANNER", "1")
-        .env("OPENCLAW_SUPPRESS_NOTES", "1")
-        .env_remove("NODE_OPTIONS")
-        .current_dir(home)
-        .stdin(Stdio::null());
-    c
+    openclaw_command(NEW, home, state)
 }
 
 /// The real `sanctum-guard node`, its stderr in a file.
@@ -301,6 +242,7 @@ pub struct NodeProc {
 }
 
 impl NodeProc {
+    /// Starts `sanctum-guard node` against `gw` (token file, workspace, state dir, `extra`).
     pub fn start(
         dir: &Path,
         gw: &Gateway,
@@ -332,10 +274,12 @@ impl NodeProc {
         }
     }
 
+    /// What the node logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Waits until the node's log contains `needle`; the whole log.
     pub fn wait_log(&self, needle: &str, timeout: Duration) -> String {
         wait_until(&format!("node log {needle:?}"), timeout, || {
             let l = self.log();
@@ -344,40 +288,10 @@ impl NodeProc {
     }
 }
 
-/// A spawned command whose output is collected at the end.
-pub fn spawn_collect(mut c: Command) -> Child {
-    c.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn")
-}
-
-pub fn collect(child: Child) -> String {
-    let out = child.wait_with_output().expect("wait");
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 /// The guard inbox's pending entries (via the real CLI): `(inbox id, request json)`.
 pub fn pending(state_dir: &Path) -> Vec<(String, Value)> {
-    let (code, out, err) = guard_cli(
-        &[
-            "inbox",
-            "list",
-            "--json",
-            "--state-dir",
-            state_dir.to_str().expect("utf8"),
-        ],
-        &[],
-    );
-    assert_eq!(code, 0, "inbox list: {err}");
-    let v: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
-    v.as_array()
+    inbox_list(state_dir, &[])
         .into_iter()
-        .flatten()
         .map(|e| {
             (
                 e["id"].as_str().unwrap_or_default().to_owned(),
@@ -385,15 +299,4 @@ pub fn pending(state_dir: &Path) -> Vec<(String, Value)> {
             )
         })
         .collect()
-}
-
-pub fn lines_of(f: &Path) -> Vec<String> {
-    std::fs::File::open(f)
-        .map(|f| {
-            std::io::BufReader::new(f)
-                .lines()
-                .map_while(Result::ok)
-                .collect()
-        })
-        .unwrap_or_default()
 }

@@ -1,19 +1,16 @@
 //! Shared by the web tests: a real `serve` with its web prompt on a free port, a minimal
 //! HTTP/1.1 client over std TCP (so tests can also be slow, partial or oversized on
 //! purpose), sign-in with the one-time link, and socket clients that wait for a decision.
-// Test code: a panic is the failure report, and tests may read their environment.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
-#![allow(dead_code)]
-
-use crate::socket_support::*;
+use super::socket::*;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-pub const VERSION: &str = "2026.9.6";
+/// The socket token of the web tests' world.
 pub const TOKEN: &str = "web-test-socket-token-0123456789";
 
+/// A running `serve` with its web prompt.
 pub struct Web {
     pub world: World,
     pub serve: Serve,
@@ -30,10 +27,12 @@ pub struct Resp {
 }
 
 impl Resp {
+    /// The body as JSON (a non-JSON body panics with the response).
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
     }
+    /// The value of header `name` (case-insensitive).
     pub fn header(&self, name: &str) -> Option<String> {
         self.head.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
@@ -58,10 +57,9 @@ impl Web {
 
     /// [`Web::start`] with more `serve` flags; `scheme` is what the base URL uses.
     pub fn start_with(request_ms: u64, extra: &[&str], scheme: &str) -> Web {
-        let world = World::new(VERSION, TOKEN, &[]);
+        let world = World::new(NEW, TOKEN, &[]);
         let port = free_port();
-        let cfg = world.tmp.path().join("guard.toml");
-        std::fs::write(&cfg, format!("[deadlines]\nrequest_ms = {request_ms}\n")).expect("cfg");
+        let cfg = world.write_config(&format!("[deadlines]\nrequest_ms = {request_ms}\n"));
         let listen = format!("127.0.0.1:{port}");
         let mut args = vec![
             "--config",
@@ -79,14 +77,17 @@ impl Web {
         }
     }
 
+    /// The `Host` header value a browser sends.
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
+    /// The `Origin` header value a browser on the page sends.
     pub fn origin(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
+    /// Where serve writes the one-time login link.
     pub fn link_file(&self) -> PathBuf {
         self.world.guard_state.join("web-login-link")
     }
@@ -192,6 +193,7 @@ impl Web {
         std::thread::spawn(move || raw_exchange(&sock, line.as_bytes(), false))
     }
 
+    /// The pending requests as the signed-in page lists them.
     pub fn pending(&self, login: &Login) -> Vec<serde_json::Value> {
         let r = self.call("GET", "/api/requests?state=pending", Some(login), None);
         assert_eq!(r.status, 200, "{r:?}");
@@ -217,6 +219,7 @@ impl Web {
         );
     }
 
+    /// Posts a decision for inbox entry `id`.
     pub fn decide(&self, login: &Login, id: &str, body: serde_json::Value) -> Resp {
         self.call(
             "POST",
@@ -226,11 +229,13 @@ impl Web {
         )
     }
 
+    /// The audit log as it is now.
     pub fn audit(&self) -> String {
-        std::fs::read_to_string(self.world.guard_state.join("audit.jsonl")).unwrap_or_default()
+        std::fs::read_to_string(self.world.audit_path()).unwrap_or_default()
     }
 }
 
+/// Splits a raw HTTP/1.1 response into status, head and (de-chunked) body.
 fn parse(out: &[u8]) -> Resp {
     let text = String::from_utf8_lossy(out).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
@@ -254,6 +259,7 @@ fn parse(out: &[u8]) -> Resp {
     }
 }
 
+/// Joins a chunked transfer-encoded body.
 fn dechunk(mut s: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = s.split_once("\r\n") {

@@ -1,0 +1,31 @@
+//! The one test-support module of the integration tests (`mod support;` in each crate): one
+//! file per topic, each helper written once. A crate uses a subset of the helpers and of the
+//! topics' re-exports, hence `dead_code` and `unused_imports` are allowed here.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+#![allow(dead_code, unused_imports)]
+
+/// Audit-log files as lines.
+pub mod audit;
+/// One guard deployment: OpenClaw's approvals document and the real `serve` on temp dirs.
+pub mod guard;
+/// Fixtures of the inbox tests: a gated request, its verdict, a human decision.
+pub mod inbox;
+/// The node's invoke handler in this process (no WebSocket).
+pub mod inproc;
+/// The node: the real gateway, the scripted model, `sanctum-guard node`.
+pub mod node;
+/// OpenClaw's approvals formats: the sample document, effective policy on both sides.
+pub mod openclaw;
+/// Fixtures of the policy case files (tests/data/*.tsv).
+pub mod policy;
+/// Child processes: the guard binary, its CLI, kill-on-drop children, waiting for output.
+pub mod process;
+/// Fixtures of the sandbox tests: the CLI, the compiled probe, a git workspace.
+pub mod sandbox;
+/// Clients of the exec-approvals socket: raw frames, signed `exec` frames, the real client.
+pub mod socket;
+/// The real Node and OpenClaw installed by tests/setup.sh: locating, running, calling its JS.
+pub mod tools;
+/// The web prompt: `serve` with its HTTP door, a minimal HTTP client, sign-in.
+pub mod web;

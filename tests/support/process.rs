@@ -1,0 +1,189 @@
+//! Child processes of the tests: the guard binary and its CLI, children killed (with their
+//! process group) on drop, and the polling waits for what a child writes.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The guard binary under test; `SANCTUM_TEST_GUARD_BIN` runs the suite against another
+/// build (e.g. an older commit, to show a new attack test fails there).
+pub fn guard_bin() -> PathBuf {
+    std::env::var_os("SANCTUM_TEST_GUARD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_sanctum-guard")))
+}
+
+/// Runs `sanctum-guard` with args, returning (exit code, stdout, stderr).
+pub fn guard_cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
+    let mut c = Command::new(guard_bin());
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().expect("run guard");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Wall-clock epoch milliseconds (frame timestamps, unique log names).
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Kills (SIGKILL) and reaps the child on drop.
+pub struct ChildGuard {
+    pub child: Option<Child>,
+    pub name: String,
+    /// Spawned as its own process group leader: the whole group is killed.
+    pub group: bool,
+}
+
+impl ChildGuard {
+    /// Owns an already spawned child.
+    pub fn new(name: &str, child: Child) -> Self {
+        ChildGuard {
+            child: Some(child),
+            name: name.into(),
+            group: false,
+        }
+    }
+
+    /// Spawns `cmd` as a new process group so its helpers die with it.
+    pub fn spawn_group(name: &str, cmd: &mut Command) -> Self {
+        use std::os::unix::process::CommandExt;
+        let child = cmd
+            .process_group(0)
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        ChildGuard {
+            child: Some(child),
+            name: name.into(),
+            group: true,
+        }
+    }
+
+    /// The child's pid (0 once it is reaped).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// SIGKILL (the whole group when spawned as one) and reap.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            if self.group {
+                let pgid = nix::unistd::Pid::from_raw(c.id() as i32);
+                let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            }
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// Polls `f` every 250 ms until it gives a value; panics naming `what` after `timeout`.
+pub fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// Waits until the file at `path` contains `needle` (a child's log); false on timeout.
+pub fn wait_for_file_text(path: &Path, needle: &str, timeout: Duration) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+/// Reads lines of a child's output until `pred` matches one (or the timeout).
+pub fn wait_line(
+    reader: &mut impl BufRead,
+    pred: impl Fn(&str) -> bool,
+    timeout: Duration,
+) -> Option<String> {
+    let start = Instant::now();
+    let mut line = String::new();
+    while start.elapsed() < timeout {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) => return None,
+            Ok(_) if pred(&line) => return Some(line.clone()),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// A line reader over a child's output file, for [`wait_line`].
+pub fn reader_of(f: std::fs::File) -> BufReader<std::fs::File> {
+    BufReader::new(f)
+}
+
+/// The lines of a file (empty when it does not exist yet).
+pub fn lines_of(f: &Path) -> Vec<String> {
+    std::fs::File::open(f)
+        .map(|f| BufReader::new(f).lines().map_while(Result::ok).collect())
+        .unwrap_or_default()
+}
+
+/// A spawned command whose output is collected at the end.
+pub fn spawn_collect(mut c: Command) -> Child {
+    c.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
+/// The stdout and stderr of a [`spawn_collect`] child, once it exits.
+pub fn collect(child: Child) -> String {
+    let out = child.wait_with_output().expect("wait");
+    output_text(&out)
+}
+
+/// A finished command's stdout followed by its stderr (what CLI tests search).
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A free loopback TCP port (tests run in parallel: never a fixed port).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// Raises this process's open-file soft limit to its hard limit (floods need descriptors).
+pub fn raise_nofile() -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("getrlimit");
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).expect("setrlimit");
+    hard
+}
