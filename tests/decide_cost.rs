@@ -14,7 +14,6 @@ use sanctum_guard::policy::allowlist::{CompiledAllowlist, Rule};
 use sanctum_guard::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
 use sanctum_guard::policy::facts::{Facts, Found, Meta};
 use sanctum_guard::policy::file::embedded_default;
-use sanctum_guard::policy::request::{Action, ExecAction, OpenClawAsk, Request, Source, Who};
 use sanctum_guard::policy::verdict::VerdictKind;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -22,12 +21,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+mod support;
+
 const PIPELINE: &str = "cat a.txt | grep -i foo | sort | tee out.txt | head -n 5";
 
 /// Most heap allocations one decision of [`PIPELINE`] may make.
-const MAX_ALLOCS: usize = 700;
+const MAX_ALLOCS: usize = 300;
 /// Most filesystem questions (stat, lstat, readlink, realpath, PATH look-ups) it may ask.
-const MAX_QUESTIONS: usize = 16;
+const MAX_QUESTIONS: usize = 12;
 
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
@@ -131,22 +132,7 @@ fn the_benchmark_pipeline_stays_cheap() {
         allow_always: true,
     });
     ctx.allowlist = CompiledAllowlist::compile(&rules, home);
-    let req = Request {
-        id: "cost".into(),
-        who: Who {
-            agent_id: "main".into(),
-            session_key: None,
-            source: Source::SocketRequest,
-        },
-        action: Action::Exec(ExecAction {
-            command: Some(PIPELINE.into()),
-            cwd: Some(dir.path().to_path_buf()),
-            ..ExecAction::default()
-        }),
-        received_at_ms: 0,
-        deadline_ms: None,
-        openclaw: OpenClawAsk::default(),
-    };
+    let req = support::policy::shell_request("cost", PIPELINE, dir.path());
     // Warm the process-wide caches (parser, PATH look-ups) as a serving guard has them.
     let first = decide(&policy, &ctx, &req);
     assert_eq!(first.kind, VerdictKind::Allow, "{first:?}");
