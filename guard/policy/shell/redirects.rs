@@ -12,19 +12,17 @@ impl Analyser<'_> {
         let mut extra_args = Vec::new();
         let mut deferred = Vec::new();
         let mut body = None;
+        let mut sinks = Sinks {
+            out: &mut redirects,
+            stdin: &mut stdin,
+            extra_args: &mut extra_args,
+            deferred: &mut deferred,
+        };
         for (field, child) in children_with_fields(node) {
             if field == Some("body") {
                 body = Some(child);
             } else if child.is_named() {
-                self.redirect(
-                    child,
-                    src,
-                    env,
-                    &mut redirects,
-                    &mut stdin,
-                    &mut extra_args,
-                    &mut deferred,
-                );
+                self.redirect(child, src, env, &mut sinks);
             }
         }
         let mut e = env.clone();
@@ -44,30 +42,16 @@ impl Analyser<'_> {
         self.deferred(deferred, src, env);
     }
 
-    /// One redirection node. Here-document continuations (`cat <<EOF | sh`, `<<EOF && x`)
-    /// that tree-sitter-bash nests inside the redirect come back in `deferred` (with
-    /// "stdin is a pipe").
-    #[allow(clippy::too_many_arguments)]
+    /// One redirection node, into the statement's `sinks`. Here-document continuations
+    /// (`cat <<EOF | sh`, `<<EOF && x`) that tree-sitter-bash nests inside the redirect come
+    /// back in `deferred` (with "stdin is a pipe").
     pub(super) fn redirect<'t>(
         &mut self,
         node: Node<'t>,
         src: &str,
         env: &Env,
-        out: &mut Vec<Redirect>,
-        stdin: &mut Option<Stdin>,
-        extra_args: &mut Vec<Word>,
-        deferred: &mut Vec<(Node<'t>, bool)>,
+        r: &mut Sinks<'_, 't>,
     ) {
-        let mut r = Sinks {
-            out,
-            stdin,
-            extra_args,
-            deferred,
-        };
-        self.redirect_into(node, src, env, &mut r);
-    }
-
-    fn redirect_into<'t>(&mut self, node: Node<'t>, src: &str, env: &Env, r: &mut Sinks<'_, 't>) {
         match node.kind() {
             "file_redirect" => self.file_redirect(node, src, env, r),
             "heredoc_redirect" => self.heredoc_redirect(node, src, env, r),
@@ -132,7 +116,7 @@ impl Analyser<'_> {
                     let w = self.word(n, src, env);
                     r.extra_args.push(w);
                 }
-                (Some("redirect"), _) => self.redirect_into(n, src, env, r),
+                (Some("redirect"), _) => self.redirect(n, src, env, r),
                 (Some("right"), _) => r.deferred.push((n, false)),
                 (_, "pipeline") => {
                     let mut cursor = n.walk();
@@ -149,11 +133,11 @@ impl Analyser<'_> {
 }
 
 /// Where one statement's redirections go (the caller's collections, see `redirect`).
-struct Sinks<'a, 't> {
-    out: &'a mut Vec<Redirect>,
-    stdin: &'a mut Option<Stdin>,
-    extra_args: &'a mut Vec<Word>,
-    deferred: &'a mut Vec<(Node<'t>, bool)>,
+pub(super) struct Sinks<'a, 't> {
+    pub(super) out: &'a mut Vec<Redirect>,
+    pub(super) stdin: &'a mut Option<Stdin>,
+    pub(super) extra_args: &'a mut Vec<Word>,
+    pub(super) deferred: &'a mut Vec<(Node<'t>, bool)>,
 }
 
 /// Targets a redirection may name without touching a file.

@@ -1,6 +1,7 @@
 //! The syntax-tree walk: statements, lists, pipelines and compound commands, down to simple
 //! commands handed to the wrapper unwrapper (redirections are in `redirects`).
 
+use super::redirects::Sinks;
 use super::{
     inert, parse, Analysis, Redirect, Segment, ShellContext, Stdin, Word, MAX_INPUT_BYTES,
     MAX_NODES, MAX_REPARSE_DEPTH, MAX_SEGMENTS, MAX_TREE_DEPTH,
@@ -357,15 +358,13 @@ impl<'c> Analyser<'c> {
                 }
                 (Some("redirect"), _)
                 | (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
-                    self.redirect(
-                        child,
-                        src,
-                        env,
-                        &mut redirects,
-                        &mut stdin,
-                        &mut extra,
-                        &mut deferred,
-                    );
+                    let mut sinks = Sinks {
+                        out: &mut redirects,
+                        stdin: &mut stdin,
+                        extra_args: &mut extra,
+                        deferred: &mut deferred,
+                    };
+                    self.redirect(child, src, env, &mut sinks);
                 }
                 (_, "subshell") => self.statement(child, src, env),
                 (_, "comment") => {}

@@ -329,15 +329,13 @@ impl Analyser<'_> {
         let mut stdin = None;
         let mut extra = Vec::new();
         let mut deferred = Vec::new();
-        self.redirect(
-            node,
-            src,
-            env,
-            &mut redirects,
-            &mut stdin,
-            &mut extra,
-            &mut deferred,
-        );
+        let mut sinks = super::redirects::Sinks {
+            out: &mut redirects,
+            stdin: &mut stdin,
+            extra_args: &mut extra,
+            deferred: &mut deferred,
+        };
+        self.redirect(node, src, env, &mut sinks);
         let mut e = env.clone();
         e.redirects.extend(redirects);
         let seg = self.segment_base(&src[node.byte_range()], Vec::new(), &e);
