@@ -296,3 +296,77 @@ fn a_log_from_before_keying_is_rotated_away_on_open() {
         Verification::Ok { records: 4 }
     ));
 }
+
+/// Processes that open a fresh log at the same moment all get the one key: the key file
+/// appears whole or not at all (it once could be read half-written, "not 32 bytes").
+#[test]
+fn processes_racing_to_create_the_key_share_it() {
+    if let Ok(p) = std::env::var("AUDIT_KEY_RACER") {
+        // Start together: spin until the parent says go, so the creations overlap.
+        let go = Path::new(&p).with_file_name("go");
+        let start = std::time::Instant::now();
+        while !go.exists() {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(20),
+                "no go"
+            );
+            std::hint::spin_loop();
+        }
+        let key = AuditKey::load_or_create(Path::new(&p)).unwrap();
+        println!("KEY {}", key.tag("race", b"x"));
+        return;
+    }
+    for round in 0..15 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.key");
+        let racers: Vec<_> = (0..6)
+            .map(|_| {
+                Command::new(std::env::current_exe().unwrap())
+                    .args([
+                        "--exact",
+                        "processes_racing_to_create_the_key_share_it",
+                        "--nocapture",
+                    ])
+                    .env("AUDIT_KEY_RACER", &path)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        std::fs::write(dir.path().join("go"), b"").unwrap();
+        let mut tags = Vec::new();
+        for r in racers {
+            let out = r.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}: a racer failed: {}",
+                output_text(&out)
+            );
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let tag = text
+                .lines()
+                .find_map(|l| l.strip_prefix("KEY "))
+                .map(str::to_owned)
+                .unwrap();
+            tags.push(tag);
+        }
+        tags.dedup();
+        assert_eq!(
+            tags.len(),
+            1,
+            "round {round}: racers ended with different keys"
+        );
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n != "go")
+            .collect();
+        assert_eq!(
+            left,
+            vec![std::ffi::OsString::from("audit.key")],
+            "temporary files left"
+        );
+    }
+}

@@ -82,22 +82,40 @@ impl AuditKey {
     }
 
     /// Reads the key at `path`, creating it (0600, fresh random bytes) if it does not exist.
+    /// The key is written whole to a private temporary file and hard-linked into place, so
+    /// a process that opens the log at the same moment sees either no key or the complete
+    /// one, never a half-written file; the loser of the race reads the winner's key.
     pub fn load_or_create(path: &Path) -> Result<AuditKey, AuditError> {
         let mut key = [0u8; 32];
         getrandom::fill(&mut key).map_err(|e| AuditError::Key {
             path: path.to_owned(),
             why: format!("no randomness: {e}"),
         })?;
-        match OpenOptions::new()
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(format!(
+            ".{}.{}.tmp",
+            std::process::id(),
+            hex::encode(&key[..4])
+        ));
+        let tmp = PathBuf::from(tmp);
+        let written = OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .open(path)
-        {
-            Ok(mut f) => {
-                f.write_all(format!("{}\n", hex::encode(key)).as_bytes())
-                    .and_then(|()| f.sync_all())
-                    .map_err(io(path))?;
+            .open(&tmp)
+            .and_then(|mut f| {
+                f.write_all(format!("{}\n", hex::encode(key)).as_bytes())?;
+                f.sync_all()
+            });
+        let linked = written.and_then(|()| std::fs::hard_link(&tmp, path));
+        // The temporary name is never needed again, whatever happened.
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => {
+                if let Some(dir) = path.parent() {
+                    // The new name must survive a crash as the key it seals with does.
+                    let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
+                }
                 Ok(AuditKey {
                     key,
                     path: path.to_owned(),
