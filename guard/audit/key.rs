@@ -91,11 +91,17 @@ impl AuditKey {
             path: path.to_owned(),
             why: format!("no randomness: {e}"),
         })?;
+        // A name of its own per attempt, from fresh bytes: no part of the key is ever in a name.
+        let mut nonce = [0u8; 8];
+        getrandom::fill(&mut nonce).map_err(|e| AuditError::Key {
+            path: path.to_owned(),
+            why: format!("no randomness: {e}"),
+        })?;
         let mut tmp = path.as_os_str().to_owned();
         tmp.push(format!(
             ".{}.{}.tmp",
             std::process::id(),
-            hex::encode(&key[..4])
+            hex::encode(nonce)
         ));
         let tmp = PathBuf::from(tmp);
         let written = OpenOptions::new()
