@@ -89,3 +89,97 @@ fn effects_are_gated_and_contained() {
         assert!(!marker.exists(), "{name}: the effect happened in read-only");
     }
 }
+
+/// A git command with `git` and `args` in `dir`, which must succeed; its stdout.
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("PAGER", "cat")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A secret committed once and removed stays in the object store, where a tag can name its
+/// blob (and shadow the branch `main`). The path model sees only the working tree, so each
+/// read below prints the secret for real and must not be autonomous; `HEAD` names a commit
+/// and stays autonomous without printing it.
+#[test]
+fn reads_of_a_blob_through_a_ref_name_are_gated() {
+    const SECRET: &str = "sk-live-4f1d9a";
+    let ws = tempfile::tempdir().unwrap();
+    let dir = ws.path();
+    git(dir, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir(dir.join("src")).unwrap();
+    std::fs::write(dir.join("src/a.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(dir.join(".env"), format!("API_KEY={SECRET}\n")).unwrap();
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "one"]);
+    let blob = git(dir, &["rev-parse", "HEAD:.env"]);
+    git(dir, &["tag", "v1", blob.trim()]);
+    git(dir, &["tag", "main", blob.trim()]);
+    std::fs::remove_file(dir.join(".env")).unwrap();
+    git(dir, &["commit", "-q", "-am", "two"]);
+
+    let explain = |text: &str| {
+        Command::new(GUARD)
+            .args(["policy", "explain", "--cwd"])
+            .arg(dir)
+            .args(["--", text])
+            .output()
+            .unwrap()
+    };
+    let run = |text: &str| {
+        let out = Command::new("bash")
+            .args(["-c", text])
+            .current_dir(dir)
+            .env("PAGER", "cat")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for text in [
+        "git show v1 --stat",
+        "git show --name-only main",
+        "git cat-file -p v1",
+        "git cat-file blob main",
+        "git diff v1 -- src/a.rs",
+    ] {
+        assert!(run(text).contains(SECRET), "{text}: prints no secret here");
+        let out = explain(text);
+        assert_ne!(
+            out.status.code(),
+            Some(0),
+            "{text}: autonomous: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    for text in [
+        "git show HEAD --stat",
+        "git cat-file -p HEAD",
+        "git diff HEAD~1 --stat",
+    ] {
+        assert!(!run(text).contains(SECRET), "{text}: prints the secret");
+        let out = explain(text);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{text}: not autonomous: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+}

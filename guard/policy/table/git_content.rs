@@ -172,14 +172,41 @@ fn exists(k: &Checker, s: &str) -> bool {
     any
 }
 
-/// Can this revision name a blob? An object id (abbreviated or not) can; so can a word
-/// that is not static. Ref names and `HEAD~N` name commits.
+/// Can this revision name a blob? Any ref name can: a tag may point at one, and a tag
+/// shadows a branch or remote of the same name (`main`, `origin/main`). A word that is not
+/// static can. Provably not a blob: `HEAD` and `@` (git writes only commits there), a
+/// `~N`/`^N` step or `^{commit}`/`^{tree}`/`^{/text}` peel (they end at a commit or tree),
+/// and a `:/text` message search. `REV:PATH` is a blob or a tree: yes.
 fn may_be_blob(w: &Word) -> bool {
     let Some(s) = w.value.as_deref() else {
         return true;
     };
-    let id = s.split(['~', '^', '@', '.']).next().unwrap_or("");
-    id.len() >= 4 && id.bytes().all(|b| b.is_ascii_hexdigit())
+    // Each end of a range `A..B` / `A...B` is a revision of its own.
+    s.split("..")
+        .map(|end| end.trim_start_matches('.'))
+        .any(|end| !provably_not_blob(end))
+}
+
+fn provably_not_blob(rev: &str) -> bool {
+    if rev.starts_with(":/") {
+        return true;
+    }
+    if rev.contains(':') {
+        return false;
+    }
+    // A navigation step or a peel at the end decides what the revision is.
+    if rev
+        .trim_end_matches(|c: char| c.is_ascii_digit())
+        .ends_with(['~', '^'])
+        || rev.ends_with("^{commit}")
+        || rev.ends_with("^{tree}")
+        || (rev.ends_with('}') && rev.contains("^{/"))
+    {
+        return true;
+    }
+    // `HEAD`, `@`, and their reflog entries (`HEAD@{2}`, `@{-1}`, `@{u}`) are commits.
+    let base = rev.split_once("@{").map_or(rev, |(b, _)| b);
+    matches!(base, "" | "HEAD" | "@") && !rev.is_empty()
 }
 
 /// Do these pathspecs bound what git prints? Each must be a static, plain path (no
@@ -227,9 +254,16 @@ fn cat_file(c: &mut Classification, parsed: &Parsed) {
     if parsed.has("-t") || parsed.has("-s") || parsed.has("-e") {
         return;
     }
-    for w in &parsed.operands {
+    // `git cat-file TYPE OBJECT`: the type word is not an object.
+    let skip = parsed
+        .operands
+        .first()
+        .is_some_and(|w| matches!(v(w), "blob" | "tree" | "commit" | "tag"));
+    for w in parsed.operands.iter().skip(usize::from(skip)) {
         let s = v(w);
-        if s.len() >= 4 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        // `REV:PATH` prints that path's blob: the path is checked by the caller.
+        let object = s.contains(':') && !s.starts_with(":/");
+        if !object && may_be_blob(w) {
             c.add(
                 Category::Unanalysable,
                 "git-object",
