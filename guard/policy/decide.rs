@@ -279,16 +279,17 @@ fn score_exec(
         cwd: &cwd,
     };
     let cwd_str = cwd.to_string_lossy();
+    let gates = gates::not_inert(&analysis);
+    // Each segment's text and path move into its verdict.
     let mut scored: Vec<Scored> = analysis
         .segments
-        .iter()
+        .into_iter()
         .map(|seg| score_segment(policy, ctx, &t, seg, &cwd_str, need_all))
         .collect();
     let whole = |c: &Classification| {
         let text = exec.command.clone().unwrap_or_default();
         Scored::whole(policy, c, text, exec.argv.clone())
     };
-    let gates = gates::not_inert(&analysis);
     if !gates.findings.is_empty() {
         scored.push(whole(&gates));
     }
@@ -339,12 +340,12 @@ fn score_segment(
     policy: &Policy,
     ctx: &DecideContext,
     t: &TableContext,
-    seg: &Segment,
+    seg: Segment,
     cwd: &str,
     need_all: bool,
 ) -> Scored {
-    let mut c = table::classify_segment(seg, t);
-    gates::variable_secrets(policy, ctx, seg, &mut c);
+    let mut c = table::classify_segment(&seg, t);
+    gates::variable_secrets(policy, ctx, &seg, &mut c);
     let (mut status, category, mut reasons, gated) = score(policy, &c);
     let mut allowlisted = false;
     // OpenClaw fails the analysis of a segment with a redirection or a substitution.
@@ -381,12 +382,13 @@ fn score_segment(
     }
     Scored {
         verdict: SegmentVerdict {
-            text: seg.text.clone(),
             argv: seg.argv.iter().map(|w| w.display().to_string()).collect(),
-            resolved_path: seg
-                .resolved
-                .as_ref()
-                .map(|p| p.to_string_lossy().into_owned()),
+            text: seg.text,
+            resolved_path: seg.resolved.map(|p| {
+                p.into_os_string()
+                    .into_string()
+                    .unwrap_or_else(|p| p.to_string_lossy().into_owned())
+            }),
             category,
             verdict: status.into(),
             reasons,
