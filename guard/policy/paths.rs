@@ -3,6 +3,7 @@
 //! globset. This module owns path expansion and normalisation for the policy core, and the
 //! symlink-aware question "does this path reach a sensitive file?".
 
+mod clean;
 mod expand;
 mod glob;
 mod list;
@@ -10,13 +11,17 @@ mod url;
 
 pub use list::{is_secret_file_name, sensitive_paths, SensitiveEntry, BUILTIN, SECRET_FILE_NAMES};
 
+pub use clean::{lexical_clean, lexical_clean_cow};
 pub use url::{file_url_path, FileUrl};
+
+use clean::{already_clean, clean_components};
 
 use super::file::PolicyError;
 use super::fs_memo;
 use glob::{glob_hits_rule, has_glob_chars, rule_literal, GlobWord};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use std::ffi::OsString;
+use std::borrow::Cow;
+use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 
 /// Longest symlink chain followed before giving up (Linux's own limit is 40).
@@ -35,7 +40,12 @@ pub struct PathContext {
 /// `/root`; another `~name` is `/home/name` (the guard cannot read the agent's passwd
 /// database, and a guess beats a literal `~name` directory).
 pub fn normalize(raw: &str, ctx: &PathContext) -> PathBuf {
-    lexical_clean(&absolute(raw, ctx))
+    let abs = absolute(raw, ctx);
+    if already_clean(&abs) {
+        abs
+    } else {
+        clean_components(&abs)
+    }
 }
 
 /// Expansion and cwd-joining of [`normalize`], without folding `..`: the kernel resolves a
@@ -79,42 +89,18 @@ fn expand_home(raw: &str, home: &Path) -> PathBuf {
     PathBuf::from(raw)
 }
 
-/// Lexical normalisation: drops `.` and empty components, folds `..` (never above `/`).
-pub fn lexical_clean(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for comp in path.components() {
-        match comp {
-            Component::RootDir | Component::Prefix(_) => out.push(comp.as_os_str()),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() || out.as_os_str().is_empty() {
-                    if path.is_absolute() {
-                        out = PathBuf::from("/");
-                    } else {
-                        out.push("..");
-                    }
-                }
-            }
-            Component::Normal(name) => out.push(name),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(if path.is_absolute() { "/" } else { "." });
-    }
-    out
-}
-
 /// Resolves symlinks the way the kernel would, but tolerates a missing tail and dangling
 /// links (a write through a dangling link creates its target). `None` on a symlink loop.
 pub fn resolve_lenient(path: &Path) -> Option<PathBuf> {
-    // Names still to walk, the next one last; `current` grows and shrinks in place.
-    let mut pending: Vec<OsString> = Vec::new();
+    // Names still to walk, the next one last; `current` grows and shrinks in place. The
+    // names of `path` itself are borrowed; only a link's target is copied.
+    let mut pending: Vec<Cow<'_, OsStr>> = Vec::new();
     let mut current = PathBuf::from("/");
-    push_front_components(&mut pending, path, &mut current);
+    push_front_components(&mut pending, path, Cow::Borrowed, &mut current);
     let mut followed = 0usize;
     let mut exists = true;
     while let Some(name) = pending.pop() {
-        if name == ".." {
+        if &*name == OsStr::new("..") {
             current.pop();
             continue;
         }
@@ -128,7 +114,8 @@ pub fn resolve_lenient(path: &Path) -> Option<PathBuf> {
                     }
                     let target = fs_memo::read_link(&current)?;
                     current.pop();
-                    push_front_components(&mut pending, &target, &mut current);
+                    let owned = |n: &OsStr| Cow::Owned(n.to_os_string());
+                    push_front_components(&mut pending, &target, owned, &mut current);
                     continue;
                 }
                 Some(_) => {}
@@ -141,13 +128,18 @@ pub fn resolve_lenient(path: &Path) -> Option<PathBuf> {
 
 /// Queues `path`'s components before what is left (`pending` is walked from its end); an
 /// absolute path restarts at `/` (a root can only be the first component).
-fn push_front_components(pending: &mut Vec<OsString>, path: &Path, current: &mut PathBuf) {
+fn push_front_components<'a, 'p>(
+    pending: &mut Vec<Cow<'a, OsStr>>,
+    path: &'p Path,
+    name: impl Fn(&'p OsStr) -> Cow<'a, OsStr>,
+    current: &mut PathBuf,
+) {
     for comp in path.components().rev() {
         match comp {
             Component::RootDir | Component::Prefix(_) => *current = PathBuf::from("/"),
             Component::CurDir => {}
-            Component::ParentDir => pending.push(OsString::from("..")),
-            Component::Normal(n) => pending.push(n.to_os_string()),
+            Component::ParentDir => pending.push(Cow::Borrowed(OsStr::new(".."))),
+            Component::Normal(n) => pending.push(name(n)),
         }
     }
 }
@@ -229,7 +221,7 @@ impl SensitivePaths {
     /// Pass the path before `..` folding (see [`absolute`]) when you have it; [`Self::check`]
     /// does both from raw text.
     pub fn matches(&self, path: &Path) -> Option<String> {
-        let lexical = lexical_clean(path);
+        let lexical = lexical_clean_cow(path);
         if let Some(hit) = self.match_lexical(&lexical) {
             return Some(hit);
         }

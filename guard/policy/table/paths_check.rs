@@ -6,6 +6,8 @@ use super::{Classification, TableContext};
 use crate::policy::paths::{self, PathContext};
 use crate::policy::shell::{RedirectKind, Segment, Word};
 use crate::policy::verdict::Category;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Directories an agent never writes to (the Sanctum "write system" row is blocked).
@@ -343,7 +345,7 @@ fn in_system_dir(p: &Path) -> bool {
     if comps.next() != Some(Component::RootDir) {
         return false;
     }
-    fn name(c: Option<Component<'_>>) -> Option<&std::ffi::OsStr> {
+    fn name(c: Option<Component<'_>>) -> Option<&OsStr> {
         match c {
             Some(Component::Normal(n)) => Some(n),
             _ => None,
@@ -352,11 +354,17 @@ fn in_system_dir(p: &Path) -> bool {
     let Some(first) = name(comps.next()) else {
         return false;
     };
-    let second = name(comps.next());
+    let (first, second) = (first.as_bytes(), name(comps.next()).map(OsStr::as_bytes));
+    // Byte comparisons: each entry is `/first` or `/first/second` (the test checks).
     SYSTEM_DIRS.iter().any(|d| {
-        let mut names = d.split('/').skip(1);
-        names.next().is_some_and(|n| first == n)
-            && names.next().is_none_or(|n| second.is_some_and(|s| s == n))
+        let Some(after) = d.as_bytes()[1..].strip_prefix(first) else {
+            return false;
+        };
+        match after {
+            [] => true,
+            [b'/', tail @ ..] => second == Some(tail),
+            _ => false,
+        }
     })
 }
 
