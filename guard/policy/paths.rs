@@ -7,11 +7,13 @@ mod clean;
 mod expand;
 mod glob;
 mod list;
+mod resolve;
 mod url;
 
 pub use list::{is_secret_file_name, sensitive_paths, SensitiveEntry, BUILTIN, SECRET_FILE_NAMES};
 
 pub use clean::{lexical_clean, lexical_clean_cow};
+pub use resolve::resolve_lenient;
 pub use url::{file_url_path, FileUrl};
 
 use clean::{already_clean, clean_components};
@@ -20,12 +22,7 @@ use super::file::PolicyError;
 use super::fs_memo;
 use glob::{glob_hits_rule, has_glob_chars, rule_literal, GlobWord};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use std::borrow::Cow;
-use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
-
-/// Longest symlink chain followed before giving up (Linux's own limit is 40).
-const MAX_SYMLINKS: usize = 40;
 
 /// Where relative paths and `~` resolve for one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +48,15 @@ pub fn normalize(raw: &str, ctx: &PathContext) -> PathBuf {
 /// Expansion and cwd-joining of [`normalize`], without folding `..`: the kernel resolves a
 /// symlink before the `..` that follows it, so the filesystem checks need the path as written.
 pub fn absolute(raw: &str, ctx: &PathContext) -> PathBuf {
+    // Only `~…` and `$HOME…` expand: anything else is taken as written, or joined to the
+    // cwd (one allocation, not an expansion's copy and then a join).
+    if !raw.starts_with(['~', '$']) {
+        return if raw.starts_with('/') {
+            PathBuf::from(raw)
+        } else {
+            ctx.cwd.join(raw)
+        };
+    }
     let expanded = match raw.strip_prefix("~+") {
         Some(rest) if rest.is_empty() || rest.starts_with('/') => {
             ctx.cwd.join(rest.trim_start_matches('/'))
@@ -87,61 +93,6 @@ fn expand_home(raw: &str, home: &Path) -> PathBuf {
         }
     }
     PathBuf::from(raw)
-}
-
-/// Resolves symlinks the way the kernel would, but tolerates a missing tail and dangling
-/// links (a write through a dangling link creates its target). `None` on a symlink loop.
-pub fn resolve_lenient(path: &Path) -> Option<PathBuf> {
-    // Names still to walk, the next one last; `current` grows and shrinks in place. The
-    // names of `path` itself are borrowed; only a link's target is copied.
-    let mut pending: Vec<Cow<'_, OsStr>> = Vec::new();
-    let mut current = PathBuf::from("/");
-    push_front_components(&mut pending, path, Cow::Borrowed, &mut current);
-    let mut followed = 0usize;
-    let mut exists = true;
-    while let Some(name) = pending.pop() {
-        if &*name == OsStr::new("..") {
-            current.pop();
-            continue;
-        }
-        current.push(&name);
-        if exists {
-            match fs_memo::symlink_metadata(&current) {
-                Some(meta) if meta.is_symlink() => {
-                    followed += 1;
-                    if followed > MAX_SYMLINKS {
-                        return None;
-                    }
-                    let target = fs_memo::read_link(&current)?;
-                    current.pop();
-                    let owned = |n: &OsStr| Cow::Owned(n.to_os_string());
-                    push_front_components(&mut pending, &target, owned, &mut current);
-                    continue;
-                }
-                Some(_) => {}
-                None => exists = false,
-            }
-        }
-    }
-    Some(current)
-}
-
-/// Queues `path`'s components before what is left (`pending` is walked from its end); an
-/// absolute path restarts at `/` (a root can only be the first component).
-fn push_front_components<'a, 'p>(
-    pending: &mut Vec<Cow<'a, OsStr>>,
-    path: &'p Path,
-    name: impl Fn(&'p OsStr) -> Cow<'a, OsStr>,
-    current: &mut PathBuf,
-) {
-    for comp in path.components().rev() {
-        match comp {
-            Component::RootDir | Component::Prefix(_) => *current = PathBuf::from("/"),
-            Component::CurDir => {}
-            Component::ParentDir => pending.push(Cow::Borrowed(OsStr::new(".."))),
-            Component::Normal(n) => pending.push(name(n)),
-        }
-    }
 }
 
 /// One sensitive rule, as written and as expanded.

@@ -2,7 +2,6 @@
 //! already clean: every operand of every decision goes through it.
 
 use std::borrow::Cow;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Lexical normalisation: drops `.` and empty components, folds `..` (never above `/`).
@@ -23,7 +22,7 @@ pub fn lexical_clean_cow(path: &Path) -> Cow<'_, Path> {
 /// Is `path` exactly what [`clean_components`] would make of it: `/`, or `/` followed by
 /// names joined by single slashes, none of them `.` or `..`, and no trailing slash?
 pub(super) fn already_clean(path: &Path) -> bool {
-    let bytes = path.as_os_str().as_bytes();
+    let bytes = path.as_os_str().as_encoded_bytes();
     match bytes {
         [b'/'] => true,
         [b'/', rest @ ..] => rest

@@ -6,8 +6,8 @@ use super::{Classification, TableContext};
 use crate::policy::paths::{self, PathContext};
 use crate::policy::shell::{RedirectKind, Segment, Word};
 use crate::policy::verdict::Category;
+use std::cell::OnceCell;
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 /// Directories an agent never writes to (the Sanctum "write system" row is blocked).
@@ -66,25 +66,37 @@ const CODE_ENV: &[&str] = &[
 pub(crate) struct Checker<'a> {
     pub(super) seg: &'a Segment,
     pub(super) t: &'a TableContext<'a>,
-    pub(super) ctxs: Vec<PathContext>,
+    /// One per candidate cwd, built on first use: most segments (`sort`, `head -n 5`) have
+    /// no path operand, and building them copies the home and the cwd.
+    ctxs: OnceCell<Vec<PathContext>>,
 }
 
 impl<'a> Checker<'a> {
     pub fn new(seg: &'a Segment, t: &'a TableContext<'a>) -> Self {
-        let ctxs = seg
-            .cwds
-            .iter()
-            .map(|cwd| PathContext {
-                home: t.home.to_path_buf(),
-                cwd: cwd.clone(),
-            })
-            .collect();
-        Checker { seg, t, ctxs }
+        Checker {
+            seg,
+            t,
+            ctxs: OnceCell::new(),
+        }
+    }
+
+    /// Where the segment's relative paths and `~` resolve, one per candidate cwd.
+    pub(super) fn ctxs(&self) -> &[PathContext] {
+        self.ctxs.get_or_init(|| {
+            self.seg
+                .cwds
+                .iter()
+                .map(|cwd| PathContext {
+                    home: self.t.home.to_path_buf(),
+                    cwd: cwd.clone(),
+                })
+                .collect()
+        })
     }
 
     /// The directories the segment may run in.
     pub fn cwds(&self) -> impl Iterator<Item = PathBuf> + '_ {
-        self.ctxs.iter().map(|c| c.cwd.clone())
+        self.ctxs().iter().map(|c| c.cwd.clone())
     }
 
     pub fn env_assignments(&self, c: &mut Classification) {
@@ -148,7 +160,7 @@ impl<'a> Checker<'a> {
             );
             return None;
         };
-        if self.ctxs.is_empty() && !v.starts_with('/') && !v.starts_with('~') {
+        if self.ctxs().is_empty() && !v.starts_with('/') && !v.starts_with('~') {
             c.add(
                 Category::Unanalysable,
                 "unknown-cwd",
@@ -160,7 +172,7 @@ impl<'a> Checker<'a> {
             return None;
         }
         Some(
-            self.ctxs
+            self.ctxs()
                 .iter()
                 .map(|ctx| paths::absolute(v, ctx))
                 .collect(),
@@ -171,7 +183,7 @@ impl<'a> Checker<'a> {
     pub fn read(&self, c: &mut Classification, w: &Word) {
         if let Some(v) = &w.value {
             if w.glob {
-                for ctx in &self.ctxs {
+                for ctx in self.ctxs() {
                     if let Some(hit) = self.t.policy.sensitive().glob_may_match(v, ctx) {
                         sensitive(c, v, &hit);
                         return;
@@ -196,13 +208,13 @@ impl<'a> Checker<'a> {
         if let Some(v) = &w.value {
             if w.glob {
                 let prefix: String = v.chars().take_while(|ch| !"*?[{".contains(*ch)).collect();
-                for ctx in &self.ctxs {
+                for ctx in self.ctxs() {
                     let p = paths::normalize(&prefix, ctx);
                     system_or_approvals(c, self.t, &p);
                 }
                 return;
             }
-            for ctx in &self.ctxs {
+            for ctx in self.ctxs() {
                 let p = paths::normalize(v, ctx);
                 system_or_approvals(c, self.t, &p);
             }
@@ -229,7 +241,7 @@ impl<'a> Checker<'a> {
     /// A directory operand that contains a sensitive path, if it does.
     pub fn contains(&self, w: &Word) -> Option<String> {
         let v = w.value.as_ref()?;
-        for ctx in &self.ctxs {
+        for ctx in self.ctxs() {
             let hit = if w.glob {
                 self.t.policy.sensitive().glob_may_contain(v, ctx)
             } else {
@@ -254,10 +266,10 @@ impl<'a> Checker<'a> {
         if !v.starts_with(['*', '?', '[', '{']) {
             return false;
         }
-        if self.ctxs.is_empty() {
+        if self.ctxs().is_empty() {
             return true;
         }
-        self.ctxs.iter().any(|ctx| {
+        self.ctxs().iter().any(|ctx| {
             crate::policy::fs_memo::list_dir(&ctx.cwd)
                 .is_none_or(|names| names.iter().any(|n| n.starts_with('-')))
         })
@@ -267,7 +279,7 @@ impl<'a> Checker<'a> {
     /// unknown. The workspace itself and its ancestors are not "inside".
     pub fn inside_workspace(&self, w: &Word) -> Option<bool> {
         let v = w.value.as_ref()?;
-        if self.ctxs.is_empty() {
+        if self.ctxs().is_empty() {
             return None;
         }
         let prefix: String = if w.glob {
@@ -277,7 +289,7 @@ impl<'a> Checker<'a> {
         };
         let ws = paths::lexical_clean(self.t.workspace);
         let ws_real = paths::resolve_lenient(&ws).unwrap_or_else(|| ws.clone());
-        Some(self.ctxs.iter().all(|ctx| {
+        Some(self.ctxs().iter().all(|ctx| {
             let p = paths::normalize(&prefix, ctx);
             let inside = p.starts_with(&ws) && (p != ws || w.glob);
             let real_ok = paths::resolve_lenient(&paths::absolute(&prefix, ctx))
@@ -354,7 +366,10 @@ fn in_system_dir(p: &Path) -> bool {
     let Some(first) = name(comps.next()) else {
         return false;
     };
-    let (first, second) = (first.as_bytes(), name(comps.next()).map(OsStr::as_bytes));
+    let (first, second) = (
+        first.as_encoded_bytes(),
+        name(comps.next()).map(OsStr::as_encoded_bytes),
+    );
     // Byte comparisons: each entry is `/first` or `/first/second` (the test checks).
     SYSTEM_DIRS.iter().any(|d| {
         let Some(after) = d.as_bytes()[1..].strip_prefix(first) else {
