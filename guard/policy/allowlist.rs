@@ -20,7 +20,7 @@ mod js;
 
 pub use js::{js_trim, node_posix_normalize};
 
-use cwd_argv::{cwd_argv_digest, parse_cwd_argv, CWD_ARGV_PREFIX, LEGACY_ARGV_PREFIX};
+use cwd_argv::{parse_cwd_argv, recent_digest, CWD_ARGV_PREFIX, LEGACY_ARGV_PREFIX};
 use foldhash::{HashMap, HashMapExt};
 use glob::GlobIndex;
 use js::{js_units, node_basename};
@@ -223,7 +223,7 @@ impl CompiledAllowlist {
             None
         } else {
             self.grants
-                .get(&cwd_argv_digest(target.cwd, target.argv))
+                .get(&recent_digest(target.cwd, target.argv))
                 .and_then(|g| lookup(&g.paths, &g.names).first().copied())
         };
         let mut path_only = None;

@@ -3,6 +3,9 @@
 //! allowlist matcher needs; `crate::openclaw::allow_always` writes entries with it.
 
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::hash::BuildHasher;
 
 /// Prefix of a cwd-bound hashed `argPattern`.
 pub const CWD_ARGV_PREFIX: &str = "sha256:cwd-argv:v1:";
@@ -48,6 +51,18 @@ pub fn posix_normalize(path: &str) -> String {
     out
 }
 
+/// Is `path` absolute and already what [`posix_normalize`] returns: `/`, or `/` then names
+/// joined by single slashes, none `.` or `..`, with no trailing slash?
+fn is_posix_normal(path: &str) -> bool {
+    match path.strip_prefix('/') {
+        Some("") => true,
+        Some(rest) => rest
+            .split('/')
+            .all(|name| !name.is_empty() && name != "." && name != ".."),
+        None => false,
+    }
+}
+
 /// The `argPattern` OpenClaw writes for an `allow-always` grant of `argv` run in `cwd`.
 pub fn cwd_argv_pattern(cwd: &str, argv: &[String]) -> String {
     format!(
@@ -61,7 +76,12 @@ pub fn cwd_argv_pattern(cwd: &str, argv: &[String]) -> String {
 /// `S = len(cwd)\0cwd\0argc\0` then `len(arg)\0arg\0` for each of `argv[1..]`, where `len`
 /// is the decimal UTF-8 byte count and `argc` counts `argv[1..]`.
 pub fn cwd_argv_digest(cwd: &str, argv: &[String]) -> [u8; 32] {
-    let cwd = posix_normalize(cwd);
+    // A cwd is nearly always normal already: then it is hashed as it is.
+    let cwd = if is_posix_normal(cwd) {
+        Cow::Borrowed(cwd)
+    } else {
+        Cow::Owned(posix_normalize(cwd))
+    };
     let args = argv.get(1..).unwrap_or(&[]);
     let mut h = Sha256::new();
     fn field(h: &mut Sha256, bytes: &[u8]) {
@@ -76,6 +96,43 @@ pub fn cwd_argv_digest(cwd: &str, argv: &[String]) -> [u8; 32] {
         field(&mut h, arg.as_bytes());
     }
     h.finalize().into()
+}
+
+/// Most (cwd, argv) digests [`recent_digest`] keeps per thread before it starts over.
+const RECENT_MAX: usize = 256;
+
+/// Recent digests, by a seeded hash of their (cwd, argv); each entry keeps its whole key.
+type Recent = foldhash::HashMap<u64, (String, Vec<String>, [u8; 32])>;
+
+thread_local! {
+    static RECENT: RefCell<(foldhash::fast::RandomState, Recent)> = RefCell::default();
+}
+
+/// [`cwd_argv_digest`], remembered: the digest is a pure function of the text (no file is
+/// involved), an agent repeats its commands, and the SHA-256 is most of a grant look-up.
+/// Bounded; a hit compares the whole (cwd, argv), so a hash collision is only a miss.
+pub fn recent_digest(cwd: &str, argv: &[String]) -> [u8; 32] {
+    let (key, found) = RECENT.with(|r| {
+        let (seed, map) = &*r.borrow();
+        let key = seed.hash_one((cwd, argv));
+        let found = map
+            .get(&key)
+            .filter(|(c, a, _)| c == cwd && a == argv)
+            .map(|(_, _, d)| *d);
+        (key, found)
+    });
+    if let Some(digest) = found {
+        return digest;
+    }
+    let digest = cwd_argv_digest(cwd, argv);
+    RECENT.with(|r| {
+        let (_, map) = &mut *r.borrow_mut();
+        if map.len() >= RECENT_MAX {
+            map.clear();
+        }
+        map.insert(key, (cwd.to_string(), argv.to_vec(), digest));
+    });
+    digest
 }
 
 /// The 32 bytes of a grant's hash, when `arg_pattern` is exactly the prefix and 64 lowercase
@@ -148,6 +205,32 @@ mod tests {
             assert_eq!(parse_cwd_argv(&pattern[..pattern.len() - 1]), None);
         }
         assert_eq!(decimal(0, &mut [0; 20]), b"0");
+        // Remembered digests are the computed ones, for each distinct key, again and again.
+        let keys: Vec<(String, Vec<String>)> = (0..RECENT_MAX + 10)
+            .map(|i| (format!("/w{}", i % 7), vec!["x".into(), format!("{i}")]))
+            .collect();
+        for _ in 0..2 {
+            for (c, a) in &keys {
+                assert_eq!(recent_digest(c, a), cwd_argv_digest(c, a), "{c} {a:?}");
+            }
+        }
+        let names = ["", ".", "..", "a", ".a", "a."];
+        for x in names {
+            for y in names {
+                for lead in ["/", "", "//", "./"] {
+                    for tail in ["", "/"] {
+                        let p = format!("{lead}{x}/{y}{tail}");
+                        if is_posix_normal(&p) {
+                            assert_eq!(posix_normalize(&p), p, "{p}");
+                        } else if p.starts_with('/') && !p.ends_with('/') {
+                            // Only a kept trailing slash may be normal yet not fast-pathed.
+                            assert_ne!(posix_normalize(&p), p, "{p}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(is_posix_normal("/") && is_posix_normal("/a") && !is_posix_normal("a"));
         assert_eq!(
             decimal(usize::MAX, &mut [0; 20]),
             usize::MAX.to_string().as_bytes()
