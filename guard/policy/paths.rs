@@ -202,7 +202,12 @@ impl SensitivePaths {
         {
             return Some(".env".to_string());
         }
-        // `/proc/<pid>/root/x` is `/x` seen through that process's root.
+        // `/proc/<pid>/root/x` is `/x` seen through that process's root. (Only a path that
+        // spells `proc` somewhere can be one: most paths skip the component walk.)
+        let bytes = path.as_os_str().as_encoded_bytes();
+        if !bytes.windows(4).any(|w| w == b"proc") {
+            return None;
+        }
         let mut comps = path.components();
         if let (Some(Component::RootDir), Some(proc_), Some(_), Some(root)) =
             (comps.next(), comps.next(), comps.next(), comps.next())

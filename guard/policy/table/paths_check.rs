@@ -341,13 +341,20 @@ fn system_or_approvals(c: &mut Classification, t: &TableContext, p: &Path) {
         return;
     }
     let in_home = under_home.is_some() && p != t.home;
-    if p == Path::new("/") || (!in_home && in_system_dir(p)) {
+    // `/` itself is never `in_home` (it equals the home or is outside it).
+    if !in_home && (is_root(p) || in_system_dir(p)) {
         c.add(
             Category::Privilege,
             "system-path-write",
             format!("writes the system path {}", p.display()),
         );
     }
+}
+
+/// `p == Path::new("/")`, without `Path`'s general component-by-component comparison.
+fn is_root(p: &Path) -> bool {
+    let mut comps = p.components();
+    comps.next() == Some(Component::RootDir) && comps.next().is_none()
 }
 
 /// `SYSTEM_DIRS.iter().any(|d| p.starts_with(d))`, walking `p`'s components once instead
@@ -443,6 +450,7 @@ mod system_dir_tests {
             let p = Path::new(c);
             let want = SYSTEM_DIRS.iter().any(|d| p.starts_with(d));
             assert_eq!(in_system_dir(p), want, "{c}");
+            assert_eq!(is_root(p), p == Path::new("/"), "{c}");
         }
     }
 }
