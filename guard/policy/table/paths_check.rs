@@ -141,9 +141,10 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// The absolute forms of a static word, one per candidate working directory. `None`
-    /// (after recording why) when it cannot be known.
-    fn absolutes(&self, c: &mut Classification, w: &Word) -> Option<Vec<PathBuf>> {
+    /// The static word whose absolute forms (one per candidate working directory) can be
+    /// known. `None` (after recording why) when they cannot. The caller makes each form as
+    /// it checks it, so no list is built.
+    fn known_value<'w>(&self, c: &mut Classification, w: &'w Word) -> Option<&'w str> {
         let src = w.source.trim_matches('"');
         if w.value.is_none()
             && (src.starts_with("<(") || src.starts_with(">("))
@@ -171,12 +172,7 @@ impl<'a> Checker<'a> {
             );
             return None;
         }
-        Some(
-            self.ctxs()
-                .iter()
-                .map(|ctx| paths::absolute(v, ctx))
-                .collect(),
-        )
+        Some(v)
     }
 
     /// An operand the program reads.
@@ -192,8 +188,9 @@ impl<'a> Checker<'a> {
                 return;
             }
         }
-        if let Some(list) = self.absolutes(c, w) {
-            for p in list {
+        if let Some(v) = self.known_value(c, w) {
+            for ctx in self.ctxs() {
+                let p = paths::absolute(v, ctx);
                 if let Some(hit) = self.t.policy.sensitive().matches(&p) {
                     sensitive(c, &p.to_string_lossy(), &hit);
                     return;
