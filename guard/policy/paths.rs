@@ -54,7 +54,11 @@ pub fn absolute(raw: &str, ctx: &PathContext) -> PathBuf {
         return if raw.starts_with('/') {
             PathBuf::from(raw)
         } else {
-            ctx.cwd.join(raw)
+            // `ctx.cwd.join(raw)`, sized once (`join` copies the cwd, then grows it).
+            let mut p = PathBuf::with_capacity(ctx.cwd.as_os_str().len() + 1 + raw.len());
+            p.push(&ctx.cwd);
+            p.push(raw);
+            p
         };
     }
     let expanded = match raw.strip_prefix("~+") {
