@@ -89,11 +89,13 @@ fn key_hash(name: &str, path_var: &str, cwd: &Path) -> u64 {
     use std::hash::BuildHasher;
     static SEED: OnceLock<foldhash::fast::RandomState> = OnceLock::new();
     SEED.get_or_init(Default::default)
-        .hash_one((name, path_var, cwd))
+        .hash_one((name, path_var, cwd.as_os_str()))
 }
 
+/// By bytes, as hashed (`Path`'s own `==` and hash walk components): another spelling of
+/// the same cwd is at worst one more look-up, never another directory's answer.
 fn same_key(k: &Key, name: &str, path_var: &str, cwd: &Path) -> bool {
-    k.0 == name && k.1 == path_var && k.2 == cwd
+    k.0 == name && k.1 == path_var && k.2.as_os_str() == cwd.as_os_str()
 }
 
 /// Looks a bare command name up on `path_var`. Relative PATH entries (and the empty entry)

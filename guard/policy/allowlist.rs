@@ -20,10 +20,11 @@ mod js;
 
 pub use js::{js_trim, node_posix_normalize};
 
-use cwd_argv::{cwd_argv_pattern, CWD_ARGV_PREFIX, LEGACY_ARGV_PREFIX};
+use cwd_argv::{parse_cwd_argv, recent_digest, CWD_ARGV_PREFIX, LEGACY_ARGV_PREFIX};
 use foldhash::{HashMap, HashMapExt};
 use glob::GlobIndex;
 use js::{js_units, node_basename};
+use std::borrow::Cow;
 use std::path::Path;
 
 /// One allowlist entry, as OpenClaw stores it.
@@ -78,10 +79,12 @@ enum ArgMatcher {
 #[derive(Debug)]
 pub struct CompiledAllowlist {
     args: Vec<ArgMatcher>,
-    /// `sha256:cwd-argv:v1:` grants, by hash: the entries carrying that hash, indexed like
-    /// `paths`/`names`. Kept out of those, so a lookup hashes its argv once and probes one
-    /// map instead of visiting every grant for the same executable.
-    grants: HashMap<String, Grants>,
+    /// `sha256:cwd-argv:v1:` grants, by hash (its 32 bytes): the entries carrying that hash,
+    /// indexed like `paths`/`names`. Kept out of those, so a lookup hashes its argv once and
+    /// probes one map instead of visiting every grant for the same executable. A grant whose
+    /// hash is not spelt as OpenClaw writes it (64 lowercase hex digits) can never equal a
+    /// computed one, so it is in neither place.
+    grants: HashMap<[u8; 32], Grants>,
     /// First bare `*` entry (no argPattern, not allow-always).
     wildcard: Option<usize>,
     /// Patterns with a path selector (`/`, `\`, `~`): matched against the real path.
@@ -101,7 +104,7 @@ impl CompiledAllowlist {
             home
         };
         let mut args = Vec::with_capacity(rules.len());
-        let mut grants: HashMap<String, (Vec<_>, Vec<_>)> = HashMap::new();
+        let mut grants: HashMap<[u8; 32], (Vec<_>, Vec<_>)> = HashMap::new();
         let mut wildcard = None;
         let mut paths = Vec::new();
         let mut names = Vec::new();
@@ -113,7 +116,7 @@ impl CompiledAllowlist {
             }
             let matcher = compile_arg(arg, rule.allow_always);
             let grant = match (&matcher, arg) {
-                (ArgMatcher::CwdHash, Some(a)) => Some(a),
+                (ArgMatcher::CwdHash, Some(a)) => Some(parse_cwd_argv(a)),
                 _ => None,
             };
             args.push(matcher);
@@ -121,7 +124,10 @@ impl CompiledAllowlist {
                 continue;
             }
             if let Some(hash) = grant {
-                let (paths, names) = grants.entry(hash.to_string()).or_default();
+                let Some(hash) = hash else {
+                    continue;
+                };
+                let (paths, names) = grants.entry(hash).or_default();
                 if has_path_selector(pattern) {
                     paths.push((i, normalize_pattern(pattern, &home)));
                 } else if pattern != "*" {
@@ -186,22 +192,20 @@ impl CompiledAllowlist {
         if let Some(w) = self.wildcard {
             return Some((w, Hit::Wildcard));
         }
+        // Borrowed, not copied, when the paths are UTF-8 (they nearly always are).
         let resolved = target
             .resolved_path
             .or(target.resolved_real_path)
-            .map(|p| p.to_string_lossy().into_owned())
+            .map(|p| p.to_string_lossy())
             .filter(|p| !p.is_empty())?;
-        let real = target
-            .resolved_real_path
-            .map(|p| js_trim(&p.to_string_lossy()).to_string())
-            .unwrap_or_default();
-        let trust = if real.is_empty() {
-            resolved.clone()
-        } else {
-            real
+        let real = match target.resolved_real_path.map(|p| p.to_string_lossy()) {
+            Some(Cow::Borrowed(p)) => Cow::Borrowed(js_trim(p)),
+            Some(Cow::Owned(p)) => Cow::Owned(js_trim(&p).to_string()),
+            None => Cow::Borrowed(""),
         };
+        let trust: &str = if real.is_empty() { &resolved } else { &real };
 
-        let by_path = match_targets(&trust);
+        let by_path = match_targets(trust);
         let by_name = (!has_path_selector(raw)).then(|| match_targets(node_basename(&resolved)));
         let lookup = |paths: &GlobIndex, names: &GlobIndex| {
             let mut hits = Vec::new();
@@ -219,7 +223,7 @@ impl CompiledAllowlist {
             None
         } else {
             self.grants
-                .get(&cwd_argv_pattern(target.cwd, target.argv))
+                .get(&recent_digest(target.cwd, target.argv))
                 .and_then(|g| lookup(&g.paths, &g.names).first().copied())
         };
         let mut path_only = None;
@@ -320,19 +324,27 @@ fn normalize_match_target(value: &str) -> String {
 }
 
 /// The two forms of a target: exact (for literal patterns) and, for globs, dot segments
-/// normalised (`hasDotPathSegment` → `path.posix.normalize`) in code-unit form.
-fn match_targets(target: &str) -> (String, String) {
-    let literal = normalize_match_target(target);
-    let has_dot = literal
-        .replace('\\', "/")
-        .split('/')
-        .any(|s| s == "." || s == "..");
-    let glob = if has_dot {
-        normalize_match_target(&node_posix_normalize(&literal))
+/// normalised (`hasDotPathSegment` → `path.posix.normalize`) in code-unit form. Both
+/// borrow `target` in the usual case (no `\\\\`, no dot segment, no astral character).
+fn match_targets(target: &str) -> (Cow<'_, str>, Cow<'_, str>) {
+    let literal = if target.contains("\\\\") {
+        Cow::Owned(normalize_match_target(target))
     } else {
-        literal.clone()
+        Cow::Borrowed(target)
     };
-    (literal, js_units(&glob))
+    // `hasDotPathSegment` splits on both separators.
+    let has_dot = literal.split(['/', '\\']).any(|s| s == "." || s == "..");
+    let units = if has_dot {
+        Cow::Owned(js_units(&normalize_match_target(&node_posix_normalize(
+            &literal,
+        ))))
+    } else if literal.chars().all(|c| c.len_utf16() == 1) {
+        // Every character is one UTF-16 code unit: the code-unit form is the text itself.
+        literal.clone()
+    } else {
+        Cow::Owned(js_units(&literal))
+    };
+    (literal, units)
 }
 
 #[cfg(test)]

@@ -169,17 +169,18 @@ fn score(policy: &Policy, c: &Classification) -> (Status, Category, Vec<Reason>,
         .map(|f| policy.status(f.category))
         .max()
         .unwrap_or(Status::Gated);
-    let deciding: Vec<_> = c
-        .findings
-        .iter()
-        .filter(|f| policy.status(f.category) == status)
-        .collect();
-    let category = deciding
-        .first()
+    // The findings at that status (iterated, not collected: this runs per segment).
+    let deciding = || {
+        c.findings
+            .iter()
+            .filter(move |f| policy.status(f.category) == status)
+    };
+    let category = deciding()
+        .next()
         .map(|f| f.category)
         .unwrap_or(Category::Unanalysable);
     let mut reasons: Vec<Reason> = Vec::new();
-    for f in &deciding {
+    for f in deciding() {
         if !reasons.contains(&f.reason) {
             reasons.push(f.reason.clone());
         }

@@ -6,7 +6,7 @@
 //! scope there are no facts: every answer is `None` (unknown, never proven safe).
 
 use super::facts::{Facts, Found, Meta};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,11 +31,21 @@ enum Answer {
     Path(Option<PathBuf>),
 }
 
-thread_local! {
-    static DEPTH: Cell<usize> = const { Cell::new(0) };
-    static FACTS: RefCell<Option<Arc<dyn Facts>>> = const { RefCell::new(None) };
+/// This thread's decision state, in one thread-local (each access to one costs a check).
+struct State {
+    /// Open [`Scope`]s; `0`: no memo.
+    depth: usize,
+    facts: Option<Arc<dyn Facts>>,
     /// One map per [`Op`], indexed by `Op as usize`.
-    static MEMO: RefCell<[Map; 4]> = RefCell::new(Default::default());
+    memo: [Map; 4],
+}
+
+thread_local! {
+    static STATE: RefCell<State> = RefCell::new(State {
+        depth: 0,
+        facts: None,
+        memo: Default::default(),
+    });
 }
 
 /// While alive, this thread's questions go to its facts and are memoised; the memo is
@@ -49,10 +59,13 @@ pub struct Scope {
 impl Scope {
     /// Installs `facts` for this thread until the scope is dropped.
     pub fn enter(facts: Arc<dyn Facts>) -> Self {
-        DEPTH.with(|d| d.set(d.get() + 1));
-        let previous = FACTS.with(|f| f.replace(Some(facts)));
-        // Answers from other facts must not leak into these.
-        MEMO.with(|m| m.borrow_mut().iter_mut().for_each(Map::clear));
+        let previous = STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            s.depth += 1;
+            // Answers from other facts must not leak into these.
+            s.memo.iter_mut().for_each(Map::clear);
+            s.facts.replace(facts)
+        });
         Scope {
             previous,
             _not_send: std::marker::PhantomData,
@@ -62,27 +75,44 @@ impl Scope {
 
 impl Drop for Scope {
     fn drop(&mut self) {
-        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
-        FACTS.with(|f| *f.borrow_mut() = self.previous.take());
-        MEMO.with(|m| m.borrow_mut().iter_mut().for_each(Map::clear));
+        STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            s.depth = s.depth.saturating_sub(1);
+            s.facts = self.previous.take();
+            s.memo.iter_mut().for_each(Map::clear);
+        });
     }
+}
+
+/// The installed facts (`None` when there are none). A clone of the handle, so no borrow of
+/// the state is held while they answer.
+fn facts() -> Option<Arc<dyn Facts>> {
+    STATE.with(|s| s.borrow().facts.clone())
 }
 
 /// Asks the installed facts (`None` when there are none).
 fn ask<T>(q: impl FnOnce(&dyn Facts) -> Option<T>) -> Option<T> {
-    FACTS.with(|f| f.borrow().as_deref().and_then(q))
+    facts().as_deref().and_then(q)
 }
 
-fn memo(op: Op, path: &Path, ask: impl FnOnce() -> Answer) -> Answer {
-    if DEPTH.with(Cell::get) == 0 {
-        return ask();
-    }
+/// The memoised answer to `op` on `path`, else `q`'s (remembered inside a scope). A hit
+/// costs one access to the state and no allocation.
+fn memo(op: Op, path: &Path, q: impl FnOnce(&dyn Facts) -> Answer, unknown: Answer) -> Answer {
     let key: &OsStr = path.as_os_str();
-    if let Some(hit) = MEMO.with(|m| m.borrow()[op as usize].get(key).cloned()) {
-        return hit;
+    let (facts, remember) = match STATE.with(|s| {
+        let s = s.borrow();
+        let hit = (s.depth > 0)
+            .then(|| s.memo[op as usize].get(key).cloned())
+            .flatten();
+        hit.ok_or_else(|| (s.facts.clone(), s.depth > 0))
+    }) {
+        Ok(hit) => return hit,
+        Err(miss) => miss,
+    };
+    let answer = facts.as_deref().map_or(unknown, q);
+    if remember {
+        STATE.with(|s| s.borrow_mut().memo[op as usize].insert(key.to_os_string(), answer.clone()));
     }
-    let answer = ask();
-    MEMO.with(|m| m.borrow_mut()[op as usize].insert(key.to_os_string(), answer.clone()));
     answer
 }
 
@@ -102,26 +132,42 @@ fn path(a: Answer) -> Option<PathBuf> {
 
 /// `stat` (follows symlinks); `None` when unknown.
 pub fn metadata(p: &Path) -> Option<Meta> {
-    meta(memo(Op::Stat, p, || Answer::Meta(ask(|f| f.stat(p)))))
+    meta(memo(
+        Op::Stat,
+        p,
+        |f| Answer::Meta(f.stat(p)),
+        Answer::Meta(None),
+    ))
 }
 
 /// `lstat`; `None` when unknown.
 pub fn symlink_metadata(p: &Path) -> Option<Meta> {
-    meta(memo(Op::Lstat, p, || Answer::Meta(ask(|f| f.lstat(p)))))
+    meta(memo(
+        Op::Lstat,
+        p,
+        |f| Answer::Meta(f.lstat(p)),
+        Answer::Meta(None),
+    ))
 }
 
 /// `readlink`; `None` when unknown.
 pub fn read_link(p: &Path) -> Option<PathBuf> {
-    path(memo(Op::ReadLink, p, || {
-        Answer::Path(ask(|f| f.read_link(p)))
-    }))
+    path(memo(
+        Op::ReadLink,
+        p,
+        |f| Answer::Path(f.read_link(p)),
+        Answer::Path(None),
+    ))
 }
 
 /// `realpath`; `None` when unknown.
 pub fn canonicalize(p: &Path) -> Option<PathBuf> {
-    path(memo(Op::Canonicalize, p, || {
-        Answer::Path(ask(|f| f.realpath(p)))
-    }))
+    path(memo(
+        Op::Canonicalize,
+        p,
+        |f| Answer::Path(f.realpath(p)),
+        Answer::Path(None),
+    ))
 }
 
 /// The names in a directory (glob expansion; not memoised: asked once per glob word).

@@ -3,24 +3,26 @@
 //! globset. This module owns path expansion and normalisation for the policy core, and the
 //! symlink-aware question "does this path reach a sensitive file?".
 
+mod clean;
 mod expand;
 mod glob;
 mod list;
+mod resolve;
 mod url;
 
 pub use list::{is_secret_file_name, sensitive_paths, SensitiveEntry, BUILTIN, SECRET_FILE_NAMES};
 
+pub use clean::{lexical_clean, lexical_clean_cow};
+pub use resolve::resolve_lenient;
 pub use url::{file_url_path, FileUrl};
+
+use clean::{already_clean, clean_components};
 
 use super::file::PolicyError;
 use super::fs_memo;
 use glob::{glob_hits_rule, has_glob_chars, rule_literal, GlobWord};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
-
-/// Longest symlink chain followed before giving up (Linux's own limit is 40).
-const MAX_SYMLINKS: usize = 40;
 
 /// Where relative paths and `~` resolve for one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,12 +37,30 @@ pub struct PathContext {
 /// `/root`; another `~name` is `/home/name` (the guard cannot read the agent's passwd
 /// database, and a guess beats a literal `~name` directory).
 pub fn normalize(raw: &str, ctx: &PathContext) -> PathBuf {
-    lexical_clean(&absolute(raw, ctx))
+    let abs = absolute(raw, ctx);
+    if already_clean(&abs) {
+        abs
+    } else {
+        clean_components(&abs)
+    }
 }
 
 /// Expansion and cwd-joining of [`normalize`], without folding `..`: the kernel resolves a
 /// symlink before the `..` that follows it, so the filesystem checks need the path as written.
 pub fn absolute(raw: &str, ctx: &PathContext) -> PathBuf {
+    // Only `~…` and `$HOME…` expand: anything else is taken as written, or joined to the
+    // cwd (one allocation, not an expansion's copy and then a join).
+    if !raw.starts_with(['~', '$']) {
+        return if raw.starts_with('/') {
+            PathBuf::from(raw)
+        } else {
+            // `ctx.cwd.join(raw)`, sized once (`join` copies the cwd, then grows it).
+            let mut p = PathBuf::with_capacity(ctx.cwd.as_os_str().len() + 1 + raw.len());
+            p.push(&ctx.cwd);
+            p.push(raw);
+            p
+        };
+    }
     let expanded = match raw.strip_prefix("~+") {
         Some(rest) if rest.is_empty() || rest.starts_with('/') => {
             ctx.cwd.join(rest.trim_start_matches('/'))
@@ -77,79 +97,6 @@ fn expand_home(raw: &str, home: &Path) -> PathBuf {
         }
     }
     PathBuf::from(raw)
-}
-
-/// Lexical normalisation: drops `.` and empty components, folds `..` (never above `/`).
-pub fn lexical_clean(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for comp in path.components() {
-        match comp {
-            Component::RootDir | Component::Prefix(_) => out.push(comp.as_os_str()),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() || out.as_os_str().is_empty() {
-                    if path.is_absolute() {
-                        out = PathBuf::from("/");
-                    } else {
-                        out.push("..");
-                    }
-                }
-            }
-            Component::Normal(name) => out.push(name),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(if path.is_absolute() { "/" } else { "." });
-    }
-    out
-}
-
-/// Resolves symlinks the way the kernel would, but tolerates a missing tail and dangling
-/// links (a write through a dangling link creates its target). `None` on a symlink loop.
-pub fn resolve_lenient(path: &Path) -> Option<PathBuf> {
-    // Names still to walk, the next one last; `current` grows and shrinks in place.
-    let mut pending: Vec<OsString> = Vec::new();
-    let mut current = PathBuf::from("/");
-    push_front_components(&mut pending, path, &mut current);
-    let mut followed = 0usize;
-    let mut exists = true;
-    while let Some(name) = pending.pop() {
-        if name == ".." {
-            current.pop();
-            continue;
-        }
-        current.push(&name);
-        if exists {
-            match fs_memo::symlink_metadata(&current) {
-                Some(meta) if meta.is_symlink() => {
-                    followed += 1;
-                    if followed > MAX_SYMLINKS {
-                        return None;
-                    }
-                    let target = fs_memo::read_link(&current)?;
-                    current.pop();
-                    push_front_components(&mut pending, &target, &mut current);
-                    continue;
-                }
-                Some(_) => {}
-                None => exists = false,
-            }
-        }
-    }
-    Some(current)
-}
-
-/// Queues `path`'s components before what is left (`pending` is walked from its end); an
-/// absolute path restarts at `/` (a root can only be the first component).
-fn push_front_components(pending: &mut Vec<OsString>, path: &Path, current: &mut PathBuf) {
-    for comp in path.components().rev() {
-        match comp {
-            Component::RootDir | Component::Prefix(_) => *current = PathBuf::from("/"),
-            Component::CurDir => {}
-            Component::ParentDir => pending.push(OsString::from("..")),
-            Component::Normal(n) => pending.push(n.to_os_string()),
-        }
-    }
 }
 
 /// One sensitive rule, as written and as expanded.
@@ -229,7 +176,7 @@ impl SensitivePaths {
     /// Pass the path before `..` folding (see [`absolute`]) when you have it; [`Self::check`]
     /// does both from raw text.
     pub fn matches(&self, path: &Path) -> Option<String> {
-        let lexical = lexical_clean(path);
+        let lexical = lexical_clean_cow(path);
         if let Some(hit) = self.match_lexical(&lexical) {
             return Some(hit);
         }
@@ -259,7 +206,12 @@ impl SensitivePaths {
         {
             return Some(".env".to_string());
         }
-        // `/proc/<pid>/root/x` is `/x` seen through that process's root.
+        // `/proc/<pid>/root/x` is `/x` seen through that process's root. (Only a path that
+        // spells `proc` somewhere can be one: most paths skip the component walk.)
+        let bytes = path.as_os_str().as_encoded_bytes();
+        if !bytes.windows(4).any(|w| w == b"proc") {
+            return None;
+        }
         let mut comps = path.components();
         if let (Some(Component::RootDir), Some(proc_), Some(_), Some(root)) =
             (comps.next(), comps.next(), comps.next(), comps.next())

@@ -76,7 +76,11 @@ pub struct TableContext<'a> {
 
 /// Classifies one analysed shell segment.
 pub fn classify_segment(seg: &Segment, t: &TableContext) -> Classification {
-    let mut c = Classification::default();
+    // Nearly every segment has one or two findings: room for them up front.
+    let mut c = Classification {
+        findings: Vec::with_capacity(2),
+        ..Classification::default()
+    };
     if seg.privileged {
         c.add(
             Category::Privilege,

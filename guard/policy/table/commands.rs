@@ -2,6 +2,7 @@
 //! [`PROGRAMS`] says which handler judges which program; a program in no row runs code.
 
 use super::args::{operands, operands_skipping, read_all, v};
+use super::judge::program_says;
 use super::paths_check::Checker;
 use super::programs::{listed, Listed};
 use super::{
@@ -173,7 +174,7 @@ fn write_all(_: &Segment, k: &Checker, c: &mut Classification, p: &str, args: &[
     c.add(
         Category::Write,
         "write",
-        format!("`{p}` creates or changes files"),
+        program_says(p, " creates or changes files"),
     );
     let shorts = &["-m", "-p", "-s", "-r", "-t", "--suffix"];
     let longs = &[

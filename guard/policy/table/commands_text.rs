@@ -6,7 +6,7 @@
 use super::gram_misc::{G_AWK, G_NONE};
 use super::gram_search::{G_GREP, G_RG, G_SED};
 use super::grammar::Grammar;
-use super::judge::{judge, read_files, write_value};
+use super::judge::{judge, program_says, read_files, write_value};
 use super::paths_check::Checker;
 use super::read_programs::globs_may_be_options;
 use super::tree_walk::Walk;
@@ -15,7 +15,7 @@ use crate::policy::shell::{Segment, Word};
 use crate::policy::verdict::Category;
 
 pub(super) fn grep(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, args: &[Word]) {
-    c.add(Category::Read, "read", format!("`{p}` searches files"));
+    c.add(Category::Read, "read", program_says(p, " searches files"));
     let g: &'static Grammar = match p {
         "grep" | "egrep" | "fgrep" | "zgrep" => &G_GREP,
         "rg" => &G_RG,
@@ -340,7 +340,7 @@ pub(super) fn awk(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, a
         return;
     }
     let Some(parsed) = judge(k, c, p, &G_AWK, args) else {
-        c.add(Category::Read, "read", format!("`{p}` reads files"));
+        c.add(Category::Read, "read", program_says(p, " reads files"));
         return;
     };
     let mut plain = true;
@@ -383,7 +383,7 @@ pub(super) fn awk(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, a
             .iter()
             .all(|w| w.value.as_deref().is_some_and(awk_program_is_plain));
     if plain {
-        c.add(Category::Read, "read", format!("`{p}` reads files"));
+        c.add(Category::Read, "read", program_says(p, " reads files"));
     } else {
         c.inline_eval = true;
         c.add(

@@ -40,8 +40,20 @@ pub(super) fn spelled(m: &Met) -> String {
     }
 }
 
+/// "`{p}`" and then `rest`, without `format!`'s machinery: the table builds such a reason
+/// for nearly every segment it judges.
+pub(super) fn program_says(p: &str, rest: &str) -> String {
+    let mut s = String::with_capacity(p.len() + rest.len() + 2);
+    s.push('`');
+    s.push_str(p);
+    s.push('`');
+    s.push_str(rest);
+    s
+}
+
 fn effect(k: &Checker, c: &mut Classification, p: &str, m: &Met) {
-    let name = spelled(m);
+    // Spelled only where a finding quotes it: most options are safe and quote nothing.
+    let name = || spelled(m);
     match m.opt.eff {
         Eff::Safe | Eff::Check => {}
         Eff::Read => {
@@ -51,14 +63,15 @@ fn effect(k: &Checker, c: &mut Classification, p: &str, m: &Met) {
         }
         Eff::Write => {
             if let Some(v) = &m.value {
-                write_value(k, c, p, &name, v);
+                write_value(k, c, p, &name(), v);
             }
         }
         Eff::Exec => c.add(
             Category::RunCode,
             "runs-program",
             format!(
-                "`{p} {name}` runs {}",
+                "`{p} {}` runs {}",
+                name(),
                 m.value.as_ref().map_or("a program", |v| v.display())
             ),
         ),
@@ -69,10 +82,12 @@ fn effect(k: &Checker, c: &mut Classification, p: &str, m: &Met) {
             c.add(
                 Category::Unanalysable,
                 "reads-other-files",
-                format!("`{p} {name}` {why}"),
+                format!("`{p} {}` {why}", name()),
             );
         }
-        Eff::Gate(category, why) => c.add(category, "gated-option", format!("`{p} {name}` {why}")),
+        Eff::Gate(category, why) => {
+            c.add(category, "gated-option", format!("`{p} {}` {why}", name()))
+        }
     }
 }
 

@@ -6,6 +6,8 @@ use super::{Classification, TableContext};
 use crate::policy::paths::{self, PathContext};
 use crate::policy::shell::{RedirectKind, Segment, Word};
 use crate::policy::verdict::Category;
+use std::cell::OnceCell;
+use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
 
 /// Directories an agent never writes to (the Sanctum "write system" row is blocked).
@@ -64,25 +66,37 @@ const CODE_ENV: &[&str] = &[
 pub(crate) struct Checker<'a> {
     pub(super) seg: &'a Segment,
     pub(super) t: &'a TableContext<'a>,
-    pub(super) ctxs: Vec<PathContext>,
+    /// One per candidate cwd, built on first use: most segments (`sort`, `head -n 5`) have
+    /// no path operand, and building them copies the home and the cwd.
+    ctxs: OnceCell<Vec<PathContext>>,
 }
 
 impl<'a> Checker<'a> {
     pub fn new(seg: &'a Segment, t: &'a TableContext<'a>) -> Self {
-        let ctxs = seg
-            .cwds
-            .iter()
-            .map(|cwd| PathContext {
-                home: t.home.to_path_buf(),
-                cwd: cwd.clone(),
-            })
-            .collect();
-        Checker { seg, t, ctxs }
+        Checker {
+            seg,
+            t,
+            ctxs: OnceCell::new(),
+        }
+    }
+
+    /// Where the segment's relative paths and `~` resolve, one per candidate cwd.
+    pub(super) fn ctxs(&self) -> &[PathContext] {
+        self.ctxs.get_or_init(|| {
+            self.seg
+                .cwds
+                .iter()
+                .map(|cwd| PathContext {
+                    home: self.t.home.to_path_buf(),
+                    cwd: cwd.clone(),
+                })
+                .collect()
+        })
     }
 
     /// The directories the segment may run in.
     pub fn cwds(&self) -> impl Iterator<Item = PathBuf> + '_ {
-        self.ctxs.iter().map(|c| c.cwd.clone())
+        self.ctxs().iter().map(|c| c.cwd.clone())
     }
 
     pub fn env_assignments(&self, c: &mut Classification) {
@@ -127,9 +141,10 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// The absolute forms of a static word, one per candidate working directory. `None`
-    /// (after recording why) when it cannot be known.
-    fn absolutes(&self, c: &mut Classification, w: &Word) -> Option<Vec<PathBuf>> {
+    /// The static word whose absolute forms (one per candidate working directory) can be
+    /// known. `None` (after recording why) when they cannot. The caller makes each form as
+    /// it checks it, so no list is built.
+    fn known_value<'w>(&self, c: &mut Classification, w: &'w Word) -> Option<&'w str> {
         let src = w.source.trim_matches('"');
         if w.value.is_none()
             && (src.starts_with("<(") || src.starts_with(">("))
@@ -146,7 +161,7 @@ impl<'a> Checker<'a> {
             );
             return None;
         };
-        if self.ctxs.is_empty() && !v.starts_with('/') && !v.starts_with('~') {
+        if self.ctxs().is_empty() && !v.starts_with('/') && !v.starts_with('~') {
             c.add(
                 Category::Unanalysable,
                 "unknown-cwd",
@@ -157,19 +172,14 @@ impl<'a> Checker<'a> {
             );
             return None;
         }
-        Some(
-            self.ctxs
-                .iter()
-                .map(|ctx| paths::absolute(v, ctx))
-                .collect(),
-        )
+        Some(v)
     }
 
     /// An operand the program reads.
     pub fn read(&self, c: &mut Classification, w: &Word) {
         if let Some(v) = &w.value {
             if w.glob {
-                for ctx in &self.ctxs {
+                for ctx in self.ctxs() {
                     if let Some(hit) = self.t.policy.sensitive().glob_may_match(v, ctx) {
                         sensitive(c, v, &hit);
                         return;
@@ -178,8 +188,9 @@ impl<'a> Checker<'a> {
                 return;
             }
         }
-        if let Some(list) = self.absolutes(c, w) {
-            for p in list {
+        if let Some(v) = self.known_value(c, w) {
+            for ctx in self.ctxs() {
+                let p = paths::absolute(v, ctx);
                 if let Some(hit) = self.t.policy.sensitive().matches(&p) {
                     sensitive(c, &p.to_string_lossy(), &hit);
                     return;
@@ -194,13 +205,13 @@ impl<'a> Checker<'a> {
         if let Some(v) = &w.value {
             if w.glob {
                 let prefix: String = v.chars().take_while(|ch| !"*?[{".contains(*ch)).collect();
-                for ctx in &self.ctxs {
+                for ctx in self.ctxs() {
                     let p = paths::normalize(&prefix, ctx);
                     system_or_approvals(c, self.t, &p);
                 }
                 return;
             }
-            for ctx in &self.ctxs {
+            for ctx in self.ctxs() {
                 let p = paths::normalize(v, ctx);
                 system_or_approvals(c, self.t, &p);
             }
@@ -227,7 +238,7 @@ impl<'a> Checker<'a> {
     /// A directory operand that contains a sensitive path, if it does.
     pub fn contains(&self, w: &Word) -> Option<String> {
         let v = w.value.as_ref()?;
-        for ctx in &self.ctxs {
+        for ctx in self.ctxs() {
             let hit = if w.glob {
                 self.t.policy.sensitive().glob_may_contain(v, ctx)
             } else {
@@ -252,10 +263,10 @@ impl<'a> Checker<'a> {
         if !v.starts_with(['*', '?', '[', '{']) {
             return false;
         }
-        if self.ctxs.is_empty() {
+        if self.ctxs().is_empty() {
             return true;
         }
-        self.ctxs.iter().any(|ctx| {
+        self.ctxs().iter().any(|ctx| {
             crate::policy::fs_memo::list_dir(&ctx.cwd)
                 .is_none_or(|names| names.iter().any(|n| n.starts_with('-')))
         })
@@ -265,7 +276,7 @@ impl<'a> Checker<'a> {
     /// unknown. The workspace itself and its ancestors are not "inside".
     pub fn inside_workspace(&self, w: &Word) -> Option<bool> {
         let v = w.value.as_ref()?;
-        if self.ctxs.is_empty() {
+        if self.ctxs().is_empty() {
             return None;
         }
         let prefix: String = if w.glob {
@@ -275,7 +286,7 @@ impl<'a> Checker<'a> {
         };
         let ws = paths::lexical_clean(self.t.workspace);
         let ws_real = paths::resolve_lenient(&ws).unwrap_or_else(|| ws.clone());
-        Some(self.ctxs.iter().all(|ctx| {
+        Some(self.ctxs().iter().all(|ctx| {
             let p = paths::normalize(&prefix, ctx);
             let inside = p.starts_with(&ws) && (p != ws || w.glob);
             let real_ok = paths::resolve_lenient(&paths::absolute(&prefix, ctx))
@@ -327,13 +338,20 @@ fn system_or_approvals(c: &mut Classification, t: &TableContext, p: &Path) {
         return;
     }
     let in_home = under_home.is_some() && p != t.home;
-    if p == Path::new("/") || (!in_home && in_system_dir(p)) {
+    // `/` itself is never `in_home` (it equals the home or is outside it).
+    if !in_home && (is_root(p) || in_system_dir(p)) {
         c.add(
             Category::Privilege,
             "system-path-write",
             format!("writes the system path {}", p.display()),
         );
     }
+}
+
+/// `p == Path::new("/")`, without `Path`'s general component-by-component comparison.
+fn is_root(p: &Path) -> bool {
+    let mut comps = p.components();
+    comps.next() == Some(Component::RootDir) && comps.next().is_none()
 }
 
 /// `SYSTEM_DIRS.iter().any(|d| p.starts_with(d))`, walking `p`'s components once instead
@@ -343,7 +361,7 @@ fn in_system_dir(p: &Path) -> bool {
     if comps.next() != Some(Component::RootDir) {
         return false;
     }
-    fn name(c: Option<Component<'_>>) -> Option<&std::ffi::OsStr> {
+    fn name(c: Option<Component<'_>>) -> Option<&OsStr> {
         match c {
             Some(Component::Normal(n)) => Some(n),
             _ => None,
@@ -352,11 +370,20 @@ fn in_system_dir(p: &Path) -> bool {
     let Some(first) = name(comps.next()) else {
         return false;
     };
-    let second = name(comps.next());
+    let (first, second) = (
+        first.as_encoded_bytes(),
+        name(comps.next()).map(OsStr::as_encoded_bytes),
+    );
+    // Byte comparisons: each entry is `/first` or `/first/second` (the test checks).
     SYSTEM_DIRS.iter().any(|d| {
-        let mut names = d.split('/').skip(1);
-        names.next().is_some_and(|n| first == n)
-            && names.next().is_none_or(|n| second.is_some_and(|s| s == n))
+        let Some(after) = d.as_bytes()[1..].strip_prefix(first) else {
+            return false;
+        };
+        match after {
+            [] => true,
+            [b'/', tail @ ..] => second == Some(tail),
+            _ => false,
+        }
     })
 }
 
@@ -420,6 +447,7 @@ mod system_dir_tests {
             let p = Path::new(c);
             let want = SYSTEM_DIRS.iter().any(|d| p.starts_with(d));
             assert_eq!(in_system_dir(p), want, "{c}");
+            assert_eq!(is_root(p), p == Path::new("/"), "{c}");
         }
     }
 }

@@ -8,7 +8,7 @@ use super::gram_misc::*;
 use super::gram_search::*;
 use super::gram_text::*;
 use super::grammar::{Grammar, Parsed};
-use super::judge::{judge, read_files, write_value};
+use super::judge::{judge, program_says, read_files, write_value};
 use super::paths_check::Checker;
 use super::tree_walk::Walk;
 use super::Classification;
@@ -106,11 +106,11 @@ pub(super) fn read_program(
 ) {
     let (g, kind) = grammar_of(p);
     let (code, what) = if category == Category::Enumerate {
-        ("enumerate", "lists files")
+        ("enumerate", " lists files")
     } else {
-        ("read", "reads files")
+        ("read", " reads files")
     };
-    c.add(category, code, format!("`{p}` {what}"));
+    c.add(category, code, program_says(p, what));
     if globs_may_be_options(k, c, p, args) {
         return;
     }

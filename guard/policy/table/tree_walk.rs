@@ -70,7 +70,7 @@ impl Checker<'_> {
             return;
         };
         let mut budget = MAX_ENTRIES;
-        for ctx in &self.ctxs {
+        for ctx in self.ctxs() {
             let root = paths::absolute(v, ctx);
             if o.split_names && splits(v) {
                 split_finding(c, v);
