@@ -10,7 +10,9 @@ use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::path::PathBuf;
 use tree_sitter::Node;
 
-pub(crate) use super::syntax::{children_with_fields, is_argument, is_statement, split_word};
+pub(crate) use super::syntax::{
+    child_by_field, children_with_fields, field_name, is_argument, is_statement, kind, split_word,
+};
 
 mod statements;
 
@@ -254,7 +256,7 @@ impl<'c> Analyser<'c> {
     /// other kind is a problem (not analysable, so never autonomous).
     fn statement_inner(&mut self, node: Node, src: &str, env: &Env) {
         let text = &src[node.byte_range()];
-        match node.kind() {
+        match kind(node) {
             "compound_statement" if text.starts_with("((") => {
                 self.gate(inert::arithmetic_gate(node, src));
                 self.named_children(node, src, env);
@@ -286,7 +288,7 @@ impl<'c> Analyser<'c> {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         for child in children {
-            if is_statement(child.kind()) || child.kind() == "comment" {
+            if is_statement(kind(child)) || kind(child) == "comment" {
                 self.statement(child, src, env);
             } else {
                 self.scan(child, src, env);
@@ -298,7 +300,7 @@ impl<'c> Analyser<'c> {
     /// and their static values; values are scanned.
     fn assignments(&mut self, node: Node, src: &str, env: &Env) -> Vec<(String, Option<Word>)> {
         let mut out = Vec::new();
-        if node.kind() == "variable_assignments" {
+        if kind(node) == "variable_assignments" {
             let mut cursor = node.walk();
             let children: Vec<Node> = node.named_children(&mut cursor).collect();
             for child in children {
@@ -306,10 +308,8 @@ impl<'c> Analyser<'c> {
             }
             return out;
         }
-        let value = node
-            .child_by_field_name("value")
-            .map(|v| self.word(v, src, env));
-        if let Some(name) = node.child_by_field_name("name") {
+        let value = child_by_field(node, "value").map(|v| self.word(v, src, env));
+        if let Some(name) = child_by_field(node, "name") {
             let name = src[name.byte_range()].to_string();
             if let Some(w) = &value {
                 self.bind_word(&name, w);
@@ -335,7 +335,7 @@ impl<'c> Analyser<'c> {
         let mut extra = Vec::new();
         let items = children_with_fields(node);
         if split_word(items.iter().filter(|(f, c)| {
-            c.is_named() && !matches!(*f, Some("redirect")) && is_argument(c.kind())
+            c.is_named() && !matches!(*f, Some("redirect")) && is_argument(kind(*c))
         })) {
             self.problem(text, "the shell parser split one word in two", env);
             return;
@@ -344,7 +344,7 @@ impl<'c> Analyser<'c> {
             if !child.is_named() {
                 continue;
             }
-            match (field, child.kind()) {
+            match (field, kind(child)) {
                 (_, "variable_assignment") => {
                     for (name, value) in self.assignments(child, src, env) {
                         let value = value.and_then(|w| w.value);

@@ -3,7 +3,7 @@
 //! commands inside its substitutions are analysed as segments of their own.
 
 use super::inert;
-use super::walk::{is_statement, Analyser, Env};
+use super::walk::{is_statement, kind, Analyser, Env};
 use super::{Stdin, Word};
 use tree_sitter::Node;
 
@@ -68,7 +68,7 @@ impl Analyser<'_> {
             b.known.then(|| vec![b.value])
         };
         let home = self.ctx.home.to_string_lossy();
-        match node.kind() {
+        match kind(node) {
             "word" => literal(&|b| unquoted(text, b, &home, None)),
             "number" => Some(vec![text.to_string()]),
             "raw_string" => Some(vec![text.trim_matches('\'').to_string()]),
@@ -83,7 +83,7 @@ impl Analyser<'_> {
                 for child in children {
                     let parts = if child.is_named() {
                         self.candidates(child, src, depth + 1)?
-                    } else if node.kind() == "string" && child.kind() == "\"" {
+                    } else if kind(node) == "string" && kind(child) == "\"" {
                         continue;
                     } else {
                         vec![src[child.byte_range()].to_string()]
@@ -108,14 +108,14 @@ impl Analyser<'_> {
     /// `$(echo WORDS)` / `$(printf FMT ARGS)` with static words: what they print (`%s`
     /// and escapes only; anything else is unknown).
     fn echo_output(&self, node: Node, src: &str, depth: usize) -> Option<Vec<String>> {
-        let cmd = node.named_child(0).filter(|c| c.kind() == "command")?;
+        let cmd = node.named_child(0).filter(|c| kind(*c) == "command")?;
         if node.named_child_count() != 1 {
             return None;
         }
         let mut cursor = cmd.walk();
         let mut words = Vec::new();
         for child in cmd.named_children(&mut cursor) {
-            let inner = if child.kind() == "command_name" {
+            let inner = if kind(child) == "command_name" {
                 child.named_child(0)?
             } else {
                 child
@@ -183,7 +183,7 @@ impl Analyser<'_> {
             b.known = false;
             return;
         }
-        match node.kind() {
+        match kind(node) {
             "word" => {
                 // `~+` is $PWD: known when only one directory is possible here.
                 let cwd = (self.cwds.len() == 1 && !self.cwd_unknown)
@@ -239,7 +239,7 @@ impl Analyser<'_> {
         let last = children.len().saturating_sub(1);
         let outer = std::mem::replace(&mut b.quoted, true);
         for (i, child) in children.into_iter().enumerate() {
-            match child.kind() {
+            match kind(child) {
                 "\"" | "$\"" if i == 0 || i == last => {}
                 "string_content" => double_quoted(&src[child.byte_range()], b),
                 _ if child.is_named() => self.part(child, src, env, b, depth + 1),
@@ -257,7 +257,7 @@ impl Analyser<'_> {
         for child in children {
             // Literal text between parts belongs to the body.
             b.value.push_str(&src[pos..child.start_byte()]);
-            match child.kind() {
+            match kind(child) {
                 "heredoc_content" => b.value.push_str(&src[child.byte_range()]),
                 _ => self.part(child, src, env, b, depth + 1),
             }
@@ -269,7 +269,7 @@ impl Analyser<'_> {
     /// `$x`, `${x…}`: `$HOME` and variables given one static value in the text are known.
     fn expansion_part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
         let text = &src[node.byte_range()];
-        if node.kind() == "expansion" {
+        if kind(node) == "expansion" {
             self.gate(inert::expansion_gate(text));
         }
         if matches!(text, "$HOME" | "${HOME}") {
@@ -297,7 +297,7 @@ impl Analyser<'_> {
         b.known = false;
         b.substitution = true;
         self.gate(listing_substitution_gate(text, b.quoted));
-        if node.kind() == "process_substitution" {
+        if kind(node) == "process_substitution" {
             b.process_substitution = true;
         }
         let mut inner = env.clone();
@@ -311,9 +311,9 @@ impl Analyser<'_> {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         for child in children {
-            if is_statement(child.kind()) {
+            if is_statement(kind(child)) {
                 self.statement(child, src, &inner);
-            } else if child.kind() == "file_redirect" {
+            } else if kind(child) == "file_redirect" {
                 // `$(< file)`: the shell reads the file itself (like `cat file`).
                 self.substitution_redirect(child, src, &inner);
             } else {
@@ -348,7 +348,7 @@ impl Analyser<'_> {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         for child in children {
-            if is_statement(child.kind()) {
+            if is_statement(kind(child)) {
                 self.statement(child, src, env);
             } else {
                 let before = b.value.len();

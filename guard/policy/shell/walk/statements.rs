@@ -2,7 +2,7 @@
 //! function definitions, loops and conditionals, assignments and declarations.
 
 use super::super::{inert, Stdin, Word};
-use super::{is_statement, Analyser, Env};
+use super::{child_by_field, is_statement, kind, Analyser, Env};
 use tree_sitter::Node;
 
 impl Analyser<'_> {
@@ -18,7 +18,7 @@ impl Analyser<'_> {
                 env.with_stdin(Stdin::Pipe)
             };
             i += 1;
-            if child.kind() == "comment" {
+            if kind(child) == "comment" {
                 continue;
             }
             // `find … | xargs CMD`: analysed as `find … -exec CMD {} +` (`pipes`).
@@ -35,10 +35,10 @@ impl Analyser<'_> {
     /// The name is remembered (a later call of it is not the program of that name); the
     /// body is analysed where it is defined.
     pub(super) fn function_definition(&mut self, node: Node, src: &str, env: &Env) {
-        if let Some(name) = node.child_by_field_name("name") {
+        if let Some(name) = child_by_field(node, "name") {
             self.functions.insert(src[name.byte_range()].to_string());
         }
-        if let Some(body) = node.child_by_field_name("body") {
+        if let Some(body) = child_by_field(node, "body") {
             self.statement(body, src, env);
         }
     }
@@ -46,7 +46,7 @@ impl Analyser<'_> {
     pub(super) fn for_statement(&mut self, node: Node, src: &str, env: &Env) {
         self.for_loop(node, src, env);
         // The loop variable takes the loop's values: `for PATH in …` rebinds.
-        if let Some(v) = node.child_by_field_name("variable") {
+        if let Some(v) = child_by_field(node, "variable") {
             self.gate(inert::variable_gate(&src[v.byte_range()]));
         }
     }
@@ -57,13 +57,13 @@ impl Analyser<'_> {
         let mut cursor = node.walk();
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         for child in children {
-            if is_statement(child.kind()) {
+            if is_statement(kind(child)) {
                 self.statement(child, src, env);
             } else {
                 self.scan(child, src, env);
             }
         }
-        if node.kind() == "c_style_for_statement" {
+        if kind(node) == "c_style_for_statement" {
             self.gate(inert::arithmetic_gate(node, src).map(|_| {
                 "a C-style `for` loop: its expressions are arithmetic on variables".to_string()
             }));
@@ -77,7 +77,7 @@ impl Analyser<'_> {
             self.gate(inert::variable_gate(name));
         }
         if let [(_, value)] = assigned.as_slice() {
-            if node.kind() == "variable_assignment" {
+            if kind(node) == "variable_assignment" {
                 self.record_known(node, src, value.as_ref());
             }
         }
@@ -100,18 +100,18 @@ impl Analyser<'_> {
         if let Some(first) = node.child(0) {
             argv.push(Word::literal(&src[first.byte_range()]));
         }
-        if node.kind() == "test_command" {
+        if kind(node) == "test_command" {
             self.gate(inert::test_expression_gate(node, src));
         }
         let exported = text.starts_with("export")
             || children.iter().any(|c| {
-                c.kind() == "word" && {
+                kind(*c) == "word" && {
                     let w = &src[c.byte_range()];
                     w.starts_with('-') && w.contains('x')
                 }
             });
         for child in children {
-            if child.kind() == "variable_assignment" {
+            if kind(child) == "variable_assignment" {
                 for (name, value) in self.assignments(child, src, env) {
                     let value = value.and_then(|w| w.value);
                     self.gate(if exported {
