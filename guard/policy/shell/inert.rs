@@ -7,7 +7,7 @@
 //! below in an inert form; anything else records a gate (a human sees it). Builtins are
 //! not inert by default.
 
-use super::syntax::{child_by_field, kind};
+use super::syntax::{child_by_field, kind, named_children};
 use super::Word;
 use crate::policy::env::{classify, is_inert_assignment, EnvName};
 
@@ -94,8 +94,7 @@ pub(crate) fn arithmetic_gate(node: Node, src: &str) -> Option<String> {
             | "concatenation"
             | "ansi_c_string" => false,
             _ => {
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let children = named_children(node);
                 children.into_iter().all(|c| walk(c, src))
             }
         }
@@ -175,8 +174,7 @@ pub(crate) fn expansion_gate(text: &str) -> Option<String> {
 /// `[[ … ]]`: arithmetic comparisons between anything but literals, `-v`/`-R` on anything
 /// but a plain name.
 pub(crate) fn test_expression_gate(node: Node, src: &str) -> Option<String> {
-    let mut cursor = node.walk();
-    let children: Vec<Node> = node.named_children(&mut cursor).collect();
+    let children = named_children(node);
     let op = child_by_field(node, "operator").map(|o| &src[o.byte_range()]);
     match (kind(node), op) {
         ("binary_expression", Some(op)) if ARITH_OPS.contains(&op) => {

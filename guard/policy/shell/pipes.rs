@@ -8,7 +8,7 @@
 //! marked [`XARGS_FROM_FIND`] and the table checks that no name below would be split.
 //! Any other producer (`cat list | xargs rm`) keeps `xargs` input unknown (gated).
 
-use super::walk::{child_by_field, kind, Analyser, Env};
+use super::walk::{child_by_field, kind, named_children, Analyser, Env};
 use super::Word;
 use tree_sitter::Node;
 
@@ -30,8 +30,7 @@ fn plain_words(a: &mut Analyser, node: Node, src: &str, env: &Env) -> Option<Vec
     {
         return None;
     }
-    let mut cursor = node.walk();
-    let children: Vec<Node> = node.named_children(&mut cursor).collect();
+    let children = named_children(node);
     let mut words = Vec::new();
     for child in children {
         let inner = match kind(child) {
@@ -165,6 +164,10 @@ impl Analyser<'_> {
     /// Analyses `find … | xargs …` (two pipeline stages) as one `find -exec`, when it is
     /// provably equivalent; false (nothing analysed) otherwise.
     pub(super) fn find_xargs(&mut self, find: Node, xargs: Node, src: &str, env: &Env) -> bool {
+        // The name is part of the command's text: most pairs fail on the text alone.
+        if !src[find.byte_range()].contains("find") || !src[xargs.byte_range()].contains("xargs") {
+            return false;
+        }
         let quick = |n: Node| child_by_field(n, "name").map(|c| &src[c.byte_range()]);
         if quick(find) != Some("find") || quick(xargs) != Some("xargs") {
             return false;

@@ -1,7 +1,9 @@
 //! Redirections and here-documents: what a `redirected_statement` reads from and writes
 //! to, and the stdin it gives the statement inside.
 
-use super::walk::{children_with_fields, field_name, is_statement, kind, Analyser, Env};
+use super::walk::{
+    children_with_fields, field_name, is_statement, kind, named_children, Analyser, Env,
+};
 use super::{Redirect, RedirectKind, Stdin, Word};
 use tree_sitter::Node;
 
@@ -56,8 +58,7 @@ impl Analyser<'_> {
             "file_redirect" => self.file_redirect(node, src, env, r),
             "heredoc_redirect" => self.heredoc_redirect(node, src, env, r),
             "herestring_redirect" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let children = named_children(node);
                 let mut value = None;
                 for child in children {
                     if kind(child) != "file_descriptor" {
@@ -119,8 +120,7 @@ impl Analyser<'_> {
                 (Some("redirect"), _) => self.redirect(n, src, env, r),
                 (Some("right"), _) => r.deferred.push((n, false)),
                 (_, "pipeline") => {
-                    let mut cursor = n.walk();
-                    for stage in n.named_children(&mut cursor) {
+                    for stage in named_children(n) {
                         r.deferred.push((stage, true));
                     }
                 }

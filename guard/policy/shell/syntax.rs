@@ -58,14 +58,55 @@ pub(crate) fn child_by_field<'t>(node: Node<'t>, field: &str) -> Option<Node<'t>
 
 /// A node's children (named and anonymous) with their grammar field names, in order.
 pub(crate) fn children_with_fields(node: Node<'_>) -> Vec<(Option<&'static str>, Node<'_>)> {
+    collect(
+        node,
+        node.child_count(),
+        |_| true,
+        |c| (field_name(c), c.node()),
+    )
+}
+
+/// A node's children (named and anonymous), in order.
+pub(crate) fn children(node: Node<'_>) -> Vec<Node<'_>> {
+    collect(node, node.child_count(), |_| true, TreeCursor::node)
+}
+
+/// A node's named children, in order.
+pub(crate) fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
+    collect(
+        node,
+        node.named_child_count(),
+        Node::is_named,
+        TreeCursor::node,
+    )
+}
+
+/// The first `count` children that pass `keep`, mapped by `item`. Unlike `Node::children`
+/// it stops at the last one: a cursor's failing step past the end of a list is its
+/// dearest (it climbs through the grammar's hidden nodes), and every list ended with one.
+fn collect<'t, T>(
+    node: Node<'t>,
+    count: usize,
+    keep: impl Fn(&Node<'t>) -> bool,
+    item: impl Fn(&TreeCursor<'t>) -> T,
+) -> Vec<T> {
+    let mut items = Vec::with_capacity(count);
+    if count == 0 {
+        return items;
+    }
     let mut cursor = node.walk();
-    let mut items = Vec::new();
-    if cursor.goto_first_child() {
-        loop {
-            items.push((field_name(&cursor), cursor.node()));
-            if !cursor.goto_next_sibling() {
+    if !cursor.goto_first_child() {
+        return items;
+    }
+    loop {
+        if keep(&cursor.node()) {
+            items.push(item(&cursor));
+            if items.len() == count {
                 break;
             }
+        }
+        if !cursor.goto_next_sibling() {
+            break;
         }
     }
     items
@@ -161,6 +202,20 @@ mod tests {
                 assert_eq!(kind(node), node.kind(), "in {text:?}");
                 assert_eq!(field_name(&cursor), cursor.field_name(), "in {text:?}");
                 error_seen |= node.is_error();
+                let mut walk = node.walk();
+                assert_eq!(children(node), node.children(&mut walk).collect::<Vec<_>>());
+                assert_eq!(
+                    named_children(node),
+                    node.named_children(&mut walk).collect::<Vec<_>>()
+                );
+                let fields: Vec<_> = children_with_fields(node)
+                    .into_iter()
+                    .map(|(f, _)| f)
+                    .collect();
+                let expected: Vec<_> = (0..node.child_count())
+                    .map(|i| node.field_name_for_child(u32::try_from(i).expect("small")))
+                    .collect();
+                assert_eq!(fields, expected, "in {text:?}");
                 if let Some(f) = cursor.field_name() {
                     let parent = node.parent().expect("a field has a parent");
                     assert_eq!(

@@ -7,11 +7,13 @@ use super::{
     MAX_NODES, MAX_REPARSE_DEPTH, MAX_SEGMENTS, MAX_TREE_DEPTH,
 };
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use std::borrow::Cow;
 use std::path::PathBuf;
 use tree_sitter::Node;
 
 pub(crate) use super::syntax::{
-    child_by_field, children_with_fields, field_name, is_argument, is_statement, kind, split_word,
+    child_by_field, children, children_with_fields, field_name, is_argument, is_statement, kind,
+    named_children, split_word,
 };
 
 mod statements;
@@ -51,6 +53,8 @@ impl Env {
 
 pub(crate) struct Analyser<'c> {
     pub ctx: &'c ShellContext,
+    /// `ctx.home` as text, converted once (every unquoted word may start with `~`).
+    pub(crate) home: Cow<'c, str>,
     nodes: usize,
     tree_depth: usize,
     segments: Vec<Segment>,
@@ -87,6 +91,7 @@ impl<'c> Analyser<'c> {
     pub fn new(ctx: &'c ShellContext) -> Self {
         Analyser {
             ctx,
+            home: ctx.home.to_string_lossy(),
             nodes: 0,
             tree_depth: 0,
             // Sized for a typical pipeline up front: regrowing a Vec of large segments
@@ -285,8 +290,7 @@ impl<'c> Analyser<'c> {
     }
 
     fn named_children(&mut self, node: Node, src: &str, env: &Env) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
         for child in children {
             if is_statement(kind(child)) || kind(child) == "comment" {
                 self.statement(child, src, env);
@@ -301,8 +305,7 @@ impl<'c> Analyser<'c> {
     fn assignments(&mut self, node: Node, src: &str, env: &Env) -> Vec<(String, Option<Word>)> {
         let mut out = Vec::new();
         if kind(node) == "variable_assignments" {
-            let mut cursor = node.walk();
-            let children: Vec<Node> = node.named_children(&mut cursor).collect();
+            let children = named_children(node);
             for child in children {
                 out.extend(self.assignments(child, src, env));
             }

@@ -3,7 +3,7 @@
 //! commands inside its substitutions are analysed as segments of their own.
 
 use super::inert;
-use super::walk::{is_statement, kind, Analyser, Env};
+use super::walk::{children, is_statement, kind, named_children, Analyser, Env};
 use super::{Stdin, Word};
 use tree_sitter::Node;
 
@@ -67,9 +67,9 @@ impl Analyser<'_> {
             f(&mut b);
             b.known.then(|| vec![b.value])
         };
-        let home = self.ctx.home.to_string_lossy();
+        let home = &self.home;
         match kind(node) {
-            "word" => literal(&|b| unquoted(text, b, &home, None)),
+            "word" => literal(&|b| unquoted(text, b, home, None)),
             "number" => Some(vec![text.to_string()]),
             "raw_string" => Some(vec![text.trim_matches('\'').to_string()]),
             "string_content" => literal(&|b| double_quoted(text, b)),
@@ -78,8 +78,7 @@ impl Analyser<'_> {
             "command_substitution" => self.echo_output(node, src, depth),
             "string" | "concatenation" => {
                 let mut out = vec![String::new()];
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.children(&mut cursor).collect();
+                let children = children(node);
                 for child in children {
                     let parts = if child.is_named() {
                         self.candidates(child, src, depth + 1)?
@@ -186,9 +185,10 @@ impl Analyser<'_> {
         match kind(node) {
             "word" => {
                 // `~+` is $PWD: known when only one directory is possible here.
-                let cwd = (self.cwds.len() == 1 && !self.cwd_unknown)
+                // (Only `unquoted` of a `~+` word reads it.)
+                let cwd = (text.starts_with("~+") && self.cwds.len() == 1 && !self.cwd_unknown)
                     .then(|| self.cwds[0].to_string_lossy());
-                unquoted(text, b, &self.ctx.home.to_string_lossy(), cwd.as_deref())
+                unquoted(text, b, &self.home, cwd.as_deref())
             }
             "number" if node.named_child_count() == 0 => b.value.push_str(text),
             // A bare name operand (`unset x`, `export X`, `declare -p Y`): its spelling.
@@ -205,8 +205,7 @@ impl Analyser<'_> {
             "string" | "translated_string" => self.string_part(node, src, env, b, depth),
             "heredoc_body" => self.heredoc_part(node, src, env, b, depth),
             "concatenation" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.children(&mut cursor).collect();
+                let children = children(node);
                 for child in children {
                     if child.is_named() {
                         self.part(child, src, env, b, depth + 1);
@@ -234,8 +233,7 @@ impl Analyser<'_> {
 
     /// `"…"`: its parts, quoted (a known variable is then not split or globbed).
     fn string_part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let children = children(node);
         let last = children.len().saturating_sub(1);
         let outer = std::mem::replace(&mut b.quoted, true);
         for (i, child) in children.into_iter().enumerate() {
@@ -251,8 +249,7 @@ impl Analyser<'_> {
 
     /// A here-document's body: literal text with the expansions in it.
     fn heredoc_part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let children = children(node);
         let mut pos = node.start_byte();
         for child in children {
             // Literal text between parts belongs to the body.
@@ -273,7 +270,7 @@ impl Analyser<'_> {
             self.gate(inert::expansion_gate(text));
         }
         if matches!(text, "$HOME" | "${HOME}") {
-            b.value.push_str(&self.ctx.home.to_string_lossy());
+            b.value.push_str(&self.home);
         } else if let Some(k) = self.known_use(text, b.quoted) {
             b.value.push_str(&k.value);
             b.glob |= k.glob;
@@ -308,8 +305,7 @@ impl Analyser<'_> {
             Stdin::Inherited
         };
         inner.redirects.clear();
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
         for child in children {
             if is_statement(kind(child)) {
                 self.statement(child, src, &inner);
@@ -345,8 +341,7 @@ impl Analyser<'_> {
 
     /// Visits the children of an unknown construct for nested substitutions.
     fn substitutions(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
         for child in children {
             if is_statement(kind(child)) {
                 self.statement(child, src, env);

@@ -2,14 +2,13 @@
 //! function definitions, loops and conditionals, assignments and declarations.
 
 use super::super::{inert, Stdin, Word};
-use super::{child_by_field, is_statement, kind, Analyser, Env};
+use super::{child_by_field, is_statement, kind, named_children, Analyser, Env};
 use tree_sitter::Node;
 
 impl Analyser<'_> {
     /// Each stage reads a pipe, except the first.
     pub(super) fn pipeline(&mut self, node: Node, src: &str, env: &Env) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
         let mut i = 0;
         while let Some(&child) = children.get(i) {
             let e = if i == 0 {
@@ -54,8 +53,7 @@ impl Analyser<'_> {
     /// `if`, `while`, `case`, C-style `for`: bodies are statements; conditions, loop values
     /// and patterns are words or expressions, scanned for substitutions.
     pub(super) fn control_flow(&mut self, node: Node, src: &str, env: &Env) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
         for child in children {
             if is_statement(kind(child)) {
                 self.statement(child, src, env);
@@ -94,8 +92,7 @@ impl Analyser<'_> {
     pub(super) fn declaration(&mut self, node: Node, src: &str, env: &Env) {
         let text = &src[node.byte_range()];
         let mut names = Vec::new();
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
         let mut argv = Vec::new();
         if let Some(first) = node.child(0) {
             argv.push(Word::literal(&src[first.byte_range()]));
