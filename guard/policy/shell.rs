@@ -335,7 +335,11 @@ pub fn analyse_argv(argv: &[String], ctx: &ShellContext) -> Analysis {
 
 /// The last path component of a command name.
 pub fn basename(name: &str) -> &str {
-    name.rsplit('/').next().unwrap_or(name)
+    // By bytes: a `str` searcher costs more than these short names.
+    match name.bytes().rposition(|b| b == b'/') {
+        Some(slash) => &name[slash + 1..],
+        None => name,
+    }
 }
 
 /// Lexical normalisation of `raw` against `cwd`: `~` expansion, `.`/`..`/`//` removal.

@@ -52,10 +52,13 @@ impl Analyser<'_> {
 
     /// [`Self::resolve`]'s first answer alone, without copying the paths found.
     pub(super) fn trusted_name(&mut self, name: &str) -> bool {
-        match self.resolved.get(name) {
-            Some(hit) => hit.0,
-            None => self.resolve(name).0,
+        if let Some(hit) = self.resolved.get(name) {
+            return hit.0;
         }
+        let r = self.resolve_uncached(name);
+        let trusted = r.0;
+        self.resolved.insert(name.to_string(), r);
+        trusted
     }
 
     fn resolve_uncached(&self, name: &str) -> Resolved {

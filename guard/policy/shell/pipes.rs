@@ -165,7 +165,12 @@ impl Analyser<'_> {
     /// provably equivalent; false (nothing analysed) otherwise.
     pub(super) fn find_xargs(&mut self, find: Node, xargs: Node, src: &str, env: &Env) -> bool {
         // The name is part of the command's text: most pairs fail on the text alone.
-        if !src[find.byte_range()].contains("find") || !src[xargs.byte_range()].contains("xargs") {
+        let has = |n: Node, name: &str| {
+            src.as_bytes()[n.byte_range()]
+                .windows(name.len())
+                .any(|w| w == name.as_bytes())
+        };
+        if !has(find, "find") || !has(xargs, "xargs") {
             return false;
         }
         let quick = |n: Node| child_by_field(n, "name").map(|c| &src[c.byte_range()]);

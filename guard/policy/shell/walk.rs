@@ -100,7 +100,8 @@ impl<'c> Analyser<'c> {
             functions: HashSet::new(),
             cwds: vec![ctx.cwd.clone()],
             cwd_unknown: false,
-            resolved: HashMap::new(),
+            // One entry per command name: sized so a pipeline's names need no regrowth.
+            resolved: HashMap::with_capacity(8),
             gates: Vec::new(),
             vars: HashMap::new(),
             known: HashMap::new(),
@@ -187,7 +188,11 @@ impl<'c> Analyser<'c> {
             self.problem(text, "shell nesting is too deep to analyse", env);
             return;
         }
-        if text.contains(|c: char| c.is_ascii_control() && c != '\n' && c != '\t') {
+        // (ASCII controls are single bytes; no byte of a multi-byte character is one.)
+        if text
+            .bytes()
+            .any(|c| c.is_ascii_control() && c != b'\n' && c != b'\t')
+        {
             // A shell reads `\r` and other controls as word characters; the parser does
             // not, so the two could disagree on what runs.
             self.problem(text, "command text contains control characters", env);
@@ -331,12 +336,12 @@ impl<'c> Analyser<'c> {
         let text = &src[node.byte_range()];
         let start = self.segments.len();
         let mut e = env.clone();
-        let mut argv = Vec::new();
         let mut redirects = Vec::new();
         let mut stdin = None;
         let mut deferred = Vec::new();
         let mut extra = Vec::new();
         let items = children_with_fields(node);
+        let mut argv = Vec::with_capacity(items.len());
         if split_word(items.iter().filter(|(f, c)| {
             c.is_named() && !matches!(*f, Some("redirect")) && is_argument(kind(*c))
         })) {
@@ -381,7 +386,7 @@ impl<'c> Analyser<'c> {
             e.stdin = s;
         }
         let mid = self.segments.len();
-        self.simple(argv, &e, text);
+        self.simple_in(argv, e, text);
         // The command itself before the commands its words substitute.
         let end = self.segments.len();
         if mid > start && end > mid {

@@ -9,25 +9,22 @@ impl Analyser<'_> {
     /// Each stage reads a pipe, except the first.
     pub(super) fn pipeline(&mut self, node: Node, src: &str, env: &Env) {
         let children = named_children(node);
+        let piped = env.with_stdin(Stdin::Pipe);
         let mut i = 0;
         while let Some(&child) = children.get(i) {
-            let e = if i == 0 {
-                env.clone()
-            } else {
-                env.with_stdin(Stdin::Pipe)
-            };
+            let e = if i == 0 { env } else { &piped };
             i += 1;
             if kind(child) == "comment" {
                 continue;
             }
             // `find … | xargs CMD`: analysed as `find … -exec CMD {} +` (`pipes`).
             if let Some(&next) = children.get(i) {
-                if self.find_xargs(child, next, src, &e) {
+                if self.find_xargs(child, next, src, e) {
                     i += 1;
                     continue;
                 }
             }
-            self.statement(child, src, &e);
+            self.statement(child, src, e);
         }
     }
 
