@@ -139,9 +139,7 @@ impl Analyser<'_> {
         let name = var.map(|v| src[v.byte_range()].to_string());
         let mut cursor = node.walk();
         let value_nodes: Vec<Node> = node.children_by_field_name("value", &mut cursor).collect();
-        let fields: Vec<(Option<&'static str>, Node)> =
-            value_nodes.iter().map(|n| (None, *n)).collect();
-        if split_word(fields.iter()) {
+        if split_word(value_nodes.iter().copied()) {
             self.problem(
                 &src[node.byte_range()],
                 "the shell parser split one word in two",

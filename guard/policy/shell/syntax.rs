@@ -66,19 +66,45 @@ pub(crate) fn children_with_fields(node: Node<'_>) -> Vec<(Option<&'static str>,
     )
 }
 
+/// Lists up to this long are read child by child (`Node::child(i)`), longer ones with a
+/// cursor. Indexing skips the grammar's hidden nodes by their counts, which for a short
+/// list is several times cheaper than a cursor's steps; but each index starts again from
+/// the first child, so a long list (hostile text) would cost its square.
+const INDEXED: usize = 16;
+
+/// Redirection node kinds a command may have.
+pub(crate) fn is_redirect(kind: &str) -> bool {
+    matches!(
+        kind,
+        "file_redirect" | "heredoc_redirect" | "herestring_redirect"
+    )
+}
+
+/// What the command walk assumes instead of reading every child's field (dear): the
+/// grammar's `redirect` field of a command holds only redirection kinds (node-types.json:
+/// `file_redirect`, `herestring_redirect`). Checked in debug builds, so on every test.
+pub(crate) fn redirect_fields_are_redirects(node: Node<'_>) -> bool {
+    children_with_fields(node)
+        .into_iter()
+        .all(|(f, c)| f != Some("redirect") || is_redirect(kind(c)))
+}
+
 /// A node's children (named and anonymous), in order.
 pub(crate) fn children(node: Node<'_>) -> Vec<Node<'_>> {
-    collect(node, node.child_count(), |_| true, TreeCursor::node)
+    let count = node.child_count();
+    if count <= INDEXED {
+        return (0..count).filter_map(|i| node.child(i)).collect();
+    }
+    collect(node, count, |_| true, TreeCursor::node)
 }
 
 /// A node's named children, in order.
 pub(crate) fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
-    collect(
-        node,
-        node.named_child_count(),
-        Node::is_named,
-        TreeCursor::node,
-    )
+    let count = node.named_child_count();
+    if count <= INDEXED {
+        return (0..count).filter_map(|i| node.named_child(i)).collect();
+    }
+    collect(node, count, Node::is_named, TreeCursor::node)
 }
 
 /// The first `count` children that pass `keep`, mapped by `item`. Unlike `Node::children`
@@ -135,11 +161,9 @@ pub(crate) fn is_argument(kind: &str) -> bool {
 /// Do two arguments touch? The shell reads adjacent text as one word; tree-sitter-bash
 /// sometimes splits one (`~/$a$b/x` as `~/$a$` and `b/x`), so what it gives is not what
 /// runs.
-pub(crate) fn split_word<'a, 'b: 'a>(
-    args: impl Iterator<Item = &'a (Option<&'static str>, Node<'b>)>,
-) -> bool {
+pub(crate) fn split_word<'t>(args: impl Iterator<Item = Node<'t>>) -> bool {
     let mut prev_end = None;
-    for (_, n) in args {
+    for n in args {
         if prev_end == Some(n.start_byte()) {
             return true;
         }

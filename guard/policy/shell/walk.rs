@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use tree_sitter::Node;
 
 pub(crate) use super::syntax::{
-    child_by_field, children, children_with_fields, field_name, is_argument, is_statement, kind,
-    named_children, split_word,
+    child_by_field, children, children_with_fields, field_name, is_argument, is_redirect,
+    is_statement, kind, named_children, redirect_fields_are_redirects, split_word,
 };
 
 mod statements;
@@ -340,32 +340,38 @@ impl<'c> Analyser<'c> {
         let mut stdin = None;
         let mut deferred = Vec::new();
         let mut extra = Vec::new();
-        let items = children_with_fields(node);
+        // Children by kind; of the fields only `name` is read (see
+        // `redirect_fields_are_redirects`).
+        debug_assert!(redirect_fields_are_redirects(node), "{text}");
+        let name = child_by_field(node, "name");
+        let items = children(node);
         let mut argv = Vec::with_capacity(items.len());
-        if split_word(items.iter().filter(|(f, c)| {
-            c.is_named() && !matches!(*f, Some("redirect")) && is_argument(kind(*c))
-        })) {
+        if split_word(
+            items
+                .iter()
+                .copied()
+                .filter(|c| c.is_named() && is_argument(kind(*c))),
+        ) {
             self.problem(text, "the shell parser split one word in two", env);
             return;
         }
-        for (field, child) in items {
+        for child in items {
             if !child.is_named() {
                 continue;
             }
-            match (field, kind(child)) {
-                (_, "variable_assignment") => {
+            match kind(child) {
+                "variable_assignment" => {
                     for (name, value) in self.assignments(child, src, env) {
                         let value = value.and_then(|w| w.value);
                         self.gate(inert::env_gate(&name, value.as_deref()));
                         e.env_assignments.push(name);
                     }
                 }
-                (Some("name"), _) => {
+                _ if Some(child) == name => {
                     let inner = child.named_child(0).unwrap_or(child);
                     argv.push(self.word(inner, src, env));
                 }
-                (Some("redirect"), _)
-                | (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
+                k if is_redirect(k) => {
                     let mut sinks = Sinks {
                         out: &mut redirects,
                         stdin: &mut stdin,
@@ -374,8 +380,8 @@ impl<'c> Analyser<'c> {
                     };
                     self.redirect(child, src, env, &mut sinks);
                 }
-                (_, "subshell") => self.statement(child, src, env),
-                (_, "comment") => {}
+                "subshell" => self.statement(child, src, env),
+                "comment" => {}
                 _ => argv.push(self.word(child, src, env)),
             }
         }
