@@ -215,8 +215,17 @@ mod tests {
             "while read -r l; do echo; done < f; cat <<EOF\n$HOME\nEOF\n",
             "echo ( ; fi",
         ];
+        // Lists longer than `INDEXED`, read with a cursor.
+        let long_pipeline = vec!["ls"; INDEXED + 4].join(" | ");
+        let long_word = format!("echo {}", "a$b".repeat(INDEXED));
+        let texts = texts
+            .iter()
+            .map(|t| t.to_string())
+            .chain([long_pipeline, long_word]);
         let mut error_seen = false;
+        let mut long_lists = 0;
         for text in texts {
+            let text = text.as_str();
             let tree = super::super::parse(text).expect("parses");
             let mut cursor = tree.walk();
             let mut visited = 0;
@@ -226,6 +235,7 @@ mod tests {
                 assert_eq!(kind(node), node.kind(), "in {text:?}");
                 assert_eq!(field_name(&cursor), cursor.field_name(), "in {text:?}");
                 error_seen |= node.is_error();
+                long_lists += usize::from(node.child_count() > INDEXED);
                 let mut walk = node.walk();
                 assert_eq!(children(node), node.children(&mut walk).collect::<Vec<_>>());
                 assert_eq!(
@@ -260,6 +270,7 @@ mod tests {
             assert!(visited > 5, "walked {text:?}");
         }
         assert!(error_seen, "an ERROR node was checked");
+        assert!(long_lists >= 2, "long lists were checked");
         assert_eq!(
             child_by_field(
                 super::super::parse("ls").expect("parses").root_node(),
