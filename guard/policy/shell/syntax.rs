@@ -80,13 +80,15 @@ pub(crate) fn is_redirect(kind: &str) -> bool {
     )
 }
 
-/// What the command walk assumes instead of reading every child's field (dear): the
-/// grammar's `redirect` field of a command holds only redirection kinds (node-types.json:
-/// `file_redirect`, `herestring_redirect`). Checked in debug builds, so on every test.
-pub(crate) fn redirect_fields_are_redirects(node: Node<'_>) -> bool {
-    children_with_fields(node)
-        .into_iter()
-        .all(|(f, c)| f != Some("redirect") || is_redirect(kind(c)))
+/// What the command walk assumes instead of reading its children's fields (dear): in
+/// tree-sitter-bash a command's `name` field is its one `command_name` child (no other
+/// child has that kind), and its `redirect` field holds only redirection kinds
+/// (node-types.json). Checked in debug builds, so on every test.
+pub(crate) fn command_fields_follow_kinds(node: Node<'_>) -> bool {
+    children_with_fields(node).into_iter().all(|(f, c)| {
+        (f == Some("name")) == (kind(c) == "command_name")
+            && (f != Some("redirect") || is_redirect(kind(c)))
+    })
 }
 
 /// A node's children (named and anonymous), in order.

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use tree_sitter::Node;
 
 pub(crate) use super::syntax::{
-    child_by_field, children, children_with_fields, field_name, is_argument, is_redirect,
-    is_statement, kind, named_children, redirect_fields_are_redirects, split_word,
+    child_by_field, children, children_with_fields, command_fields_follow_kinds, field_name,
+    is_argument, is_redirect, is_statement, kind, named_children, split_word,
 };
 
 mod statements;
@@ -340,10 +340,8 @@ impl<'c> Analyser<'c> {
         let mut stdin = None;
         let mut deferred = Vec::new();
         let mut extra = Vec::new();
-        // Children by kind; of the fields only `name` is read (see
-        // `redirect_fields_are_redirects`).
-        debug_assert!(redirect_fields_are_redirects(node), "{text}");
-        let name = child_by_field(node, "name");
+        // Children by kind, not by field (see `command_fields_follow_kinds`).
+        debug_assert!(command_fields_follow_kinds(node), "{text}");
         let items = children(node);
         let mut argv = Vec::with_capacity(items.len());
         if split_word(
@@ -367,7 +365,7 @@ impl<'c> Analyser<'c> {
                         e.env_assignments.push(name);
                     }
                 }
-                _ if Some(child) == name => {
+                "command_name" => {
                     let inner = child.named_child(0).unwrap_or(child);
                     argv.push(self.word(inner, src, env));
                 }
