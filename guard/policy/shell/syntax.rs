@@ -66,12 +66,6 @@ pub(crate) fn children_with_fields(node: Node<'_>) -> Vec<(Option<&'static str>,
     )
 }
 
-/// Lists up to this long are read child by child (`Node::child(i)`), longer ones with a
-/// cursor. Indexing skips the grammar's hidden nodes by their counts, which for a short
-/// list is several times cheaper than a cursor's steps; but each index starts again from
-/// the first child, so a long list (hostile text) would cost its square.
-const INDEXED: usize = 16;
-
 /// Redirection node kinds a command may have.
 pub(crate) fn is_redirect(kind: &str) -> bool {
     matches!(
@@ -90,6 +84,12 @@ pub(crate) fn command_fields_follow_kinds(node: Node<'_>) -> bool {
             && (f != Some("redirect") || is_redirect(kind(c)))
     })
 }
+
+/// Lists up to this long are read child by child (`Node::child(i)`), longer ones with a
+/// cursor. Indexing skips the grammar's hidden nodes by their counts, which for a short
+/// list is several times cheaper than a cursor's steps; but each index starts again from
+/// the first child, so a long list (hostile text) would cost its square.
+const INDEXED: usize = 16;
 
 /// A node's children (named and anonymous), in order.
 pub(crate) fn children(node: Node<'_>) -> Vec<Node<'_>> {
