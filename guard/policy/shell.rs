@@ -21,7 +21,7 @@ pub use path_lookup::resolve_on_path;
 pub use pipes::{XARGS0_FROM_FIND, XARGS_FROM_FIND};
 pub use wrappers::SHELLS;
 
-use foldhash::{HashMap, HashMapExt};
+use foldhash::{HashMap, HashMapExt, HashSet};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 
@@ -196,6 +196,14 @@ pub const SHELL_BUILTINS: [&str; 56] = [
     "umask",
 ];
 
+/// Is `name` one of [`SHELL_BUILTINS`]? A hash set built once: every command asks, and a
+/// scan of the list compared most of its names.
+pub(crate) fn is_shell_builtin(name: &str) -> bool {
+    static SET: std::sync::OnceLock<HashSet<&'static str>> = std::sync::OnceLock::new();
+    SET.get_or_init(|| SHELL_BUILTINS.into_iter().collect())
+        .contains(name)
+}
+
 /// One simple command the text may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
@@ -327,7 +335,11 @@ pub fn analyse_argv(argv: &[String], ctx: &ShellContext) -> Analysis {
 
 /// The last path component of a command name.
 pub fn basename(name: &str) -> &str {
-    name.rsplit('/').next().unwrap_or(name)
+    // By bytes: a `str` searcher costs more than these short names.
+    match name.bytes().rposition(|b| b == b'/') {
+        Some(slash) => &name[slash + 1..],
+        None => name,
+    }
 }
 
 /// Lexical normalisation of `raw` against `cwd`: `~` expansion, `.`/`..`/`//` removal.

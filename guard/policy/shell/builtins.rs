@@ -5,6 +5,8 @@
 
 use super::inert::{env_gate, is_integer, test_args_gate, variable_gate};
 use super::{Segment, Word};
+use foldhash::HashSet;
+use std::sync::OnceLock;
 
 /// Does the command run as a shell builtin? Only when nothing but the shell (or `command`,
 /// `builtin`, `eval`) stands between it and the text: `env printf` is `/usr/bin/printf`.
@@ -29,7 +31,7 @@ const ELSEWHERE: &[&str] = &["command", "exec", "cd", "source", ".", "eval", "ki
 /// For a segment whose program is a shell builtin: why it is not known inert, if it is not.
 pub(crate) fn builtin_gate(seg: &Segment) -> Option<String> {
     let name = seg.argv.first()?.value.as_deref()?;
-    if name.contains('/') || !super::SHELL_BUILTINS.contains(&name) && !EXTRA.contains(&name) {
+    if name.contains('/') || !is_builtin_name(name) {
         return None;
     }
     let args = &seg.argv[1..];
@@ -249,36 +251,43 @@ fn mapfile(c: &Call) -> Option<String> {
 /// [`super::SHELL_BUILTINS`].
 const EXTRA: &[&str] = &[
     "[[",
-    "unset",
-    "unalias",
-    "wait",
-    "compopt",
-    "let",
-    "coproc",
-    "mapfile",
-    "readarray",
-    "fc",
-    "history",
+    "alias",
     "bind",
-    "complete",
     "compgen",
+    "complete",
     "compopt",
-    "enable",
-    "getopts",
-    "suspend",
+    "coproc",
     "disown",
-    "pushd",
-    "popd",
-    "shopt",
+    "enable",
+    "fc",
+    "getopts",
     "hash",
+    "history",
+    "let",
+    "local",
+    "mapfile",
+    "popd",
+    "pushd",
+    "readarray",
+    "readonly",
+    "shopt",
+    "suspend",
     "trap",
+    "typeset",
     "ulimit",
     "umask",
-    "alias",
-    "typeset",
-    "readonly",
-    "local",
+    "unalias",
+    "unset",
+    "wait",
 ];
+
+/// Is `name` in [`super::SHELL_BUILTINS`] or [`EXTRA`]? A hash set built once: every
+/// segment asks, and most names (`cat`, `grep`) are in neither list.
+fn is_builtin_name(name: &str) -> bool {
+    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| super::SHELL_BUILTINS.iter().chain(EXTRA).copied().collect())
+        .contains(name)
+}
 
 fn numeric_args(name: &str, args: &[Word]) -> Option<String> {
     let ok = args.len() <= 1
@@ -291,6 +300,24 @@ fn numeric_args(name: &str, args: &[Word]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sets answer as the lists do.
+    #[test]
+    fn builtin_sets_match_the_lists() {
+        use crate::policy::shell::{is_shell_builtin, SHELL_BUILTINS};
+        for name in SHELL_BUILTINS.iter().chain(EXTRA) {
+            assert!(is_builtin_name(name), "{name}");
+            assert_eq!(
+                is_shell_builtin(name),
+                SHELL_BUILTINS.contains(name),
+                "{name}"
+            );
+        }
+        for name in ["cat", "[[[", "", "Echo", "echo ", "unset"] {
+            assert_eq!(is_builtin_name(name), EXTRA.contains(&name), "{name}");
+            assert!(!is_shell_builtin(name), "{name}");
+        }
+    }
 
     /// A rule reaches its builtin only if the name is a builtin, is not already inert or
     /// handled elsewhere, and is listed once (a second row would be dead).

@@ -7,6 +7,7 @@
 //! below in an inert form; anything else records a gate (a human sees it). Builtins are
 //! not inert by default.
 
+use super::syntax::{child_by_field, kind, named_children};
 use super::Word;
 use crate::policy::env::{classify, is_inert_assignment, EnvName};
 
@@ -80,7 +81,7 @@ pub(crate) fn env_gate(name: &str, value: Option<&str>) -> Option<String> {
 /// always-numeric specials `$#`, `$?`, `$$`, `$!` are fine.
 pub(crate) fn arithmetic_gate(node: Node, src: &str) -> Option<String> {
     fn walk(node: Node, src: &str) -> bool {
-        match node.kind() {
+        match kind(node) {
             "number" => true,
             "simple_expansion" => matches!(&src[node.byte_range()], "$#" | "$?" | "$$" | "$!"),
             "variable_name"
@@ -93,8 +94,7 @@ pub(crate) fn arithmetic_gate(node: Node, src: &str) -> Option<String> {
             | "concatenation"
             | "ansi_c_string" => false,
             _ => {
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let children = named_children(node);
                 children.into_iter().all(|c| walk(c, src))
             }
         }
@@ -174,16 +174,13 @@ pub(crate) fn expansion_gate(text: &str) -> Option<String> {
 /// `[[ … ]]`: arithmetic comparisons between anything but literals, `-v`/`-R` on anything
 /// but a plain name.
 pub(crate) fn test_expression_gate(node: Node, src: &str) -> Option<String> {
-    let mut cursor = node.walk();
-    let children: Vec<Node> = node.named_children(&mut cursor).collect();
-    let op = node
-        .child_by_field_name("operator")
-        .map(|o| &src[o.byte_range()]);
-    match (node.kind(), op) {
+    let children = named_children(node);
+    let op = child_by_field(node, "operator").map(|o| &src[o.byte_range()]);
+    match (kind(node), op) {
         ("binary_expression", Some(op)) if ARITH_OPS.contains(&op) => {
             for side in ["left", "right"] {
-                let ok = node.child_by_field_name(side).is_some_and(|n| {
-                    n.kind() == "number" || (n.kind() == "word" && is_integer(&src[n.byte_range()]))
+                let ok = child_by_field(node, side).is_some_and(|n| {
+                    kind(n) == "number" || (kind(n) == "word" && is_integer(&src[n.byte_range()]))
                 });
                 if !ok {
                     return Some(format!(
@@ -194,8 +191,8 @@ pub(crate) fn test_expression_gate(node: Node, src: &str) -> Option<String> {
             }
         }
         ("unary_expression", Some("-v" | "-R")) => {
-            let operand = children.iter().find(|c| c.kind() != "test_operator");
-            if !operand.is_some_and(|n| n.kind() == "word" && is_identifier(&src[n.byte_range()])) {
+            let operand = children.iter().find(|c| kind(**c) != "test_operator");
+            if !operand.is_some_and(|n| kind(*n) == "word" && is_identifier(&src[n.byte_range()])) {
                 return Some(format!(
                     "a variable test on a subscript ({})",
                     truncate(&src[node.byte_range()])

@@ -11,7 +11,7 @@
 //! themselves gated, so they cannot make a known binding wrong and still come out allow.
 //! A re-parsed text (`sh -c`, `eval`) is another shell or code: it sees no known binding.
 
-use super::walk::{split_word, Analyser, Env};
+use super::walk::{child_by_field, kind, split_word, Analyser, Env};
 use super::Word;
 use tree_sitter::Node;
 
@@ -37,9 +37,9 @@ fn only_uses(root: Node, src: &str, name: &str, binder: Node) -> bool {
     loop {
         let node = cursor.node();
         let descend = if &src[node.byte_range()] == name && node.id() != binder.id() {
-            let is_use = node.kind() == "variable_name"
+            let is_use = kind(node) == "variable_name"
                 && node.parent().is_some_and(|p| {
-                    matches!(p.kind(), "simple_expansion" | "expansion")
+                    matches!(kind(p), "simple_expansion" | "expansion")
                         && plain.iter().any(|t| t == &src[p.byte_range()])
                 });
             if !is_use {
@@ -83,15 +83,14 @@ impl Analyser<'_> {
     /// value was evaluated to `value`: records the binding when it is known for certain.
     pub(super) fn record_known(&mut self, node: Node, src: &str, value: Option<&Word>) {
         let Some(value) = value else { return };
-        let (Some(name), Some(v)) = (node.child_by_field_name("name"), value.value.as_ref()) else {
+        let (Some(name), Some(v)) = (child_by_field(node, "name"), value.value.as_ref()) else {
             return;
         };
-        let top = node.parent().is_some_and(|p| p.kind() == "program");
+        let top = node.parent().is_some_and(|p| kind(p) == "program");
         // `f=x &` runs in a background subshell.
-        let background = node.next_sibling().is_some_and(|s| s.kind() == "&");
-        let plain = name.kind() == "variable_name"
-            && node
-                .child_by_field_name("value")
+        let background = node.next_sibling().is_some_and(|s| kind(s) == "&");
+        let plain = kind(name) == "variable_name"
+            && child_by_field(node, "value")
                 .is_some_and(|val| &src[name.end_byte()..val.start_byte()] == "=");
         if !top || background || !plain || value.substitution || !self.may_check() {
             return;
@@ -136,13 +135,11 @@ impl Analyser<'_> {
     /// certain (see the module doc), the body is analysed once per value with the variable
     /// bound to it, else once with the variable unknown (candidates only).
     pub(super) fn for_loop(&mut self, node: Node, src: &str, env: &Env) {
-        let var = node.child_by_field_name("variable");
+        let var = child_by_field(node, "variable");
         let name = var.map(|v| src[v.byte_range()].to_string());
         let mut cursor = node.walk();
         let value_nodes: Vec<Node> = node.children_by_field_name("value", &mut cursor).collect();
-        let fields: Vec<(Option<&'static str>, Node)> =
-            value_nodes.iter().map(|n| (None, *n)).collect();
-        if split_word(fields.iter()) {
+        if split_word(value_nodes.iter().copied()) {
             self.problem(
                 &src[node.byte_range()],
                 "the shell parser split one word in two",
@@ -159,13 +156,13 @@ impl Analyser<'_> {
                 self.bind_word(name, w);
             }
         }
-        let Some(body) = node.child_by_field_name("body") else {
+        let Some(body) = child_by_field(node, "body") else {
             return;
         };
         let simple = match (var, &name) {
             (Some(var), Some(name)) => {
                 name.bytes().any(|b| b.is_ascii_lowercase())
-                    && var.kind() == "variable_name"
+                    && kind(var) == "variable_name"
                     && !values.is_empty()
                     && values.len() <= MAX_LOOP_VALUES
                     && values.iter().all(|w| w.value.is_some() && !w.substitution)

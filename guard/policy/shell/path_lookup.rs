@@ -16,11 +16,25 @@ pub fn resolve_on_path(name: &str, path_var: &str, cwd: &Path) -> Option<PathBuf
 /// then may the command table trust its name: `ls` found in a directory the agent can write
 /// is the agent's own code.
 pub(super) fn trusted_location(name: &str, resolved: Option<&Path>) -> bool {
-    if !name.contains('/') && super::SHELL_BUILTINS.contains(&name) {
+    if !name.contains('/') && super::is_shell_builtin(name) {
+        return true;
+    }
+    let Some(resolved) = resolved else {
+        return false;
+    };
+    // The usual answer, `/usr/bin/NAME`, by bytes; any other spelling component-wise.
+    let bytes = resolved.as_os_str().as_encoded_bytes();
+    let plainly_in = |t: &str| {
+        bytes
+            .strip_prefix(t.as_bytes())
+            .and_then(|r| r.strip_prefix(b"/"))
+            .is_some_and(|r| !r.is_empty() && !r.contains(&b'/') && r != b"." && r != b"..")
+    };
+    if super::TRUSTED_DIRS.iter().any(|t| plainly_in(t)) {
         return true;
     }
     resolved
-        .and_then(Path::parent)
+        .parent()
         .is_some_and(|dir| super::TRUSTED_DIRS.iter().any(|t| dir == Path::new(t)))
 }
 
@@ -38,10 +52,13 @@ impl Analyser<'_> {
 
     /// [`Self::resolve`]'s first answer alone, without copying the paths found.
     pub(super) fn trusted_name(&mut self, name: &str) -> bool {
-        match self.resolved.get(name) {
-            Some(hit) => hit.0,
-            None => self.resolve(name).0,
+        if let Some(hit) = self.resolved.get(name) {
+            return hit.0;
         }
+        let r = self.resolve_uncached(name);
+        let trusted = r.0;
+        self.resolved.insert(name.to_string(), r);
+        trusted
     }
 
     fn resolve_uncached(&self, name: &str) -> Resolved {
@@ -63,5 +80,43 @@ impl Analyser<'_> {
         let trusted = name.starts_with('/')
             && (in_path_dir(&lexical) || real.as_ref().is_some_and(in_path_dir));
         (trusted, Some(lexical), real)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trusted_location;
+    use std::path::Path;
+
+    /// The byte fast path answers as `Path::parent` compared component-wise does.
+    #[test]
+    fn trusted_location_by_bytes_or_components() {
+        let cases = [
+            ("/usr/bin/cat", true),
+            ("/usr/local/sbin/x", true),
+            ("/usr//bin/cat", true),
+            ("/usr/bin/./cat", true),
+            ("/usr/bin/", false),
+            ("/usr/bin/.", false),
+            ("/usr/bin/..", true),
+            ("/usr/bin", false),
+            ("/usr/binx/cat", false),
+            ("/usr/bin/sub/cat", false),
+            ("/home/u/bin/cat", false),
+            ("bin/cat", false),
+        ];
+        for (path, want) in cases {
+            let p = Path::new(path);
+            let slow = p.parent().is_some_and(|d| {
+                crate::policy::shell::TRUSTED_DIRS
+                    .iter()
+                    .any(|t| d == Path::new(t))
+            });
+            assert_eq!(slow, want, "{path}: the case's expectation");
+            assert_eq!(trusted_location("x/y", Some(p)), want, "{path}");
+        }
+        assert!(trusted_location("cd", None));
+        assert!(!trusted_location("./cd", None));
+        assert!(!trusted_location("cat", None));
     }
 }

@@ -8,7 +8,7 @@
 //! marked [`XARGS_FROM_FIND`] and the table checks that no name below would be split.
 //! Any other producer (`cat list | xargs rm`) keeps `xargs` input unknown (gated).
 
-use super::walk::{Analyser, Env};
+use super::walk::{child_by_field, kind, named_children, Analyser, Env};
 use super::Word;
 use tree_sitter::Node;
 
@@ -26,15 +26,14 @@ const FIND_ACTIONS: &[&str] = &[
 /// A command node whose words are all static text (no expansion, substitution,
 /// redirection or assignment): its words, else `None`.
 fn plain_words(a: &mut Analyser, node: Node, src: &str, env: &Env) -> Option<Vec<Word>> {
-    if node.kind() != "command" || src[node.byte_range()].contains(['$', '`', '<', '>', '\n', '\\'])
+    if kind(node) != "command" || src[node.byte_range()].contains(['$', '`', '<', '>', '\n', '\\'])
     {
         return None;
     }
-    let mut cursor = node.walk();
-    let children: Vec<Node> = node.named_children(&mut cursor).collect();
+    let children = named_children(node);
     let mut words = Vec::new();
     for child in children {
-        let inner = match child.kind() {
+        let inner = match kind(child) {
             "command_name" => child.named_child(0)?,
             "word" | "string" | "raw_string" | "concatenation" | "number" => child,
             _ => return None,
@@ -165,7 +164,16 @@ impl Analyser<'_> {
     /// Analyses `find … | xargs …` (two pipeline stages) as one `find -exec`, when it is
     /// provably equivalent; false (nothing analysed) otherwise.
     pub(super) fn find_xargs(&mut self, find: Node, xargs: Node, src: &str, env: &Env) -> bool {
-        let quick = |n: Node| n.child_by_field_name("name").map(|c| &src[c.byte_range()]);
+        // The name is part of the command's text: most pairs fail on the text alone.
+        let has = |n: Node, name: &str| {
+            src.as_bytes()[n.byte_range()]
+                .windows(name.len())
+                .any(|w| w == name.as_bytes())
+        };
+        if !has(find, "find") || !has(xargs, "xargs") {
+            return false;
+        }
+        let quick = |n: Node| child_by_field(n, "name").map(|c| &src[c.byte_range()]);
         if quick(find) != Some("find") || quick(xargs) != Some("xargs") {
             return false;
         }

@@ -1,7 +1,9 @@
 //! Redirections and here-documents: what a `redirected_statement` reads from and writes
 //! to, and the stdin it gives the statement inside.
 
-use super::walk::{children_with_fields, is_statement, Analyser, Env};
+use super::walk::{
+    children_with_fields, field_name, is_statement, kind, named_children, Analyser, Env,
+};
 use super::{Redirect, RedirectKind, Stdin, Word};
 use tree_sitter::Node;
 
@@ -31,7 +33,7 @@ impl Analyser<'_> {
             e.stdin = s;
         }
         match body {
-            Some(b) if b.kind() == "command" => self.command(b, src, &e, extra_args),
+            Some(b) if kind(b) == "command" => self.command(b, src, &e, extra_args),
             Some(b) => self.statement(b, src, &e),
             None => {
                 let text = &src[node.byte_range()];
@@ -52,15 +54,14 @@ impl Analyser<'_> {
         env: &Env,
         r: &mut Sinks<'_, 't>,
     ) {
-        match node.kind() {
+        match kind(node) {
             "file_redirect" => self.file_redirect(node, src, env, r),
             "heredoc_redirect" => self.heredoc_redirect(node, src, env, r),
             "herestring_redirect" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                let children = named_children(node);
                 let mut value = None;
                 for child in children {
-                    if child.kind() != "file_descriptor" {
+                    if kind(child) != "file_descriptor" {
                         value = self.word(child, src, env).value;
                     }
                 }
@@ -78,10 +79,10 @@ impl Analyser<'_> {
         if cursor.goto_first_child() {
             loop {
                 let n = cursor.node();
-                if cursor.field_name() == Some("destination") {
+                if field_name(&cursor) == Some("destination") {
                     dests.push(n);
                 } else if !n.is_named() {
-                    op = n.kind();
+                    op = kind(n);
                 }
                 if !cursor.goto_next_sibling() {
                     break;
@@ -110,7 +111,7 @@ impl Analyser<'_> {
     ) {
         let mut body_text: Option<String> = Some(String::new());
         for (field, n) in children_with_fields(node) {
-            match (field, n.kind()) {
+            match (field, kind(n)) {
                 (_, "heredoc_body") => body_text = self.word(n, src, env).value,
                 (Some("argument"), _) => {
                     let w = self.word(n, src, env);
@@ -119,8 +120,7 @@ impl Analyser<'_> {
                 (Some("redirect"), _) => self.redirect(n, src, env, r),
                 (Some("right"), _) => r.deferred.push((n, false)),
                 (_, "pipeline") => {
-                    let mut cursor = n.walk();
-                    for stage in n.named_children(&mut cursor) {
+                    for stage in named_children(n) {
                         r.deferred.push((stage, true));
                     }
                 }

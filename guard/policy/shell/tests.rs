@@ -266,3 +266,15 @@ fn git_ls_files_as_arguments_gates_with_its_reason() {
         .gates
         .is_empty());
 }
+
+/// `basename` by bytes answers as `rsplit('/')` did.
+#[test]
+fn basename_is_the_text_after_the_last_slash() {
+    for name in ["cat", "/usr/bin/cat", "./x", "dir/", "/", "", "a//b", "é/ü"] {
+        assert_eq!(
+            basename(name),
+            name.rsplit('/').next().unwrap_or(name),
+            "{name}"
+        );
+    }
+}

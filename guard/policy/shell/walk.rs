@@ -7,10 +7,14 @@ use super::{
     MAX_NODES, MAX_REPARSE_DEPTH, MAX_SEGMENTS, MAX_TREE_DEPTH,
 };
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
+use std::borrow::Cow;
 use std::path::PathBuf;
 use tree_sitter::Node;
 
-pub(crate) use super::syntax::{children_with_fields, is_argument, is_statement, split_word};
+pub(crate) use super::syntax::{
+    child_by_field, children, children_with_fields, command_fields_follow_kinds, field_name,
+    is_argument, is_redirect, is_statement, kind, named_children, split_word,
+};
 
 mod statements;
 
@@ -49,6 +53,8 @@ impl Env {
 
 pub(crate) struct Analyser<'c> {
     pub ctx: &'c ShellContext,
+    /// `ctx.home` as text, converted once (every unquoted word may start with `~`).
+    pub(crate) home: Cow<'c, str>,
     nodes: usize,
     tree_depth: usize,
     segments: Vec<Segment>,
@@ -85,6 +91,7 @@ impl<'c> Analyser<'c> {
     pub fn new(ctx: &'c ShellContext) -> Self {
         Analyser {
             ctx,
+            home: ctx.home.to_string_lossy(),
             nodes: 0,
             tree_depth: 0,
             // Sized for a typical pipeline up front: regrowing a Vec of large segments
@@ -93,7 +100,8 @@ impl<'c> Analyser<'c> {
             functions: HashSet::new(),
             cwds: vec![ctx.cwd.clone()],
             cwd_unknown: false,
-            resolved: HashMap::new(),
+            // One entry per command name: sized so a pipeline's names need no regrowth.
+            resolved: HashMap::with_capacity(8),
             gates: Vec::new(),
             vars: HashMap::new(),
             known: HashMap::new(),
@@ -180,7 +188,11 @@ impl<'c> Analyser<'c> {
             self.problem(text, "shell nesting is too deep to analyse", env);
             return;
         }
-        if text.contains(|c: char| c.is_ascii_control() && c != '\n' && c != '\t') {
+        // (ASCII controls are single bytes; no byte of a multi-byte character is one.)
+        if text
+            .bytes()
+            .any(|c| c.is_ascii_control() && c != b'\n' && c != b'\t')
+        {
             // A shell reads `\r` and other controls as word characters; the parser does
             // not, so the two could disagree on what runs.
             self.problem(text, "command text contains control characters", env);
@@ -254,7 +266,7 @@ impl<'c> Analyser<'c> {
     /// other kind is a problem (not analysable, so never autonomous).
     fn statement_inner(&mut self, node: Node, src: &str, env: &Env) {
         let text = &src[node.byte_range()];
-        match node.kind() {
+        match kind(node) {
             "compound_statement" if text.starts_with("((") => {
                 self.gate(inert::arithmetic_gate(node, src));
                 self.named_children(node, src, env);
@@ -283,10 +295,9 @@ impl<'c> Analyser<'c> {
     }
 
     fn named_children(&mut self, node: Node, src: &str, env: &Env) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
         for child in children {
-            if is_statement(child.kind()) || child.kind() == "comment" {
+            if is_statement(kind(child)) || kind(child) == "comment" {
                 self.statement(child, src, env);
             } else {
                 self.scan(child, src, env);
@@ -298,18 +309,15 @@ impl<'c> Analyser<'c> {
     /// and their static values; values are scanned.
     fn assignments(&mut self, node: Node, src: &str, env: &Env) -> Vec<(String, Option<Word>)> {
         let mut out = Vec::new();
-        if node.kind() == "variable_assignments" {
-            let mut cursor = node.walk();
-            let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        if kind(node) == "variable_assignments" {
+            let children = named_children(node);
             for child in children {
                 out.extend(self.assignments(child, src, env));
             }
             return out;
         }
-        let value = node
-            .child_by_field_name("value")
-            .map(|v| self.word(v, src, env));
-        if let Some(name) = node.child_by_field_name("name") {
+        let value = child_by_field(node, "value").map(|v| self.word(v, src, env));
+        if let Some(name) = child_by_field(node, "name") {
             let name = src[name.byte_range()].to_string();
             if let Some(w) = &value {
                 self.bind_word(&name, w);
@@ -328,36 +336,40 @@ impl<'c> Analyser<'c> {
         let text = &src[node.byte_range()];
         let start = self.segments.len();
         let mut e = env.clone();
-        let mut argv = Vec::new();
         let mut redirects = Vec::new();
         let mut stdin = None;
         let mut deferred = Vec::new();
         let mut extra = Vec::new();
-        let items = children_with_fields(node);
-        if split_word(items.iter().filter(|(f, c)| {
-            c.is_named() && !matches!(*f, Some("redirect")) && is_argument(c.kind())
-        })) {
+        // Children by kind, not by field (see `command_fields_follow_kinds`).
+        debug_assert!(command_fields_follow_kinds(node), "{text}");
+        let items = children(node);
+        let mut argv = Vec::with_capacity(items.len());
+        if split_word(
+            items
+                .iter()
+                .copied()
+                .filter(|c| c.is_named() && is_argument(kind(*c))),
+        ) {
             self.problem(text, "the shell parser split one word in two", env);
             return;
         }
-        for (field, child) in items {
+        for child in items {
             if !child.is_named() {
                 continue;
             }
-            match (field, child.kind()) {
-                (_, "variable_assignment") => {
+            match kind(child) {
+                "variable_assignment" => {
                     for (name, value) in self.assignments(child, src, env) {
                         let value = value.and_then(|w| w.value);
                         self.gate(inert::env_gate(&name, value.as_deref()));
                         e.env_assignments.push(name);
                     }
                 }
-                (Some("name"), _) => {
+                "command_name" => {
                     let inner = child.named_child(0).unwrap_or(child);
                     argv.push(self.word(inner, src, env));
                 }
-                (Some("redirect"), _)
-                | (_, "file_redirect" | "heredoc_redirect" | "herestring_redirect") => {
+                k if is_redirect(k) => {
                     let mut sinks = Sinks {
                         out: &mut redirects,
                         stdin: &mut stdin,
@@ -366,8 +378,8 @@ impl<'c> Analyser<'c> {
                     };
                     self.redirect(child, src, env, &mut sinks);
                 }
-                (_, "subshell") => self.statement(child, src, env),
-                (_, "comment") => {}
+                "subshell" => self.statement(child, src, env),
+                "comment" => {}
                 _ => argv.push(self.word(child, src, env)),
             }
         }
@@ -378,7 +390,7 @@ impl<'c> Analyser<'c> {
             e.stdin = s;
         }
         let mid = self.segments.len();
-        self.simple(argv, &e, text);
+        self.simple_in(argv, e, text);
         // The command itself before the commands its words substitute.
         let end = self.segments.len();
         if mid > start && end > mid {

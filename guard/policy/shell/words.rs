@@ -3,7 +3,7 @@
 //! commands inside its substitutions are analysed as segments of their own.
 
 use super::inert;
-use super::walk::{is_statement, Analyser, Env};
+use super::walk::{children, is_statement, kind, named_children, Analyser, Env};
 use super::{Stdin, Word};
 use tree_sitter::Node;
 
@@ -67,9 +67,9 @@ impl Analyser<'_> {
             f(&mut b);
             b.known.then(|| vec![b.value])
         };
-        let home = self.ctx.home.to_string_lossy();
-        match node.kind() {
-            "word" => literal(&|b| unquoted(text, b, &home, None)),
+        let home = &self.home;
+        match kind(node) {
+            "word" => literal(&|b| unquoted(text, b, home, None)),
             "number" => Some(vec![text.to_string()]),
             "raw_string" => Some(vec![text.trim_matches('\'').to_string()]),
             "string_content" => literal(&|b| double_quoted(text, b)),
@@ -78,12 +78,11 @@ impl Analyser<'_> {
             "command_substitution" => self.echo_output(node, src, depth),
             "string" | "concatenation" => {
                 let mut out = vec![String::new()];
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.children(&mut cursor).collect();
+                let children = children(node);
                 for child in children {
                     let parts = if child.is_named() {
                         self.candidates(child, src, depth + 1)?
-                    } else if node.kind() == "string" && child.kind() == "\"" {
+                    } else if kind(node) == "string" && kind(child) == "\"" {
                         continue;
                     } else {
                         vec![src[child.byte_range()].to_string()]
@@ -108,14 +107,14 @@ impl Analyser<'_> {
     /// `$(echo WORDS)` / `$(printf FMT ARGS)` with static words: what they print (`%s`
     /// and escapes only; anything else is unknown).
     fn echo_output(&self, node: Node, src: &str, depth: usize) -> Option<Vec<String>> {
-        let cmd = node.named_child(0).filter(|c| c.kind() == "command")?;
+        let cmd = node.named_child(0).filter(|c| kind(*c) == "command")?;
         if node.named_child_count() != 1 {
             return None;
         }
         let mut cursor = cmd.walk();
         let mut words = Vec::new();
         for child in cmd.named_children(&mut cursor) {
-            let inner = if child.kind() == "command_name" {
+            let inner = if kind(child) == "command_name" {
                 child.named_child(0)?
             } else {
                 child
@@ -183,12 +182,13 @@ impl Analyser<'_> {
             b.known = false;
             return;
         }
-        match node.kind() {
+        match kind(node) {
             "word" => {
                 // `~+` is $PWD: known when only one directory is possible here.
-                let cwd = (self.cwds.len() == 1 && !self.cwd_unknown)
+                // (Only `unquoted` of a `~+` word reads it.)
+                let cwd = (text.starts_with("~+") && self.cwds.len() == 1 && !self.cwd_unknown)
                     .then(|| self.cwds[0].to_string_lossy());
-                unquoted(text, b, &self.ctx.home.to_string_lossy(), cwd.as_deref())
+                unquoted(text, b, &self.home, cwd.as_deref())
             }
             "number" if node.named_child_count() == 0 => b.value.push_str(text),
             // A bare name operand (`unset x`, `export X`, `declare -p Y`): its spelling.
@@ -205,8 +205,7 @@ impl Analyser<'_> {
             "string" | "translated_string" => self.string_part(node, src, env, b, depth),
             "heredoc_body" => self.heredoc_part(node, src, env, b, depth),
             "concatenation" => {
-                let mut cursor = node.walk();
-                let children: Vec<Node> = node.children(&mut cursor).collect();
+                let children = children(node);
                 for child in children {
                     if child.is_named() {
                         self.part(child, src, env, b, depth + 1);
@@ -234,12 +233,11 @@ impl Analyser<'_> {
 
     /// `"…"`: its parts, quoted (a known variable is then not split or globbed).
     fn string_part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let children = children(node);
         let last = children.len().saturating_sub(1);
         let outer = std::mem::replace(&mut b.quoted, true);
         for (i, child) in children.into_iter().enumerate() {
-            match child.kind() {
+            match kind(child) {
                 "\"" | "$\"" if i == 0 || i == last => {}
                 "string_content" => double_quoted(&src[child.byte_range()], b),
                 _ if child.is_named() => self.part(child, src, env, b, depth + 1),
@@ -251,13 +249,12 @@ impl Analyser<'_> {
 
     /// A here-document's body: literal text with the expansions in it.
     fn heredoc_part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.children(&mut cursor).collect();
+        let children = children(node);
         let mut pos = node.start_byte();
         for child in children {
             // Literal text between parts belongs to the body.
             b.value.push_str(&src[pos..child.start_byte()]);
-            match child.kind() {
+            match kind(child) {
                 "heredoc_content" => b.value.push_str(&src[child.byte_range()]),
                 _ => self.part(child, src, env, b, depth + 1),
             }
@@ -269,11 +266,11 @@ impl Analyser<'_> {
     /// `$x`, `${x…}`: `$HOME` and variables given one static value in the text are known.
     fn expansion_part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
         let text = &src[node.byte_range()];
-        if node.kind() == "expansion" {
+        if kind(node) == "expansion" {
             self.gate(inert::expansion_gate(text));
         }
         if matches!(text, "$HOME" | "${HOME}") {
-            b.value.push_str(&self.ctx.home.to_string_lossy());
+            b.value.push_str(&self.home);
         } else if let Some(k) = self.known_use(text, b.quoted) {
             b.value.push_str(&k.value);
             b.glob |= k.glob;
@@ -297,7 +294,7 @@ impl Analyser<'_> {
         b.known = false;
         b.substitution = true;
         self.gate(listing_substitution_gate(text, b.quoted));
-        if node.kind() == "process_substitution" {
+        if kind(node) == "process_substitution" {
             b.process_substitution = true;
         }
         let mut inner = env.clone();
@@ -308,12 +305,11 @@ impl Analyser<'_> {
             Stdin::Inherited
         };
         inner.redirects.clear();
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
         for child in children {
-            if is_statement(child.kind()) {
+            if is_statement(kind(child)) {
                 self.statement(child, src, &inner);
-            } else if child.kind() == "file_redirect" {
+            } else if kind(child) == "file_redirect" {
                 // `$(< file)`: the shell reads the file itself (like `cat file`).
                 self.substitution_redirect(child, src, &inner);
             } else {
@@ -345,10 +341,9 @@ impl Analyser<'_> {
 
     /// Visits the children of an unknown construct for nested substitutions.
     fn substitutions(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
         for child in children {
-            if is_statement(child.kind()) {
+            if is_statement(kind(child)) {
                 self.statement(child, src, env);
             } else {
                 let before = b.value.len();

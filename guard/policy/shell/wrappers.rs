@@ -20,7 +20,11 @@ pub const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "mksh",
 impl Analyser<'_> {
     /// A simple command: peel wrappers, then record the segment(s).
     pub(crate) fn simple(&mut self, argv: Vec<Word>, env: &Env, text: &str) {
-        let mut env = env.clone();
+        self.simple_in(argv, env.clone(), text);
+    }
+
+    /// [`Self::simple`] with an environment the caller no longer needs (peeling edits it).
+    pub(crate) fn simple_in(&mut self, argv: Vec<Word>, mut env: Env, text: &str) {
         let mut argv = argv;
         for _ in 0..MAX_WRAPPERS {
             if argv.is_empty() {

@@ -2,43 +2,39 @@
 //! function definitions, loops and conditionals, assignments and declarations.
 
 use super::super::{inert, Stdin, Word};
-use super::{is_statement, Analyser, Env};
+use super::{child_by_field, is_statement, kind, named_children, Analyser, Env};
 use tree_sitter::Node;
 
 impl Analyser<'_> {
     /// Each stage reads a pipe, except the first.
     pub(super) fn pipeline(&mut self, node: Node, src: &str, env: &Env) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
+        let piped = env.with_stdin(Stdin::Pipe);
         let mut i = 0;
         while let Some(&child) = children.get(i) {
-            let e = if i == 0 {
-                env.clone()
-            } else {
-                env.with_stdin(Stdin::Pipe)
-            };
+            let e = if i == 0 { env } else { &piped };
             i += 1;
-            if child.kind() == "comment" {
+            if kind(child) == "comment" {
                 continue;
             }
             // `find … | xargs CMD`: analysed as `find … -exec CMD {} +` (`pipes`).
             if let Some(&next) = children.get(i) {
-                if self.find_xargs(child, next, src, &e) {
+                if self.find_xargs(child, next, src, e) {
                     i += 1;
                     continue;
                 }
             }
-            self.statement(child, src, &e);
+            self.statement(child, src, e);
         }
     }
 
     /// The name is remembered (a later call of it is not the program of that name); the
     /// body is analysed where it is defined.
     pub(super) fn function_definition(&mut self, node: Node, src: &str, env: &Env) {
-        if let Some(name) = node.child_by_field_name("name") {
+        if let Some(name) = child_by_field(node, "name") {
             self.functions.insert(src[name.byte_range()].to_string());
         }
-        if let Some(body) = node.child_by_field_name("body") {
+        if let Some(body) = child_by_field(node, "body") {
             self.statement(body, src, env);
         }
     }
@@ -46,7 +42,7 @@ impl Analyser<'_> {
     pub(super) fn for_statement(&mut self, node: Node, src: &str, env: &Env) {
         self.for_loop(node, src, env);
         // The loop variable takes the loop's values: `for PATH in …` rebinds.
-        if let Some(v) = node.child_by_field_name("variable") {
+        if let Some(v) = child_by_field(node, "variable") {
             self.gate(inert::variable_gate(&src[v.byte_range()]));
         }
     }
@@ -54,16 +50,15 @@ impl Analyser<'_> {
     /// `if`, `while`, `case`, C-style `for`: bodies are statements; conditions, loop values
     /// and patterns are words or expressions, scanned for substitutions.
     pub(super) fn control_flow(&mut self, node: Node, src: &str, env: &Env) {
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
         for child in children {
-            if is_statement(child.kind()) {
+            if is_statement(kind(child)) {
                 self.statement(child, src, env);
             } else {
                 self.scan(child, src, env);
             }
         }
-        if node.kind() == "c_style_for_statement" {
+        if kind(node) == "c_style_for_statement" {
             self.gate(inert::arithmetic_gate(node, src).map(|_| {
                 "a C-style `for` loop: its expressions are arithmetic on variables".to_string()
             }));
@@ -77,7 +72,7 @@ impl Analyser<'_> {
             self.gate(inert::variable_gate(name));
         }
         if let [(_, value)] = assigned.as_slice() {
-            if node.kind() == "variable_assignment" {
+            if kind(node) == "variable_assignment" {
                 self.record_known(node, src, value.as_ref());
             }
         }
@@ -94,24 +89,23 @@ impl Analyser<'_> {
     pub(super) fn declaration(&mut self, node: Node, src: &str, env: &Env) {
         let text = &src[node.byte_range()];
         let mut names = Vec::new();
-        let mut cursor = node.walk();
-        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        let children = named_children(node);
         let mut argv = Vec::new();
         if let Some(first) = node.child(0) {
             argv.push(Word::literal(&src[first.byte_range()]));
         }
-        if node.kind() == "test_command" {
+        if kind(node) == "test_command" {
             self.gate(inert::test_expression_gate(node, src));
         }
         let exported = text.starts_with("export")
             || children.iter().any(|c| {
-                c.kind() == "word" && {
+                kind(*c) == "word" && {
                     let w = &src[c.byte_range()];
                     w.starts_with('-') && w.contains('x')
                 }
             });
         for child in children {
-            if child.kind() == "variable_assignment" {
+            if kind(child) == "variable_assignment" {
                 for (name, value) in self.assignments(child, src, env) {
                     let value = value.and_then(|w| w.value);
                     self.gate(if exported {

@@ -31,6 +31,14 @@ pub(super) fn unquoted(text: &str, b: &mut Builder, home: &str, cwd: Option<&str
             b.known = false;
         }
     }
+    // Most words are plain text: copied whole.
+    if !rest
+        .bytes()
+        .any(|c| matches!(c, b'\\' | b'*' | b'?' | b'[' | b'{' | b'}'))
+    {
+        b.value.push_str(rest);
+        return;
+    }
     let mut chars = rest.chars();
     while let Some(c) = chars.next() {
         match c {
