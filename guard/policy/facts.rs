@@ -46,6 +46,14 @@ pub struct Found {
     pub real: Option<PathBuf>,
 }
 
+/// What a path is to a walk that resolves symlinks: nothing, not a link, or a link to this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinkStatus {
+    Missing,
+    NotLink,
+    Target(PathBuf),
+}
+
 /// The filesystem questions a decision asks. Every answer is `None` when unknown or on any
 /// error; the core treats unknown as "cannot prove safe".
 pub trait Facts: Send + Sync + std::fmt::Debug {
@@ -55,6 +63,16 @@ pub trait Facts: Send + Sync + std::fmt::Debug {
     fn lstat(&self, p: &Path) -> Option<Meta>;
     /// `readlink`.
     fn read_link(&self, p: &Path) -> Option<PathBuf>;
+    /// `lstat`, then `readlink` for a link, as one question: a walk through a path asks
+    /// it of every component. `None` when a link's target cannot be read. A host may answer
+    /// it with `readlink` alone (which tells "not a link" from "missing" by its error).
+    fn link_status(&self, p: &Path) -> Option<LinkStatus> {
+        match self.lstat(p) {
+            None => Some(LinkStatus::Missing),
+            Some(m) if m.is_symlink() => self.read_link(p).map(LinkStatus::Target),
+            Some(_) => Some(LinkStatus::NotLink),
+        }
+    }
     /// `realpath` (the path must exist).
     fn realpath(&self, p: &Path) -> Option<PathBuf>;
     /// The names in directory `p` (following symlinks), for glob expansion; `None` when

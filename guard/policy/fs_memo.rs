@@ -5,7 +5,7 @@
 //! Nothing outlives the scope, so no decision sees an answer older than itself. Outside a
 //! scope there are no facts: every answer is `None` (unknown, never proven safe).
 
-use super::facts::{Facts, Found, Meta};
+use super::facts::{Facts, Found, LinkStatus, Meta};
 use std::cell::RefCell;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -23,12 +23,14 @@ enum Op {
     Lstat,
     ReadLink,
     Canonicalize,
+    Link,
 }
 
 #[derive(Debug, Clone)]
 enum Answer {
     Meta(Option<Meta>),
     Path(Option<PathBuf>),
+    Link(Option<LinkStatus>),
 }
 
 /// This thread's decision state, in one thread-local (each access to one costs a check).
@@ -37,7 +39,7 @@ struct State {
     depth: usize,
     facts: Option<Arc<dyn Facts>>,
     /// One map per [`Op`], indexed by `Op as usize`.
-    memo: [Map; 4],
+    memo: [Map; 5],
 }
 
 thread_local! {
@@ -119,14 +121,14 @@ fn memo(op: Op, path: &Path, q: impl FnOnce(&dyn Facts) -> Answer, unknown: Answ
 fn meta(a: Answer) -> Option<Meta> {
     match a {
         Answer::Meta(m) => m,
-        Answer::Path(_) => None,
+        _ => None,
     }
 }
 
 fn path(a: Answer) -> Option<PathBuf> {
     match a {
         Answer::Path(p) => p,
-        Answer::Meta(_) => None,
+        _ => None,
     }
 }
 
@@ -158,6 +160,20 @@ pub fn read_link(p: &Path) -> Option<PathBuf> {
         |f| Answer::Path(f.read_link(p)),
         Answer::Path(None),
     ))
+}
+
+/// [`Facts::link_status`]; `None` when unknown.
+pub fn link_status(p: &Path) -> Option<LinkStatus> {
+    match memo(
+        Op::Link,
+        p,
+        |f| Answer::Link(f.link_status(p)),
+        // No facts: nothing is known to exist (as a failed `lstat`).
+        Answer::Link(Some(LinkStatus::Missing)),
+    ) {
+        Answer::Link(l) => l,
+        _ => None,
+    }
 }
 
 /// `realpath`; `None` when unknown.

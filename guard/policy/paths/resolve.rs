@@ -1,7 +1,8 @@
 //! The symlink-aware half of the path checks: a path resolved the way the kernel would walk
-//! it, one `lstat` per component (memoised per decision by [`fs_memo`]).
+//! it, one `readlink` per component (memoised per decision by [`fs_memo`]).
 
 use super::fs_memo;
+use crate::policy::facts::LinkStatus;
 use std::borrow::Cow;
 use std::ffi::OsStr;
 use std::path::{Component, Path, PathBuf};
@@ -28,17 +29,17 @@ pub fn resolve_lenient(path: &Path) -> Option<PathBuf> {
             }
             Component::Normal(name) => {
                 push_name(&mut current, name);
-                match fs_memo::symlink_metadata(&current) {
-                    Some(meta) if meta.is_symlink() => {
+                match fs_memo::link_status(&current)? {
+                    LinkStatus::Target(_) => {
                         current.pop();
                         let mut pending = Vec::with_capacity(8);
                         push_front_components(&mut pending, comps.as_path(), Cow::Borrowed);
                         pending.push(Cow::Borrowed(name));
                         return walk(pending, current);
                     }
-                    Some(_) => {}
+                    LinkStatus::NotLink => {}
                     // Missing: nothing below it exists, so no link can follow.
-                    None => {
+                    LinkStatus::Missing => {
                         for rest in comps {
                             match rest {
                                 Component::RootDir | Component::Prefix(_) => to_root(&mut current),
@@ -70,13 +71,12 @@ fn walk(mut pending: Vec<Cow<'_, OsStr>>, mut current: PathBuf) -> Option<PathBu
         }
         push_name(&mut current, &name);
         if exists {
-            match fs_memo::symlink_metadata(&current) {
-                Some(meta) if meta.is_symlink() => {
+            match fs_memo::link_status(&current)? {
+                LinkStatus::Target(target) => {
                     followed += 1;
                     if followed > MAX_SYMLINKS {
                         return None;
                     }
-                    let target = fs_memo::read_link(&current)?;
                     current.pop();
                     let owned = |n: &OsStr| Cow::Owned(n.to_os_string());
                     if target.has_root() {
@@ -85,8 +85,8 @@ fn walk(mut pending: Vec<Cow<'_, OsStr>>, mut current: PathBuf) -> Option<PathBu
                     push_front_components(&mut pending, &target, owned);
                     continue;
                 }
-                Some(_) => {}
-                None => exists = false,
+                LinkStatus::NotLink => {}
+                LinkStatus::Missing => exists = false,
             }
         }
     }
