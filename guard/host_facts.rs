@@ -322,7 +322,10 @@ mod tests {
             ("file", LinkStatus::NotLink),
             ("dir", LinkStatus::NotLink),
             ("link", LinkStatus::Target(PathBuf::from("dir"))),
-            ("dangling", LinkStatus::Target(PathBuf::from("/nowhere/at/all"))),
+            (
+                "dangling",
+                LinkStatus::Target(PathBuf::from("/nowhere/at/all")),
+            ),
             ("missing", LinkStatus::Missing),
             ("file/below", LinkStatus::Missing),
         ];

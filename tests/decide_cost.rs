@@ -26,7 +26,7 @@ mod support;
 const PIPELINE: &str = "cat a.txt | grep -i foo | sort | tee out.txt | head -n 5";
 
 /// Most heap allocations one decision of [`PIPELINE`] may make.
-const MAX_ALLOCS: usize = 200;
+const MAX_ALLOCS: usize = 180;
 /// Most filesystem questions (stat, lstat, readlink, realpath, PATH look-ups) it may ask.
 const MAX_QUESTIONS: usize = 12;
 
