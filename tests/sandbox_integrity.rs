@@ -11,7 +11,7 @@ use sanctum_guard::sandbox::integrity::{Action, Change, Integrity};
 use sanctum_guard::sandbox::{run, IntegrityEvent, RunOutcome, ScanLimits};
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
+use support::process::git;
 use support::sandbox::*;
 
 async fn ww(ws: &Ws, script: &str) -> RunOutcome {
@@ -20,17 +20,6 @@ async fn ww(ws: &Ws, script: &str) -> RunOutcome {
     let path = format!("{node_bin}:{}", std::env::var("PATH").unwrap_or_default());
     spec.env = BTreeMap::from([("PATH".to_string(), path)]);
     run(spec).await.unwrap()
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let o = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "git {args:?}: {o:?}");
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// The event for `rel` (relative to the workspace), if any.

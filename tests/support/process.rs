@@ -29,6 +29,24 @@ pub fn guard_cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     )
 }
 
+/// Runs `git` with `args` in `dir` (no system or global configuration; a fixed author), which
+/// must succeed; its stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@t")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@t")
+        .output()
+        .expect("git is required");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Wall-clock epoch milliseconds (frame timestamps, unique log names).
 pub fn now_ms() -> i64 {
     SystemTime::now()
