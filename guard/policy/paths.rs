@@ -16,7 +16,7 @@ pub use clean::{lexical_clean, lexical_clean_cow};
 pub use resolve::resolve_lenient;
 pub use url::{file_url_path, FileUrl};
 
-use clean::{already_clean, clean_components};
+use clean::clean_owned;
 
 use super::file::PolicyError;
 use super::fs_memo;
@@ -37,12 +37,7 @@ pub struct PathContext {
 /// `/root`; another `~name` is `/home/name` (the guard cannot read the agent's passwd
 /// database, and a guess beats a literal `~name` directory).
 pub fn normalize(raw: &str, ctx: &PathContext) -> PathBuf {
-    let abs = absolute(raw, ctx);
-    if already_clean(&abs) {
-        abs
-    } else {
-        clean_components(&abs)
-    }
+    clean_owned(absolute(raw, ctx))
 }
 
 /// Expansion and cwd-joining of [`normalize`], without folding `..`: the kernel resolves a

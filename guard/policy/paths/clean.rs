@@ -19,9 +19,18 @@ pub fn lexical_clean_cow(path: &Path) -> Cow<'_, Path> {
     }
 }
 
+/// [`lexical_clean`] of a path already owned: kept as it is when clean (no copy).
+pub(super) fn clean_owned(path: PathBuf) -> PathBuf {
+    if already_clean(&path) {
+        path
+    } else {
+        clean_components(&path)
+    }
+}
+
 /// Is `path` exactly what [`clean_components`] would make of it: `/`, or `/` followed by
 /// names joined by single slashes, none of them `.` or `..`, and no trailing slash?
-pub(super) fn already_clean(path: &Path) -> bool {
+fn already_clean(path: &Path) -> bool {
     let bytes = path.as_os_str().as_encoded_bytes();
     match bytes {
         [b'/'] => true,
@@ -33,7 +42,7 @@ pub(super) fn already_clean(path: &Path) -> bool {
 }
 
 /// The component walk behind [`lexical_clean`].
-pub(super) fn clean_components(path: &Path) -> PathBuf {
+fn clean_components(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for comp in path.components() {
         match comp {
