@@ -7,7 +7,7 @@
 //! kind strings are those the guard wrote before events were typed. Several variants share a
 //! kind (`decision`, `exec`, `rejection`): readers tell them apart by their fields, as before.
 
-use crate::node::ask::Outcome;
+use crate::engine::ask::Outcome;
 use crate::policy::request::{Decision, Request};
 use crate::policy::verdict::Verdict;
 use crate::sandbox::IntegrityEvent;

@@ -15,3 +15,21 @@ pub mod rejections;
 pub mod reply;
 pub mod server;
 pub mod wire;
+
+use std::time::Duration;
+
+/// Socket settings after precedence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SocketSettings {
+    pub allowed_uids: Vec<u32>,
+    pub rate_per_sec: u32,
+    pub rate_burst: u32,
+    pub ttl_ms: u64,
+    pub read_timeout: Duration,
+    pub max_connections: usize,
+    pub max_connections_per_uid: usize,
+    pub max_buffered_bytes: usize,
+    /// Every answer waits for its audit record's fsync (`[socket] durable_answers` of the
+    /// deployment config).
+    pub durable_answers: bool,
+}
