@@ -5,6 +5,7 @@
 //! frames. Fail closed: any internal error is a deny with a reason.
 
 pub mod decision;
+pub mod git;
 pub mod judge;
 pub mod plan;
 
