@@ -5,6 +5,7 @@
 //! sandbox with the profile the verdict named, and reports the outcome back.
 
 use super::ask::{self, Answer, Ask, Outcome};
+use super::invoke::Requester as Conn;
 use crate::audit::event::{AuditEvent, Origin, Requester, RunOutcome};
 use crate::engine::decision::now_ms;
 use crate::engine::plan::ExecPlan;
@@ -131,12 +132,13 @@ impl Decider {
         a: &Ask,
         plan: &ExecPlan,
         shutdown: watch::Receiver<bool>,
+        conn: Conn,
     ) -> Decided {
         let mut req = ask::request(a, now_ms());
         req.action = crate::policy::request::Action::Exec(plan.action(None));
         match self {
-            Decider::Local(engine) => decide_local(engine, a, &req, plan, shutdown).await,
-            Decider::Remote(r) => decide_remote(r, a, &req, plan).await,
+            Decider::Local(engine) => decide_local(engine, a, &req, plan, shutdown, conn).await,
+            Decider::Remote(r) => decide_remote(r, a, &req, plan, conn).await,
         }
     }
 
@@ -194,19 +196,14 @@ async fn decide_local(
     req: &Request,
     plan: &ExecPlan,
     shutdown: watch::Receiver<bool>,
+    conn: Conn,
 ) -> Decided {
     let requester = Requester::LocalNode {
         node: a.node_id.clone(),
         run_id: a.run_id.clone(),
     };
     let (d, verdict) = engine
-        .decide(
-            &requester,
-            req,
-            Some(plan),
-            shutdown,
-            std::future::pending(),
-        )
+        .decide(&requester, req, Some(plan), shutdown, conn.gone())
         .await;
     if d.kind == DecisionKind::AllowAlways {
         engine.persist_allow_always(req, &verdict).await;
@@ -229,10 +226,16 @@ async fn decide_local(
 
 /// Deployment: the sidecar decides; what only this filesystem shows (the plan's reasons)
 /// takes autonomy away here, and the sidecar's profile is the one the run uses.
-async fn decide_remote(r: &Remote, a: &Ask, req: &Request, plan: &ExecPlan) -> Decided {
-    // The local plan verdict is computed while the sidecar thinks.
-    let (mut answer, mut verdict) =
-        tokio::join!(r.socket.ask(a), async { r.judge.decide_plan(req, plan) });
+async fn decide_remote(r: &Remote, a: &Ask, req: &Request, plan: &ExecPlan, conn: Conn) -> Decided {
+    // The local plan verdict is computed while the sidecar thinks. When the requester leaves
+    // first, the sidecar connection is dropped: the sidecar cancels the request as gone.
+    let asked = async {
+        tokio::select! {
+            answer = r.socket.ask(a) => answer,
+            _ = conn.gone() => Answer::deny("requester-gone"),
+        }
+    };
+    let (mut answer, mut verdict) = tokio::join!(asked, async { r.judge.decide_plan(req, plan) });
     // The sidecar cannot see this filesystem: what only the plan knows takes
     // autonomy away here. With no person in the loop that is a deny.
     let plan_reason = verdict
