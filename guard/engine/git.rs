@@ -314,6 +314,56 @@ mod tests {
     use super::*;
 
     #[test]
+    fn places_follow_the_global_options_git_follows() {
+        let cwd = Path::new("/w");
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let none = BTreeMap::new();
+        let d = |p: &str| Place::Discover(PathBuf::from(p));
+        let g = |p: &str| Place::GitDir(PathBuf::from(p));
+        for (argv, want) in [
+            (v(&["git", "status"]), vec![d("/w")]),
+            (v(&["git", "-C", "a", "-C", "b", "log"]), vec![d("/w/a/b")]),
+            (v(&["git", "-C", "/r", "status"]), vec![d("/r")]),
+            (v(&["git", "--git-dir=/g", "log"]), vec![g("/g")]),
+            (
+                v(&["git", "-C", "a", "--git-dir", "g", "log"]),
+                vec![g("/w/a/g")],
+            ),
+            (
+                v(&["git", "--work-tree=/t", "--git-dir=/g", "status"]),
+                vec![g("/g"), d("/t")],
+            ),
+            (v(&["git", "--bare", "log"]), vec![g("/w")]),
+            (
+                v(&["git", "-c", "x.y=z", "-C", "a", "log"]),
+                vec![d("/w/a")],
+            ),
+            // Options after the subcommand are the subcommand's.
+            (v(&["git", "log", "-C", "/elsewhere"]), vec![d("/w")]),
+        ] {
+            assert_eq!(places(&argv, cwd, &none).unwrap(), want, "{argv:?}");
+        }
+        let env = BTreeMap::from([("GIT_DIR".to_string(), "/e".to_string())]);
+        assert_eq!(
+            places(&v(&["git", "log"]), cwd, &env).unwrap(),
+            vec![g("/e")]
+        );
+        assert!(places(&v(&["git", "--exec-path=/w/bin", "status"]), cwd, &none).is_err());
+    }
+
+    #[test]
+    fn protective_env_counts_every_key_it_sets() {
+        let env = protective_env();
+        let n: usize = env["GIT_CONFIG_COUNT"].parse().unwrap();
+        for i in 0..n {
+            assert!(env.contains_key(&format!("GIT_CONFIG_KEY_{i}")), "{i}");
+            assert!(env.contains_key(&format!("GIT_CONFIG_VALUE_{i}")), "{i}");
+        }
+        assert!(!env.contains_key(&format!("GIT_CONFIG_KEY_{n}")));
+        assert_eq!(env["GIT_ALLOW_PROTOCOL"], "");
+    }
+
+    #[test]
     fn a_git_dir_that_cannot_be_read_or_understood_is_not_plain() {
         let d = tempfile::tempdir().unwrap();
         let ws = d.path();
