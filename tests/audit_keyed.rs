@@ -150,7 +150,7 @@ fn tampering_then_recomputing_the_chain_fails_with_the_key() {
                 );
                 let key = dir.path().join("audit.key");
                 std::fs::rename(&key, dir.path().join("elsewhere.key")).expect("mv");
-                let (code, out) = cli_verify(&[&path], &[]);
+                let (code, out) = cli_verify(&[&path], &["--allow-unanchored"]);
                 assert_eq!(code, 0, "{name}: {out}");
                 assert!(out.contains("NOT keyed"), "{out}");
                 let (code, out) = cli_verify(
@@ -369,4 +369,44 @@ fn processes_racing_to_create_the_key_share_it() {
             "temporary files left"
         );
     }
+}
+
+/// Deleting the head and cutting the newest records: without a sealed head nothing shows the
+/// cut, so verify fails unless told `--allow-unanchored`; and a BROKEN report never claims
+/// that nothing was cut off.
+#[test]
+fn without_a_head_verify_fails_unless_told_and_broken_claims_nothing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let path = write_log(dir.path(), 12, 0);
+    let head = dir.path().join("audit.head");
+    assert!(head.exists(), "the writer keeps a head");
+    let ls = lines(&path);
+    std::fs::write(&path, ls[..9].join("\n") + "\n").expect("cut");
+    std::fs::remove_file(&head).expect("rm head");
+    let (code, out) = cli_verify(&[&path], &[]);
+    assert_eq!(code, 1, "an unanchored log must not pass silently: {out}");
+    assert!(out.starts_with("UNANCHORED"), "{out}");
+    assert!(out.contains("--allow-unanchored"), "{out}");
+    let (code, out) = cli_verify(&[&path], &["--allow-unanchored"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("OK 9 records"), "{out}");
+    assert!(out.contains("would not show"), "{out}");
+    // An unkeyed log has no head either.
+    std::fs::rename(dir.path().join("audit.key"), dir.path().join("k")).expect("mv");
+    let (code, out) = cli_verify(&[&path], &[]);
+    assert_eq!(code, 1, "{out}");
+    std::fs::rename(dir.path().join("k"), dir.path().join("audit.key")).expect("mv");
+
+    // A broken log with its head in place: the report says the chain does not hold, never
+    // that nothing was cut off.
+    let b = dir.path().join("b");
+    std::fs::create_dir(&b).expect("b");
+    let path = write_log(&b, 10, 0);
+    let mut ls = lines(&path);
+    ls.remove(3);
+    std::fs::write(&path, ls.join("\n") + "\n").expect("edit");
+    let (code, out) = cli_verify(&[&path], &[]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.starts_with("BROKEN"), "{out}");
+    assert!(!out.contains("nothing was"), "{out}");
 }

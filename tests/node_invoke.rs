@@ -376,3 +376,25 @@ async fn deployment_mode_fails_closed_on_anything_but_a_matching_allow() {
         .unwrap_or("")
         .contains("marker-remote"));
 }
+
+/// Autonomous git runs for real through the node under the guard's protective git
+/// environment (git refuses a GIT_CONFIG_COUNT whose keys the environment filter dropped).
+#[tokio::test(flavor = "current_thread")]
+async fn autonomous_git_reads_run() {
+    use support::process::{git_repo_with_history, GIT_READS};
+    let n = InProc::new();
+    git_repo_with_history(&n.workspace);
+    for (argv, want) in GIT_READS {
+        let r = result_of(
+            &n.invoke("system.run", &json!({ "command": argv }), 20_000)
+                .await,
+        );
+        assert_eq!(r["ok"], true, "{argv:?}: {r}");
+        let p = payload_of(&r);
+        assert_eq!(p["exitCode"], 0, "{argv:?}: {p}");
+        assert!(
+            p["stdout"].as_str().unwrap_or_default().contains(want),
+            "{argv:?}: {p}"
+        );
+    }
+}

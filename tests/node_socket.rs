@@ -16,9 +16,62 @@ fn node_request(token: &str, id: &str, argv: &[&str], wait_ms: u64) -> String {
     json!({"type":"request","token":token,"id":id,"request":{"command":argv.join(" "),
         "cwd":"/tmp","host":"node","agentId":"main","sessionKey":"agent:main:n",
         "commandArgv":argv,"envKeys":[],"source":"node","runId":"run-1","nodeId":"node-x",
-        "timeoutMs":wait_ms}})
+        "timeoutMs":wait_ms,"nodeVerdict":{"kind":"allow","reasons":[]}}})
     .to_string()
         + "\n"
+}
+
+/// What the node saw on its own filesystem counts: the sidecar's answer is never laxer than
+/// the node's verdict, and a node that sends none gets no autonomy from the sidecar's view.
+#[test]
+fn the_nodes_own_verdict_is_a_floor() {
+    let w = World::full(TOKEN);
+    let _serve = Serve::start(&w, &[], &[]);
+    let ask = |line: Value| {
+        first_json(&raw_exchange(
+            &w.socket(),
+            (line.to_string() + "\n").as_bytes(),
+            false,
+        ))
+    };
+    let base = |id: &str| -> Value {
+        serde_json::from_str(node_request(TOKEN, id, &["/bin/sh", "-lc", "ls /tmp"], 1_500).trim())
+            .expect("json")
+    };
+    assert_eq!(
+        ask(base("f0"))["decision"],
+        "allow-once",
+        "the baseline is autonomous"
+    );
+    let mut deny = base("f1");
+    deny["request"]["nodeVerdict"] =
+        json!({"kind":"deny","reasons":[{"code":"sensitive-path","message":"a .env here"}]});
+    let r = ask(deny);
+    assert_eq!(
+        (r["decision"].as_str(), r["reason"].as_str()),
+        (Some("deny"), Some("sensitive-path")),
+        "{r}"
+    );
+    let mut gated = base("f2");
+    gated["request"]["nodeVerdict"] =
+        json!({"kind":"ask","reasons":[{"code":"git-config","message":"x"}]});
+    let r = ask(gated);
+    assert_eq!(
+        r["decision"], "deny",
+        "nobody answered a gated request: {r}"
+    );
+    assert_eq!(r["reason"], "approval-timeout", "{r}");
+    let mut none = base("f3");
+    none["request"]
+        .as_object_mut()
+        .expect("obj")
+        .remove("nodeVerdict");
+    let r = ask(none);
+    assert_eq!(
+        r["reason"], "approval-timeout",
+        "no node verdict, no autonomy: {r}"
+    );
+    audit_with(&w, &["node-facts-missing"]);
 }
 
 #[test]

@@ -147,3 +147,21 @@ fn gated_exec_goes_through_the_inbox() {
         &["\"kind\":\"exec\"", "user-denied", "approval-timeout"],
     );
 }
+
+/// Autonomous git runs for real under the guard's protective git environment (which the
+/// environment filter must not strip: git refuses a GIT_CONFIG_COUNT without its keys).
+#[test]
+fn autonomous_git_reads_run() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let _serve = Serve::start(&w, &[], &[]);
+    let ws = w.oc_state.join("workspace");
+    std::fs::create_dir_all(&ws).expect("ws");
+    git_repo_with_history(&ws);
+    for (argv, want) in GIT_READS {
+        let v = exec(&w.socket(), argv, &ws, 20_000);
+        assert_eq!(v["ok"], true, "{argv:?}: {v}");
+        assert_eq!(v["payload"]["exitCode"], 0, "{argv:?}: {v}");
+        let out = v["payload"]["stdout"].as_str().unwrap_or_default();
+        assert!(out.contains(want), "{argv:?}: {v}");
+    }
+}

@@ -260,17 +260,21 @@ impl SetReport {
                     .unwrap_or_default()
             ),
         };
-        let proves = match (&self.key, &self.head) {
-            (Some(k), Some(h)) => format!(
+        let proves = match (&self.key, &self.head, self.is_ok()) {
+            (Some(k), _, false) => format!(
+                "keyed with {}: the chain does not hold at the break above; what follows it, and whether records were cut off, is not proven",
+                k.display()
+            ),
+            (Some(k), Some(h), true) => format!(
                 "keyed with {}: every record is sealed by that key, and the chain reaches the sealed head {} (nothing was deleted, edited, reordered or cut off by anyone without the key)",
                 k.display(),
                 h.display()
             ),
-            (Some(k), None) => format!(
+            (Some(k), None, true) => format!(
                 "keyed with {}: every record is sealed by that key (no head file: a cut of the newest records would not show)",
                 k.display()
             ),
-            (None, _) => "NOT keyed (no --key and no key next to the log): this proves only that the files are internally consistent; anyone who can write them can recompute the chain".into(),
+            (None, _, _) => "NOT keyed (no --key and no key next to the log): this proves only that the files are internally consistent; anyone who can write them can recompute the chain".into(),
         };
         out.push_str(&format!("\n  {proves}"));
         for n in &self.notes {
@@ -281,6 +285,26 @@ impl SetReport {
 
     pub fn is_ok(&self) -> bool {
         matches!(self.verification, Verification::Ok { .. })
+    }
+
+    /// Whether a sealed head names the newest record (so a cut of the tail would show).
+    pub fn is_anchored(&self) -> bool {
+        self.is_ok() && self.key.is_some() && self.head.is_some()
+    }
+
+    /// [`Self::render`] for an intact chain that no sealed head anchors: a failure, since the
+    /// newest records could have been cut off without a trace.
+    pub fn render_unanchored(&self) -> String {
+        let records = match self.verification {
+            Verification::Ok { records } => records,
+            Verification::Broken { .. } => return self.render(),
+        };
+        let rest = self.render();
+        let rest = rest.split_once('\n').map_or("", |(_, r)| r);
+        format!(
+            "UNANCHORED {records} records in {} file(s): no sealed head names the newest record, so records cut off the end would not show; pass --allow-unanchored to accept that\n{rest}",
+            self.files
+        )
     }
 }
 

@@ -192,13 +192,18 @@ fn web_cmd(cmd: WebCmd, state_dir: Option<PathBuf>) -> ExitCode {
 enum AuditCmd {
     /// Check the hash chain of a log, or of its rotated files together: OK and the record
     /// count (exit 0), the first broken link (exit 1), or a usage/IO error (exit 2). Says
-    /// what was proven: with the key, that nobody without it changed or cut the log.
+    /// what was proven: with the key, that nobody without it changed or cut the log. A
+    /// chain no sealed head anchors (head deleted, or no key) fails: its tail could be cut.
     Verify {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// The audit key; default: audit.key next to the first file (if present).
         #[arg(long)]
         key: Option<PathBuf>,
+        /// Accept a chain without a sealed head (exit 0): a cut of its newest records would
+        /// not show.
+        #[arg(long)]
+        allow_unanchored: bool,
     },
 }
 
@@ -312,7 +317,11 @@ fn inbox_list(store: &Store, state: &str, json: bool) -> ExitCode {
 }
 
 fn audit_cmd(cmd: AuditCmd) -> ExitCode {
-    let AuditCmd::Verify { files, key } = cmd;
+    let AuditCmd::Verify {
+        files,
+        key,
+        allow_unanchored,
+    } = cmd;
     let key = match key {
         Some(k) => Some(audit::AuditKey::load(&k)),
         None => {
@@ -328,6 +337,10 @@ fn audit_cmd(cmd: AuditCmd) -> ExitCode {
         }
     };
     match audit::verify_set(&files, key.as_ref()) {
+        Ok(r) if r.is_ok() && !r.is_anchored() && !allow_unanchored => {
+            println!("{}", r.render_unanchored());
+            ExitCode::from(1)
+        }
         Ok(r) => {
             println!("{}", r.render());
             if r.is_ok() {

@@ -2,7 +2,8 @@
 //! security/ask/allowlist per agent, cached and reloaded when OpenClaw changes it;
 //! `allow-always` entries written back), and the sandbox runner for approved execs.
 
-use super::plan::{self, Deployment, ExecPlan, PlanError, PlanInput};
+use super::git;
+use super::plan::{Deployment, ExecPlan, PlanError, PlanInput};
 use crate::openclaw::allow_always::{append_allow_always, Grant};
 use crate::openclaw::document::{ApprovalsDocument, DocumentError};
 use crate::openclaw::resolve;
@@ -299,29 +300,20 @@ impl Judge {
         if v.kind != VerdictKind::Allow {
             return v;
         }
-        let mut why = None;
-        if !plan.program_trusted {
-            why = Some(Reason::new(
+        let why = if !plan.program_trusted {
+            Some(Reason::new(
                 "program-untrusted-location",
                 format!(
                     "{} is where the agent could have put it (workspace, home, a temp dir, or a \
                      directory not owned by root)",
                     plan.program.display()
                 ),
-            ));
-        } else if runs_git(&v) {
-            why = match plan::git_config_not_plain(&plan.cwd) {
-                Ok(None) => None,
-                Ok(Some(key)) => Some(Reason::new(
-                    "git-config",
-                    format!("the repository's config sets {key}, which this guard does not know to be inert"),
-                )),
-                Err(e) => Some(Reason::new(
-                    "git-config",
-                    format!("the repository's config cannot be read: {e}"),
-                )),
-            };
-        }
+            ))
+        } else {
+            git_segments(&v)
+                .find_map(|argv| git_reason(argv, plan))
+                .map(|m| Reason::new("git-config", m))
+        };
         if let Some(r) = why {
             v.reasons.insert(0, r);
             v.kind = VerdictKind::Ask;
@@ -368,9 +360,9 @@ impl Judge {
     }
 }
 
-/// Whether any segment of the verdict runs git.
-fn runs_git(v: &Verdict) -> bool {
-    v.segments.iter().any(|s| {
+/// The argv of every segment of the verdict that runs git.
+fn git_segments(v: &Verdict) -> impl Iterator<Item = &[String]> {
+    v.segments.iter().filter_map(|s| {
         let by_path = s
             .resolved_path
             .as_deref()
@@ -379,6 +371,25 @@ fn runs_git(v: &Verdict) -> bool {
             .argv
             .first()
             .is_some_and(|a| a.rsplit('/').next() == Some("git"));
-        by_path || by_name
+        (by_path || by_name).then_some(s.argv.as_slice())
     })
+}
+
+/// Why the git command line `argv` of `plan` may run a program of a repository's choosing:
+/// every repository config it reads (`-C`, `--git-dir`, `--work-tree`, `GIT_DIR`, a bare
+/// repository) must be inert.
+fn git_reason(argv: &[String], plan: &ExecPlan) -> Option<String> {
+    let places = match git::places(argv, &plan.cwd, &plan.env) {
+        Ok(p) => p,
+        Err(why) => return Some(why),
+    };
+    places
+        .iter()
+        .find_map(|place| match git::config_not_plain(place) {
+            Ok(None) => None,
+            Ok(Some(key)) => Some(format!(
+                "the repository's config sets {key}, which this guard does not know to be inert"
+            )),
+            Err(e) => Some(format!("the repository's config cannot be read: {e}")),
+        })
 }

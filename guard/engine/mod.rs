@@ -7,6 +7,7 @@
 pub mod ask;
 pub mod deadlines;
 pub mod decision;
+pub mod git;
 pub mod judge;
 pub mod metrics;
 pub mod plan;
@@ -139,6 +140,20 @@ impl Engine {
             Some(p) => self.judge.decide_plan(req, p),
             None => self.judge.decide(req),
         };
+        self.decide_verdict(requester, req, verdict, shutdown, requester_gone)
+            .await
+    }
+
+    /// [`Self::decide`] for a verdict the door already holds (e.g. the stricter of the
+    /// node's and this guard's).
+    pub async fn decide_verdict(
+        &self,
+        requester: &Requester,
+        req: &Request,
+        verdict: Verdict,
+        shutdown: watch::Receiver<bool>,
+        requester_gone: impl std::future::Future<Output = ()>,
+    ) -> (Decision, Verdict) {
         let decision = match verdict.kind {
             VerdictKind::Allow => policy_decision(DecisionKind::AllowOnce, None),
             VerdictKind::Deny => policy_decision(DecisionKind::Deny, Some(deny_reason(&verdict))),

@@ -3,7 +3,7 @@
 //! it prints the node id and the commands a person must run; it keeps retrying meanwhile.
 
 use super::identity::{DeviceIdentity, ProofInput};
-use super::invoke::{Handler, Send};
+use super::invoke::{Handler, Requester, Send};
 use super::protocol::{self as p, InvokeRequest};
 use crate::engine::decision::now_ms;
 use futures_util::{SinkExt, StreamExt};
@@ -94,6 +94,8 @@ async fn session(
         .await?;
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
     let send = outbox(tx);
+    // Dropped when this session ends, however it ends: its pending invokes are then gone.
+    let (_conn, requester) = Requester::new();
     let mut connected = false;
     loop {
         tokio::select! {
@@ -109,7 +111,7 @@ async fn session(
                     connected = true;
                     continue;
                 }
-                on_gateway_message(&v, id, handler, &send);
+                on_gateway_message(&v, id, handler, &send, &requester);
             }
             Some(line) = rx.recv() => {
                 sink.send(Message::text(line)).await?;
@@ -196,15 +198,21 @@ fn connect_answer(v: &Value, id: &DeviceIdentity) -> Result<(), SessionError> {
 
 /// One message from a connected gateway: an invoke is handled in its own task; pairing news
 /// and refusals are reported.
-fn on_gateway_message(v: &Value, id: &DeviceIdentity, handler: &Arc<Handler>, send: &Arc<Send>) {
+fn on_gateway_message(
+    v: &Value,
+    id: &DeviceIdentity,
+    handler: &Arc<Handler>,
+    send: &Arc<Send>,
+    requester: &Requester,
+) {
     match (v["type"].as_str(), v["event"].as_str()) {
         (Some("event"), Some("node.invoke.request")) => {
             let Ok(inv) = serde_json::from_value::<InvokeRequest>(v["payload"].clone()) else {
                 tracing::warn!("malformed node.invoke.request");
                 return;
             };
-            let (h, s) = (handler.clone(), send.clone());
-            tokio::spawn(async move { h.handle(inv, &s).await });
+            let (h, s, r) = (handler.clone(), send.clone(), requester.clone());
+            tokio::spawn(async move { h.handle_for(inv, &s, r).await });
         }
         (Some("event"), Some("node.pair.requested")) => {
             eprintln!("sanctum-guard node: pairing requested: {}", v["payload"]);

@@ -4,9 +4,10 @@
 //! where the command runs, asks about exactly that plan, runs it unchanged under its own
 //! sandbox with the profile the verdict named, and reports the outcome back.
 
+use super::invoke::Requester as Conn;
 use crate::audit::event::{AuditEvent, Origin, Requester, RunOutcome};
 use crate::engine::ask::{self, Answer, Ask, Outcome};
-use crate::engine::decision::now_ms;
+use crate::engine::decision::{deny_reason, now_ms};
 use crate::engine::plan::ExecPlan;
 use crate::engine::{Engine, Judge, RunResult};
 use crate::policy::request::{DecidedBy, Decision, DecisionKind, Request};
@@ -50,12 +51,15 @@ impl SocketDecider {
     }
 
     /// A deny unless the sidecar says `allow-once`/`allow-always` for this very request id.
-    pub async fn ask(&self, a: &Ask) -> Answer {
+    /// `mine` is the node's own verdict on the plan (its kind and reasons go with the
+    /// request: the sidecar's verdict is never laxer).
+    pub async fn ask(&self, a: &Ask, mine: &Verdict) -> Answer {
+        let node_verdict = json!({"kind":mine.kind,"reasons":mine.reasons});
         let frame = json!({"type":"request","token":self.token,"id":a.id,"request":{
             "command":a.command_text,"cwd":a.cwd,"host":"node","agentId":a.agent_id,
             "sessionKey":a.session_key,"commandArgv":a.argv,"envKeys":a.env_keys,
             "resolvedPath":a.resolved_path,"source":"node","runId":a.run_id,"nodeId":a.node_id,
-            "timeoutMs":a.wait_ms}});
+            "timeoutMs":a.wait_ms,"nodeVerdict":node_verdict}});
         // A little longer than the sidecar's own deadline, so its fallback answer arrives.
         let wait = Duration::from_millis(a.wait_ms.saturating_add(2_000));
         let v = match self.exchange(frame.to_string(), wait).await {
@@ -113,9 +117,6 @@ pub struct Decided {
     pub decision: Decision,
 }
 
-/// Reasons only the node can know (they need the filesystem the command runs on).
-const PLAN_REASONS: [&str; 2] = ["program-untrusted-location", "git-config"];
-
 impl Decider {
     /// The judge that resolves plans where the command runs.
     pub fn judge(&self) -> &Judge {
@@ -131,12 +132,13 @@ impl Decider {
         a: &Ask,
         plan: &ExecPlan,
         shutdown: watch::Receiver<bool>,
+        conn: Conn,
     ) -> Decided {
         let mut req = ask::request(a, now_ms());
         req.action = crate::policy::request::Action::Exec(plan.action(None));
         match self {
-            Decider::Local(engine) => decide_local(engine, a, &req, plan, shutdown).await,
-            Decider::Remote(r) => decide_remote(r, a, &req, plan).await,
+            Decider::Local(engine) => decide_local(engine, a, &req, plan, shutdown, conn).await,
+            Decider::Remote(r) => decide_remote(r, a, &req, plan, conn).await,
         }
     }
 
@@ -194,19 +196,14 @@ async fn decide_local(
     req: &Request,
     plan: &ExecPlan,
     shutdown: watch::Receiver<bool>,
+    conn: Conn,
 ) -> Decided {
     let requester = Requester::LocalNode {
         node: a.node_id.clone(),
         run_id: a.run_id.clone(),
     };
     let (d, verdict) = engine
-        .decide(
-            &requester,
-            req,
-            Some(plan),
-            shutdown,
-            std::future::pending(),
-        )
+        .decide(&requester, req, Some(plan), shutdown, conn.gone())
         .await;
     if d.kind == DecisionKind::AllowAlways {
         engine.persist_allow_always(req, &verdict).await;
@@ -229,21 +226,24 @@ async fn decide_local(
 
 /// Deployment: the sidecar decides; what only this filesystem shows (the plan's reasons)
 /// takes autonomy away here, and the sidecar's profile is the one the run uses.
-async fn decide_remote(r: &Remote, a: &Ask, req: &Request, plan: &ExecPlan) -> Decided {
-    // The local plan verdict is computed while the sidecar thinks.
-    let (mut answer, mut verdict) =
-        tokio::join!(r.socket.ask(a), async { r.judge.decide_plan(req, plan) });
-    // The sidecar cannot see this filesystem: what only the plan knows takes
-    // autonomy away here. With no person in the loop that is a deny.
-    let plan_reason = verdict
-        .reasons
-        .first()
-        .map(|r| r.code.clone())
-        .filter(|c| PLAN_REASONS.contains(&c.as_ref()));
-    if answer.allow && answer.by_policy && verdict.kind == VerdictKind::Ask {
-        if let Some(code) = plan_reason {
-            answer = Answer::deny(&code);
-        }
+async fn decide_remote(r: &Remote, a: &Ask, req: &Request, plan: &ExecPlan, conn: Conn) -> Decided {
+    // The node's own verdict, judged on the filesystem the command runs on (the sidecar may
+    // see another one): sent with the request, so the sidecar's verdict is at least as
+    // strict, and applied here too, so the stricter of the two counts whatever answers.
+    // When the requester leaves first, the sidecar connection is dropped: the sidecar
+    // cancels the request as gone.
+    let mut verdict = r.judge.decide_plan(req, plan);
+    let mut answer = tokio::select! {
+        answer = r.socket.ask(a, &verdict) => answer,
+        _ = conn.gone() => Answer::deny("requester-gone"),
+    };
+    let stricter_here = match verdict.kind {
+        VerdictKind::Deny => answer.allow,
+        VerdictKind::Ask => answer.allow && answer.by_policy,
+        VerdictKind::Allow => false,
+    };
+    if stricter_here {
+        answer = Answer::deny(&deny_reason(&verdict));
     }
     if answer.profile.is_some() {
         verdict.profile = answer.profile.clone();

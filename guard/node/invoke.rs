@@ -37,13 +37,54 @@ pub struct Handler {
 /// See [`Handler::run_timer`].
 pub type RunTimer = Arc<dyn Fn(Duration) + std::marker::Send + Sync>;
 
+/// The requester's connection: `true`, or the sender dropped, once the gateway connection
+/// the invoke came on is gone (an answer then has nobody to go to, so nothing runs).
+#[derive(Clone)]
+pub struct Requester(Option<watch::Receiver<bool>>);
+
+impl Requester {
+    /// A requester tied to the returned sender: set it to `true`, or drop it, when gone.
+    pub fn new() -> (watch::Sender<bool>, Requester) {
+        let (tx, rx) = watch::channel(false);
+        (tx, Requester(Some(rx)))
+    }
+
+    /// A requester that never leaves (in-process callers that wait for the answer).
+    pub fn always() -> Requester {
+        Requester(None)
+    }
+
+    /// Whether the requester is gone now.
+    pub fn is_gone(&self) -> bool {
+        self.0
+            .as_ref()
+            .is_some_and(|rx| rx.has_changed().is_err() || *rx.borrow())
+    }
+
+    /// Resolves once the requester is gone (never, for [`Self::always`]).
+    pub async fn gone(self) {
+        match self.0 {
+            Some(mut rx) => {
+                let _ = rx.wait_for(|g| *g).await;
+            }
+            None => std::future::pending().await,
+        }
+    }
+}
+
 impl Handler {
-    /// Handles one invoke, sending its events and its result through `send`.
+    /// Handles one invoke whose requester never leaves (see [`Self::handle_for`]).
     pub async fn handle(&self, inv: InvokeRequest, send: &Send) {
+        self.handle_for(inv, send, Requester::always()).await
+    }
+
+    /// Handles one invoke, sending its events and its result through `send`; once
+    /// `requester` is gone a pending decision is cancelled and nothing runs.
+    pub async fn handle_for(&self, inv: InvokeRequest, send: &Send, requester: Requester) {
         let params = inv.params_json.as_deref().unwrap_or("{}");
         let mut outcome = None;
         let answer = match inv.command.as_str() {
-            "system.run" => self.run(&inv, params, send, &mut outcome).await,
+            "system.run" => self.run(&inv, params, send, &requester, &mut outcome).await,
             "system.run.prepare" => prepare(params),
             "system.which" => which(params, &self.decider.judge().deployment().agent_path),
             "system.execApprovals.get" => InvokeAnswer::Ok(json!({"path":"","exists":false,
@@ -69,6 +110,7 @@ impl Handler {
         inv: &InvokeRequest,
         params: &str,
         send: &Send,
+        requester: &Requester,
         report: &mut Option<Outcome>,
     ) -> InvokeAnswer {
         let received = Instant::now();
@@ -97,7 +139,14 @@ impl Handler {
         let invoke_ms = inv.timeout_ms.unwrap_or(DEFAULT_INVOKE_MS);
         let window = invoke_ms.saturating_sub(MARGIN_MS);
         let a = self.ask(inv, &rp, &plan, &ctx, window);
-        let decided = self.decider.decide(&a, &plan, self.shutdown.clone()).await;
+        let decided = self
+            .decider
+            .decide(&a, &plan, self.shutdown.clone(), requester.clone())
+            .await;
+        // An approval that arrives as the gateway connection drops has nobody to answer.
+        if decided.answer.allow && requester.is_gone() {
+            return denied(send, &ctx, "requester-gone");
+        }
         if !decided.answer.allow {
             let reason = decided.answer.reason.as_deref();
             return denied(send, &ctx, reason.unwrap_or("approval-required"));

@@ -16,8 +16,16 @@ const SECRET_MARKERS: [&str; 9] = [
     "SESSION",
 ];
 
-/// True if `name` looks like it holds a secret.
+/// True if `name` looks like it holds a secret. `GIT_CONFIG_KEY_<n>` names a config key
+/// (its value is in `GIT_CONFIG_VALUE_<n>`): the guard's own protective git settings use it,
+/// and git refuses to start when a counted key is missing.
 pub fn is_secret(name: &str) -> bool {
+    if name
+        .strip_prefix("GIT_CONFIG_KEY_")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return false;
+    }
     let up = name.to_ascii_uppercase();
     SECRET_MARKERS.iter().any(|m| up.contains(m))
 }
@@ -93,5 +101,19 @@ mod tests {
         let keys: Vec<&str> = env.keys().map(String::as_str).collect();
         assert_eq!(keys, vec!["AWS_REGION", "LC_ALL", "PATH", "TMPDIR"]);
         assert_eq!(env["PATH"], "/usr/bin");
+    }
+
+    #[test]
+    fn git_config_key_names_are_not_secrets() {
+        assert!(!is_secret("GIT_CONFIG_KEY_0"));
+        assert!(!is_secret("GIT_CONFIG_KEY_12"));
+        for s in [
+            "GIT_CONFIG_KEY_",
+            "GIT_CONFIG_KEY_X",
+            "GIT_CONFIG_KEYS",
+            "SSH_KEY_0",
+        ] {
+            assert!(is_secret(s), "{s}");
+        }
     }
 }

@@ -7,12 +7,13 @@
 use super::auth::Peer;
 use super::decision::peer_id;
 use super::peer::PeerLink;
-use super::wire::{Reply, RequestFrame};
+use super::wire::{NodeVerdict, Reply, RequestFrame};
 use crate::audit::event::{AuditEvent, Origin, Requester, RunOutcome};
 use crate::engine::ask::{self, Ask, Outcome};
 use crate::engine::decision::now_ms;
 use crate::engine::Engine;
 use crate::policy::request::{DecidedBy, DecisionKind};
+use crate::policy::verdict::{Reason, Verdict, VerdictKind};
 use serde_json::json;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -75,8 +76,9 @@ pub async fn on_node_request(
         node_id: a.node_id.clone(),
         run_id: a.run_id.clone(),
     };
+    let verdict = stricter(engine.judge().decide(&req), r.node_verdict.as_ref());
     let (decision, verdict) = engine
-        .decide(&requester, &req, None, shutdown, link.gone())
+        .decide_verdict(&requester, &req, verdict, shutdown, link.gone())
         .await;
     if decision.kind == DecisionKind::AllowAlways {
         engine.persist_allow_always(&req, &verdict).await;
@@ -97,6 +99,38 @@ pub async fn on_node_request(
         json!({"type":"decision","id":f.id,"decision":decision.kind.as_str(),
                        "reason":reason,"profile":verdict.profile,"by":by}),
     )
+}
+
+/// The stricter of this guard's verdict and the node's. Paths are resolved where the command
+/// runs, which this guard may not see (another container or mount namespace): a node that
+/// sends no verdict of its own is never answered autonomously from this filesystem.
+fn stricter(mut mine: Verdict, node: Option<&NodeVerdict>) -> Verdict {
+    let (kind, reasons) = match node {
+        Some(n) => (n.kind, n.reasons.clone()),
+        None => (
+            VerdictKind::Ask,
+            vec![Reason::new(
+                "node-facts-missing",
+                "the node sent no verdict of its own; this guard cannot see its filesystem",
+            )],
+        ),
+    };
+    let rank = |k: VerdictKind| match k {
+        VerdictKind::Allow => 0,
+        VerdictKind::Ask => 1,
+        VerdictKind::Deny => 2,
+    };
+    let raise = rank(kind) > rank(mine.kind);
+    if raise {
+        mine.kind = kind;
+        if kind == VerdictKind::Ask {
+            mine.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
+        }
+        mine.reasons.splice(0..0, reasons);
+    } else if kind == VerdictKind::Ask && mine.kind == VerdictKind::Ask {
+        mine.reasons.extend(reasons);
+    }
+    mine
 }
 
 /// Records how a node's run ended (token already checked).

@@ -116,6 +116,18 @@ pub struct ApprovalRequest {
     /// command and must agree with `command` (the rest of it is not read).
     #[serde(default)]
     pub system_run_plan: Option<SystemRunPlan>,
+    /// Ours (`sanctum-guard node`): the node's own verdict, judged on the filesystem the
+    /// command runs on; the answer is never laxer than it.
+    #[serde(default)]
+    pub node_verdict: Option<NodeVerdict>,
+}
+
+/// The node's verdict on its plan: its kind and reasons.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct NodeVerdict {
+    pub kind: crate::policy::verdict::VerdictKind,
+    #[serde(default)]
+    pub reasons: Vec<crate::policy::verdict::Reason>,
 }
 
 /// The parts of OpenClaw's `systemRunPlan` that name the command.

@@ -2,7 +2,7 @@
 //! `openclaw approvals set`, the real `sanctum-guard serve` on it, and what it leaves behind
 //! (inbox, audit log) read back through the real CLI or files.
 
-use super::process::{guard_bin, guard_cli, now_ms, ChildGuard};
+use super::process::{guard_bin, guard_cli, now_ms, wait_until, ChildGuard};
 use super::tools::{openclaw_cli, NEW};
 use serde_json::{json, Value};
 use std::os::unix::net::UnixStream;
@@ -324,4 +324,36 @@ pub fn audit_file_with(path: &Path, needles: &[&str]) -> String {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// What both doors must do with a gated request whose requester left: the inbox entry `id`
+/// (in `state_dir`) is cancelled `requester-gone` within `within`, a later approval fails,
+/// `inbox list` shows why, the audit log `audit` records it, and `ran` never appears.
+pub fn expect_requester_gone(
+    state_dir: &Path,
+    audit: &Path,
+    id: &str,
+    ran: &Path,
+    within: Duration,
+) {
+    let state = state_dir.to_str().expect("utf8");
+    let e = wait_until("the entry to be cancelled", within, || {
+        inbox_list(state_dir, &["--state", "all"])
+            .into_iter()
+            .find(|e| e["id"] == id && e["state"] == "cancelled")
+    });
+    assert_eq!(e["decision"]["reason"], "requester-gone", "{e}");
+    let (code, out, err) = guard_cli(&["inbox", "approve", id, "--state-dir", state], &[]);
+    assert_eq!(
+        code, 1,
+        "a cancelled request cannot be approved: {out}{err}"
+    );
+    let (_, list, _) = guard_cli(
+        &["inbox", "list", "--state", "all", "--state-dir", state],
+        &[],
+    );
+    assert!(list.contains("cancelled: requester-gone"), "{list}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!ran.exists(), "a request whose requester left ran");
+    audit_file_with(audit, &["requester-gone"]);
 }

@@ -250,12 +250,43 @@ impl NodeProc {
         workspace: &Path,
         extra: &[&str],
     ) -> NodeProc {
+        Self::start_at(dir, gw.port, state, workspace, extra)
+    }
+
+    /// [`NodeProc::start`] against whatever gateway listens on loopback `port`.
+    pub fn start_at(
+        dir: &Path,
+        port: u16,
+        state: &Path,
+        workspace: &Path,
+        extra: &[&str],
+    ) -> NodeProc {
+        Self::start_wrapped(&[], dir, port, state, workspace, extra)
+    }
+
+    /// [`NodeProc::start_at`] started through `wrapper` (a program that ends by executing its
+    /// remaining arguments, e.g. `unshare -m sh -c '…; exec "$@"' sh`).
+    pub fn start_wrapped(
+        wrapper: &[&str],
+        dir: &Path,
+        port: u16,
+        state: &Path,
+        workspace: &Path,
+        extra: &[&str],
+    ) -> NodeProc {
         let token = dir.join("gw-token");
         std::fs::write(&token, GW_TOKEN).expect("token");
         let log = dir.join(format!("node-{}.log", now_ms()));
-        let mut c = Command::new(guard_bin());
+        let mut c = match wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(guard_bin());
+                c
+            }
+            None => Command::new(guard_bin()),
+        };
         c.arg("node")
-            .args(["--gateway-url", &format!("ws://127.0.0.1:{}", gw.port)])
+            .args(["--gateway-url", &format!("ws://127.0.0.1:{port}")])
             .arg("--token-file")
             .arg(&token)
             .arg("--workspace")
@@ -299,4 +330,93 @@ pub fn pending(state_dir: &Path) -> Vec<(String, Value)> {
             )
         })
         .collect()
+}
+
+/// A stand-in gateway on loopback for one node connection: it greets the node, accepts its
+/// connect, sends one `node.invoke.request` (`system.run` of `params`), and drops the
+/// connection when [`OneInvokeGateway::drop_connection`] is called (as a restarting gateway
+/// does); it accepts no second connection.
+pub struct OneInvokeGateway {
+    pub port: u16,
+    drop_tx: std::sync::mpsc::Sender<()>,
+    /// Every frame the node sent after the invoke.
+    pub frames: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl OneInvokeGateway {
+    pub fn start(params: Value) -> OneInvokeGateway {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::Message;
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.set_nonblocking(true).expect("nonblocking");
+        let port = l.local_addr().expect("addr").port();
+        let (drop_tx, drop_rx) = std::sync::mpsc::channel::<()>();
+        let frames = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = frames.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::from_std(l).expect("listener");
+                let (tcp, _) = l.accept().await.expect("accept");
+                drop(l);
+                let mut ws = tokio_tungstenite::accept_async(tcp).await.expect("ws");
+                let send = |v: Value| Message::text(v.to_string());
+                let hello = json!({"type":"event","event":"connect.challenge","payload":{"nonce":"nonce-1"}});
+                ws.send(send(hello)).await.expect("challenge");
+                while let Some(Ok(m)) = ws.next().await {
+                    if m.to_text().is_ok_and(|t| t.contains("\"connect\"")) {
+                        break;
+                    }
+                }
+                ws.send(send(json!({"type":"res","id":"connect","ok":true,"payload":{}})))
+                    .await
+                    .expect("connect res");
+                let inv = json!({"type":"event","event":"node.invoke.request","payload":{
+                    "id":"invoke-gone-1","nodeId":"n","command":"system.run",
+                    "paramsJSON":params.to_string(),"timeoutMs":120_000}});
+                ws.send(send(inv)).await.expect("invoke");
+                let mut dropped = tokio::task::spawn_blocking(move || drop_rx.recv());
+                loop {
+                    tokio::select! {
+                        _ = &mut dropped => break,
+                        m = ws.next() => match m {
+                            Some(Ok(m)) => {
+                                if let Ok(v) = serde_json::from_str::<Value>(m.to_text().unwrap_or("")) {
+                                    seen.lock().expect("lock").push(v);
+                                }
+                            }
+                            _ => break,
+                        },
+                    }
+                }
+                // Dropped without a close frame, like a gateway process that went away.
+                drop(ws);
+            });
+        });
+        OneInvokeGateway {
+            port,
+            drop_tx,
+            frames,
+        }
+    }
+
+    /// The params of the node's `node.invoke.result`, once it sent one.
+    pub fn wait_result(&self, timeout: Duration) -> Value {
+        wait_until("the node's invoke result", timeout, || {
+            self.frames
+                .lock()
+                .expect("lock")
+                .iter()
+                .find(|f| f["method"] == "node.invoke.result")
+                .map(|f| f["params"].clone())
+        })
+    }
+
+    /// The gateway connection drops.
+    pub fn drop_connection(&self) {
+        let _ = self.drop_tx.send(());
+    }
 }

@@ -205,3 +205,23 @@ pub fn raise_nofile() -> u64 {
     setrlimit(Resource::RLIMIT_NOFILE, hard, hard).expect("setrlimit");
     hard
 }
+
+/// A repository in `dir` with two commits and an uncommitted change, and only the config
+/// `git init` writes: what an autonomous `git status`, `git log` and `git diff` must show.
+pub fn git_repo_with_history(dir: &Path) {
+    git(dir, &["init", "-q"]);
+    std::fs::write(dir.join("a.txt"), "one\n").expect("a.txt");
+    git(dir, &["add", "a.txt"]);
+    git(dir, &["commit", "-q", "-m", "first-commit"]);
+    std::fs::write(dir.join("a.txt"), "one\ntwo\n").expect("a.txt");
+    git(dir, &["commit", "-q", "-am", "second-commit"]);
+    std::fs::write(dir.join("a.txt"), "one\ntwo\nthree\n").expect("a.txt");
+}
+
+/// The git reads an autonomous run must be able to do, and a line each must print in the
+/// repository of [`git_repo_with_history`].
+pub const GIT_READS: [(&[&str], &str); 3] = [
+    (&["git", "status"], "modified:   a.txt"),
+    (&["git", "log", "--oneline"], "second-commit"),
+    (&["git", "diff", "--stat"], "a.txt | 1 +"),
+];
