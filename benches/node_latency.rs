@@ -2,7 +2,7 @@
 //! to the `node.invoke.result` sent, minus the confined command's own run (sandbox spawn to
 //! exit), over 500 runs of the agent's shape `["/bin/sh","-lc","ls"]`. Two deciders: in
 //! process (laptop mode) and the real `serve` over the approvals socket (deployment mode).
-//! Target (issue 12): p99 ≤ 2 ms. `cargo bench --bench node_latency`.
+//! Target: p99 ≤ 2 ms. `cargo bench --bench node_latency`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 use sanctum_guard::app::config::{Config, Overrides};

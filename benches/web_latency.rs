@@ -37,6 +37,10 @@ fn wait_added(s: &mut TcpStream, buf: &mut String, req_id: &str) -> serde_json::
 }
 
 fn main() {
+    if let Err(why) = support::tools::cache_ready() {
+        println!("web_latency: skipped: {why}");
+        return;
+    }
     let w = Web::start(15_000);
     let me = w.login();
     let mut sse = TcpStream::connect(("127.0.0.1", w.port)).expect("connect");

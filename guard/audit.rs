@@ -28,7 +28,7 @@
 //! line that is not a record (edited by hand) is kept as evidence; the chain continues after
 //! it with a `bad-tail` record, and `verify` reports that line.
 //!
-//! Keyed (issue 9 item 9): every line is sealed with an HMAC under the audit key (`key`),
+//! Keyed: every line is sealed with an HMAC under the audit key (`key`),
 //! so recomputing the hash chain after deleting, editing or reordering records no longer
 //! passes `audit verify --key`. After each fsync the writer rewrites `<stem>.head` with the
 //! last durable seq and hash, sealed, so cutting the newest records is caught too. Without

@@ -1,4 +1,4 @@
-//! The keyed audit chain (issue 9 item 9), attacked as someone who can rewrite the log file
+//! The keyed audit chain, attacked as someone who can rewrite the log file
 //! but cannot read the key: every edit is followed by recomputing the hash chain (which is
 //! what beat the unkeyed log), and `audit verify` with the key must still fail, while without
 //! the key the same file passes (showing what the key adds). Rotation keeps one chain that

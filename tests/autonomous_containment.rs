@@ -1,4 +1,4 @@
-//! Autonomous runs are contained by their category's promise (issue 11): whatever the policy
+//! Autonomous runs are contained by their category's promise: whatever the policy
 //! lets run by itself runs under the profile its category names, and that profile stops the
 //! effect of a command misclassified into the category. For every autonomous category of the
 //! embedded policy, harmful probes run for real under its profile on the real kernel: no

@@ -1,4 +1,4 @@
-//! Issue 11: attack cases whose danger is an effect, run for real. Each command has its
+//! Attack cases whose danger is an effect, run for real. Each command has its
 //! effect when bash runs it unconfined (checked first, so the case is live), is never
 //! autonomous by the policy (`policy explain`), and, if the policy were wrong, the autonomous
 //! sandbox profile (`read-only`) still stops the effect.

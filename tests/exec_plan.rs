@@ -1,4 +1,5 @@
-//! Issue 9, classes 1 and 2, attacked through the real socket and the real kernel: the
+//! The exec plan's two attack classes (what runs, where it writes), attacked through the
+//! real socket and the real kernel: the
 //! client chooses neither where a command runs and what is writable (the deployment's
 //! workspace is the only writable tree; no cwd means the workspace; a relative cwd is
 //! refused), nor what runs (the program is the file judged, found on the deployment's PATH;

@@ -88,14 +88,27 @@ fn agent_execs_go_through_the_guard_node_with_the_guards_verdicts() {
             .into_iter()
             .find(|(_, r)| r["action"]["argv"][2] == "echo denied > sub/denied.txt")
     });
-    let (code, o, e) = guard_cli(&["inbox", "deny", &id, "--state-dir", &state], &[]);
+    let (code, o, e) = guard_cli(
+        &[
+            "inbox",
+            "deny",
+            &id,
+            "--reason",
+            "not in this repo",
+            "--state-dir",
+            &state,
+        ],
+        &[],
+    );
     assert_eq!(code, 0, "{o}{e}");
     let out = collect(turn);
     assert!(!denied.exists(), "a denied command never runs");
     let results = tool_results(&model_log);
     assert!(
-        has(&results, "SYSTEM_RUN_DENIED: user denied"),
-        "the agent sees the reason: {results:?}\n{out}"
+        has(&results, "SYSTEM_RUN_DENIED: denied by cli:")
+            && has(&results, ": not in this repo")
+            && !has(&results, "blocked by sanctum-guard (not in this repo)"),
+        "the agent sees who denied it and why: {results:?}\n{out}"
     );
 
     // Blocked: a sensitive read never runs.

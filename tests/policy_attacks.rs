@@ -1,4 +1,4 @@
-//! The attack suite (issue 11): every case of tests/data/attacks/*.tsv through `decide()` in a
+//! The attack suite: every case of tests/data/attacks/*.tsv through `decide()` in a
 //! temporary agent home with real secrets, symlinks into them and a workspace. Each case names the
 //! verdicts it accepts; the suite also reports the four figures the issue sets targets for.
 //!
@@ -106,7 +106,7 @@ fn world() -> AgentHome {
             ("run.sh", "#!/bin/sh\necho hi\n"),
             ("Cargo.toml", "[package]\nname = \"x\"\n"),
             ("package.json", "{}"),
-            // A dotenv file below the root: secret by name wherever it is (issue 11 item 3).
+            // A dotenv file below the root: secret by name wherever it is.
             ("app/.env", "API_KEY=x"),
             ("app/.env.example", "API_KEY="),
             ("app/main.py", "print(1)\n"),

@@ -1,4 +1,4 @@
-//! The policy core is pure by construction (issue 10): no file under guard/policy names an
+//! The policy core is pure by construction: no file under guard/policy names an
 //! I/O facility or a module outside the core. Facts about the filesystem reach it through
 //! `policy::facts::Facts`; the environment and policy files are read by the host side.
 //! Test modules (`#[cfg(test)]` to the end of the file) may use tempdirs and are skipped.

@@ -1,4 +1,4 @@
-//! Recursive reads over a tree (issue 11 items 3 and 7), through `decide()` on an in-memory
+//! Recursive reads over a tree, through `decide()` on an in-memory
 //! filesystem (the walks ask the decision's facts): a dotenv file at any depth blocks the
 //! read, a tree over the walk's bound gates it, and names `xargs` would split gate
 //! `find | xargs` but not `find -print0 | xargs -0`.

@@ -1,4 +1,4 @@
-//! Issue 9 item 4 (sandbox half): the deployment's own secrets (the guard's state dir,
+//! The sandbox half of the deny list: the deployment's own secrets (the guard's state dir,
 //! OpenClaw's approvals document and SQLite store, token files) are unreadable in every
 //! profile, wherever the deployment keeps them, including files that appear only later
 //! (SQLite's -wal) and through links planted in the workspace.

@@ -1,4 +1,4 @@
-//! Issue 9 item 12: inode flags (chattr), watches on deny-read paths, and fileless exec.
+//! Inode flags (chattr), watches on deny-read paths, and fileless exec.
 //! Landlock governs opening files, not inode metadata, watches or descriptors without a
 //! name, so each of these is closed in seccomp (or documented in SECURITY.md where closing
 //! would break ordinary programs).

@@ -1,4 +1,4 @@
-//! Issue 9 item 14: an approved `workspace-write` run can create files at the workspace root
+//! An approved `workspace-write` run can create files at the workspace root
 //! and use git normally, while every change to a repository's hooks and code-running config
 //! (nested and new repositories too) and to the agent's `.openclaw`/`.sanctum` is restored and
 //! reported in `RunOutcome.integrity`; links planted in the workspace never make the restore

@@ -1,4 +1,4 @@
-//! Issue 9 item 5: a confined command has no same-uid lever on another process. Every attack
+//! A confined command has no same-uid lever on another process. Every attack
 //! runs inside the sandbox against a real sibling victim of the same uid (not the test
 //! process), which has dropped its capabilities like a guard running as a plain user, so the
 //! kernel's "target has more capabilities" checks cannot hide a lever. After each attack the

@@ -1,4 +1,4 @@
-//! Issue 9 item 3: each network profile keeps its promise against attacks from inside the
+//! Each network profile keeps its promise against attacks from inside the
 //! sandbox. `network = none`: no socket of any kind. `network = PORTS`: outbound TCP connects
 //! to the listed ports only; no implicit connect (TCP Fast Open), no implicit bind (`listen`
 //! without `bind`), no protocol or family Landlock's TCP rules do not see. Every attack aims

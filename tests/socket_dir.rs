@@ -1,4 +1,4 @@
-//! Issue 9 item 7: a socket path in a directory the guard did not create. The guard must
+//! A socket path in a directory the guard did not create. The guard must
 //! never chmod/chown it; an unsafe location is refused with an error naming the path and
 //! why; a safe shared one (sticky `/tmp`) is used as it is. Through the real `serve`.
 // Test code: a panic is the failure report, and tests may read their environment.

@@ -111,7 +111,7 @@ fn gated_exec_goes_through_the_inbox() {
     assert_eq!(v["payload"]["exitCode"], 0, "{v}");
     assert!(target.exists(), "the approved command ran");
 
-    // Denied by a person → SYSTEM_RUN_DENIED with reason user-denied.
+    // Denied by a person → SYSTEM_RUN_DENIED with reason user-denied, naming the person.
     let other = ws.join("out/denied-file");
     let (sock, home, o) = (w.socket(), w.home.clone(), other.display().to_string());
     let client = std::thread::spawn(move || exec(&sock, &["/usr/bin/touch", &o], &home, 30_000));
@@ -121,8 +121,9 @@ fn gated_exec_goes_through_the_inbox() {
     let v = client.join().expect("client");
     assert_eq!(v["ok"], false, "{v}");
     assert_eq!(v["error"]["reason"], "user-denied", "{v}");
-    assert_eq!(
-        v["error"]["message"], "SYSTEM_RUN_DENIED: user denied",
+    let msg = v["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        msg.starts_with("SYSTEM_RUN_DENIED: denied by cli:") && msg.ends_with(": no reason given"),
         "{v}"
     );
     assert!(!other.exists());

@@ -1,4 +1,4 @@
-//! Issue 9 item 6 (pre-authentication load) and the flood half of item 9 (rejections are
+//! Pre-authentication load, and the flood half of rejection auditing (rejections are
 //! aggregated). Loopback Unix socket only, bounded counts and time. Thousands of silent
 //! connections and thousands of half-sent 128 KiB lines are held open against the real
 //! `serve`; honest requests must still be answered fast and the guard's memory must stay

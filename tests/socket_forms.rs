@@ -1,4 +1,4 @@
-//! Issue 9 item 10: a frame carries several forms of one command (`request`: `command`,
+//! A frame carries several forms of one command (`request`: `command`,
 //! `commandArgv`, `systemRunPlan.argv/commandText`; `exec`: `rawCommand` and the argv). A
 //! harmless form shown (and judged) while another is what runs is denied
 //! `command-mismatch`; forms that agree are judged as before. Through the real `serve`.

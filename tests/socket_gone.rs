@@ -1,4 +1,4 @@
-//! Issue 9 item 11: a gated request whose requester went away is cancelled (state
+//! A gated request whose requester went away is cancelled (state
 //! `cancelled`, reason `requester-gone`, shown by `inbox list`, audited) and never runs,
 //! even if someone approves it afterwards. A half-closed client (OpenClaw 2026.9.6's Node
 //! client shuts its write side after sending) is still there and gets its answer.
@@ -80,7 +80,7 @@ fn a_raw_client_that_closes_cancels_its_request_and_nothing_runs() {
         );
     }
     let _ = &serve;
-    // `inbox list` shows no countdown on resolved entries (issue 10 item 6).
+    // `inbox list` shows no countdown on resolved entries.
     for line in list_text(&w).lines() {
         assert!(
             !line.contains("s  exec"),

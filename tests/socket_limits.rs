@@ -1,4 +1,4 @@
-//! Issue 9 item 5, the guard's side: a confined command of the same uid lowers the guard's
+//! The guard's side of lowered limits: a confined command of the same uid lowers the guard's
 //! limits with `prlimit`. The real `serve` must survive, fail closed and say what happened.
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]

@@ -1,4 +1,4 @@
-//! Issue 9 item 8: a captured `exec` frame must not run again after the guard restarts. The
+//! A captured `exec` frame must not run again after the guard restarts. The
 //! frame is captured (sent once, accepted), the real `serve` is restarted (gracefully and by
 //! kill -9), and the same bytes are replayed inside the ±10 s window: `replay`, and nothing
 //! runs a second time.

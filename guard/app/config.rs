@@ -52,7 +52,7 @@ struct FileConfig {
     web: WebSection,
 }
 
-/// `[audit]` (socket helper, issue 9 item 9).
+/// `[audit]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AuditSection {

@@ -101,6 +101,22 @@ fn trial() -> Result<EnforcementStatus, String> {
     Ok(prepared.status)
 }
 
+/// What "root fs read-only: NO" means, so the line does not read as a failure.
+const ROOT_FS_WRITABLE: &str = "NO (normal on a laptop: runs are confined by Landlock, not by a \
+     read-only /; in a container, a read-only root (`--read-only`) also keeps the guard's own \
+     binary and config from being changed)";
+
+/// The warning `doctor` and `serve` give when the guard runs as root (SECURITY.md §4: as
+/// root, RLIMIT_NPROC does not bind and a `workspace-write` child can chmod its own files
+/// outside the workspace).
+pub fn root_warning(uid: u32) -> Option<&'static str> {
+    (uid == 0).then_some(
+        "running as root: run the guard as a non-root user (SECURITY.md §4: as root the \
+         process limit does not bind and an approved run can change the metadata of files \
+         it owns outside the workspace)",
+    )
+}
+
 /// Probes the machine.
 pub fn check() -> DoctorReport {
     let abi = kernel::landlock_abi();
@@ -160,9 +176,16 @@ impl DoctorReport {
             format!("can clear bounding:  {}", yn(self.can_clear_bounding_set)),
             format!(
                 "root fs read-only:   {}",
-                self.root_read_only.map(yn).unwrap_or("unknown")
+                match self.root_read_only {
+                    Some(true) => "yes",
+                    Some(false) => ROOT_FS_WRITABLE,
+                    None => "unknown",
+                }
             ),
         ];
+        if let Some(w) = root_warning(self.uid) {
+            out.push(format!("warning:             {w}"));
+        }
         match &self.trial {
             Ok(s) => out.push(format!(
                 "trial spawn:         ok (landlock {:?}, seccomp {}, caps cleared {})",

@@ -171,6 +171,7 @@ pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
         url: o.gateway_url.clone(),
         token,
         display_name: o.name.clone(),
+        node_dir: node_dir.clone(),
     };
     client::run(gw, id, handler, rx).await;
     eprintln!("sanctum-guard node: stopped");

@@ -110,12 +110,21 @@ fn print_startup(cfg: &Config, s: &Sinks, workspace: &Path, limits: &impl std::f
         cfg.socket.allowed_uids
     );
     eprintln!("sanctum-guard: limits          {limits}");
+    if let Some(w) = super::doctor::root_warning(nix::unistd::getuid().as_raw()) {
+        eprintln!("sanctum-guard: WARNING         {w}");
+    }
+    eprintln!(
+        "sanctum-guard: next step       on Linux OpenClaw sends exec to a node: start \
+         `sanctum-guard node --gateway-url ws://127.0.0.1:18789 --token-file FILE --decider {}` \
+         and approve it (README.md, \"Quick start\")",
+        s.sock.path.display()
+    );
 }
 
 /// Runs the server until SIGTERM or SIGINT. Startup lines go to stderr.
 pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let cfg = Config::load(overrides)?;
-    // Socket helper (issue 9 item 5): survive limits a confined child may lower.
+    // Survive limits a confined child may lower.
     let limits = crate::socket::limits::prepare();
     let sinks = open_sinks(&cfg)?;
     let workspace = ensure_workspace(&cfg, &sinks.judge.deployment().workspace)?;

@@ -1,4 +1,4 @@
-//! The audit key (issue 9 item 9): an HMAC-SHA256 key that seals every record, so whoever can
+//! The audit key: an HMAC-SHA256 key that seals every record, so whoever can
 //! edit the log but not read the key cannot delete, edit, reorder or forge records and
 //! recompute a chain that `audit verify --key` accepts. It lives next to the log as
 //! `audit.key` (0600, 32 random bytes as hex), created on first open; the agent's sandbox

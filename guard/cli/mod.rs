@@ -195,8 +195,11 @@ enum AuditCmd {
     /// what was proven: with the key, that nobody without it changed or cut the log. A
     /// chain no sealed head anchors (head deleted, or no key) fails: its tail could be cut.
     Verify {
-        #[arg(required = true)]
+        /// The log and its rotated files; none: the state dir's audit.jsonl and its rotations.
         files: Vec<PathBuf>,
+        /// Whose audit log to verify when no file is given (default: serve's state dir).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
         /// The audit key; default: audit.key next to the first file (if present).
         #[arg(long)]
         key: Option<PathBuf>,
@@ -309,6 +312,14 @@ fn inbox_list(store: &Store, state: &str, json: bool) -> ExitCode {
     if json {
         return print_json(&entries);
     }
+    if entries.is_empty() {
+        // Silence looked like a broken command: say what the empty list means.
+        match state {
+            "all" => println!("no requests"),
+            other => println!("nothing {other}"),
+        }
+        return ExitCode::SUCCESS;
+    }
     let now = inbox::now_ms();
     for e in &entries {
         println!("{}", e.list_line(now));
@@ -319,9 +330,21 @@ fn inbox_list(store: &Store, state: &str, json: bool) -> ExitCode {
 fn audit_cmd(cmd: AuditCmd) -> ExitCode {
     let AuditCmd::Verify {
         files,
+        state_dir,
         key,
         allow_unanchored,
     } = cmd;
+    let files = if files.is_empty() {
+        match state_dir_log(state_dir) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        files
+    };
     let key = match key {
         Some(k) => Some(audit::AuditKey::load(&k)),
         None => {
@@ -354,6 +377,38 @@ fn audit_cmd(cmd: AuditCmd) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The state dir's audit log and its rotated files (`audit.<seq>.jsonl`), named on stderr so
+/// the reader knows which log was proven.
+fn state_dir_log(explicit: Option<PathBuf>) -> Result<Vec<PathBuf>, String> {
+    let dir = state_dir_of(explicit).map_err(|e| e.to_string())?;
+    let current = dir.join(audit::AUDIT_FILE);
+    if !current.exists() {
+        return Err(format!(
+            "no audit log at {} (give the log file to verify, or --state-dir)",
+            current.display()
+        ));
+    }
+    let stem = audit::AUDIT_FILE.trim_end_matches(".jsonl");
+    let mut files = vec![current];
+    let rd = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let seq = name
+            .strip_prefix(stem)
+            .and_then(|r| r.strip_prefix('.'))
+            .and_then(|r| r.strip_suffix(".jsonl"));
+        if seq.is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) {
+            files.push(e.path());
+        }
+    }
+    eprintln!(
+        "audit verify: the state dir's log, {} ({} file(s))",
+        files[0].display(),
+        files.len()
+    );
+    Ok(files)
 }
 
 fn print_json<T: serde::Serialize>(v: &T) -> ExitCode {

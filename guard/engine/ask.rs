@@ -44,6 +44,9 @@ pub struct Answer {
     pub profile: Option<String>,
     /// The policy answered by itself (an autonomous run), not a person.
     pub by_policy: bool,
+    /// What the agent is told after `SYSTEM_RUN_DENIED: ` when it differs from the reason's
+    /// own sentence (a person's deny names the person and their reason).
+    pub message: Option<String>,
 }
 
 impl Answer {
@@ -53,6 +56,15 @@ impl Answer {
             reason: Some(reason.into()),
             profile: None,
             by_policy: true,
+            message: None,
+        }
+    }
+
+    /// The deny of `d`, told to the agent as [`deny_text`](super::decision::deny_text).
+    pub fn denied(d: &crate::policy::request::Decision) -> Self {
+        Answer {
+            message: Some(super::decision::deny_text(d)),
+            ..Answer::deny(d.reason.as_deref().unwrap_or("approval-required"))
         }
     }
 }

@@ -32,6 +32,9 @@ pub struct Gateway {
     pub url: String,
     pub token: String,
     pub display_name: String,
+    /// Where the node keeps its identity; `approval.json` there tells `doctor` whether the
+    /// gateway still waits for `openclaw nodes approve`.
+    pub node_dir: std::path::PathBuf,
 }
 
 /// Runs sessions until `shutdown`; waits 0.5 s, doubling to 30 s, between failed ones.
@@ -97,6 +100,7 @@ async fn session(
     // Dropped when this session ends, however it ends: its pending invokes are then gone.
     let (_conn, requester) = Requester::new();
     let mut connected = false;
+    let mut _approval: Option<AbortOnDrop> = None;
     loop {
         tokio::select! {
             m = stream.next() => {
@@ -109,6 +113,12 @@ async fn session(
                 if !connected && v["type"] == "res" && v["id"] == "connect" {
                     connect_answer(&v, id)?;
                     connected = true;
+                    _approval = Some(AbortOnDrop(tokio::spawn(watch_approval(
+                        gw.url.clone(),
+                        gw.token.clone(),
+                        id.device_id().to_owned(),
+                        gw.node_dir.join(super::pending::STATUS_FILE),
+                    ))));
                     continue;
                 }
                 on_gateway_message(&v, id, handler, &send, &requester);
@@ -121,6 +131,45 @@ async fn session(
                 return Ok(());
             }
         }
+    }
+}
+
+/// Stops a session's helper task when the session ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// `connected as node` is not usable yet while the gateway waits for a person to approve the
+/// node's commands: says so, naming the request, until it is approved (asked every 5 s).
+async fn watch_approval(url: String, token: String, node_id: String, status: std::path::PathBuf) {
+    let mut told: Option<String> = None;
+    loop {
+        let seen = super::pending::surface(&url, &token, &node_id).await;
+        super::pending::write_status(&status, seen.as_ref());
+        match seen {
+            Some(super::pending::Surface::Pending(rid)) => {
+                if told.as_deref() != Some(rid.as_str()) {
+                    eprintln!(
+                        "sanctum-guard node: not usable yet: its commands (system.run) wait for \
+                         `openclaw nodes approve {rid}` (see `openclaw nodes pending`)"
+                    );
+                    told = Some(rid);
+                }
+            }
+            Some(super::pending::Surface::Clear) => {
+                if told.is_some() {
+                    eprintln!("sanctum-guard node: commands approved: agent execs can reach it");
+                }
+                return;
+            }
+            // The gateway does not answer this client (not loopback): nothing to tell.
+            None => return,
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
     }
 }
 

@@ -20,6 +20,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 use tokio::sync::watch;
 
+/// Characters of the sidecar's deny sentence passed on to the agent.
+const MAX_MESSAGE: usize = 400;
+
 /// The sidecar's answer lines are small; anything longer is refused.
 const MAX_REPLY: u64 = 64 * 1024;
 
@@ -79,8 +82,16 @@ impl SocketDecider {
                 // Anything but an explicit person counts as the policy's (no git neutralising
                 // is skipped on a guess).
                 by_policy: v["by"] != "human",
+                message: None,
             },
-            _ => Answer::deny(v["reason"].as_str().unwrap_or("approval-required")),
+            _ => Answer {
+                // The sidecar's sentence for the agent (a person's deny names them).
+                message: v["message"]
+                    .as_str()
+                    .filter(|m| same && !m.is_empty())
+                    .map(|m| m.chars().take(MAX_MESSAGE).collect()),
+                ..Answer::deny(v["reason"].as_str().unwrap_or("approval-required"))
+            },
         }
     }
 
@@ -209,12 +220,13 @@ async fn decide_local(
         engine.persist_allow_always(req, &verdict).await;
     }
     let answer = match d.kind {
-        DecisionKind::Deny => Answer::deny(d.reason.as_deref().unwrap_or("approval-required")),
+        DecisionKind::Deny => Answer::denied(&d),
         _ => Answer {
             allow: true,
             reason: None,
             profile: verdict.profile.clone(),
             by_policy: d.by == DecidedBy::Policy,
+            message: None,
         },
     };
     Decided {

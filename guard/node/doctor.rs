@@ -107,7 +107,8 @@ pub fn inspect(config: &Path, node_dir: &Path) -> Option<OpenClawSide> {
         .and_then(|v| v["deviceId"].as_str().map(str::to_owned));
     match serde_json::from_str::<Value>(&text) {
         Ok(v) => {
-            let f = check_config(&v, node_id.as_deref());
+            let mut f = check_config(&v, node_id.as_deref());
+            f.extend(approval(node_dir));
             Some(side(config, node_id, None, f))
         }
         Err(e) => Some(side(
@@ -116,6 +117,29 @@ pub fn inspect(config: &Path, node_dir: &Path) -> Option<OpenClawSide> {
             Some(format!("not plain JSON ({e}); check it by hand")),
             Vec::new(),
         )),
+    }
+}
+
+/// What the node last saw of its approval (`approval.json`, written while it is connected).
+fn approval(node_dir: &Path) -> Option<Finding> {
+    let text = std::fs::read_to_string(node_dir.join(super::pending::STATUS_FILE)).ok()?;
+    let v: Value = serde_json::from_str(&text).ok()?;
+    let ago =
+        crate::engine::decision::now_ms().saturating_sub(v["atMs"].as_u64().unwrap_or(0)) / 1000;
+    match v["state"].as_str()? {
+        "pending" => Some(Finding {
+            ok: false,
+            text: format!(
+                "node connected but not approved for system.run: run `openclaw nodes approve {}` \
+                 (as the node saw it {ago} s ago)",
+                v["requestId"].as_str().unwrap_or("<requestId>")
+            ),
+        }),
+        "approved" => Some(Finding {
+            ok: true,
+            text: format!("node approved for system.run (as the node saw it {ago} s ago)"),
+        }),
+        _ => None,
     }
 }
 

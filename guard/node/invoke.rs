@@ -148,8 +148,22 @@ impl Handler {
             return denied(send, &ctx, "requester-gone");
         }
         if !decided.answer.allow {
-            let reason = decided.answer.reason.as_deref();
-            return denied(send, &ctx, reason.unwrap_or("approval-required"));
+            let reason = decided
+                .answer
+                .reason
+                .as_deref()
+                .unwrap_or("approval-required");
+            send(
+                "node.event",
+                p::node_event("exec.denied", &p::exec_denied(&ctx, reason)),
+            );
+            return InvokeAnswer::denied(
+                &decided
+                    .answer
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| deny_message(reason)),
+            );
         }
         let left = window.saturating_sub(received.elapsed().as_millis() as u64);
         let budget = run_budget(left, rp.timeout_ms);

@@ -13,4 +13,5 @@ pub mod decider;
 pub mod doctor;
 pub mod identity;
 pub mod invoke;
+pub mod pending;
 pub mod protocol;

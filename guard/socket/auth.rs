@@ -2,7 +2,7 @@
 //! nonce replay cache, the SO_PEERCRED UID check and the per-peer rate limit. Every check
 //! answers a [`RejectReason`]; all secret comparisons are constant time.
 //!
-//! Replay across restarts (issue 9 item 8): a frame captured just before a restart is still
+//! Replay across restarts: a frame captured just before a restart is still
 //! inside its ±TTL window afterwards, and the in-memory nonce cache is gone. Two rules close
 //! it: (1) a frame whose `ts` is before this process started is refused (`replay`): the old
 //! process could have accepted it, and every honest client on this kernel signs with the

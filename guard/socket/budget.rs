@@ -1,4 +1,4 @@
-//! The server's pre-authentication budget (issue 9 item 6): how many connections are open
+//! The server's pre-authentication budget: how many connections are open
 //! (in total, per uid) and how many bytes unfinished lines hold. At a cap the oldest
 //! connection still sending its line is shed: its reader is told to answer `overloaded` and
 //! close, and its share is released at once. Connections whose line is complete (being

@@ -8,7 +8,7 @@ use crate::policy::request::{Action, DecisionKind, ExecAction, OpenClawAsk, Requ
 use crate::policy::shell::{self, Analysis, Segment, ShellContext};
 use std::path::PathBuf;
 
-/// A frame's forms of one command (issue 9 item 10): the text a client shows and the argv it
+/// A frame's forms of one command: the text a client shows and the argv it
 /// runs must be the same command, or a harmless text could be judged while another argv runs
 /// (or is persisted). Agreement is semantic: both forms go through the same shell analyser
 /// and must yield the same segments (static words, wrappers, assignments, redirections), so

@@ -20,7 +20,7 @@ use super::wire::{
 };
 use super::SocketSettings;
 use crate::audit::event::{AuditEvent, NotRun, Origin, PolicyDeny, Refused, Rejection, Requester};
-use crate::engine::decision::{deny_message, now_ms};
+use crate::engine::decision::{deny_message, deny_text, now_ms};
 use crate::engine::{Engine, ExecPlan, PlanInput, RunResult};
 use crate::policy::request::{Action, DecidedBy, Decision, DecisionKind, Request};
 use std::path::Path;
@@ -345,7 +345,7 @@ impl SocketDoor {
     ) -> Option<ExecError> {
         if decision.kind == DecisionKind::Deny {
             let reason = decision.reason.as_deref().unwrap_or("approval-required");
-            return Some(ExecError::denied(reason, &deny_message(reason)));
+            return Some(ExecError::denied(reason, &deny_text(decision)));
         }
         // Only a request that waited for a person can have lost its client meanwhile (an
         // autonomous answer costs no extra syscall).

@@ -1,4 +1,4 @@
-//! Surviving lowered resource limits (issue 9 item 5, the guard's side). A confined command
+//! Surviving lowered resource limits (the guard's side). A confined command
 //! of the same uid may manage to lower the guard's limits (`prlimit`); the guard must then
 //! keep answering, fail closed and say what happened rather than die:
 //! - RLIMIT_NOFILE: raised soft → hard at start, so the working headroom is the most the

@@ -1,6 +1,6 @@
 //! Creating the socket file safely. The socket's directory is checked, never changed: every
 //! existing component of its path must be owned by us or root, be no symlink, and be writable by nobody else unless sticky (as `/tmp`); anything else is
-//! refused with the path and the reason (issue 9 item 7: a guard started on `/tmp/x.sock`
+//! refused with the path and the reason (a guard started on `/tmp/x.sock`
 //! used to chmod `/tmp`). Missing directories are created 0700. The socket is 0600 from the
 //! moment it appears under its name (bound under a temporary name, chmod-ed, then renamed
 //! into place); a stale socket of ours is removed, a live one or another user's left alone.

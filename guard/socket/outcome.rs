@@ -10,7 +10,7 @@ use super::peer::PeerLink;
 use super::wire::{NodeVerdict, Reply, RequestFrame};
 use crate::audit::event::{AuditEvent, Origin, Requester, RunOutcome};
 use crate::engine::ask::{self, Ask, Outcome};
-use crate::engine::decision::now_ms;
+use crate::engine::decision::{deny_text, now_ms};
 use crate::engine::Engine;
 use crate::policy::request::{DecidedBy, DecisionKind};
 use crate::policy::verdict::{Reason, Verdict, VerdictKind};
@@ -95,9 +95,11 @@ pub async fn on_node_request(
         DecidedBy::Human(_) => "human",
         DecidedBy::Fallback => "fallback",
     };
+    // The sentence the node tells the agent: a person's deny names the person.
+    let message = (decision.kind == DecisionKind::Deny).then(|| deny_text(&decision));
     Reply::Line(
         json!({"type":"decision","id":f.id,"decision":decision.kind.as_str(),
-                       "reason":reason,"profile":verdict.profile,"by":by}),
+                       "reason":reason,"message":message,"profile":verdict.profile,"by":by}),
     )
 }
 

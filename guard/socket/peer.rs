@@ -1,4 +1,4 @@
-//! Is the requester still there? (issue 9 item 11). A gated request waits in the inbox while
+//! Is the requester still there? A gated request waits in the inbox while
 //! its client waits on the socket; if the client is gone, nobody can receive the answer and an
 //! approval must not run anything. "Gone" is a full close: the kernel then reports POLLHUP
 //! (both directions shut). A half-close is not gone: OpenClaw 2026.9.6's Node client shuts

@@ -1,4 +1,4 @@
-//! Rejections, aggregated (issue 9 item 9): a flood of bad frames must not grow the audit log
+//! Rejections, aggregated: a flood of bad frames must not grow the audit log
 //! without bound. The first rejection of a reason in a window is recorded in full (so a lone
 //! bad frame is on record at once, with its peer and id); the rest of that window are
 //! counted and written as one `rejection` record with `aggregated: true`, the count, the

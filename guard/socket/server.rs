@@ -8,7 +8,7 @@
 //! connection with the event loop (two epoll_ctl calls and a loop round trip fewer per
 //! request). Only a connection whose line has not fully arrived is handed to tokio.
 //!
-//! Pre-authentication load (issue 9 item 6): nothing a client does before its line is
+//! Pre-authentication load: nothing a client does before its line is
 //! complete may delay others or grow memory without bound. The [`Budget`] caps connections
 //! (in total and per uid) and the bytes buffered for unfinished lines (in total; each line is
 //! capped at [`MAX_LINE_BYTES`]). At a cap, the oldest connection still sending its line is

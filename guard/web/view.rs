@@ -59,7 +59,8 @@ pub fn resolved_json(r: &Resolved) -> Value {
     json!({"id": r.id, "state": r.state.as_str(), "decision": decision_json(&r.decision)})
 }
 
-/// Run outcomes by request id, from the `exec` records of the audit log's tail.
+/// Run outcomes by request id, from the audit log's tail: the `exec` records of runs the
+/// guard made itself, and the `exec-outcome` records a node reported for its runs.
 pub fn run_outcomes(audit: &Path) -> HashMap<String, Value> {
     let mut out = HashMap::new();
     let Ok(mut f) = std::fs::File::open(audit) else {
@@ -76,12 +77,26 @@ pub fn run_outcomes(audit: &Path) -> HashMap<String, Value> {
     }
     let text = String::from_utf8_lossy(&buf);
     for line in text.lines().skip(usize::from(start > 0)) {
-        if !line.contains("\"kind\":\"exec\"") {
+        let node_run = line.contains("\"kind\":\"exec-outcome\"");
+        if !node_run && !line.contains("\"kind\":\"exec\"") {
             continue;
         }
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             continue;
         };
+        if node_run {
+            let o = &v["fields"]["outcome"];
+            let Some(id) = o["requestId"].as_str() else {
+                continue;
+            };
+            out.insert(
+                id.to_owned(),
+                json!({"exitCode": o["exitCode"], "timedOut": o["timedOut"], "success": o["success"],
+                       "error": o["error"], "finishedMs": v["ts_ms"], "durationMs": o["durationMs"],
+                       "outputSha256": o["outputSha256"], "nodeId": o["nodeId"]}),
+            );
+            continue;
+        }
         let f = &v["fields"];
         let Some(id) = f["id"].as_str() else { continue };
         out.insert(

@@ -4,6 +4,8 @@
 // and the model answers that turn with exactly that tool call; once the tool result is back it
 // answers with text quoting the result. Every request is appended to $MODEL_LOG (JSON Lines),
 // so a test sees what reached the agent. Prints "listening <port>" when ready.
+// A message without a script line gets $SCRIPTED_MODEL_DEFAULT (a script line's JSON) when set,
+// so a recipe written for people ("List my workspace with ls") drives a real turn too.
 // Usage: node scripted_model.mjs <port> <logfile>
 import http from "node:http";
 import fs from "node:fs";
@@ -28,7 +30,10 @@ function nextStep(messages) {
     if (m.role === "user") {
       const t = text(m);
       const at = t.indexOf("SCRIPT ");
-      if (at < 0) return { kind: "final", result: "no script" };
+      if (at < 0) {
+        const d = process.env.SCRIPTED_MODEL_DEFAULT;
+        return d ? { kind: "call", call: JSON.parse(d) } : { kind: "final", result: "no script" };
+      }
       const line = t.slice(at + 7).split("\n")[0];
       return { kind: "call", call: JSON.parse(line) };
     }

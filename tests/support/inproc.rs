@@ -35,11 +35,16 @@ impl InProc {
 
     /// Deployment mode: the decider is whatever listens on `socket` (token `t`).
     pub fn remote(socket: PathBuf) -> InProc {
-        Self::with(Some(socket))
+        Self::with(Some((socket, "t".into())))
+    }
+
+    /// Deployment mode against a real `serve`: its socket and its token.
+    pub fn remote_with_token(socket: PathBuf, token: &str) -> InProc {
+        Self::with(Some((socket, token.into())))
     }
 
     /// Builds the engine on temp dirs and a handler with the local or remote decider.
-    fn with(socket: Option<PathBuf>) -> InProc {
+    fn with(socket: Option<(PathBuf, String)>) -> InProc {
         let tmp = tempfile::Builder::new()
             .prefix("sg-node-")
             .tempdir()
@@ -57,13 +62,10 @@ impl InProc {
         let engine = Arc::new(local_engine(&cfg, store).expect("engine"));
         let decider = match socket {
             None => Decider::Local(engine.clone()),
-            Some(path) => {
+            Some((path, token)) => {
                 let store = Store::open(tmp.path().join("oc"), Era::Sqlite).expect("store");
                 Decider::Remote(Box::new(Remote {
-                    socket: SocketDecider {
-                        path,
-                        token: "t".into(),
-                    },
+                    socket: SocketDecider { path, token },
                     judge: Judge::load(cfg.judge_config().expect("judge config"), store)
                         .expect("judge"),
                 }))

@@ -45,13 +45,21 @@ pub fn spawn_gateway(home: &Path, state: &Path, port: u16, token: &str, log: &Pa
 
 /// The scripted model: `(child, port, log of every request)`.
 pub fn start_model(dir: &Path) -> (ChildGuard, u16, PathBuf) {
+    start_model_with(dir, None)
+}
+
+/// [`start_model`] whose answer to a message without a script line is the call `default`.
+pub fn start_model_with(dir: &Path, default: Option<&Value>) -> (ChildGuard, u16, PathBuf) {
     let log = dir.join("model.jsonl");
     let out = dir.join("model.out");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/scripted_model.mjs");
+    let mut cmd = Command::new(node());
+    if let Some(d) = default {
+        cmd.env("SCRIPTED_MODEL_DEFAULT", d.to_string());
+    }
     let child = ChildGuard::spawn_group(
         "model",
-        Command::new(node())
-            .arg(script)
+        cmd.arg(script)
             .arg("0")
             .arg(&log)
             .stdout(std::fs::File::create(&out).expect("out"))

@@ -26,6 +26,23 @@ pub fn cache() -> PathBuf {
     p
 }
 
+/// Whether the tool cache holds Node and the current OpenClaw, without panicking: benches
+/// skip with this line instead of failing on a fresh clone.
+pub fn cache_ready() -> Result<PathBuf, String> {
+    let p = std::env::var_os("SANCTUM_TEST_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"));
+    let oc = p.join(format!("openclaw-{NEW}/node_modules/.bin/openclaw"));
+    if !p.join("node/bin/node").is_file() || !oc.exists() {
+        return Err(format!(
+            "Node 24 and OpenClaw {NEW} are not in {}: run tests/setup.sh (or set \
+             SANCTUM_TEST_CACHE)",
+            p.display()
+        ));
+    }
+    Ok(p)
+}
+
 /// The Node binary the OpenClaw installs run on.
 pub fn node() -> PathBuf {
     cache().join("node/bin/node")

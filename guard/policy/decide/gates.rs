@@ -9,11 +9,11 @@ use crate::policy::shell::{Analysis, Segment};
 use crate::policy::table::Classification;
 use crate::policy::verdict::Category;
 
-/// Constructs the analyser does not know to be inert: a human sees them (issue 11:
-/// allow-list, not spot-the-danger). The request's own env keys are judged in `decide`.
+/// Constructs the analyser does not know to be inert: a human sees them (allow-list, not
+/// spot-the-danger). The request's own env keys are judged in `decide`.
 pub(super) fn not_inert(analysis: &Analysis) -> Classification {
     // Constructs the analyser does not know to be inert, and request environment keys
-    // that are not on the inert list: a human sees them (issue 11: allow-list, not
+    // that are not on the inert list: a human sees them (allow-list, not
     // spot-the-danger).
     let mut gates = Classification::default();
     for why in &analysis.gates {

@@ -3,7 +3,7 @@
 //! index or the object store (patches, pickaxe searches, blobs, trees of old revisions).
 //! The path model sees only the working tree: a `.env` tracked once, or a blob id read off
 //! `git ls-tree`, is invisible to it. So such a read is autonomous only when explicit
-//! pathspecs bound it and every one of them is path-checked (issue 11: decide by
+//! pathspecs bound it and every one of them is path-checked (decide by
 //! allow-list); otherwise it is gated.
 
 use super::args::v;

@@ -16,6 +16,7 @@
     if (run.error) parts.push('error: ' + run.error);
     if (run.durationMs !== null && run.durationMs !== undefined) parts.push('ran ' + (run.durationMs / 1000).toFixed(2) + ' s');
     if (run.stdoutBytes !== null && run.stdoutBytes !== undefined) parts.push(run.stdoutBytes + ' B out, ' + run.stderrBytes + ' B err');
+    if (run.outputSha256) parts.push('output sha256 ' + run.outputSha256.slice(0, 16) + '…' + (run.nodeId ? ' (node ' + run.nodeId.slice(0, 12) + '…)' : ''));
     return parts.join(' · ') || 'ran';
   }
 
