@@ -12,6 +12,7 @@ pub mod landlock_rules;
 pub mod launch;
 pub mod process;
 pub mod profile;
+pub mod reaper;
 pub mod run;
 pub mod seccomp;
 pub mod spawn;
