@@ -110,6 +110,9 @@ fn print_startup(cfg: &Config, s: &Sinks, workspace: &Path, limits: &impl std::f
         cfg.socket.allowed_uids
     );
     eprintln!("sanctum-guard: limits          {limits}");
+    eprintln!(
+        "sanctum-guard: uncontained     socket `request` frames: the guard answers, OpenClaw runs the command itself, outside the guard's sandbox"
+    );
 }
 
 /// Runs the server until SIGTERM or SIGINT. Startup lines go to stderr.

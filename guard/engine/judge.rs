@@ -113,9 +113,6 @@ impl Judge {
         ])?;
         let policy_origin = policy.origin().to_owned();
         let profiles = policy.profiles().clone();
-        let mut deny = DenyList::default();
-        deny.push(cfg.state_dir.clone())?;
-        deny.push_openclaw_state(&cfg.openclaw_state_dir)?;
         let deployment = Deployment {
             workspace: cfg.workspace(policy.workspace()),
             // `load_policy` completed both for this host.
@@ -128,6 +125,19 @@ impl Judge {
                 .unwrap_or(crate::app::config::DEFAULT_AGENT_PATH)
                 .to_owned(),
         };
+        // Every file this process was given or keeps, from its own configuration, and all
+        // of OpenClaw's state outside the workspace.
+        let mut deny = DenyList::default();
+        for p in cfg.own_files() {
+            // Inside the workspace a deny would cap the workspace root for approved runs
+            // (Landlock rights cover subtrees); such a file is the agent's to write anyway.
+            if p.starts_with(&deployment.workspace) {
+                tracing::warn!(file = %p.display(), "a file of the guard lies inside the workspace: runs can read it");
+                continue;
+            }
+            deny.push(p)?;
+        }
+        deny.push_openclaw_state_dir(&cfg.openclaw_state_dir, &deployment.workspace)?;
         // One list: everything the policy treats as a secret is unreadable in every run too
         // (globs like /proc/*/environ are the kernel's ptrace rule's, not Landlock's).
         let sensitive =
@@ -162,6 +172,11 @@ impl Judge {
         };
         o.reload();
         Ok(o)
+    }
+
+    /// What no run may read: the deployment's secrets and the policy's sensitive list.
+    pub fn deny_list(&self) -> &DenyList {
+        &self.deny
     }
 
     pub fn store_path(&self) -> PathBuf {
