@@ -346,10 +346,14 @@ impl Judge {
         autonomous: bool,
         budget: Duration,
     ) -> Result<RunOutcome, JudgeError> {
-        let name = verdict
-            .profile
-            .clone()
-            .unwrap_or_else(|| "workspace-write".into());
+        let name = if autonomous {
+            autonomous_profile(verdict).to_owned()
+        } else {
+            verdict
+                .profile
+                .clone()
+                .unwrap_or_else(|| "workspace-write".into())
+        };
         let spec = self
             .profiles
             .get(&name)
@@ -372,6 +376,20 @@ impl Judge {
         })
         .await?;
         Ok(outcome)
+    }
+}
+
+/// The profile of a run nobody approved, whatever the category's profile says: the
+/// workspace and system dirs only, no writes but a private tmp, and TCP 80/443 only when a
+/// segment is an HTTP read. (A policy may redefine these two names, e.g. to add caches.)
+fn autonomous_profile(v: &Verdict) -> &'static str {
+    use crate::policy::profile::{AUTONOMOUS_HTTP_PROFILE, AUTONOMOUS_PROFILE};
+    let http = v.category == Category::HttpRead
+        || v.segments.iter().any(|s| s.category == Category::HttpRead);
+    if http {
+        AUTONOMOUS_HTTP_PROFILE
+    } else {
+        AUTONOMOUS_PROFILE
     }
 }
 

@@ -237,6 +237,15 @@ impl ProfileSpec {
             .map(|s| x.not_yet_existing(s, "deny_read"))
             .collect::<Result<Vec<_>, _>>()?;
         add_deployment_deny(&workspace, deny, &mut deny_read)?;
+        // A run that cannot write the workspace can be kept from its secrets without capping
+        // its root: each one is denied, its siblings granted (see `ws_secrets`).
+        if !write.iter().any(|w| workspace.starts_with(w)) {
+            for s in super::ws_secrets::secrets_in(&workspace)?.iter() {
+                if !deny_read.contains(s) {
+                    deny_read.push(s.clone());
+                }
+            }
+        }
         Ok(ResolvedProfile {
             workspace,
             read,
