@@ -238,8 +238,15 @@ impl ProfileSpec {
             .collect::<Result<Vec<_>, _>>()?;
         add_deployment_deny(&workspace, deny, &mut deny_read)?;
         // A run that cannot write the workspace can be kept from its secrets without capping
-        // its root: each one is denied, its siblings granted (see `ws_secrets`).
-        if !write.iter().any(|w| workspace.starts_with(w)) {
+        // its root: each one is denied, its siblings granted (see `ws_secrets`). Only where
+        // the workspace is what grants them: a profile that reads a parent of the workspace
+        // (`read-only` reads `/`) reads far more than the workspace's secrets anyway, and its
+        // workspace may be a home or /tmp, too big to scan.
+        let writes_ws = write.iter().any(|w| workspace.starts_with(w));
+        let reads_parent = read
+            .iter()
+            .any(|r| r != &workspace && workspace.starts_with(r));
+        if !writes_ws && !reads_parent {
             for s in super::ws_secrets::secrets_in(&workspace)?.iter() {
                 if !deny_read.contains(s) {
                     deny_read.push(s.clone());
