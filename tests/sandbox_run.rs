@@ -385,7 +385,9 @@ fn cli_uses_the_policy_files_profiles() {
     let o = sandbox(&ws, &["--policy", p, "--profile", "nope"], &["/bin/true"]);
     assert_eq!(o.status.code(), Some(125));
     assert!(
-        stderr(&o).contains("known: fetch, read-only, workspace-write"),
+        stderr(&o).contains(
+            "known: autonomous-http-read, autonomous-read, fetch, read-only, workspace-write"
+        ),
         "{}",
         stderr(&o)
     );
