@@ -172,6 +172,19 @@ fn main() {
         "the bench must clear its set while single-threaded, like serve"
     );
     let write_spec = builtin_profiles()["workspace-write"].clone();
+    let ro_spec = builtin_profiles()["read-only"].clone();
+    let auto_spec = builtin_profiles()["autonomous-read"].clone();
+    // Resolved per spawn as the engine does per request: the autonomous profile against the
+    // read-only one it replaces.
+    let resolved = |spec: &sanctum_guard::sandbox::ProfileSpec, ws: &Path| {
+        let t = Instant::now();
+        let p = spec.resolve(ws).expect("profile"); // startup
+        let d = confined(&p, ws, &env);
+        drop(p);
+        let total = t.elapsed();
+        debug_assert!(total >= d);
+        total
+    };
     let per_request = |ws: &Path| {
         let t = Instant::now();
         let p = write_spec.resolve(ws).expect("profile"); // startup
@@ -186,6 +199,8 @@ fn main() {
         confined(&profile, &ws, &env);
         confined(&bare, &ws, &env);
         per_request(&ws);
+        resolved(&ro_spec, &ws);
+        resolved(&auto_spec, &ws);
     }
     let forked = || {
         let mut c = Command::new("/bin/true");
@@ -196,7 +211,10 @@ fn main() {
     let (mut plain, mut ours, mut bw, mut prep) = (vec![], vec![], vec![], vec![]);
     let mut fork = vec![];
     let (mut full, mut prep_full, mut write) = (vec![], vec![], vec![]);
+    let (mut ro, mut auto) = (vec![], vec![]);
     for _ in 0..n {
+        ro.push(resolved(&ro_spec, &ws));
+        auto.push(resolved(&auto_spec, &ws));
         write.push(per_request(&ws));
         plain.push(spawn_wait(Command::new("/bin/true")));
         fork.push(spawn_wait(forked()));
@@ -221,6 +239,8 @@ fn main() {
         &mut prep_full,
         &mut write,
         &mut fork,
+        &mut ro,
+        &mut auto,
     ] {
         v.sort();
     }
@@ -239,6 +259,8 @@ fn main() {
         ("confined + deny_read walk", &full),
         ("  of which prepare()", &prep_full),
         ("workspace-write +resolve", &write),
+        ("read-only +resolve", &ro),
+        ("autonomous-read +resolve", &auto),
         ("bwrap --unshare-all", &bw),
     ] {
         if v.is_empty() {
@@ -246,6 +268,10 @@ fn main() {
         }
         println!("{:<28} {:>10.3} {:>10.3}", name, med(v), p90(v));
     }
+    println!(
+        "autonomous-read over read-only, both resolved per spawn: {:+.3} ms",
+        med(&auto) - med(&ro)
+    );
     let o = med(&ours) - med(&plain);
     // Without bwrap its figures are NaN and printed as such; the line above says why.
     let b = if bw.is_empty() {

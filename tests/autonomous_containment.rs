@@ -137,3 +137,162 @@ fn every_autonomous_category_is_contained_by_its_profile() {
     let _ = victim.kill();
     let _ = victim.wait();
 }
+
+/// The autonomous profile reads only the workspace and the system: nothing of HOME, of
+/// OpenClaw's state or of a directory beside the workspace; not the secrets inside the
+/// workspace, at any depth, by name or through /proc and /dev/fd magic links (which the
+/// kernel resolves to the real path, which Landlock then checks); writes only its private
+/// tmp; changes no file's mode or times; no network.
+#[test]
+fn autonomous_profile_reads_the_workspace_and_system_only() {
+    use sanctum_guard::policy::profile::AUTONOMOUS_PROFILE;
+    let root = tempfile::tempdir().expect("root");
+    let root = root.path().canonicalize().expect("canon");
+    let (home, ws, beside) = (root.join("home"), root.join("ws"), root.join("beside"));
+    for d in [
+        &home.join(".openclaw/agents/main/agent"),
+        &ws.join("src/deep"),
+        &beside,
+    ] {
+        std::fs::create_dir_all(d).expect("dirs");
+    }
+    let secret = |p: &Path| std::fs::write(p, "MARK-9f2c\n").expect("secret");
+    for p in [
+        home.join("notes.txt"),
+        home.join(".openclaw/agents/main/agent/openclaw-agent.sqlite"),
+        beside.join("plain.txt"),
+        ws.join(".env"),
+        ws.join("src/deep/.env.production"),
+    ] {
+        secret(&p);
+    }
+    std::fs::write(ws.join("src/deep/code.rs"), "fn main() {}\n").expect("code");
+    std::fs::write(ws.join(".env.example"), "KEY=\n").expect("template");
+    let spec = &sandbox::builtin_profiles()[AUTONOMOUS_PROFILE];
+    let deny = sandbox::DenyList::default();
+    let profile = spec.resolve_with(&ws, &home, &deny).expect("resolve");
+    let listener = forbidden_listener(&[]);
+    let port = listener.local_addr().expect("addr").port();
+    let (h, b) = (home.display(), beside.display());
+    let harmful: Vec<(&str, String)> = vec![
+        ("read HOME", format!("cat {h}/notes.txt")),
+        ("list HOME", format!("ls {h}")),
+        (
+            "read OpenClaw's agent database",
+            format!("cat {h}/.openclaw/agents/main/agent/openclaw-agent.sqlite"),
+        ),
+        ("read beside the workspace", format!("cat {b}/plain.txt")),
+        ("read the workspace .env", "cat .env".into()),
+        (
+            "read a nested .env.*",
+            "cat src/deep/.env.production".into(),
+        ),
+        ("/proc/self/cwd", "cat /proc/self/cwd/.env".into()),
+        (
+            "/proc/self/cwd/..",
+            "cd src && cat /proc/self/cwd/../.env".into(),
+        ),
+        ("/proc/PID/root", format!("cat /proc/$$/root{h}/notes.txt")),
+        ("/dev/fd/N/..", "exec 3<src; cat /dev/fd/3/../.env".into()),
+        ("write the workspace", "echo x > new.txt".into()),
+        ("write /tmp", "echo x > /tmp/sg-auto-$$".into()),
+        (
+            "chmod in the workspace",
+            "chmod 600 src/deep/code.rs".into(),
+        ),
+        (
+            "chmod in the private tmp",
+            "f=$TMPDIR/x; : > $f; chmod 777 $f".into(),
+        ),
+        (
+            "touch -d in the workspace",
+            "touch -d 2001-01-01 src/deep/code.rs".into(),
+        ),
+        ("tcp", format!("exec 3<>/dev/tcp/127.0.0.1/{port}")),
+    ];
+    for (what, script) in harmful {
+        let out = run(&profile, &ws, &script);
+        assert!(
+            out.exit_code != Some(0) && !out.stdout.contains("MARK-9f2c"),
+            "{what} succeeded: {out:?}"
+        );
+    }
+    assert!(!ws.join("new.txt").exists());
+    for (what, script, want) in [
+        ("read code", "cat src/deep/code.rs", "fn main() {}\n"),
+        ("read a template", "cat .env.example", "KEY=\n"),
+        ("list the workspace", "ls src/deep", "code.rs\n"),
+        (
+            "a pipeline",
+            "grep -c main src/deep/code.rs | sed s/1/one/",
+            "one\n",
+        ),
+        (
+            "its private tmp",
+            "echo t > $TMPDIR/t && cat $TMPDIR/t",
+            "t\n",
+        ),
+        ("system files", "head -c 4 /etc/passwd", "root"),
+    ] {
+        let out = run(&profile, &ws, script);
+        assert_eq!(out.stdout, want, "{what}: {out:?}");
+    }
+}
+
+/// The figure for the workspace secret scan: a 100,000-file tree (1,000 directories of 100
+/// files, a few secrets), scanned cold, then re-validated from the cache, and the whole
+/// resolve + prepare of the autonomous profile. `cargo test --test autonomous_containment
+/// -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, not a check"]
+fn secret_scan_on_100k_files() {
+    use sanctum_guard::policy::profile::AUTONOMOUS_PROFILE;
+    use sanctum_guard::sandbox::ws_secrets::secrets_in;
+    use std::time::Instant;
+    // Under the target dir, like a checkout: /tmp's churn would void the Landlock cache.
+    let t = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tmp");
+    let ws = t.path().canonicalize().expect("canon");
+    for d in 0..1000 {
+        let dir = ws.join(format!("d{}/e{}", d / 10, d % 10));
+        std::fs::create_dir_all(&dir).expect("dir");
+        for f in 0..100 {
+            std::fs::write(dir.join(format!("f{f}.rs")), "").expect("file");
+        }
+        if d % 250 == 0 {
+            std::fs::write(dir.join(".env"), "K=v").expect("secret");
+        }
+    }
+    // Landlock timestamps are coarse: let the tree age past the cache's race window.
+    std::thread::sleep(Duration::from_millis(300));
+    let at = Instant::now();
+    let found = secrets_in(&ws).expect("scan");
+    let cold = at.elapsed();
+    assert_eq!(found.len(), 4);
+    let at = Instant::now();
+    let n = 20;
+    for _ in 0..n {
+        secrets_in(&ws).expect("scan");
+    }
+    let warm = at.elapsed() / n;
+    let spec = &sandbox::builtin_profiles()[AUTONOMOUS_PROFILE];
+    let at = Instant::now();
+    let p = spec.resolve(&ws).expect("resolve");
+    sandbox::prepare(&p).expect("prepare");
+    let first = at.elapsed();
+    let at = Instant::now();
+    for _ in 0..n {
+        let p = spec.resolve(&ws).expect("resolve");
+        sandbox::prepare(&p).expect("prepare");
+    }
+    let again = at.elapsed() / n;
+    let at = Instant::now();
+    let p = spec.resolve(&ws).expect("resolve");
+    let resolve_only = at.elapsed();
+    let at = Instant::now();
+    sandbox::prepare(&p).expect("prepare");
+    eprintln!("resolve {resolve_only:?}, prepare {:?}", at.elapsed());
+    eprintln!(
+        "100,000 files in 1,111 dirs: scan cold {cold:?}, cached re-validation {warm:?}; \
+         resolve+prepare of {AUTONOMOUS_PROFILE}: first {first:?}, then {again:?}"
+    );
+}

@@ -72,7 +72,7 @@ fn effects_are_gated_and_contained() {
 
         // Contained by the autonomous profile even if it ran.
         let out = Command::new(guard_bin())
-            .args(["sandbox", "--profile", "read-only", "--workspace"])
+            .args(["sandbox", "--profile", "autonomous-read", "--workspace"])
             .arg(ws.path())
             .args(["--", "bash", "-c", &script])
             .current_dir(ws.path())

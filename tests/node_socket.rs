@@ -91,7 +91,7 @@ fn node_requests_get_verdicts_with_reason_and_profile() {
         (Some("decision"), Some("a1"))
     );
     assert_eq!(r["decision"], "allow-once", "{r}");
-    assert_eq!(r["profile"], "read-only", "{r}");
+    assert_eq!(r["profile"], "autonomous-read", "{r}");
     assert_eq!(r["reason"], Value::Null);
 
     // Blocked whatever the display text says: the argv is judged.

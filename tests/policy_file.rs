@@ -36,7 +36,12 @@ fn embedded_default_is_the_sanctum_table() {
     use Category::*;
     for c in [Read, Enumerate, Browse, HttpRead] {
         assert_eq!(p.status(c), Status::Autonomous, "{c:?}");
-        assert_eq!(p.profile(c), Some("read-only"), "{c:?}");
+        let profile = if c == HttpRead {
+            "autonomous-http-read"
+        } else {
+            "autonomous-read"
+        };
+        assert_eq!(p.profile(c), Some(profile), "{c:?}");
         assert!(!p.persist(c));
     }
     for c in [

@@ -239,7 +239,10 @@ fn offered_decisions_follow_persistence_and_openclaw() {
     );
     assert_eq!(v.kind, VerdictKind::Deny, "blocked stays blocked");
     // Profiles follow the deciding category.
-    assert_eq!(ask("ls", "-", None).profile.as_deref(), Some("read-only"));
+    assert_eq!(
+        ask("ls", "-", None).profile.as_deref(),
+        Some("autonomous-read")
+    );
     assert_eq!(
         ask("touch x", "-", None).profile.as_deref(),
         Some("workspace-write")

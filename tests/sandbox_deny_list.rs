@@ -149,3 +149,105 @@ fn a_deny_path_around_the_workspace_is_refused() {
         );
     }
 }
+
+/// The deny list of a real guard is built from its own configuration: whatever it was given
+/// (config and policy files, web TLS key, the node's token files) and whatever it keeps (its
+/// state dir with audit key, head and inbox, node identity), and all of OpenClaw's state
+/// outside the workspace (its agent databases too), even when the workspace lies inside
+/// OpenClaw's state dir, as it does by default.
+#[tokio::test]
+async fn the_guards_own_files_from_its_configuration_are_unreadable() {
+    use sanctum_guard::app::config::{Config, Overrides};
+    use sanctum_guard::engine::judge::Judge;
+    use sanctum_guard::openclaw::store::{Era, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let oc = root.join("oc");
+    let ws = oc.join("workspace");
+    let state = root.join("guard-state");
+    let etc = root.join("etc");
+    for d in [
+        &ws,
+        &state.join("node"),
+        &etc,
+        &oc.join("agents/main/agent"),
+    ] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::create_dir_all(oc.join("credentials")).unwrap();
+    std::fs::create_dir_all(oc.join("identity")).unwrap();
+    let secrets = [
+        state.join("audit.key"),
+        state.join("audit.head"),
+        state.join("inbox.db"),
+        state.join("node/device.json"),
+        etc.join("policy.toml"),
+        etc.join("web.key"),
+        etc.join("gateway.token"),
+        etc.join("decider.token"),
+        oc.join("agents/main/agent/openclaw-agent.sqlite"),
+        oc.join("agents/main/agent/auth-profiles.json"),
+        oc.join("credentials/oauth.json"),
+        oc.join("identity/device.json"),
+        oc.join("openclaw.json"),
+        oc.join("something-new.json"),
+    ];
+    for s in &secrets {
+        std::fs::write(s, SECRET).unwrap();
+    }
+    std::fs::write(
+        etc.join("policy.toml"),
+        format!("version = 1\n# {SECRET}\n"),
+    )
+    .unwrap();
+    let config = etc.join("guard.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "# {SECRET}\nstate_dir = {:?}\nopenclaw_state_dir = {:?}\nworkspace = {:?}\npolicy = {:?}\n",
+            state,
+            oc,
+            ws,
+            etc.join("policy.toml")
+        ),
+    )
+    .unwrap();
+    std::fs::write(ws.join("notes.txt"), "notes\n").unwrap();
+    let mut cfg = Config::load(&Overrides {
+        config: Some(config.clone()),
+        web_key: Some(etc.join("web.key")),
+        ..Default::default()
+    })
+    .unwrap();
+    cfg.secret_files
+        .extend([etc.join("gateway.token"), etc.join("decider.token")]);
+    let judge = Judge::load(
+        cfg.judge_config().unwrap(),
+        Store::open(&oc, Era::Sqlite).unwrap(),
+    )
+    .unwrap();
+    let mut targets = secrets.to_vec();
+    targets.push(config);
+    let home = std::path::Path::new("/nonexistent-home");
+    for profile in ["read-only", "workspace-write"] {
+        let resolved = builtin_profiles()[profile]
+            .resolve_with(&ws, home, judge.deny_list())
+            .unwrap();
+        for t in &targets {
+            let mut spec = run_spec(&Ws::new(), profile, &["/bin/cat", t.to_str().unwrap()]);
+            spec.cwd = ws.clone();
+            spec.profile = resolved.clone();
+            let o = run(spec).await.unwrap();
+            assert!(
+                !o.success && !o.stdout.contains(SECRET),
+                "{profile}: {} readable: {o:?}",
+                t.display()
+            );
+        }
+        let mut spec = run_spec(&Ws::new(), profile, &["/bin/cat", "notes.txt"]);
+        spec.cwd = ws.clone();
+        spec.profile = resolved.clone();
+        let o = run(spec).await.unwrap();
+        assert!(o.success, "{profile}: the workspace stays readable: {o:?}");
+    }
+}

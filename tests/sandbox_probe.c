@@ -293,6 +293,32 @@ static int inode(const char *op, const char *path) {
     return 2;
 }
 
+
+/* Tries every way a run's processes could outlive it or end up the guard's children:
+ * clone(CLONE_PARENT) (a sibling of the run: a child of the guard), a double fork (an
+ * orphan), setsid and setpgid in a child (out of the run's group), children that exit at
+ * once (zombies) and children that sleep. Prints one line: how each clone(CLONE_PARENT)
+ * answered, "OK" when it made a process. */
+static int orphans(void) {
+    int made = 0, refused = 0;
+    for (int i = 0; i < 3; i++) {
+        long r = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0, 0, 0);
+        if (r == 0) { if (i == 0) _exit(0); sleep(30); _exit(0); }
+        if (r > 0) made++; else refused++;
+    }
+    pid_t a = fork();
+    if (a == 0) {
+        pid_t b = fork();
+        if (b == 0) { setsid(); setpgid(0, 0); sleep(30); _exit(0); }
+        _exit(0);
+    }
+    if (a > 0) waitpid(a, 0, 0);
+    for (int i = 0; i < 3; i++) if (fork() == 0) _exit(0); /* zombies until we exit */
+    if (fork() == 0) { sleep(30); _exit(0); }
+    printf(made ? "OK made %d\n" : "ERR refused %d\n", made ? made : refused);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     const char *m = argv[1];
@@ -300,6 +326,7 @@ int main(int argc, char **argv) {
     pid_t pp = getppid();
     setvbuf(stdout, NULL, _IONBF, 0);
     if (!strcmp(m, "net")) return net(argc, argv);
+    if (!strcmp(m, "orphans")) return orphans();
     if (!strcmp(m, "victim")) return victim(arg);
     if (!strcmp(m, "lever") && argc > 3) return lever(arg, argv[3]);
     if (!strcmp(m, "tty")) return tty(arg);

@@ -334,6 +334,26 @@ fn doctor_reports_this_machine() {
     assert_eq!(v["trial"]["Ok"]["seccomp"], true);
 }
 
+/// On a laptop layout (the state dir owned by the uid that runs commands) `doctor` says that
+/// approved runs can change the guard's files, and it always says that `request` frames run
+/// uncontained.
+#[test]
+fn doctor_says_what_the_layout_leaves_open() {
+    let state = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new(guard_bin())
+        .arg("doctor")
+        .env("SANCTUM_STATE_DIR", state.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("can change the guard's files")
+            && text.contains(&*state.path().to_string_lossy()),
+        "{text}"
+    );
+    assert!(text.contains("`request` frames"), "{text}");
+}
+
 /// `sandbox --policy FILE` uses the policy's profiles (built-ins included); an unknown name is
 /// a setup failure (125) that lists the known ones.
 #[test]
@@ -365,7 +385,9 @@ fn cli_uses_the_policy_files_profiles() {
     let o = sandbox(&ws, &["--policy", p, "--profile", "nope"], &["/bin/true"]);
     assert_eq!(o.status.code(), Some(125));
     assert!(
-        stderr(&o).contains("known: fetch, read-only, workspace-write"),
+        stderr(&o).contains(
+            "known: autonomous-http-read, autonomous-read, fetch, read-only, workspace-write"
+        ),
         "{}",
         stderr(&o)
     );

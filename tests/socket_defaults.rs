@@ -92,6 +92,7 @@ fn no_flags_no_config_works_and_never_prints_the_token() {
         "audit.jsonl",
         "openclaw.sqlite",
         "exec-approvals.sock",
+        "OpenClaw runs the command itself, outside the guard's sandbox",
         "serving",
     ] {
         assert!(text.contains(what), "startup lines name {what}: {text}");

@@ -116,6 +116,10 @@ pub struct Config {
     pub web: crate::web::WebSettings,
     /// Which file was read, for the startup lines.
     pub origin: String,
+    /// The config file read, if any.
+    pub config_file: Option<PathBuf>,
+    /// Further files of this process no run may read (the node's token files).
+    pub secret_files: Vec<PathBuf>,
 }
 
 /// Command-line overrides (`serve` flags).
@@ -162,7 +166,28 @@ impl Config {
             audit: layers::audit_settings(&file.audit, &default.audit)?,
             web: layers::web_settings(o, &env, &file.web, &default.web)?,
             origin,
+            config_file: layers::config_file(o, env.0),
+            secret_files: Vec::new(),
         })
+    }
+
+    /// Every file this process was given or keeps that no run may read, from this
+    /// configuration: the state dir (inbox, audit log, key and head, node identity, web
+    /// sign-in files), the config and policy files, the web TLS files, and `secret_files`.
+    /// Relative paths are made absolute against the current directory, as the process
+    /// itself opens them.
+    pub fn own_files(&self) -> Vec<PathBuf> {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let mut out = vec![self.state_dir.clone()];
+        out.extend(self.config_file.iter().cloned());
+        out.extend(self.policy.iter().cloned());
+        out.extend(self.web.cert.iter().cloned());
+        out.extend(self.web.key.iter().cloned());
+        out.extend(self.secret_files.iter().cloned());
+        out.into_iter()
+            .map(|p| if p.is_absolute() { p } else { cwd.join(p) })
+            .map(|p| crate::policy::paths::lexical_clean(&p))
+            .collect()
     }
 
     pub fn inbox_path(&self) -> PathBuf {
@@ -187,6 +212,7 @@ impl Config {
         Ok(JudgeConfig {
             policy,
             state_dir: self.state_dir.clone(),
+            own_files: self.own_files(),
             openclaw_state_dir: self.openclaw_state_dir.clone(),
             workspace,
             agent_home,

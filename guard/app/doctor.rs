@@ -28,6 +28,38 @@ pub struct DoctorReport {
     pub problems: Vec<String>,
     /// The OpenClaw side of a node deployment, when its config could be found (warnings only).
     pub openclaw_node: Option<crate::node::doctor::OpenClawSide>,
+    /// What this layout does not contain, in plain words (warnings, not problems).
+    pub layout: Vec<String>,
+}
+
+/// What the deployment's layout leaves open: runs under the guard's own uid, and the socket's
+/// `request` frames, whose commands OpenClaw runs itself.
+fn layout_warnings() -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    let uid = nix::unistd::getuid().as_raw();
+    if let Ok(cfg) = super::config::Config::load(&super::config::Overrides::default()) {
+        let owned = std::fs::metadata(&cfg.state_dir)
+            .map(|m| m.uid() == uid)
+            .unwrap_or(true);
+        if owned {
+            out.push(format!(
+                "runs execute as this uid ({uid}), which owns the guard's state dir {}: an \
+                 approved workspace-write run can change the guard's files (chmod/utime its \
+                 state dir, audit key and log, inbox, tokens); Landlock does not cover metadata. \
+                 Autonomous runs cannot (seccomp refuses it). Run the agent's commands under \
+                 another uid (the compose layout) to close this.",
+                cfg.state_dir.display()
+            ));
+        }
+    }
+    out.push(
+        "socket `request` frames: the guard only answers, OpenClaw runs the command itself, \
+         and nothing of the guard contains that run (node host, socket `exec` and `sandbox` \
+         runs are confined)."
+            .into(),
+    );
+    out
 }
 
 /// OpenClaw's config (`<state>/openclaw.json`) against this machine's node identity.
@@ -154,6 +186,7 @@ pub fn check() -> DoctorReport {
         openclaw: openclaw_posture(),
         problems,
         openclaw_node: openclaw_side(),
+        layout: layout_warnings(),
     }
 }
 
@@ -219,6 +252,9 @@ impl DoctorReport {
                     out.push(format!("{tag}             {}", f.text));
                 }
             }
+        }
+        for w in &self.layout {
+            out.push(format!("warning:             {w}"));
         }
         if self.problems.is_empty() {
             out.push("verdict:             sandbox fully enforceable".into());

@@ -116,7 +116,11 @@ pub fn local_engine(cfg: &Config, store: Store) -> Result<Engine, NodeError> {
 
 /// Runs the node until SIGTERM or SIGINT. Startup lines go to stderr.
 pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
-    let cfg = Config::load(&o.overrides)?;
+    let mut cfg = Config::load(&o.overrides)?;
+    // The token files are this process's secrets too: no run may read them.
+    cfg.secret_files.push(o.token_file.clone());
+    cfg.secret_files
+        .extend(o.decider_token_file.iter().cloned());
     let token = read_token(&o.token_file)?;
     let node_dir = cfg.state_dir.join("node");
     let id = Arc::new(DeviceIdentity::load_or_create(&node_dir)?);

@@ -114,6 +114,9 @@ fn print_startup(cfg: &Config, s: &Sinks, workspace: &Path, limits: &impl std::f
         eprintln!("sanctum-guard: WARNING         {w}");
     }
     eprintln!(
+        "sanctum-guard: uncontained     socket `request` frames: the guard answers, OpenClaw runs the command itself, outside the guard's sandbox"
+    );
+    eprintln!(
         "sanctum-guard: next step       on Linux OpenClaw sends exec to a node: start \
          `sanctum-guard node --gateway-url ws://127.0.0.1:18789 --token-file FILE --decider {}` \
          and approve it (README.md, \"Quick start\")",

@@ -47,7 +47,8 @@ enum Command {
     },
     /// Run one command (argv, not shell text) under Landlock + seccomp + no capabilities.
     Sandbox {
-        /// Profile name: read-only, workspace-write, or one of the --policy file's.
+        /// Profile name: read-only, workspace-write, autonomous-read, autonomous-http-read, or one
+        /// of the --policy file's.
         #[arg(long, default_value = "read-only")]
         profile: String,
         /// Policy file whose [profiles.*] to use (default: the built-in profiles).

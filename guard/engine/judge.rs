@@ -93,6 +93,9 @@ pub struct JudgeConfig {
     pub policy: Policy,
     /// The guard's own state (unreadable to every run).
     pub state_dir: PathBuf,
+    /// Every file this process was given or keeps (state dir, config, policy, TLS key,
+    /// token files): denied to every run.
+    pub own_files: Vec<PathBuf>,
     /// OpenClaw's state dir (its approvals document and state are unreadable to every run).
     pub openclaw_state_dir: PathBuf,
     /// The deployment's writable workspace (never chosen by a request).
@@ -129,14 +132,24 @@ impl Judge {
         ])?;
         let policy_origin = policy.origin().to_owned();
         let profiles = policy.profiles().clone();
-        let mut deny = DenyList::default();
-        deny.push(cfg.state_dir.clone())?;
-        deny.push_openclaw_state(&cfg.openclaw_state_dir)?;
         let deployment = Deployment {
             workspace: cfg.workspace,
             agent_home: cfg.agent_home,
             agent_path: cfg.agent_path,
         };
+        // Every file this process was given or keeps, from its own configuration, and all
+        // of OpenClaw's state outside the workspace.
+        let mut deny = DenyList::default();
+        for p in cfg.own_files {
+            // Inside the workspace a deny would cap the workspace root for approved runs
+            // (Landlock rights cover subtrees); such a file is the agent's to write anyway.
+            if p.starts_with(&deployment.workspace) {
+                tracing::warn!(file = %p.display(), "a file of the guard lies inside the workspace: runs can read it");
+                continue;
+            }
+            deny.push(p)?;
+        }
+        deny.push_openclaw_state_dir(&cfg.openclaw_state_dir, &deployment.workspace)?;
         // One list: everything the policy treats as a secret is unreadable in every run too
         // (globs like /proc/*/environ are the kernel's ptrace rule's, not Landlock's).
         let sensitive =
@@ -171,6 +184,11 @@ impl Judge {
         };
         o.reload();
         Ok(o)
+    }
+
+    /// What no run may read: the deployment's secrets and the policy's sensitive list.
+    pub fn deny_list(&self) -> &DenyList {
+        &self.deny
     }
 
     pub fn store_path(&self) -> PathBuf {
@@ -331,10 +349,14 @@ impl Judge {
         autonomous: bool,
         budget: Duration,
     ) -> Result<RunOutcome, JudgeError> {
-        let name = verdict
-            .profile
-            .clone()
-            .unwrap_or_else(|| "workspace-write".into());
+        let name = if autonomous {
+            autonomous_profile(verdict).to_owned()
+        } else {
+            verdict
+                .profile
+                .clone()
+                .unwrap_or_else(|| "workspace-write".into())
+        };
         let spec = self
             .profiles
             .get(&name)
@@ -357,6 +379,20 @@ impl Judge {
         })
         .await?;
         Ok(outcome)
+    }
+}
+
+/// The profile of a run nobody approved, whatever the category's profile says: the
+/// workspace and system dirs only, no writes but a private tmp, and TCP 80/443 only when a
+/// segment is an HTTP read. (A policy may redefine these two names, e.g. to add caches.)
+fn autonomous_profile(v: &Verdict) -> &'static str {
+    use crate::policy::profile::{AUTONOMOUS_HTTP_PROFILE, AUTONOMOUS_PROFILE};
+    let http = v.category == Category::HttpRead
+        || v.segments.iter().any(|s| s.category == Category::HttpRead);
+    if http {
+        AUTONOMOUS_HTTP_PROFILE
+    } else {
+        AUTONOMOUS_PROFILE
     }
 }
 

@@ -114,6 +114,11 @@ pub struct ProfileSpec {
     pub timeout_secs: u64,
 }
 
+/// The built-in profile of autonomous verdicts.
+pub const AUTONOMOUS_PROFILE: &str = "autonomous-read";
+/// The same with TCP connect to ports 80 and 443, for an autonomous HTTP read.
+pub const AUTONOMOUS_HTTP_PROFILE: &str = "autonomous-http-read";
+
 /// Secrets no built-in profile may read: SSH and cloud credentials. (The engine adds the
 /// whole sensitive list, `paths::sensitive_paths`, and the deployment's own secrets.)
 const DENY_READ: [&str; 5] = [
@@ -127,6 +132,57 @@ const DENY_READ: [&str; 5] = [
 /// Denied to the read-only profile only: under a writable workspace it would cap the root
 /// (Landlock rights cover whole subtrees), so `workspace-write` keeps the root creatable.
 const DENY_READ_RO: [&str; 1] = ["{workspace}/.env"];
+
+/// What an autonomous run may read besides the workspace: the system directories programs
+/// need, a few devices, and /proc (whose per-process files the kernel guards by ptrace
+/// rules, which Landlock tightens to the run's own processes).
+const AUTONOMOUS_READ: [&str; 16] = [
+    "{workspace}",
+    "{tmp}",
+    "/usr",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/bin",
+    "/sbin",
+    "/etc",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/urandom",
+    "/dev/random",
+    "/proc",
+    "/sys/devices/system/cpu",
+];
+
+/// The secrets of `/etc`, denied where an autonomous run may read `/etc`.
+const ETC_SECRETS: [&str; 9] = [
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+    "/etc/ssh",
+    "/etc/ssl/private",
+    "/etc/security/opasswd",
+];
+
+/// The profile of an autonomous verdict: read the workspace and the system only (minus
+/// every secret inside them), write only a private tmp, no network.
+fn autonomous_read(base: &ProfileSpec) -> ProfileSpec {
+    ProfileSpec {
+        read: AUTONOMOUS_READ.iter().map(|s| s.to_string()).collect(),
+        write: vec!["/dev/null".into(), "{tmp}".into()],
+        deny_read: DENY_READ
+            .iter()
+            .chain(&DENY_READ_RO)
+            .chain(&ETC_SECRETS)
+            .map(|s| s.to_string())
+            .collect(),
+        ..base.clone()
+    }
+}
 
 /// The profiles every policy has; a policy file may override them by name.
 pub fn builtin_profiles() -> BTreeMap<String, ProfileSpec> {
@@ -150,8 +206,15 @@ pub fn builtin_profiles() -> BTreeMap<String, ProfileSpec> {
         deny_read: DENY_READ.iter().map(|s| s.to_string()).collect(),
         ..base.clone()
     };
+    let autonomous = autonomous_read(&base);
+    let autonomous_http = ProfileSpec {
+        network: NetworkSpec::Ports(vec![80, 443]),
+        ..autonomous.clone()
+    };
     BTreeMap::from([
         ("read-only".to_string(), base),
         ("workspace-write".to_string(), workspace_write),
+        (AUTONOMOUS_PROFILE.to_string(), autonomous),
+        (AUTONOMOUS_HTTP_PROFILE.to_string(), autonomous_http),
     ])
 }

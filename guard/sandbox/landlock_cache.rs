@@ -38,8 +38,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Changes closer than this to the start of a build make the result uncacheable (well above
 /// one kernel tick, 10 ms at HZ=100).
-const RACY: Duration = Duration::from_millis(100);
-const TTL: Duration = Duration::from_secs(30);
+pub(super) const RACY: Duration = Duration::from_millis(100);
+pub(super) const TTL: Duration = Duration::from_secs(30);
 const MAX_ENTRIES: usize = 32;
 
 /// What a limits layer depends on: the limit paths with their masks and the ABI/compat mode.
@@ -69,7 +69,7 @@ impl Stamp {
         }
     }
 
-    fn from_meta(m: &std::fs::Metadata) -> Stamp {
+    pub fn from_meta(m: &std::fs::Metadata) -> Stamp {
         Stamp {
             dev: m.dev(),
             ino: m.ino(),
@@ -79,7 +79,7 @@ impl Stamp {
     }
 
     /// Whether both timestamps lie before `limit` (seconds, nanoseconds since the epoch).
-    fn older_than(&self, limit: (i64, i64)) -> bool {
+    pub(super) fn older_than(&self, limit: (i64, i64)) -> bool {
         self.mtime < limit && self.ctime < limit
     }
 }
@@ -138,7 +138,7 @@ fn store<K: std::hash::Hash + Eq, W>(cache: &Cache<K, W>, key: K, fd: &Arc<Owned
     }
 }
 
-fn epoch(t: SystemTime) -> (i64, i64) {
+pub(super) fn epoch(t: SystemTime) -> (i64, i64) {
     match t.duration_since(UNIX_EPOCH) {
         Ok(d) => (
             i64::try_from(d.as_secs()).unwrap_or(i64::MAX),

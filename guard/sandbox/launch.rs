@@ -233,6 +233,9 @@ pub fn launch(
             errno: AtomicI32::new(0),
         },
     };
+    super::reaper::enable().map_err(SandboxError::Io)?;
+    // A sweep must not see this leader before it is registered (in `ConfinedChild::new`).
+    let gate = super::reaper::spawning();
     let mut stack = ChildStack([std::mem::MaybeUninit::uninit(); 32 * 1024]);
     // SAFETY: one past the end of the buffer, 16-aligned (its size is a multiple of 16): the
     // initial stack pointer of a stack that grows down.
@@ -269,6 +272,7 @@ pub fn launch(
     }
     // SAFETY: CLONE_PIDFD stored a new fd that nothing else owns.
     let child = ConfinedChild::new(pid, unsafe { OwnedFd::from_raw_fd(pidfd) });
+    drop(gate);
     let Ok(index) = usize::try_from(args.report.stage.load(Ordering::Acquire)) else {
         return Ok(child);
     };

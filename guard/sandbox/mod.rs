@@ -12,11 +12,13 @@ pub mod landlock_rules;
 pub mod launch;
 pub mod process;
 pub mod profile;
+pub mod reaper;
 pub mod run;
 pub mod seccomp;
 pub mod spawn;
 pub mod status;
 pub mod tmpdir;
+pub mod ws_secrets;
 
 pub use integrity::{IntegrityEvent, ScanLimits};
 pub use launch::{ChildIo, ChildStdio, SpawnError};

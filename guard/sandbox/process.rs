@@ -21,6 +21,13 @@ impl Leader {
         unsafe { libc::kill(-self.pid, libc::SIGKILL) };
     }
 
+    /// After the leader was reaped (or reaping failed): the run is over; what it left as the
+    /// guard's children is reaped.
+    fn done(&self) {
+        super::reaper::unregister(self.pid);
+        super::reaper::settle(self.pid);
+    }
+
     /// waitpid on our own unreaped child; `None` while it runs (with WNOHANG).
     fn reap(&self, flags: libc::c_int) -> io::Result<Option<ExitStatus>> {
         loop {
@@ -51,6 +58,7 @@ pub struct ConfinedChild {
 
 impl ConfinedChild {
     pub(super) fn new(pid: libc::pid_t, pidfd: OwnedFd) -> Self {
+        super::reaper::register(pid);
         ConfinedChild {
             leader: Some(Leader { pid, pidfd }),
             pid,
@@ -123,7 +131,9 @@ impl ConfinedChild {
             .take()
             .ok_or_else(|| io::Error::other("child already reaped"))?;
         l.kill_group();
-        match l.reap(0)? {
+        let status = l.reap(0);
+        l.done();
+        match status? {
             Some(st) => Ok(st),
             None => Err(io::Error::other("waitpid returned no status")),
         }
@@ -137,15 +147,20 @@ impl Drop for ConfinedChild {
         };
         l.kill_group();
         if let Ok(Some(_)) = l.reap(libc::WNOHANG) {
+            l.done();
             return;
         }
         // Killed, but not dead yet: reap off the event loop when there is one.
         match tokio::runtime::Handle::try_current() {
             Ok(h) => {
-                h.spawn_blocking(move || l.reap(0));
+                h.spawn_blocking(move || {
+                    let _ = l.reap(0);
+                    l.done();
+                });
             }
             Err(_) => {
                 let _ = l.reap(0);
+                l.done();
             }
         }
     }

@@ -77,6 +77,17 @@ pub struct ResolvedProfile {
     pub tmp: Option<Arc<PrivateTmp>>,
 }
 
+/// OpenClaw's own secrets at the top of its state dir: config (tokens), stored credentials,
+/// per-agent auth profiles and databases, device identity, approvals, SQLite state.
+const OPENCLAW_SECRETS: [&str; 6] = [
+    "openclaw.json",
+    "credentials",
+    "agents",
+    "identity",
+    "exec-approvals.json",
+    "state",
+];
+
 /// Paths the deployment says no confined process may read, whatever the profile: the
 /// guard's state dir, OpenClaw's approvals document and SQLite store, token files. They
 /// may not exist yet (a SQLite `-wal` appears later): a missing path is denied by name.
@@ -121,6 +132,51 @@ impl DenyList {
     pub fn push_openclaw_state(&mut self, state_dir: &Path) -> Result<(), SandboxError> {
         self.push(state_dir.join("exec-approvals.json"))?;
         self.push_sqlite(state_dir.join("state").join("openclaw.sqlite"))
+    }
+
+    /// All of OpenClaw's state dir that is not the way to the workspace: the whole dir when
+    /// the workspace lies elsewhere; else every entry of each directory on the way down to
+    /// the workspace except the next step (Landlock cannot subtract the workspace from a
+    /// denied parent), plus the known secrets by name in case they appear later. Entries
+    /// created later beside the way are not covered; the autonomous profile never grants
+    /// the state dir at all.
+    pub fn push_openclaw_state_dir(
+        &mut self,
+        state_dir: &Path,
+        workspace: &Path,
+    ) -> Result<(), SandboxError> {
+        let real = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+        let (dir, ws) = (real(state_dir), real(workspace));
+        if !ws.starts_with(&dir) {
+            return self.push(dir);
+        }
+        let on_way = |p: &Path| ws.starts_with(p);
+        let mut at = dir.clone();
+        while at != ws {
+            let Ok(entries) = std::fs::read_dir(&at) else {
+                break;
+            };
+            let mut next = None;
+            for e in entries.flatten() {
+                let p = e.path();
+                if on_way(&p) {
+                    next = Some(p);
+                } else {
+                    self.push(p)?;
+                }
+            }
+            match next {
+                Some(n) => at = n,
+                None => break,
+            }
+        }
+        for name in OPENCLAW_SECRETS {
+            let p = dir.join(name);
+            if !on_way(&p) && !self.paths.contains(&p) {
+                self.push(p)?;
+            }
+        }
+        self.push_openclaw_state(&dir)
     }
 
     pub fn paths(&self) -> &[PathBuf] {
@@ -181,6 +237,22 @@ impl ProfileSpec {
             .map(|s| x.not_yet_existing(s, "deny_read"))
             .collect::<Result<Vec<_>, _>>()?;
         add_deployment_deny(&workspace, deny, &mut deny_read)?;
+        // A run that cannot write the workspace can be kept from its secrets without capping
+        // its root: each one is denied, its siblings granted (see `ws_secrets`). Only where
+        // the workspace is what grants them: a profile that reads a parent of the workspace
+        // (`read-only` reads `/`) reads far more than the workspace's secrets anyway, and its
+        // workspace may be a home or /tmp, too big to scan.
+        let writes_ws = write.iter().any(|w| workspace.starts_with(w));
+        let reads_parent = read
+            .iter()
+            .any(|r| r != &workspace && workspace.starts_with(r));
+        if !writes_ws && !reads_parent {
+            for s in super::ws_secrets::secrets_in(&workspace)?.iter() {
+                if !deny_read.contains(s) {
+                    deny_read.push(s.clone());
+                }
+            }
+        }
         Ok(ResolvedProfile {
             workspace,
             read,

@@ -84,7 +84,10 @@ pub fn parts(profile: &ResolvedProfile) -> Vec<&'static str> {
         NetworkSpec::None => "socket-none",
         NetworkSpec::Ports(_) => "socket-tcp",
     });
-    if profile.write.iter().all(|p| p.starts_with("/dev")) {
+    // No metadata change where nothing but devices and the run's own private tmp is
+    // writable (Landlock does not cover chmod/utime).
+    let tmp = profile.tmp.as_deref().map(|t| t.path());
+    if (profile.write.iter()).all(|p| p.starts_with("/dev") || Some(p.as_path()) == tmp) {
         parts.push("metadata-read-only");
     }
     parts

@@ -8,17 +8,21 @@ use super::{
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The config file the flag or `SANCTUM_CONFIG` names, if any.
+pub(super) fn config_file(o: &Overrides, env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    o.config.clone().or_else(|| {
+        env("SANCTUM_CONFIG")
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+    })
+}
+
 /// The config file named by the flag or `SANCTUM_CONFIG`, or an empty layer.
 pub(super) fn file_layer(
     o: &Overrides,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(FileConfig, String), ConfigError> {
-    let named = o.config.clone().or_else(|| {
-        env("SANCTUM_CONFIG")
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-    });
-    let Some(p) = named else {
+    let Some(p) = config_file(o, env) else {
         return Ok((FileConfig::default(), "embedded default".to_owned()));
     };
     let text = std::fs::read_to_string(&p).map_err(|source| ConfigError::Read {
