@@ -26,6 +26,10 @@ pub enum ConfigError {
     },
     #[error("environment variable {name}: {message}")]
     Env { name: String, message: String },
+    #[error("gateway url {0:?}: expected ws://HOST:PORT or wss://HOST:PORT")]
+    GatewayUrl(String),
+    #[error("a gateway url needs a token file (--gateway-token-file, SANCTUM_GATEWAY_TOKEN_FILE, [gateway] token_file)")]
+    GatewayToken,
     #[error("web listen address {0:?}: expected IP:PORT or \"off\"")]
     WebListen(String),
     #[error("no home directory: set HOME, or {0}")]
@@ -49,6 +53,8 @@ struct FileConfig {
     audit: AuditSection,
     #[serde(default)]
     web: WebSection,
+    #[serde(default)]
+    gateway: gateway::GatewaySection,
 }
 
 /// `[audit]` (socket helper, issue 9 item 9).
@@ -153,6 +159,7 @@ pub struct Config {
     pub deadlines: Deadlines,
     pub audit: AuditSettings,
     pub web: crate::web::WebSettings,
+    pub gateway: GatewaySettings,
     /// Which file was read, for the startup lines.
     pub origin: String,
 }
@@ -169,6 +176,9 @@ pub struct Overrides {
     pub web_listen: Option<String>,
     pub web_cert: Option<PathBuf>,
     pub web_key: Option<PathBuf>,
+    /// `--gateway-url`, `--gateway-token-file`: the approver connection.
+    pub gateway_url: Option<String>,
+    pub gateway_token_file: Option<PathBuf>,
 }
 
 impl Config {
@@ -200,6 +210,7 @@ impl Config {
             deadlines: layers::deadlines(&env, &file.deadlines, &default.deadlines)?,
             audit: layers::audit_settings(&file.audit, &default.audit)?,
             web: layers::web_settings(o, &env, &file.web, &default.web)?,
+            gateway: gateway::settings(o, &env, &file.gateway)?,
             origin,
         })
     }
@@ -325,6 +336,8 @@ pub fn explain_context(policy: &Policy, cwd: &Path) -> DecideContext {
     DecideContext::standalone(&home, path, cwd)
 }
 
+mod gateway;
 mod layers;
+pub use gateway::GatewaySettings;
 #[cfg(test)]
 mod tests;

@@ -38,6 +38,8 @@ pub enum ServeError {
     Judge(#[from] JudgeError),
     #[error("web prompt: {0}")]
     Web(#[from] crate::web::WebError),
+    #[error("gateway approver: {0}")]
+    Gateway(String),
     #[error("signals: {0}")]
     Signal(std::io::Error),
     #[error("workspace {path}: {message}")]
@@ -151,6 +153,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     ));
     let server = bind_socket(&cfg, sock, engine.clone())?;
     let (tx, rx) = watch::channel(false);
+    start_approver(&cfg, engine.clone(), rx.clone())?;
     crate::web::start(
         &cfg.web,
         engine.inbox().clone(),
@@ -232,4 +235,44 @@ fn ensure_workspace(cfg: &Config, ws: &std::path::Path) -> Result<std::path::Pat
         return Err(err("not a directory".into()));
     }
     Ok(real)
+}
+
+/// The gateway approver, when the config names a gateway: its own device key in
+/// `<state_dir>/gateway/`, the token read once at start (an unreadable or empty file stops
+/// `serve`: a guard that silently is no approver would leave the gateway without one).
+fn start_approver(
+    cfg: &Config,
+    engine: Arc<Engine>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), ServeError> {
+    let (Some(url), Some(token_file)) = (&cfg.gateway.url, &cfg.gateway.token_file) else {
+        return Ok(());
+    };
+    let token = std::fs::read_to_string(token_file)
+        .map_err(|e| ServeError::Gateway(format!("{}: {e}", token_file.display())))?
+        .trim()
+        .to_owned();
+    if token.is_empty() {
+        return Err(ServeError::Gateway(format!(
+            "{}: empty token",
+            token_file.display()
+        )));
+    }
+    let identity =
+        crate::openclaw::identity::DeviceIdentity::load_or_create(&cfg.state_dir.join("gateway"))
+            .map_err(|e| ServeError::Gateway(e.to_string()))?;
+    eprintln!(
+        "sanctum-guard: gateway         {url} (approver device {})",
+        identity.device_id()
+    );
+    let approver = Arc::new(crate::gateway::approver::Approver {
+        url: url.clone(),
+        token,
+        ask_timeout_ms: cfg.gateway.ask_timeout_ms,
+        margin_ms: cfg.deadlines.margin_ms,
+        engine,
+        identity: Arc::new(identity),
+    });
+    tokio::spawn(crate::gateway::approver::run(approver, shutdown));
+    Ok(())
 }

@@ -111,6 +111,16 @@ pub enum Requester {
         node: Option<String>,
         run_id: Option<String>,
     },
+    /// An approval the gateway asked the guard's approver connection about.
+    #[serde(rename_all = "camelCase")]
+    GatewayApproval {
+        approval_id: String,
+        /// `exec` or `plugin`.
+        kind: String,
+        /// `host` of an exec approval (`gateway`, `node`).
+        host: Option<String>,
+        node_id: Option<String>,
+    },
 }
 
 /// Which door a record came from.

@@ -383,6 +383,12 @@ struct ServeArgs {
     /// PEM private key for the web prompt.
     #[arg(long)]
     web_key: Option<PathBuf>,
+    /// The gateway's WebSocket URL: the guard connects as its approver (ws://HOST:PORT).
+    #[arg(long)]
+    gateway_url: Option<String>,
+    /// File holding the gateway's shared token (with --gateway-url).
+    #[arg(long)]
+    gateway_token_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -462,6 +468,8 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         web_listen: a.web_listen,
         web_cert: a.web_cert,
         web_key: a.web_key,
+        gateway_url: a.gateway_url,
+        gateway_token_file: a.gateway_token_file,
     };
     // Before any thread exists (the bounding set is per thread, inherited at creation).
     match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {

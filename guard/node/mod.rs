@@ -12,6 +12,7 @@ pub mod ask;
 pub mod client;
 pub mod decider;
 pub mod doctor;
-pub mod identity;
+/// The device identity lives with the other gateway-protocol pieces every client shares.
+pub use crate::openclaw::identity;
 pub mod invoke;
 pub mod protocol;
