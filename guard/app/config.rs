@@ -26,6 +26,10 @@ pub enum ConfigError {
     },
     #[error("environment variable {name}: {message}")]
     Env { name: String, message: String },
+    #[error("front listen address {0:?}: expected IP:PORT or \"off\"")]
+    FrontListen(String),
+    #[error("the front door needs a gateway url to forward to")]
+    FrontWithoutGateway,
     #[error("gateway url {0:?}: expected ws://HOST:PORT or wss://HOST:PORT")]
     GatewayUrl(String),
     #[error("a gateway url needs a token file (--gateway-token-file, SANCTUM_GATEWAY_TOKEN_FILE, [gateway] token_file)")]
@@ -55,6 +59,8 @@ struct FileConfig {
     web: WebSection,
     #[serde(default)]
     gateway: gateway::GatewaySection,
+    #[serde(default)]
+    front: front::FrontSection,
 }
 
 /// `[audit]` (socket helper, issue 9 item 9).
@@ -160,6 +166,7 @@ pub struct Config {
     pub audit: AuditSettings,
     pub web: crate::web::WebSettings,
     pub gateway: GatewaySettings,
+    pub front: FrontConfig,
     /// Which file was read, for the startup lines.
     pub origin: String,
 }
@@ -179,6 +186,8 @@ pub struct Overrides {
     /// `--gateway-url`, `--gateway-token-file`: the approver connection.
     pub gateway_url: Option<String>,
     pub gateway_token_file: Option<PathBuf>,
+    /// `--front-listen ADDR|off`: the front door.
+    pub front_listen: Option<String>,
 }
 
 impl Config {
@@ -211,6 +220,7 @@ impl Config {
             audit: layers::audit_settings(&file.audit, &default.audit)?,
             web: layers::web_settings(o, &env, &file.web, &default.web)?,
             gateway: gateway::settings(o, &env, &file.gateway)?,
+            front: front::settings(o, &env, &file.front)?,
             origin,
         })
     }
@@ -336,8 +346,10 @@ pub fn explain_context(policy: &Policy, cwd: &Path) -> DecideContext {
     DecideContext::standalone(&home, path, cwd)
 }
 
+mod front;
 mod gateway;
 mod layers;
+pub use front::FrontConfig;
 pub use gateway::GatewaySettings;
 #[cfg(test)]
 mod tests;

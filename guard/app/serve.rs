@@ -154,6 +154,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let server = bind_socket(&cfg, sock, engine.clone())?;
     let (tx, rx) = watch::channel(false);
     start_approver(&cfg, engine.clone(), rx.clone())?;
+    start_front(&cfg, &engine, audit.clone(), rx.clone()).await?;
     crate::web::start(
         &cfg.web,
         engine.inbox().clone(),
@@ -274,5 +275,56 @@ fn start_approver(
         identity: Arc::new(identity),
     });
     tokio::spawn(crate::gateway::approver::run(approver, shutdown));
+    Ok(())
+}
+
+/// The front door, when the config gives it an address: it forwards to the gateway url and
+/// judges every frame with the policy's `[gateway]` tables.
+async fn start_front(
+    cfg: &Config,
+    engine: &Engine,
+    audit: AuditLog,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), ServeError> {
+    let Some(listen) = cfg.front.listen else {
+        return Ok(());
+    };
+    let Some(upstream) = cfg.gateway.url.clone() else {
+        return Err(ServeError::Config(ConfigError::FrontWithoutGateway));
+    };
+    let mut origins = cfg.front.allowed_origins.clone();
+    if let Some(o) = &cfg.web.public_origin {
+        origins.push(o.clone());
+    }
+    if let Some(w) = cfg.web.listen {
+        let scheme = if cfg.web.cert.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        origins.push(format!("{scheme}://{w}"));
+    }
+    let settings = crate::gateway::front::FrontSettings {
+        upstream,
+        max_frame_bytes: cfg.front.max_frame_bytes,
+        max_connections: cfg.front.max_connections,
+        rate_per_sec: cfg.front.rate_per_sec,
+        rate_burst: cfg.front.rate_burst,
+        allowed_origins: origins,
+    };
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| ServeError::Gateway(format!("front door {listen}: {e}")))?;
+    eprintln!(
+        "sanctum-guard: front door      ws://{listen}/door/<link> -> {}",
+        settings.upstream
+    );
+    let front = std::sync::Arc::new(crate::gateway::front::Front::new(
+        settings,
+        cfg.state_dir.clone(),
+        engine.judge().gateway_tables().clone(),
+        audit,
+    ));
+    tokio::spawn(crate::gateway::front::serve(front, listener, shutdown));
     Ok(())
 }

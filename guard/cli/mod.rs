@@ -88,6 +88,14 @@ enum Command {
         #[arg(long, global = true)]
         state_dir: Option<PathBuf>,
     },
+    /// The front door's links: who may reach the gateway through the guard.
+    Front {
+        #[command(subcommand)]
+        cmd: FrontCmd,
+        /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
+        #[arg(long, global = true)]
+        state_dir: Option<PathBuf>,
+    },
     /// The hash-chained audit log.
     Audit {
         #[command(subcommand)]
@@ -185,6 +193,59 @@ fn web_cmd(cmd: WebCmd, state_dir: Option<PathBuf>) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum FrontCmd {
+    /// Issue a door link for NAME (replacing NAME's old one); prints its path
+    /// /door/SECRET once (exit 0; 2 on error). Only a hash is stored.
+    Link {
+        /// Who the audit log says acted through this link.
+        #[arg(long)]
+        name: String,
+    },
+    /// Withdraw NAME's door link (exit 0; 1 when there was none; 2 on error).
+    Revoke { name: String },
+}
+
+fn front_cmd(cmd: FrontCmd, state_dir: Option<PathBuf>) -> ExitCode {
+    use sanctum_guard::gateway::links;
+    let dir = match state_dir_of(state_dir) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("front: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = sanctum_guard::app::config::ensure_state_dir(&dir) {
+        eprintln!("front: {e}");
+        return ExitCode::from(2);
+    }
+    match cmd {
+        FrontCmd::Link { name } => {
+            match links::issue(&dir, &name, sanctum_guard::engine::decision::now_ms()) {
+                Ok(secret) => {
+                    println!("{}{secret}", links::DOOR_PREFIX);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        FrontCmd::Revoke { name } => match links::revoke(&dir, &name) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => {
+                eprintln!("no door link named {name}");
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
     }
 }
 
@@ -389,6 +450,9 @@ struct ServeArgs {
     /// File holding the gateway's shared token (with --gateway-url).
     #[arg(long)]
     gateway_token_file: Option<PathBuf>,
+    /// Front-door address (IP:PORT, or "off"): human clients reach the gateway only here.
+    #[arg(long)]
+    front_listen: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -470,6 +534,7 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         web_key: a.web_key,
         gateway_url: a.gateway_url,
         gateway_token_file: a.gateway_token_file,
+        front_listen: a.front_listen,
     };
     // Before any thread exists (the bounding set is per thread, inherited at creation).
     match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {
@@ -648,5 +713,6 @@ pub fn main() -> ExitCode {
         Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
         Command::Audit { cmd } => audit_cmd(cmd),
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
+        Command::Front { cmd, state_dir } => front_cmd(cmd, state_dir),
     }
 }
