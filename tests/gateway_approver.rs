@@ -192,3 +192,84 @@ fn the_guard_resolves_the_real_gateways_approvals_as_the_policy_says() {
     );
     eprintln!("with the guard away the gateway answered: {out}");
 }
+
+/// One prompt per exec: under the Sanctum config (exec bound to the guard's node, the
+/// gateway's `tools.exec` not asking, the node answering `execPolicy {full, off}`) an agent's
+/// gated exec on the node is decided once, by the node's request, even with the guard also
+/// connected as the gateway's approver: exactly one inbox entry, none from the gateway.
+#[test]
+fn a_node_exec_under_the_sanctum_config_is_asked_once() {
+    let _one = one_gateway_at_a_time();
+    let w = World::full(TOKEN);
+    let dir = w.tmp.path().to_path_buf();
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(ws.join("sub")).expect("ws");
+    let (_model, model_port, _log) = start_model(&dir);
+    let gw = Gateway::start(&dir, model_port, json!({}));
+    let token = dir.join("gw-token-approver");
+    std::fs::write(&token, GW_TOKEN).expect("token");
+    let url = format!("ws://127.0.0.1:{}", gw.port);
+    let serve = Serve::start(
+        &w,
+        &[],
+        &[
+            "--web-listen",
+            "off",
+            "--gateway-url",
+            &url,
+            "--gateway-token-file",
+            token.to_str().expect("utf8"),
+        ],
+    );
+    wait_until("the approver to connect", Duration::from_secs(60), || {
+        serve
+            .log()
+            .contains("gateway approver connected")
+            .then_some(())
+    });
+    let oc_state = w.oc_state.to_str().expect("utf8").to_owned();
+    let sock = w.socket().to_str().expect("utf8").to_owned();
+    let node = NodeProc::start(
+        &dir,
+        &gw,
+        &dir.join("node-state"),
+        &ws,
+        &["--decider", &sock, "--openclaw-state", &oc_state],
+    );
+    let start = Instant::now();
+    while !node.log().contains("connected as node") {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "node log:\n{}\nserve log:\n{}",
+            node.log(),
+            serve.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    gw.approve_node();
+    let state = w.guard_state.to_str().expect("utf8").to_owned();
+    let cmd = "echo once > sub/once.txt";
+    let turn = spawn_collect(gw.agent_cmd("once", cmd));
+    let (id, req) = wait_until("the gated entry", Duration::from_secs(180), || {
+        pending(&w.guard_state)
+            .into_iter()
+            .find(|(_, r)| r["action"]["argv"][2] == cmd)
+    });
+    assert_eq!(req["who"]["source"], "node");
+    let (code, o, e) = guard_cli(&["inbox", "approve", &id, "--state-dir", &state], &[]);
+    assert_eq!(code, 0, "{o}{e}");
+    let out = collect(turn);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("sub/once.txt")).unwrap_or_default(),
+        "once\n",
+        "{out}"
+    );
+    let all = inbox_all(&w);
+    assert_eq!(all.len(), 1, "exactly one prompt for one exec: {all:?}");
+    assert!(
+        !std::fs::read_to_string(w.audit_path())
+            .unwrap_or_default()
+            .contains("gatewayApproval"),
+        "the gateway asked nothing"
+    );
+}

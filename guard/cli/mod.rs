@@ -70,7 +70,7 @@ enum Command {
         argv: Vec<String>,
     },
     /// Serve OpenClaw's exec-approvals socket (the sidecar).
-    Serve(ServeArgs),
+    Serve(ServeCmdArgs),
     /// Be an OpenClaw node host: every `system.run` the gateway sends is decided by the guard.
     Node(NodeArgs),
     /// Act on the pending requests of a (running or stopped) guard.
@@ -444,6 +444,13 @@ struct ServeArgs {
     /// PEM private key for the web prompt.
     #[arg(long)]
     web_key: Option<PathBuf>,
+}
+
+/// `serve`'s own flags: the gateway doors (the node host has its own gateway flags).
+#[derive(Args, Debug)]
+struct ServeCmdArgs {
+    #[command(flatten)]
+    base: ServeArgs,
     /// The gateway's WebSocket URL: the guard connects as its approver (ws://HOST:PORT).
     #[arg(long)]
     gateway_url: Option<String>,
@@ -522,7 +529,8 @@ fn run_node(a: NodeArgs) -> ExitCode {
     }
 }
 
-fn run_serve(a: ServeArgs) -> ExitCode {
+fn run_serve(cmd: ServeCmdArgs) -> ExitCode {
+    let a = cmd.base;
     let overrides = sanctum_guard::app::config::Overrides {
         config: a.config,
         state_dir: a.state_dir,
@@ -532,9 +540,9 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         web_listen: a.web_listen,
         web_cert: a.web_cert,
         web_key: a.web_key,
-        gateway_url: a.gateway_url,
-        gateway_token_file: a.gateway_token_file,
-        front_listen: a.front_listen,
+        gateway_url: cmd.gateway_url,
+        gateway_token_file: cmd.gateway_token_file,
+        front_listen: cmd.front_listen,
     };
     // Before any thread exists (the bounding set is per thread, inherited at creation).
     match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {
@@ -714,5 +722,16 @@ pub fn main() -> ExitCode {
         Command::Audit { cmd } => audit_cmd(cmd),
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
         Command::Front { cmd, state_dir } => front_cmd(cmd, state_dir),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every subcommand's flags are consistent (e.g. no flag name used twice by flattened
+    /// argument groups): clap checks this only when that subcommand runs.
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }
