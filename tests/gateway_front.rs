@@ -4,7 +4,8 @@
 //! and a `/exec … ask=off` chat message get the gateway's own FORBIDDEN shape from the door,
 //! are audited with the link's name, and never reach the gateway (no session appears, the
 //! gateway's log never names it); bad input closes only the offending client (binary 1003,
-//! oversized 1009, flood 1008, too many connections 503, upstream down 1011).
+//! oversized 1009, flood 1008, too many connections 503, upstream down 1011). A real
+//! `openclaw acp` runs a turn through a door link with nothing of it refused.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod support;
@@ -248,4 +249,117 @@ fn the_front_door_lets_through_only_what_the_filter_allows() {
     let mut d = open(&format!("ws://{front}{}", path.trim())).expect("upgrade");
     let why = close_of(&mut d);
     assert!(why.contains("Error") && why.contains("upstream"), "{why}");
+}
+
+/// A real `openclaw acp` (the IDE bridge) through a door link: it connects (its own device,
+/// signed connect passed byte for byte) and a turn with the scripted model completes.
+#[test]
+fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let _one = one_gateway_at_a_time();
+    let w = World::full(TOKEN);
+    let dir = w.tmp.path().to_path_buf();
+    let (_model, model_port, model_log) = start_model(&dir);
+    let gw = Gateway::start(&dir, model_port, json!({}));
+    let token = dir.join("gw-token");
+    std::fs::write(&token, GW_TOKEN).expect("token");
+    let front = format!("127.0.0.1:{}", free_port());
+    let upstream = format!("ws://127.0.0.1:{}", gw.port);
+    let serve = Serve::start(
+        &w,
+        &[],
+        &[
+            "--web-listen",
+            "off",
+            "--front-listen",
+            &front,
+            "--gateway-url",
+            &upstream,
+            "--gateway-token-file",
+            token.to_str().expect("utf8"),
+        ],
+    );
+    let state = w.guard_state.to_str().expect("utf8").to_owned();
+    let (code, path, err) = guard_cli(
+        &["front", "link", "--name", "ide", "--state-dir", &state],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let door = format!("ws://{front}{}", path.trim());
+    let mut acp = oc(&gw.home, &gw.state)
+        .args(["acp", "--url", &door, "--token", GW_TOKEN])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(
+            std::fs::File::create(dir.join("acp.err")).expect("err"),
+        ))
+        .spawn()
+        .expect("acp");
+    let mut stdin = acp.stdin.take().expect("stdin");
+    let stdout = acp.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let mut rpc = |id: u64, method: &str, params: serde_json::Value| -> serde_json::Value {
+        let line = json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}).to_string();
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .expect("write");
+        stdin.flush().expect("flush");
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_secs(300) {
+            if let Ok(v) = rx.recv_timeout(Duration::from_secs(1)) {
+                if v["id"] == id && v.get("method").is_none() {
+                    return v;
+                }
+            }
+        }
+        panic!(
+            "no ACP answer to {method}; acp stderr:\n{}\nserve:\n{}",
+            std::fs::read_to_string(dir.join("acp.err")).unwrap_or_default(),
+            serve.log()
+        );
+    };
+    let init = rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion":1,"clientCapabilities":{}}),
+    );
+    assert!(init.get("result").is_some(), "{init}");
+    let new = rpc(
+        2,
+        "session/new",
+        json!({"cwd": dir.to_str().expect("utf8"), "mcpServers": []}),
+    );
+    let sid = new["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{new}"))
+        .to_owned();
+    let done = rpc(
+        3,
+        "session/prompt",
+        json!({"sessionId": sid, "prompt": [{"type":"text","text":"hello through the door"}]}),
+    );
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let seen = std::fs::read_to_string(&model_log).unwrap_or_default();
+    assert!(
+        seen.contains("hello through the door"),
+        "the turn reached the model"
+    );
+    let _ = acp.kill();
+    let audit = std::fs::read_to_string(w.audit_path()).unwrap_or_default();
+    let refusals: Vec<&str> = audit
+        .lines()
+        .filter(|l| l.contains("front-refusal"))
+        .collect();
+    assert!(
+        refusals.is_empty(),
+        "the default filter allows everything stock ACP sends: {refusals:?}"
+    );
 }
