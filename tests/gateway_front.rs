@@ -298,6 +298,7 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
         .expect("acp");
     let mut stdin = acp.stdin.take().expect("stdin");
     let stdout = acp.stdout.take().expect("stdout");
+    let acp = ChildGuard::new("acp", acp);
     let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -352,7 +353,7 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
         seen.contains("hello through the door"),
         "the turn reached the model"
     );
-    let _ = acp.kill();
+    drop(acp);
     let audit = std::fs::read_to_string(w.audit_path()).unwrap_or_default();
     let refusals: Vec<&str> = audit
         .lines()
