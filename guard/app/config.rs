@@ -27,6 +27,14 @@ pub enum ConfigError {
     },
     #[error("environment variable {name}: {message}")]
     Env { name: String, message: String },
+    #[error("front listen address {0:?}: expected IP:PORT or \"off\"")]
+    FrontListen(String),
+    #[error("the front door needs a gateway url to forward to")]
+    FrontWithoutGateway,
+    #[error("gateway url {0:?}: expected ws://HOST:PORT or wss://HOST:PORT")]
+    GatewayUrl(String),
+    #[error("a gateway url needs a token file (--gateway-token-file, SANCTUM_GATEWAY_TOKEN_FILE, [gateway] token_file)")]
+    GatewayToken,
     #[error("web listen address {0:?}: expected IP:PORT or \"off\"")]
     WebListen(String),
     #[error("no home directory: set HOME, or {0}")]
@@ -50,6 +58,10 @@ struct FileConfig {
     audit: AuditSection,
     #[serde(default)]
     web: WebSection,
+    #[serde(default)]
+    gateway: gateway::GatewaySection,
+    #[serde(default)]
+    front: front::FrontSection,
 }
 
 /// `[audit]`.
@@ -114,6 +126,8 @@ pub struct Config {
     pub deadlines: Deadlines,
     pub audit: AuditSettings,
     pub web: crate::web::WebSettings,
+    pub gateway: GatewaySettings,
+    pub front: FrontConfig,
     /// Which file was read, for the startup lines.
     pub origin: String,
     /// The config file read, if any.
@@ -134,6 +148,11 @@ pub struct Overrides {
     pub web_listen: Option<String>,
     pub web_cert: Option<PathBuf>,
     pub web_key: Option<PathBuf>,
+    /// `--gateway-url`, `--gateway-token-file`: the approver connection.
+    pub gateway_url: Option<String>,
+    pub gateway_token_file: Option<PathBuf>,
+    /// `--front-listen ADDR|off`: the front door.
+    pub front_listen: Option<String>,
 }
 
 impl Config {
@@ -165,6 +184,8 @@ impl Config {
             deadlines: layers::deadlines(&env, &file.deadlines, &default.deadlines)?,
             audit: layers::audit_settings(&file.audit, &default.audit)?,
             web: layers::web_settings(o, &env, &file.web, &default.web)?,
+            gateway: gateway::settings(o, &env, &file.gateway)?,
+            front: front::settings(o, &env, &file.front)?,
             origin,
             config_file: layers::config_file(o, env.0),
             secret_files: Vec::new(),
@@ -333,6 +354,10 @@ pub fn explain_context(policy: &Policy, cwd: &Path) -> DecideContext {
     DecideContext::standalone(&home, path, cwd)
 }
 
+mod front;
+mod gateway;
 mod layers;
+pub use front::FrontConfig;
+pub use gateway::GatewaySettings;
 #[cfg(test)]
 mod tests;

@@ -38,6 +38,8 @@ pub enum ServeError {
     Judge(#[from] JudgeError),
     #[error("web prompt: {0}")]
     Web(#[from] crate::web::WebError),
+    #[error("gateway approver: {0}")]
+    Gateway(String),
     #[error("signals: {0}")]
     Signal(std::io::Error),
     #[error("workspace {path}: {message}")]
@@ -166,6 +168,8 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     );
     let server = bind_socket(&cfg, sock, engine.clone())?;
     let (tx, rx) = watch::channel(false);
+    start_approver(&cfg, engine.clone(), rx.clone())?;
+    start_front(&cfg, &engine, audit.clone(), rx.clone()).await?;
     crate::web::start(
         &cfg.web,
         engine.inbox().clone(),
@@ -247,4 +251,95 @@ fn ensure_workspace(cfg: &Config, ws: &std::path::Path) -> Result<std::path::Pat
         return Err(err("not a directory".into()));
     }
     Ok(real)
+}
+
+/// The gateway approver, when the config names a gateway: its own device key in
+/// `<state_dir>/gateway/`, the token read once at start (an unreadable or empty file stops
+/// `serve`: a guard that silently is no approver would leave the gateway without one).
+fn start_approver(
+    cfg: &Config,
+    engine: Arc<Engine>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), ServeError> {
+    let (Some(url), Some(token_file)) = (&cfg.gateway.url, &cfg.gateway.token_file) else {
+        return Ok(());
+    };
+    let token = std::fs::read_to_string(token_file)
+        .map_err(|e| ServeError::Gateway(format!("{}: {e}", token_file.display())))?
+        .trim()
+        .to_owned();
+    if token.is_empty() {
+        return Err(ServeError::Gateway(format!(
+            "{}: empty token",
+            token_file.display()
+        )));
+    }
+    let identity =
+        crate::openclaw::identity::DeviceIdentity::load_or_create(&cfg.state_dir.join("gateway"))
+            .map_err(|e| ServeError::Gateway(e.to_string()))?;
+    eprintln!(
+        "sanctum-guard: gateway         {url} (approver device {})",
+        identity.device_id()
+    );
+    let approver = Arc::new(crate::gateway::approver::Approver {
+        url: url.clone(),
+        token,
+        ask_timeout_ms: cfg.gateway.ask_timeout_ms,
+        margin_ms: cfg.deadlines.margin_ms,
+        engine,
+        identity: Arc::new(identity),
+    });
+    tokio::spawn(crate::gateway::approver::run(approver, shutdown));
+    Ok(())
+}
+
+/// The front door, when the config gives it an address: it forwards to the gateway url and
+/// judges every frame with the policy's `[gateway]` tables.
+async fn start_front(
+    cfg: &Config,
+    engine: &Engine,
+    audit: AuditLog,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), ServeError> {
+    let Some(listen) = cfg.front.listen else {
+        return Ok(());
+    };
+    let Some(upstream) = cfg.gateway.url.clone() else {
+        return Err(ServeError::Config(ConfigError::FrontWithoutGateway));
+    };
+    let mut origins = cfg.front.allowed_origins.clone();
+    if let Some(o) = &cfg.web.public_origin {
+        origins.push(o.clone());
+    }
+    if let Some(w) = cfg.web.listen {
+        let scheme = if cfg.web.cert.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        origins.push(format!("{scheme}://{w}"));
+    }
+    let settings = crate::gateway::front::FrontSettings {
+        upstream,
+        max_frame_bytes: cfg.front.max_frame_bytes,
+        max_connections: cfg.front.max_connections,
+        rate_per_sec: cfg.front.rate_per_sec,
+        rate_burst: cfg.front.rate_burst,
+        allowed_origins: origins,
+    };
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| ServeError::Gateway(format!("front door {listen}: {e}")))?;
+    eprintln!(
+        "sanctum-guard: front door      ws://{listen}/door/<link> -> {}",
+        settings.upstream
+    );
+    let front = std::sync::Arc::new(crate::gateway::front::Front::new(
+        settings,
+        cfg.state_dir.clone(),
+        engine.judge().gateway_tables().clone(),
+        audit,
+    ));
+    tokio::spawn(crate::gateway::front::serve(front, listener, shutdown));
+    Ok(())
 }

@@ -54,6 +54,8 @@ pub enum AuditEvent {
     BadTail(BadTail),
     /// `rotation`: the first record of a new file, chained to the archived one.
     Rotation(Rotation),
+    /// `front-refusal`: the front door refused a client's frame or connection.
+    FrontRefusal(FrontRefusal),
 }
 
 impl AuditEvent {
@@ -76,6 +78,7 @@ impl AuditEvent {
             AuditEvent::TornTail(_) => "torn-tail",
             AuditEvent::BadTail(_) => "bad-tail",
             AuditEvent::Rotation(_) => "rotation",
+            AuditEvent::FrontRefusal(_) => "front-refusal",
         }
     }
 
@@ -110,6 +113,16 @@ pub enum Requester {
     LocalNode {
         node: Option<String>,
         run_id: Option<String>,
+    },
+    /// An approval the gateway asked the guard's approver connection about.
+    #[serde(rename_all = "camelCase")]
+    GatewayApproval {
+        approval_id: String,
+        /// `exec` or `plugin`.
+        kind: String,
+        /// `host` of an exec approval (`gateway`, `node`).
+        host: Option<String>,
+        node_id: Option<String>,
     },
 }
 
@@ -335,3 +348,14 @@ pub struct Rotation {
 #[cfg(test)]
 #[path = "event_tests.rs"]
 mod tests;
+
+/// A front-door refusal: who (the door link's name, or `unauthenticated`), from where, which
+/// method (if any) and why.
+#[derive(Debug, Serialize)]
+pub struct FrontRefusal {
+    pub who: String,
+    pub peer: String,
+    pub method: Option<String>,
+    pub reason: String,
+    pub message: String,
+}

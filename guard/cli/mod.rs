@@ -71,7 +71,7 @@ enum Command {
         argv: Vec<String>,
     },
     /// Serve OpenClaw's exec-approvals socket (the sidecar).
-    Serve(ServeArgs),
+    Serve(ServeCmdArgs),
     /// Be an OpenClaw node host: every `system.run` the gateway sends is decided by the guard.
     Node(NodeArgs),
     /// Act on the pending requests of a (running or stopped) guard.
@@ -85,6 +85,14 @@ enum Command {
     Web {
         #[command(subcommand)]
         cmd: WebCmd,
+        /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
+        #[arg(long, global = true)]
+        state_dir: Option<PathBuf>,
+    },
+    /// The front door's links: who may reach the gateway through the guard.
+    Front {
+        #[command(subcommand)]
+        cmd: FrontCmd,
         /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
         #[arg(long, global = true)]
         state_dir: Option<PathBuf>,
@@ -186,6 +194,59 @@ fn web_cmd(cmd: WebCmd, state_dir: Option<PathBuf>) -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[derive(Subcommand, Debug)]
+enum FrontCmd {
+    /// Issue a door link for NAME (replacing NAME's old one); prints its path
+    /// /door/SECRET once (exit 0; 2 on error). Only a hash is stored.
+    Link {
+        /// Who the audit log says acted through this link.
+        #[arg(long)]
+        name: String,
+    },
+    /// Withdraw NAME's door link (exit 0; 1 when there was none; 2 on error).
+    Revoke { name: String },
+}
+
+fn front_cmd(cmd: FrontCmd, state_dir: Option<PathBuf>) -> ExitCode {
+    use sanctum_guard::gateway::links;
+    let dir = match state_dir_of(state_dir) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("front: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = sanctum_guard::app::config::ensure_state_dir(&dir) {
+        eprintln!("front: {e}");
+        return ExitCode::from(2);
+    }
+    match cmd {
+        FrontCmd::Link { name } => {
+            match links::issue(&dir, &name, sanctum_guard::engine::decision::now_ms()) {
+                Ok(secret) => {
+                    println!("{}{secret}", links::DOOR_PREFIX);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
+        FrontCmd::Revoke { name } => match links::revoke(&dir, &name) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => {
+                eprintln!("no door link named {name}");
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(2)
+            }
+        },
     }
 }
 
@@ -454,6 +515,22 @@ struct ServeArgs {
     web_key: Option<PathBuf>,
 }
 
+/// `serve`'s own flags: the gateway doors (the node host has its own gateway flags).
+#[derive(Args, Debug)]
+struct ServeCmdArgs {
+    #[command(flatten)]
+    base: ServeArgs,
+    /// The gateway's WebSocket URL: the guard connects as its approver (ws://HOST:PORT).
+    #[arg(long)]
+    gateway_url: Option<String>,
+    /// File holding the gateway's shared token (with --gateway-url).
+    #[arg(long)]
+    gateway_token_file: Option<PathBuf>,
+    /// Front-door address (IP:PORT, or "off"): human clients reach the gateway only here.
+    #[arg(long)]
+    front_listen: Option<String>,
+}
+
 #[derive(Args, Debug)]
 struct NodeArgs {
     /// The gateway's WebSocket URL, e.g. ws://127.0.0.1:18789.
@@ -521,7 +598,8 @@ fn run_node(a: NodeArgs) -> ExitCode {
     }
 }
 
-fn run_serve(a: ServeArgs) -> ExitCode {
+fn run_serve(cmd: ServeCmdArgs) -> ExitCode {
+    let a = cmd.base;
     let overrides = sanctum_guard::app::config::Overrides {
         config: a.config,
         state_dir: a.state_dir,
@@ -531,6 +609,9 @@ fn run_serve(a: ServeArgs) -> ExitCode {
         web_listen: a.web_listen,
         web_cert: a.web_cert,
         web_key: a.web_key,
+        gateway_url: cmd.gateway_url,
+        gateway_token_file: cmd.gateway_token_file,
+        front_listen: cmd.front_listen,
     };
     // Before any thread exists (the bounding set is per thread, inherited at creation).
     match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {
@@ -709,5 +790,17 @@ pub fn main() -> ExitCode {
         Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
         Command::Audit { cmd } => audit_cmd(cmd),
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
+        Command::Front { cmd, state_dir } => front_cmd(cmd, state_dir),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every subcommand's flags are consistent (e.g. no flag name used twice by flattened
+    /// argument groups): clap checks this only when that subcommand runs.
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }

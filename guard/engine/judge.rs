@@ -202,6 +202,11 @@ impl Judge {
         }
     }
 
+    /// The front door's method filter tables (the policy's `[gateway]`).
+    pub fn gateway_tables(&self) -> &crate::policy::gateway_filter::GatewayTables {
+        self.policy.gateway()
+    }
+
     pub fn policy_origin(&self) -> &str {
         &self.policy_origin
     }

@@ -136,15 +136,34 @@ impl Engine {
         shutdown: watch::Receiver<bool>,
         requester_gone: impl std::future::Future<Output = ()>,
     ) -> (Decision, Verdict) {
+        let gone = async move {
+            requester_gone.await;
+            Cancel::RequesterGone
+        };
+        self.decide_until(requester, req, plan, shutdown, gone)
+            .await
+    }
+
+    /// [`Self::decide`] where the door says why a waiting request ends early: `cancel`
+    /// resolves with the reason (the requester left, another approver answered), and the
+    /// inbox entry is closed with it.
+    pub async fn decide_until(
+        &self,
+        requester: &Requester,
+        req: &Request,
+        plan: Option<&ExecPlan>,
+        shutdown: watch::Receiver<bool>,
+        cancel: impl std::future::Future<Output = Cancel>,
+    ) -> (Decision, Verdict) {
         let verdict = match plan {
             Some(p) => self.judge.decide_plan(req, p),
             None => self.judge.decide(req),
         };
-        self.decide_verdict(requester, req, verdict, shutdown, requester_gone)
+        self.decide_verdict(requester, req, verdict, shutdown, cancel)
             .await
     }
 
-    /// [`Self::decide`] for a verdict the door already holds (e.g. the stricter of the
+    /// [`Self::decide_until`] for a verdict the door already holds (e.g. the stricter of the
     /// node's and this guard's).
     pub async fn decide_verdict(
         &self,
@@ -152,14 +171,14 @@ impl Engine {
         req: &Request,
         verdict: Verdict,
         shutdown: watch::Receiver<bool>,
-        requester_gone: impl std::future::Future<Output = ()>,
+        cancel: impl std::future::Future<Output = Cancel>,
     ) -> (Decision, Verdict) {
         let decision = match verdict.kind {
             VerdictKind::Allow => policy_decision(DecisionKind::AllowOnce, None),
             VerdictKind::Deny => policy_decision(DecisionKind::Deny, Some(deny_reason(&verdict))),
             VerdictKind::Ask => {
                 let d = self
-                    .ask_person(requester, req, &verdict, shutdown, requester_gone)
+                    .ask_person(requester, req, &verdict, shutdown, cancel)
                     .await;
                 return (d, verdict);
             }
@@ -171,14 +190,14 @@ impl Engine {
     }
 
     /// An `ask` verdict: an inbox entry, then a wait for a person, the deadline, the guard's
-    /// shutdown or the requester leaving (each but a person's answer is a fallback deny).
+    /// shutdown or the door's `cancel` (each but a person's answer is a fallback deny).
     async fn ask_person(
         &self,
         requester: &Requester,
         req: &Request,
         verdict: &Verdict,
         mut shutdown: watch::Receiver<bool>,
-        requester_gone: impl std::future::Future<Output = ()>,
+        cancel: impl std::future::Future<Output = Cancel>,
     ) -> Decision {
         let deadline = req
             .deadline_ms
@@ -208,7 +227,7 @@ impl Engine {
             tokio::select! {
                 d = ticket.wait() => Ok(d),
                 _ = shutdown.changed() => Err(Cancel::GuardShutdown),
-                _ = requester_gone => Err(Cancel::RequesterGone),
+                why = cancel => Err(why),
             }
         };
         let d = match d {

@@ -155,6 +155,9 @@ impl Entry {
             Action::ProcessExit { code } => format!("exit {code:?}"),
             Action::SkillInstall { name } => format!("skill install {name}"),
             Action::ConfigChange { key, .. } => format!("config {key}"),
+            Action::PluginApproval {
+                plugin_id, title, ..
+            } => format!("plugin {}: {title}", plugin_id.as_deref().unwrap_or("?")),
         }
     }
 

@@ -6,6 +6,7 @@ use super::identity::{DeviceIdentity, ProofInput};
 use super::invoke::{Handler, Requester, Send};
 use super::protocol::{self as p, InvokeRequest};
 use crate::engine::decision::now_ms;
+use crate::openclaw::ws::{challenge, text_of, ChallengeError};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,8 +22,8 @@ pub enum SessionError {
     Ws(#[from] tokio_tungstenite::tungstenite::Error),
     #[error("the gateway closed the connection")]
     Closed,
-    #[error("no connect.challenge from the gateway")]
-    NoChallenge,
+    #[error("{0}")]
+    Challenge(#[from] ChallengeError),
     #[error("connect refused: {0}")]
     Refused(String),
 }
@@ -59,13 +60,6 @@ pub async fn run(
             _ = shutdown.changed() => return,
         }
         backoff = (backoff * 2).min(Duration::from_secs(30));
-    }
-}
-
-fn text_of(m: Message) -> Option<Value> {
-    match m {
-        Message::Text(t) => serde_json::from_str(t.as_str()).ok(),
-        _ => None,
     }
 }
 
@@ -171,26 +165,6 @@ async fn watch_approval(url: String, token: String, node_id: String, status: std
         }
         tokio::time::sleep(Duration::from_secs(5)).await;
     }
-}
-
-/// The nonce of the gateway's `connect.challenge` (within 10 s).
-async fn challenge<S>(stream: &mut S) -> Result<String, SessionError>
-where
-    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
-{
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while let Some(m) = stream.next().await {
-            if let Some(v) = text_of(m?) {
-                if v["event"] == "connect.challenge" {
-                    return Ok(v["payload"]["nonce"].as_str().map(str::to_owned));
-                }
-            }
-        }
-        Err(SessionError::Closed)
-    })
-    .await
-    .map_err(|_| SessionError::NoChallenge)??
-    .ok_or(SessionError::NoChallenge)
 }
 
 /// The `connect` request: the device's identity and its signature over the challenge.

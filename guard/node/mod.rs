@@ -11,7 +11,8 @@
 pub mod client;
 pub mod decider;
 pub mod doctor;
-pub mod identity;
+/// The device identity lives with the other gateway-protocol pieces every client shares.
+pub use crate::openclaw::identity;
 pub mod invoke;
 pub mod pending;
 pub mod protocol;

@@ -133,6 +133,8 @@ pub struct Policy {
     sensitive_extra: Vec<String>,
     sensitive: SensitivePaths,
     profiles: BTreeMap<String, ProfileSpec>,
+    /// The front door's method filter tables (`[gateway]`).
+    gateway: crate::policy::gateway_filter::GatewayTables,
 }
 
 impl Policy {
@@ -209,6 +211,11 @@ impl Policy {
     /// `agent.path` as the file says (the host side defaults it: `crate::config`).
     pub fn agent_path(&self) -> Option<&str> {
         self.agent_path.as_deref()
+    }
+
+    /// The front door's method filter tables.
+    pub fn gateway(&self) -> &crate::policy::gateway_filter::GatewayTables {
+        &self.gateway
     }
 
     pub fn profiles(&self) -> &BTreeMap<String, ProfileSpec> {

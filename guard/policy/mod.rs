@@ -8,6 +8,7 @@ pub mod explain;
 pub mod facts;
 pub mod file;
 pub mod fs_memo;
+pub mod gateway_filter;
 pub mod paths;
 pub mod profile;
 pub mod request;

@@ -90,6 +90,15 @@ pub enum Action {
         key: String,
         value: Option<String>,
     },
+    /// An OpenClaw plugin asks a person (`plugin.approval.requested`): only its words are
+    /// known, never what it will do, so it can never be judged safe by itself.
+    PluginApproval {
+        plugin_id: Option<String>,
+        tool_name: Option<String>,
+        title: String,
+        description: String,
+        severity: Option<String>,
+    },
 }
 
 /// OpenClaw's own view of the request (the `security`/`ask` it sent), so the guard is never

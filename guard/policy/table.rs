@@ -210,6 +210,16 @@ pub fn classify_action(action: &Action, t: &TableContext) -> Classification {
                 );
             }
         }
+        Action::PluginApproval {
+            plugin_id, title, ..
+        } => c.add(
+            Category::Unanalysable,
+            "plugin-approval",
+            format!(
+                "plugin {} asks: {title}",
+                plugin_id.as_deref().unwrap_or("(unnamed)")
+            ),
+        ),
     }
     c
 }

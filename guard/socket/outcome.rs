@@ -78,7 +78,10 @@ pub async fn on_node_request(
     };
     let verdict = stricter(engine.judge().decide(&req), r.node_verdict.as_ref());
     let (decision, verdict) = engine
-        .decide_verdict(&requester, &req, verdict, shutdown, link.gone())
+        .decide_verdict(&requester, &req, verdict, shutdown, async move {
+            link.gone().await;
+            crate::inbox::Cancel::RequesterGone
+        })
         .await;
     if decision.kind == DecisionKind::AllowAlways {
         engine.persist_allow_always(&req, &verdict).await;

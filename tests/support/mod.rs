@@ -7,6 +7,8 @@
 
 /// Audit-log files as lines.
 pub mod audit;
+/// A raw gateway WebSocket client: an operator with its own device, raw frames.
+pub mod gateway;
 /// One guard deployment: OpenClaw's approvals document and the real `serve` on temp dirs.
 pub mod guard;
 /// Fixtures of the inbox tests: a gated request, its verdict, a human decision.

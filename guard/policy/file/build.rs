@@ -6,6 +6,7 @@ use super::{
     category_name, CategoryRule, CommandOverride, Policy, PolicyError, ALL_CATEGORIES,
     PROTECTED_DIRS, PROTECTED_PROGRAMS,
 };
+use crate::policy::gateway_filter::GatewayTables;
 use crate::policy::paths::{lexical_clean, validate_rule, SensitivePaths};
 use crate::policy::profile::{builtin_profiles, ProfileSpec};
 use crate::policy::request::Status;
@@ -24,6 +25,7 @@ struct Merged {
     path: Option<String>,
     categories: BTreeMap<Category, CategoryRule>,
     profiles: BTreeMap<String, ProfileSpec>,
+    gateway: GatewayTables,
 }
 
 impl Merged {
@@ -37,6 +39,7 @@ impl Merged {
             path: None,
             categories: BTreeMap::new(),
             profiles: builtin_profiles(),
+            gateway: GatewayTables::default(),
         }
     }
 
@@ -85,6 +88,9 @@ impl Merged {
         }
         for (name, spec) in &layer.profiles {
             self.profiles.insert(name.clone(), spec.get_ref().clone());
+        }
+        if let Some(g) = &layer.gateway {
+            self.gateway.merge(g);
         }
         Ok(())
     }
@@ -137,6 +143,7 @@ pub(super) fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyErro
         sensitive_extra,
         sensitive,
         profiles: m.profiles,
+        gateway: m.gateway,
     })
 }
 

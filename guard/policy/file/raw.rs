@@ -23,6 +23,7 @@ pub(super) struct RawPolicy {
     pub sensitive: Option<RawSensitive>,
     #[serde(default)]
     pub profiles: BTreeMap<String, Spanned<ProfileSpec>>,
+    pub gateway: Option<crate::policy::gateway_filter::RawGatewayTables>,
 }
 
 #[derive(Debug, Deserialize)]

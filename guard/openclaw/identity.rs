@@ -1,6 +1,6 @@
-//! The node's device identity: one Ed25519 key, generated once and kept 0600 in the node's
-//! state dir, from which OpenClaw derives the node id (`sha256(raw public key)`, hex). The
-//! connect proof is the v3 payload of docs/openclaw-linux-exec.md §A, signed with it.
+//! A gateway client's device identity (the node host's, the approver's): one Ed25519 key,
+//! generated once and kept 0600 in the client's own state dir, from which OpenClaw derives the
+//! device id (`sha256(raw public key)`, hex). The connect proof is the v3 payload of docs/openclaw-linux-exec.md §A, signed with it.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;

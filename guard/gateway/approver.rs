@@ -1,0 +1,289 @@
+//! The guard's approver connection: an operator of the gateway with its own Ed25519 device
+//! identity, scopes `operator.admin` + `operator.approvals` (a non-admin approver never sees
+//! approvals other devices requested) and caps `exec-approvals` + `plugin-approvals`. Every
+//! approval the gateway broadcasts is decided by the engine (the policy at once, or a person
+//! through the inbox and web prompt before the deadline) and resolved with a decision the
+//! gateway offered. An approval resolved by someone else closes its inbox entry. Reconnects
+//! with backoff; resolve frames decided while the gateway was away are sent on reconnect.
+//!
+//! While the guard is away the gateway has no approval route: it expires each new request at
+//! once (`no-approval-route`) and applies `askFallback`, which is `deny` under the Sanctum
+//! config.
+
+use super::approval::{self, Kind, Pending};
+use crate::engine::decision::now_ms;
+use crate::engine::Engine;
+use crate::inbox::Cancel;
+use crate::openclaw::identity::{DeviceIdentity, ProofInput};
+use crate::openclaw::ws::{challenge, req, text_of, ChallengeError};
+use crate::policy::request::DecisionKind;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio_tungstenite::tungstenite::Message;
+
+/// How this client names itself in `connect` (fixed ids the gateway accepts).
+const CLIENT_ID: &str = "gateway-client";
+const CLIENT_MODE: &str = "backend";
+const ROLE: &str = "operator";
+const PLATFORM: &str = "linux";
+const DEVICE_FAMILY: &str = "Linux";
+pub const SCOPES: [&str; 2] = ["operator.admin", "operator.approvals"];
+pub const CAPS: [&str; 2] = ["exec-approvals", "plugin-approvals"];
+
+/// Why one session ended.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("websocket: {0}")]
+    Ws(#[from] tokio_tungstenite::tungstenite::Error),
+    #[error("the gateway closed the connection")]
+    Closed,
+    #[error("{0}")]
+    Challenge(#[from] ChallengeError),
+    #[error("connect refused: {0}")]
+    Refused(String),
+}
+
+/// The approver's settings.
+pub struct Approver {
+    pub url: String,
+    pub token: String,
+    /// The longest a person may take (the gateway's own `expiresAtMs` may come first).
+    pub ask_timeout_ms: u64,
+    /// The deny is sent this long before the gateway's `expiresAtMs`.
+    pub margin_ms: u64,
+    pub engine: Arc<Engine>,
+    pub identity: Arc<DeviceIdentity>,
+}
+
+/// Approvals waiting for the engine: a resolve seen from someone else ends the wait.
+#[derive(Default)]
+struct Waiting {
+    by_id: Mutex<HashMap<String, oneshot::Sender<String>>>,
+}
+
+impl Waiting {
+    fn insert(&self, id: &str) -> oneshot::Receiver<String> {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut m) = self.by_id.lock() {
+            m.insert(id.to_owned(), tx);
+        }
+        rx
+    }
+
+    /// Removes `id`; true when it was still waiting (nobody else resolved it).
+    fn take(&self, id: &str) -> Option<oneshot::Sender<String>> {
+        self.by_id.lock().ok().and_then(|mut m| m.remove(id))
+    }
+}
+
+/// Frames for the gateway; they outlive a session, so a decision made while the gateway was
+/// away is sent once it is back.
+struct Outbox {
+    tx: mpsc::UnboundedSender<String>,
+    seq: AtomicU64,
+}
+
+impl Outbox {
+    fn send(&self, method: &str, params: Value) {
+        let n = self.seq.fetch_add(1, Ordering::Relaxed);
+        let _ = self.tx.send(req(&format!("g{n}"), method, params));
+    }
+}
+
+/// Runs sessions until `shutdown`; waits 0.5 s, doubling to 30 s, between failed ones.
+pub async fn run(a: Arc<Approver>, mut shutdown: watch::Receiver<bool>) {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let out = Arc::new(Outbox {
+        tx,
+        seq: AtomicU64::new(0),
+    });
+    let waiting = Arc::new(Waiting::default());
+    let mut backoff = Duration::from_millis(500);
+    while !*shutdown.borrow() {
+        let started = std::time::Instant::now();
+        match session(&a, &out, &mut rx, &waiting, shutdown.clone()).await {
+            Ok(()) => return,
+            Err(e) => eprintln!("sanctum-guard: gateway approver: session ended: {e}"),
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            backoff = Duration::from_millis(500);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = shutdown.changed() => return,
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(30));
+    }
+}
+
+/// The signed operator `connect` request for `nonce`.
+fn connect_frame(a: &Approver, nonce: &str) -> String {
+    operator_connect(&a.identity, &a.token, nonce)
+}
+
+/// The approver's signed `connect` request (admin + approvals, approval caps) for `nonce`.
+pub fn operator_connect(id: &DeviceIdentity, token: &str, nonce: &str) -> String {
+    let signed_at = now_ms();
+    let scopes: Vec<String> = SCOPES.iter().map(|s| (*s).to_owned()).collect();
+    let signature = id.sign(&ProofInput {
+        client_id: CLIENT_ID,
+        client_mode: CLIENT_MODE,
+        role: ROLE,
+        scopes: &scopes,
+        signed_at_ms: signed_at,
+        token,
+        nonce,
+        platform: PLATFORM,
+        device_family: DEVICE_FAMILY,
+    });
+    let params = json!({"minProtocol":3,"maxProtocol":4,
+        "client":{"id":CLIENT_ID,"displayName":"sanctum-guard","version":env!("CARGO_PKG_VERSION"),
+                  "platform":PLATFORM,"deviceFamily":DEVICE_FAMILY,"mode":CLIENT_MODE,
+                  "instanceId":id.device_id()},
+        "role":ROLE,"scopes":scopes,"caps":CAPS,
+        "auth":{"token":token},
+        "device":{"id":id.device_id(),"publicKey":id.public_key(),"signature":signature,
+                  "signedAt":signed_at,"nonce":nonce}});
+    req("connect", "connect", params)
+}
+
+/// One session: the signed handshake, then approval events until the gateway closes or the
+/// guard stops.
+async fn session(
+    a: &Arc<Approver>,
+    out: &Arc<Outbox>,
+    rx: &mut mpsc::UnboundedReceiver<String>,
+    waiting: &Arc<Waiting>,
+    mut shutdown: watch::Receiver<bool>,
+) -> Result<(), SessionError> {
+    let (ws, _) = tokio_tungstenite::connect_async(a.url.as_str()).await?;
+    let (mut sink, mut stream) = ws.split();
+    let nonce = challenge(&mut stream).await?;
+    sink.send(Message::text(connect_frame(a, &nonce))).await?;
+    let mut connected = false;
+    loop {
+        tokio::select! {
+            m = stream.next() => {
+                let Some(m) = m else { return Err(SessionError::Closed) };
+                let m = m?;
+                if let Message::Close(_) = m {
+                    return Err(SessionError::Closed);
+                }
+                let Some(v) = text_of(m) else { continue };
+                if !connected && v["type"] == "res" && v["id"] == "connect" {
+                    connect_answer(&v, a.identity.device_id())?;
+                    connected = true;
+                    continue;
+                }
+                on_message(&v, a, out, waiting, &shutdown);
+            }
+            Some(line) = rx.recv(), if connected => {
+                sink.send(Message::text(line)).await?;
+            }
+            _ = shutdown.changed() => {
+                let _ = sink.send(Message::Close(None)).await;
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Ok when connected; otherwise the refusal, with what a person must do when the device is
+/// not paired yet.
+fn connect_answer(v: &Value, device_id: &str) -> Result<(), SessionError> {
+    if v["ok"] == true {
+        eprintln!("sanctum-guard: gateway approver connected as device {device_id}");
+        return Ok(());
+    }
+    let err = &v["error"];
+    if err["code"] == "NOT_PAIRED" || err["details"]["code"] == "PAIRING_REQUIRED" {
+        let rid = err["details"]["requestId"]
+            .as_str()
+            .unwrap_or("<requestId>");
+        eprintln!(
+            "sanctum-guard: gateway approver NOT PAIRED: device {device_id} waits for approval."
+        );
+        eprintln!("sanctum-guard: on the gateway, run:  openclaw devices approve {rid}");
+    }
+    Err(SessionError::Refused(err.to_string()))
+}
+
+/// One gateway message: a new approval is decided in its own task; a resolve by someone else
+/// ends that task's wait; a refused resolve is logged.
+fn on_message(
+    v: &Value,
+    a: &Arc<Approver>,
+    out: &Arc<Outbox>,
+    waiting: &Arc<Waiting>,
+    shutdown: &watch::Receiver<bool>,
+) {
+    if v["type"] == "res" {
+        if v["ok"] == false {
+            tracing::warn!(error = %v["error"], id = %v["id"], "gateway refused an approver request");
+        }
+        return;
+    }
+    let event = v["event"].as_str().unwrap_or_default();
+    let payload = &v["payload"];
+    if let Some(kind) = Kind::of_requested(event) {
+        let p = match approval::pending(kind, payload, now_ms(), a.ask_timeout_ms, a.margin_ms) {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(error = %e, "malformed approval event: denying");
+                if let Some(id) = payload["id"].as_str() {
+                    out.send(
+                        kind.resolve_method(),
+                        approval::resolve_params(id, DecisionKind::Deny),
+                    );
+                }
+                return;
+            }
+        };
+        let elsewhere = waiting.insert(&p.id);
+        let (a, out, waiting, shutdown) =
+            (a.clone(), out.clone(), waiting.clone(), shutdown.clone());
+        tokio::spawn(async move { answer(&a, p, elsewhere, &out, &waiting, shutdown).await });
+    } else if Kind::of_resolved(event).is_some() {
+        let Some(id) = payload["id"].as_str() else {
+            return;
+        };
+        // Still waiting here means this resolve was not ours.
+        if let Some(tx) = waiting.take(id) {
+            let _ = tx.send(approval::resolved_by(payload));
+        }
+    }
+}
+
+/// Decides one approval and sends the resolve, unless someone else resolved it first.
+async fn answer(
+    a: &Approver,
+    p: Pending,
+    elsewhere: oneshot::Receiver<String>,
+    out: &Outbox,
+    waiting: &Waiting,
+    shutdown: watch::Receiver<bool>,
+) {
+    let cancel = async move {
+        match elsewhere.await {
+            Ok(by) => Cancel::ResolvedElsewhere(by),
+            Err(_) => std::future::pending().await,
+        }
+    };
+    let (d, _) = a
+        .engine
+        .decide_until(&p.requester, &p.request, None, shutdown, cancel)
+        .await;
+    if waiting.take(&p.id).is_none() {
+        return; // resolved elsewhere: the inbox entry says by whom
+    }
+    let decision = approval::wire_decision(d.kind, p.allowed.as_deref());
+    out.send(
+        p.kind.resolve_method(),
+        approval::resolve_params(&p.id, decision),
+    );
+}

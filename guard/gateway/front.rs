@@ -1,0 +1,451 @@
+//! The front door: a WebSocket proxy in front of the gateway that every human client (ACP,
+//! an IDE, a chat page) passes. A client is authenticated before the upgrade (a door link's
+//! secret path, else 401); an `Origin`, when sent, must be one the guard serves, and is not
+//! passed on (the upstream connection is the guard's own, so `Host` is the upstream's). The
+//! gateway's challenge and the client's `connect` pass byte for byte (the device signature
+//! covers them); every later client frame passes the pure method filter and is forwarded as
+//! received or refused in the gateway's own error shape, audited with who was refused.
+//! Approval events are the guard's to answer and are not passed down. Bad input closes that
+//! client only: oversized frames 1009, binary 1003, a flood 1008, an unreachable upstream
+//! 1011; invalid JSON gets an error; past the connection cap the upgrade is refused (503).
+
+use super::links;
+use crate::audit::event::{AuditEvent, FrontRefusal};
+use crate::audit::AuditLog;
+use crate::policy::gateway_filter::{judge_frame, FrameVerdict, GatewayTables};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+/// The door's limits and where it forwards to.
+#[derive(Debug, Clone)]
+pub struct FrontSettings {
+    pub upstream: String,
+    /// Largest frame or message a client may send (bytes).
+    pub max_frame_bytes: usize,
+    pub max_connections: usize,
+    /// Per-connection token bucket: frames per second, and the burst.
+    pub rate_per_sec: u32,
+    pub rate_burst: u32,
+    /// Origins a browser client may come from (the web prompt's, and any configured).
+    pub allowed_origins: Vec<String>,
+}
+
+/// The running door's shared state.
+pub struct Front {
+    pub settings: FrontSettings,
+    pub state_dir: PathBuf,
+    pub tables: GatewayTables,
+    pub audit: AuditLog,
+    conns: AtomicUsize,
+}
+
+impl Front {
+    pub fn new(
+        settings: FrontSettings,
+        state_dir: PathBuf,
+        tables: GatewayTables,
+        audit: AuditLog,
+    ) -> Self {
+        Front {
+            settings,
+            state_dir,
+            tables,
+            audit,
+            conns: AtomicUsize::new(0),
+        }
+    }
+
+    async fn refuse(
+        &self,
+        who: &str,
+        peer: SocketAddr,
+        method: Option<&str>,
+        reason: &str,
+        message: &str,
+    ) {
+        let e = AuditEvent::FrontRefusal(FrontRefusal {
+            who: who.to_owned(),
+            peer: peer.to_string(),
+            method: method.map(str::to_owned),
+            reason: reason.to_owned(),
+            message: message.to_owned(),
+        });
+        if let Err(e) = self.audit.record(e).await {
+            tracing::error!(error = %e, "front-door refusal not audited");
+        }
+    }
+}
+
+/// Accepts clients until `shutdown`.
+pub async fn serve(front: Arc<Front>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            a = listener.accept() => match a {
+                Ok((stream, peer)) => {
+                    let f = front.clone();
+                    let sd = shutdown.clone();
+                    tokio::spawn(async move { client(f, stream, peer, sd).await });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "front door accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// Releases a connection slot when the client ends.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A refused upgrade: its status and body.
+type Refusal = (StatusCode, &'static str);
+
+fn http_error((status, body): Refusal) -> ErrorResponse {
+    let mut r = ErrorResponse::new(Some(body.to_owned()));
+    *r.status_mut() = status;
+    r
+}
+
+/// Why the upgrade was refused (for the audit log).
+#[derive(Default)]
+struct Gate {
+    who: Option<String>,
+    refused: Option<(&'static str, String)>,
+}
+
+/// The pre-upgrade checks: the connection cap, the door link, the Origin.
+fn check_upgrade(
+    front: &Front,
+    req: &Request,
+    full: bool,
+    gate: &Mutex<Gate>,
+) -> Result<(), Refusal> {
+    let mut g = gate.lock().unwrap_or_else(|p| p.into_inner());
+    if full {
+        g.refused = Some(("too-many-connections", "the front door is full".into()));
+        return Err((StatusCode::SERVICE_UNAVAILABLE, "too many connections\n"));
+    }
+    let name =
+        links::secret_in_path(req.uri().path()).and_then(|s| links::verify(&front.state_dir, s));
+    let Some(name) = name else {
+        g.refused = Some(("unauthenticated", "no valid door link".into()));
+        return Err((StatusCode::UNAUTHORIZED, "a door link is required\n"));
+    };
+    g.who = Some(name);
+    if let Some(origin) = req.headers().get("origin") {
+        let o = origin.to_str().unwrap_or("");
+        if !front.settings.allowed_origins.iter().any(|a| a == o) {
+            g.refused = Some(("origin-refused", format!("origin {o:?} is not allowed")));
+            return Err((StatusCode::FORBIDDEN, "origin not allowed\n"));
+        }
+    }
+    Ok(())
+}
+
+fn close(code: CloseCode, reason: &str) -> Message {
+    Message::Close(Some(CloseFrame {
+        code,
+        reason: reason.to_owned().into(),
+    }))
+}
+
+/// One client: the upgrade checks, the upstream connection, then both directions.
+#[allow(clippy::result_large_err)] // the handshake callback's error type is tungstenite's
+async fn client(
+    front: Arc<Front>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    shutdown: watch::Receiver<bool>,
+) {
+    let n = front.conns.fetch_add(1, Ordering::Relaxed);
+    let _slot = Slot(&front.conns);
+    let full = n >= front.settings.max_connections;
+    let cfg = WebSocketConfig::default()
+        .max_message_size(Some(front.settings.max_frame_bytes))
+        .max_frame_size(Some(front.settings.max_frame_bytes));
+    let gate = Mutex::new(Gate::default());
+    let accepted = tokio_tungstenite::accept_hdr_async_with_config(
+        stream,
+        |req: &Request, resp: Response| {
+            check_upgrade(&front, req, full, &gate)
+                .map(|()| resp)
+                .map_err(http_error)
+        },
+        Some(cfg),
+    )
+    .await;
+    let (who, refused) = {
+        let g = gate.lock().unwrap_or_else(|p| p.into_inner());
+        (g.who.clone(), g.refused.clone())
+    };
+    let who_name = who.clone().unwrap_or_else(|| "unauthenticated".into());
+    if let Some((reason, message)) = refused {
+        front.refuse(&who_name, peer, None, reason, &message).await;
+        return;
+    }
+    let Ok(down) = accepted else { return };
+    let (mut down_tx, mut down_rx) = down.split();
+    let up = tokio_tungstenite::connect_async_with_config(
+        front.settings.upstream.as_str(),
+        Some(cfg),
+        false,
+    )
+    .await;
+    let up = match up {
+        Ok((up, _)) => up,
+        Err(e) => {
+            let msg = format!("upstream unavailable: {e}");
+            front
+                .refuse(&who_name, peer, None, "upstream-down", &msg)
+                .await;
+            let _ = down_tx.send(close(CloseCode::Error, &msg)).await;
+            return;
+        }
+    };
+    let (mut up_tx, mut up_rx) = up.split();
+    let mut bucket = Bucket::new(front.settings.rate_per_sec, front.settings.rate_burst);
+    let mut connected = false;
+    let mut shutdown = shutdown;
+    loop {
+        tokio::select! {
+            m = down_rx.next() => {
+                let step = match m {
+                    None => Step::End(None),
+                    Some(Err(e)) => Step::End(Some(error_close(&e))),
+                    Some(Ok(m)) => {
+                        if !bucket.take() {
+                            front.refuse(&who_name, peer, None, "rate-limited", "too many frames").await;
+                            Step::End(Some(close(CloseCode::Policy, "rate limit exceeded")))
+                        } else {
+                            from_client(&front, &who_name, peer, m, &mut connected).await
+                        }
+                    }
+                };
+                match step {
+                    Step::Up(m) => if up_tx.send(m).await.is_err() { break },
+                    Step::Down(m) => if down_tx.send(m).await.is_err() { break },
+                    Step::None => {}
+                    Step::End(c) => {
+                        if let Some(c) = c { let _ = down_tx.send(c).await; }
+                        let _ = up_tx.send(Message::Close(None)).await;
+                        break;
+                    }
+                }
+            }
+            m = up_rx.next() => {
+                match m {
+                    Some(Ok(Message::Text(t))) => {
+                        if is_approval_event(t.as_str()) { continue; }
+                        if down_tx.send(Message::Text(t)).await.is_err() { break }
+                    }
+                    Some(Ok(Message::Close(c))) => { let _ = down_tx.send(Message::Close(c)).await; break }
+                    Some(Ok(Message::Binary(b))) => if down_tx.send(Message::Binary(b)).await.is_err() { break },
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => {
+                        let _ = down_tx.send(close(CloseCode::Error, &format!("upstream: {e}"))).await;
+                        break;
+                    }
+                    None => { let _ = down_tx.send(close(CloseCode::Error, "upstream closed")).await; break }
+                }
+            }
+            _ = shutdown.changed() => {
+                let _ = down_tx.send(close(CloseCode::Away, "guard stopping")).await;
+                break;
+            }
+        }
+    }
+}
+
+/// What one client message leads to.
+enum Step {
+    Up(Message),
+    Down(Message),
+    None,
+    End(Option<Message>),
+}
+
+/// The close for a read error: oversized 1009, anything else a protocol error.
+fn error_close(e: &WsError) -> Message {
+    match e {
+        WsError::Capacity(_) => close(CloseCode::Size, "frame too large"),
+        _ => close(CloseCode::Protocol, "protocol error"),
+    }
+}
+
+fn is_approval_event(text: &str) -> bool {
+    // Cheap test first: most frames are not approval events.
+    if !text.contains("approval.") {
+        return false;
+    }
+    serde_json::from_str::<Value>(text).is_ok_and(|v| {
+        v["type"] == "event"
+            && v["event"].as_str().is_some_and(|e| {
+                e.starts_with("exec.approval.") || e.starts_with("plugin.approval.")
+            })
+    })
+}
+
+/// The error response the gateway itself would send.
+fn error_res(id: &Value, code: &str, message: &str) -> Message {
+    Message::text(
+        json!({"type":"res","id":id,"ok":false,"error":{"code":code,"message":message}})
+            .to_string(),
+    )
+}
+
+/// One client message: the first must be `connect` (passed byte for byte); later ones are
+/// filtered; binary is refused (1003).
+async fn from_client(
+    front: &Front,
+    who: &str,
+    peer: SocketAddr,
+    m: Message,
+    connected: &mut bool,
+) -> Step {
+    let text = match m {
+        Message::Text(t) => t,
+        Message::Binary(_) => {
+            front
+                .refuse(
+                    who,
+                    peer,
+                    None,
+                    "binary-frame",
+                    "binary frames are not accepted",
+                )
+                .await;
+            return Step::End(Some(close(
+                CloseCode::Unsupported,
+                "binary frames are not accepted",
+            )));
+        }
+        Message::Close(_) => return Step::End(None),
+        _ => return Step::None,
+    };
+    let v: Value = match serde_json::from_str(text.as_str()) {
+        Ok(v) => v,
+        Err(_) => {
+            front
+                .refuse(who, peer, None, "invalid-json", "frame is not JSON")
+                .await;
+            return Step::Down(error_res(
+                &Value::Null,
+                "INVALID_REQUEST",
+                "sanctum-guard: frame is not JSON",
+            ));
+        }
+    };
+    if !*connected {
+        if v["type"] == "req" && v["method"] == "connect" {
+            *connected = true;
+            return Step::Up(Message::Text(text));
+        }
+        front
+            .refuse(
+                who,
+                peer,
+                v["method"].as_str(),
+                "not-connected",
+                "the first frame must be connect",
+            )
+            .await;
+        return Step::Down(error_res(
+            &v["id"],
+            "INVALID_REQUEST",
+            "sanctum-guard: connect first",
+        ));
+    }
+    match judge_frame(&front.tables, &v) {
+        FrameVerdict::Forward => Step::Up(Message::Text(text)),
+        FrameVerdict::Refuse {
+            code,
+            reason,
+            message,
+        } => {
+            front
+                .refuse(who, peer, v["method"].as_str(), reason, &message)
+                .await;
+            Step::Down(error_res(&v["id"], code, &message))
+        }
+    }
+}
+
+/// A token bucket: `rate` frames per second, up to `burst` at once.
+struct Bucket {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    fn new(rate: u32, burst: u32) -> Self {
+        Bucket {
+            rate: f64::from(rate),
+            burst: f64::from(burst.max(1)),
+            tokens: f64::from(burst.max(1)),
+            at: Instant::now(),
+        }
+    }
+
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        self.tokens =
+            (self.tokens + now.duration_since(self.at).as_secs_f64() * self.rate).min(self.burst);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_allows_the_burst_then_the_rate() {
+        let mut b = Bucket::new(1, 3);
+        assert!(b.take() && b.take() && b.take());
+        assert!(!b.take());
+    }
+
+    #[test]
+    fn only_approval_events_are_held_back() {
+        assert!(is_approval_event(
+            r#"{"type":"event","event":"exec.approval.requested","payload":{}}"#
+        ));
+        assert!(is_approval_event(
+            r#"{"type":"event","event":"plugin.approval.resolved"}"#
+        ));
+        assert!(!is_approval_event(
+            r#"{"type":"event","event":"chat","payload":{"t":"exec.approval."}}"#
+        ));
+        assert!(!is_approval_event(
+            r#"{"type":"res","id":"1","ok":true,"payload":{"m":"exec.approval.get"}}"#
+        ));
+    }
+}

@@ -1,0 +1,12 @@
+//! Doors to the OpenClaw gateway. `approver`: the guard's own operator connection, which
+//! answers every `exec.approval.requested` / `plugin.approval.requested` with the engine's
+//! decision; `approval` turns those events into engine requests and decisions into resolve
+//! frames. `front`: the front door every human client (ACP, IDEs, chat pages) passes; door
+//! `links` authenticate clients and the policy's method filter judges each frame. The
+//! gateway-protocol pieces shared with the node host (device identity, handshake) live in
+//! `crate::openclaw`.
+
+pub mod approval;
+pub mod approver;
+pub mod front;
+pub mod links;

@@ -1,0 +1,95 @@
+//! A raw gateway WebSocket client for the gateway tests: an operator with a fresh device
+//! identity (signed `connect` as the guard's approver sends it), raw frames, calls.
+
+use serde_json::{json, Value};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+use tokio_tungstenite::tungstenite::stream::MaybeTlsStream;
+use tokio_tungstenite::tungstenite::{self, Message, WebSocket};
+
+/// One client connection.
+pub struct WsClient {
+    pub ws: WebSocket<MaybeTlsStream<TcpStream>>,
+    n: u64,
+}
+
+/// Opens `url` (read timeout 1 s per read), without sending anything.
+pub fn open(url: &str) -> Result<WsClient, tungstenite::Error> {
+    let (ws, _) = tungstenite::connect(url)?;
+    if let MaybeTlsStream::Plain(s) = ws.get_ref() {
+        s.set_read_timeout(Some(Duration::from_secs(1)))
+            .expect("timeout");
+    }
+    Ok(WsClient { ws, n: 0 })
+}
+
+impl WsClient {
+    /// Opens `url` and connects as an admin operator with a new device; the hello payload.
+    pub fn operator(url: &str, token: &str) -> (WsClient, Value) {
+        let mut c = open(url).expect("open");
+        let challenge = c.wait(Duration::from_secs(20), |v| {
+            v["event"] == "connect.challenge"
+        });
+        let nonce = challenge["payload"]["nonce"]
+            .as_str()
+            .expect("nonce")
+            .to_owned();
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).expect("random");
+        let id = sanctum_guard::openclaw::identity::DeviceIdentity::from_seed(seed);
+        let frame = sanctum_guard::gateway::approver::operator_connect(&id, token, &nonce);
+        c.send_text(&frame);
+        let hello = c.wait(Duration::from_secs(30), |v| v["id"] == "connect");
+        assert_eq!(hello["ok"], true, "connect: {hello}");
+        (c, hello)
+    }
+
+    pub fn send_text(&mut self, text: &str) {
+        self.ws.send(Message::text(text)).expect("send");
+    }
+
+    /// The next message (JSON text, or a description of anything else); `None` on timeout.
+    pub fn read(&mut self) -> Option<Result<Value, String>> {
+        match self.ws.read() {
+            Ok(Message::Text(t)) => {
+                Some(serde_json::from_str(t.as_str()).map_err(|e| e.to_string()))
+            }
+            Ok(Message::Close(f)) => Some(Err(format!("close {f:?}"))),
+            Ok(other) => Some(Err(format!("{other:?}"))),
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                None
+            }
+            Err(e) => Some(Err(format!("error {e}"))),
+        }
+    }
+
+    /// Waits for a JSON message `pred` accepts (others are skipped).
+    pub fn wait(&mut self, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+        let start = Instant::now();
+        while start.elapsed() < timeout {
+            match self.read() {
+                Some(Ok(v)) if pred(&v) => return v,
+                Some(Err(e)) if e.starts_with("close") || e.starts_with("error") => {
+                    panic!("connection ended: {e}")
+                }
+                _ => {}
+            }
+        }
+        panic!("timed out waiting for a frame");
+    }
+
+    /// Sends a request; its response.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.n += 1;
+        let id = format!("t{}", self.n);
+        self.send_text(&json!({"type":"req","id":id,"method":method,"params":params}).to_string());
+        self.wait(Duration::from_secs(60), |v| {
+            v["type"] == "res" && v["id"] == id.as_str()
+        })
+    }
+}
