@@ -96,6 +96,7 @@ pub async fn run(a: Arc<Approver>, mut shutdown: watch::Receiver<bool>) {
         let started = std::time::Instant::now();
         let ended = session(&a, &out, &mut rx, &waiting, shutdown.clone()).await;
         out.set_connected(false);
+        out.drop_stale_calls(&mut rx);
         match ended {
             Ok(()) => return,
             Err(e) => eprintln!("sanctum-guard: gateway approver: session ended: {e}"),

@@ -58,6 +58,20 @@ impl Rpc {
         }
     }
 
+    /// After a session ended: the Agent page's calls still queued were already failed, so they
+    /// are dropped (a task must never start later, unseen); resolve frames stay queued.
+    pub(super) fn drop_stale_calls(&self, rx: &mut mpsc::UnboundedReceiver<String>) {
+        let mut keep = Vec::new();
+        while let Ok(f) = rx.try_recv() {
+            if !is_call(&f) {
+                keep.push(f);
+            }
+        }
+        for f in keep {
+            let _ = self.tx.send(f);
+        }
+    }
+
     /// Hands a `res` frame to its waiting call; false when no call waits for it.
     pub(super) fn answer(&self, v: &Value) -> bool {
         let Some(id) = v["id"].as_str() else {
@@ -123,8 +137,74 @@ impl Rpc {
     }
 }
 
+/// A frame of the Agent page (ids `a<n>`; resolves are `g<n>`).
+fn is_call(frame: &str) -> bool {
+    serde_json::from_str::<Value>(frame)
+        .ok()
+        .and_then(|v| v["id"].as_str().map(|i| i.starts_with('a')))
+        .unwrap_or(false)
+}
+
 impl AgentLink for Rpc {
     fn call(&self, call: AgentCall) -> LinkFuture<'_> {
         Box::pin(self.request(call))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn calls_fail_when_the_connection_drops_and_are_never_sent_later() {
+        let rpc = Arc::new(Rpc::default());
+        let mut rx = rpc.take_rx().expect("rx");
+        let down = rpc
+            .call(AgentCall::Abort {
+                session_key: "k".into(),
+            })
+            .await;
+        assert!(matches!(down, Err(AgentError::Unavailable(_))), "{down:?}");
+        rpc.set_connected(true);
+        let r2 = rpc.clone();
+        let call = tokio::spawn(async move {
+            r2.call(AgentCall::Abort {
+                session_key: "k".into(),
+            })
+            .await
+        });
+        rpc.send("exec.approval.resolve", json!({"id":"x","decision":"deny"}));
+        while rpc.calls.lock().map(|c| c.is_empty()).unwrap_or(true) {
+            tokio::task::yield_now().await;
+        }
+        rpc.set_connected(false);
+        let r = call.await.expect("join");
+        assert!(matches!(r, Err(AgentError::Unavailable(_))), "{r:?}");
+        rpc.drop_stale_calls(&mut rx);
+        let left: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert!(left[0].contains("exec.approval.resolve"), "{left:?}");
+    }
+
+    #[tokio::test]
+    async fn an_answer_reaches_its_call_and_a_gateway_error_is_an_error() {
+        let rpc = Arc::new(Rpc::default());
+        let mut rx = rpc.take_rx().expect("rx");
+        rpc.set_connected(true);
+        let r2 = rpc.clone();
+        let call = tokio::spawn(async move { r2.call(AgentCall::ListSessions { limit: 1 }).await });
+        let frame: Value = serde_json::from_str(&rx.recv().await.expect("frame")).expect("json");
+        assert_eq!(frame["method"], "sessions.list");
+        assert!(!rpc.answer(&json!({"type":"res","id":"other","ok":true})));
+        let id = frame["id"].clone();
+        assert!(rpc.answer(&json!({"type":"res","id":id,"ok":false,
+            "error":{"code":"FORBIDDEN","message":"no"}})));
+        let r = call.await.expect("join");
+        assert!(
+            matches!(&r, Err(AgentError::Gateway(m)) if m == "FORBIDDEN: no"),
+            "{r:?}"
+        );
     }
 }
