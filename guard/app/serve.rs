@@ -168,7 +168,8 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     );
     let server = bind_socket(&cfg, sock, engine.clone())?;
     let (tx, rx) = watch::channel(false);
-    start_approver(&cfg, engine.clone(), rx.clone())?;
+    let agent = start_approver(&cfg, engine.clone(), rx.clone())?
+        .map(|rpc| Arc::new(crate::engine::agent::AgentControl::new(rpc, engine.clone())));
     start_front(&cfg, &engine, audit.clone(), rx.clone()).await?;
     crate::web::start(
         &cfg.web,
@@ -177,6 +178,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         cfg.audit_path(),
         socket_path,
         rx.clone(),
+        agent,
     )
     .await?;
     // OpenClaw may change its document while we run (a new allowlist entry, a new policy).
@@ -256,13 +258,14 @@ fn ensure_workspace(cfg: &Config, ws: &std::path::Path) -> Result<std::path::Pat
 /// The gateway approver, when the config names a gateway: its own device key in
 /// `<state_dir>/gateway/`, the token read once at start (an unreadable or empty file stops
 /// `serve`: a guard that silently is no approver would leave the gateway without one).
+/// Returns the connection the web prompt's Agent page calls through.
 fn start_approver(
     cfg: &Config,
     engine: Arc<Engine>,
     shutdown: watch::Receiver<bool>,
-) -> Result<(), ServeError> {
+) -> Result<Option<Arc<crate::gateway::rpc::Rpc>>, ServeError> {
     let (Some(url), Some(token_file)) = (&cfg.gateway.url, &cfg.gateway.token_file) else {
-        return Ok(());
+        return Ok(None);
     };
     let token = std::fs::read_to_string(token_file)
         .map_err(|e| ServeError::Gateway(format!("{}: {e}", token_file.display())))?
@@ -281,6 +284,7 @@ fn start_approver(
         "sanctum-guard: gateway         {url} (approver device {})",
         identity.device_id()
     );
+    let rpc = Arc::new(crate::gateway::rpc::Rpc::default());
     let approver = Arc::new(crate::gateway::approver::Approver {
         url: url.clone(),
         token,
@@ -288,9 +292,10 @@ fn start_approver(
         margin_ms: cfg.deadlines.margin_ms,
         engine,
         identity: Arc::new(identity),
+        rpc: rpc.clone(),
     });
     tokio::spawn(crate::gateway::approver::run(approver, shutdown));
-    Ok(())
+    Ok(Some(rpc))
 }
 
 /// The front door, when the config gives it an address: it forwards to the gateway url and

@@ -56,6 +56,8 @@ pub enum AuditEvent {
     Rotation(Rotation),
     /// `front-refusal`: the front door refused a client's frame or connection.
     FrontRefusal(FrontRefusal),
+    /// A person's Agent-page action (new task, stop), or its refusal.
+    AgentAction(AgentAction),
 }
 
 impl AuditEvent {
@@ -79,6 +81,7 @@ impl AuditEvent {
             AuditEvent::BadTail(_) => "bad-tail",
             AuditEvent::Rotation(_) => "rotation",
             AuditEvent::FrontRefusal(_) => "front-refusal",
+            AuditEvent::AgentAction(_) => "agent-action",
         }
     }
 
@@ -358,4 +361,16 @@ pub struct FrontRefusal {
     pub method: Option<String>,
     pub reason: String,
     pub message: String,
+}
+
+/// An Agent-page action through the guard's gateway connection: who (the web identity),
+/// `task` or `stop`, which session, the run's idempotency key, and the refusal if refused.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentAction {
+    pub who: String,
+    pub action: String,
+    pub session_key: String,
+    pub run_id: Option<String>,
+    pub refused: Option<String>,
 }

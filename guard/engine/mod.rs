@@ -4,6 +4,7 @@
 //! runs approved execs under the sandbox, and writes every step to the audit log. It knows no
 //! frames. Fail closed: any internal error is a deny with a reason.
 
+pub mod agent;
 pub mod ask;
 pub mod deadlines;
 pub mod decision;

@@ -11,6 +11,7 @@
 //! config.
 
 use super::approval::{self, Kind, Pending};
+use super::rpc::Rpc;
 use crate::engine::decision::now_ms;
 use crate::engine::Engine;
 use crate::inbox::Cancel;
@@ -20,7 +21,6 @@ use crate::policy::request::DecisionKind;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -58,6 +58,8 @@ pub struct Approver {
     pub margin_ms: u64,
     pub engine: Arc<Engine>,
     pub identity: Arc<DeviceIdentity>,
+    /// Outgoing frames and the Agent page's calls on this connection.
+    pub rpc: Arc<Rpc>,
 }
 
 /// Approvals waiting for the engine: a resolve seen from someone else ends the wait.
@@ -81,32 +83,21 @@ impl Waiting {
     }
 }
 
-/// Frames for the gateway; they outlive a session, so a decision made while the gateway was
-/// away is sent once it is back.
-struct Outbox {
-    tx: mpsc::UnboundedSender<String>,
-    seq: AtomicU64,
-}
-
-impl Outbox {
-    fn send(&self, method: &str, params: Value) {
-        let n = self.seq.fetch_add(1, Ordering::Relaxed);
-        let _ = self.tx.send(req(&format!("g{n}"), method, params));
-    }
-}
-
 /// Runs sessions until `shutdown`; waits 0.5 s, doubling to 30 s, between failed ones.
 pub async fn run(a: Arc<Approver>, mut shutdown: watch::Receiver<bool>) {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let out = Arc::new(Outbox {
-        tx,
-        seq: AtomicU64::new(0),
-    });
+    let Some(mut rx) = a.rpc.take_rx() else {
+        tracing::error!("gateway approver started twice on one connection state");
+        return;
+    };
+    let out = a.rpc.clone();
     let waiting = Arc::new(Waiting::default());
     let mut backoff = Duration::from_millis(500);
     while !*shutdown.borrow() {
         let started = std::time::Instant::now();
-        match session(&a, &out, &mut rx, &waiting, shutdown.clone()).await {
+        let ended = session(&a, &out, &mut rx, &waiting, shutdown.clone()).await;
+        out.set_connected(false);
+        out.drop_stale_calls(&mut rx);
+        match ended {
             Ok(()) => return,
             Err(e) => eprintln!("sanctum-guard: gateway approver: session ended: {e}"),
         }
@@ -156,7 +147,7 @@ pub fn operator_connect(id: &DeviceIdentity, token: &str, nonce: &str) -> String
 /// guard stops.
 async fn session(
     a: &Arc<Approver>,
-    out: &Arc<Outbox>,
+    out: &Arc<Rpc>,
     rx: &mut mpsc::UnboundedReceiver<String>,
     waiting: &Arc<Waiting>,
     mut shutdown: watch::Receiver<bool>,
@@ -178,6 +169,7 @@ async fn session(
                 if !connected && v["type"] == "res" && v["id"] == "connect" {
                     connect_answer(&v, a.identity.device_id())?;
                     connected = true;
+                    out.set_connected(true);
                     continue;
                 }
                 on_message(&v, a, out, waiting, &shutdown);
@@ -218,11 +210,14 @@ fn connect_answer(v: &Value, device_id: &str) -> Result<(), SessionError> {
 fn on_message(
     v: &Value,
     a: &Arc<Approver>,
-    out: &Arc<Outbox>,
+    out: &Arc<Rpc>,
     waiting: &Arc<Waiting>,
     shutdown: &watch::Receiver<bool>,
 ) {
     if v["type"] == "res" {
+        if out.answer(v) {
+            return;
+        }
         if v["ok"] == false {
             tracing::warn!(error = %v["error"], id = %v["id"], "gateway refused an approver request");
         }
@@ -264,7 +259,7 @@ async fn answer(
     a: &Approver,
     p: Pending,
     elsewhere: oneshot::Receiver<String>,
-    out: &Outbox,
+    out: &Rpc,
     waiting: &Waiting,
     shutdown: watch::Receiver<bool>,
 ) {

@@ -10,3 +10,4 @@ pub mod approval;
 pub mod approver;
 pub mod front;
 pub mod links;
+pub mod rpc;

@@ -30,6 +30,8 @@ pub struct Shared {
     pub base_url: String,
     pub sse_open: AtomicUsize,
     pub shutdown: watch::Receiver<bool>,
+    /// The Agent page's gateway connection (none: no gateway configured).
+    pub agent: Option<Arc<crate::engine::agent::AgentControl>>,
 }
 
 impl Shared {
@@ -56,6 +58,7 @@ impl Shared {
             base_url,
             sse_open: AtomicUsize::new(0),
             shutdown,
+            agent: None,
         }
     }
 
@@ -217,6 +220,7 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
         }
         (Method::GET, ["events"]) => super::events::stream(sh.clone(), sid),
         (Method::GET, ["audit", "verify"]) => verify(&sh).await,
+        (_, ["agent", ..]) => super::agent::route(&sh, req, &segs, &session, peer).await,
         (_, ["session" | "logout" | "requests" | "events" | "login"]) => error(
             StatusCode::METHOD_NOT_ALLOWED,
             "method",
@@ -253,7 +257,7 @@ fn query_param(q: &str, key: &str) -> Option<String> {
         .map(|(_, v)| percent_decode(v))
 }
 
-fn percent_decode(s: &str) -> String {
+pub(super) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
     let mut out = Vec::with_capacity(b.len());

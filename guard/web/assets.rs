@@ -13,6 +13,8 @@ const COMMON_JS: &str = include_str!("assets/common.js");
 const INBOX_JS: &str = include_str!("assets/inbox.js");
 const HISTORY_JS: &str = include_str!("assets/history.js");
 const LOGIN_JS: &str = include_str!("assets/login.js");
+const AGENT: &str = include_str!("assets/agent.html");
+const AGENT_JS: &str = include_str!("assets/agent.js");
 const ICON: &str = include_str!("assets/icon.svg");
 
 /// The embedded file at `path`, if any.
@@ -20,6 +22,8 @@ pub fn page(path: &str) -> Option<Resp> {
     let (ctype, body) = match path {
         "/" | "/index.html" => ("text/html; charset=utf-8", INBOX),
         "/history" => ("text/html; charset=utf-8", HISTORY),
+        "/agent" => ("text/html; charset=utf-8", AGENT),
+        "/assets/agent.js" => ("text/javascript; charset=utf-8", AGENT_JS),
         "/login" => ("text/html; charset=utf-8", LOGIN),
         "/assets/app.css" => ("text/css; charset=utf-8", CSS),
         "/assets/common.js" => ("text/javascript; charset=utf-8", COMMON_JS),

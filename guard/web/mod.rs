@@ -9,6 +9,7 @@
 //! certificate and key are given. Slow clients are bounded by header/body/handshake
 //! timeouts and a connection cap; SSE connections by their own cap.
 
+mod agent;
 mod api;
 mod api_auth;
 mod api_decide;

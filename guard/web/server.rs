@@ -72,6 +72,7 @@ pub async fn start(
     audit_path: PathBuf,
     socket_path: PathBuf,
     shutdown: watch::Receiver<bool>,
+    agent: Option<Arc<crate::engine::agent::AgentControl>>,
 ) -> Result<Option<WebHandle>, WebError> {
     let Some(addr) = settings.listen else {
         eprintln!("sanctum-guard: web prompt      off");
@@ -99,7 +100,7 @@ pub async fn start(
         None if bound.ip().is_unspecified() => format!("{scheme}://127.0.0.1:{}", bound.port()),
         None => format!("{scheme}://{bound}"),
     };
-    let shared = Arc::new(Shared::new(
+    let mut shared = Shared::new(
         inbox,
         state_dir.to_owned(),
         audit_path,
@@ -108,7 +109,9 @@ pub async fn start(
         api::allowed_hosts(bound, settings.public_origin.as_deref()),
         base_url.clone(),
         shutdown.clone(),
-    ));
+    );
+    shared.agent = agent;
+    let shared = Arc::new(shared);
     login::write_private(&state_dir.join(login::URL_FILE), &format!("{base_url}\n"))?;
     let link = login::new_link(state_dir, &base_url, "admin")?;
     eprintln!("sanctum-guard: web prompt      {base_url}");

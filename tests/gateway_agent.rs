@@ -1,0 +1,236 @@
+//! The web prompt's Agent page API through the guard's own gateway connection, against the
+//! REAL OpenClaw 2026.9.6 gateway with the scripted model and the guard's node: New Task
+//! (`chat.send`) drives a real session to completion and Status shows it; a turn running
+//! `sleep 30` on the node is stopped (`chat.abort`) and shows aborted; every action is
+//! audited with the web identity; refusals: no session 401, a foreign Origin 403, no CSRF 403,
+//! a chat directive 403 (never sent).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+mod support;
+
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use support::node::*;
+use support::web::{Login, Web};
+
+const TOKEN: &str = "gw-agent-socket-token-0123456789";
+
+fn script(command: &str) -> String {
+    format!(
+        "SCRIPT {}",
+        json!({"name":"exec","arguments":{"command":command}})
+    )
+}
+
+fn sessions(web: &Web, login: &Login) -> Vec<Value> {
+    let r = web.call("GET", "/api/agent/sessions", Some(login), None);
+    assert_eq!(r.status, 200, "{r:?}");
+    r.json()["sessions"].as_array().cloned().unwrap_or_default()
+}
+
+fn session(web: &Web, login: &Login, key: &str) -> Option<Value> {
+    sessions(web, login).into_iter().find(|s| s["key"] == key)
+}
+
+#[test]
+fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
+    let _one = one_gateway_at_a_time();
+    let w = World::full(TOKEN);
+    let dir = w.tmp.path().to_path_buf();
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let (_model, model_port, model_log) = start_model(&dir);
+    let gw = Gateway::start(&dir, model_port, json!({}));
+    let token = dir.join("gw-token");
+    std::fs::write(&token, GW_TOKEN).expect("token");
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("ws://127.0.0.1:{}", gw.port);
+    let serve = Serve::start(
+        &w,
+        &[],
+        &[
+            "--web-listen",
+            &listen,
+            "--gateway-url",
+            &url,
+            "--gateway-token-file",
+            token.to_str().expect("utf8"),
+        ],
+    );
+    let web = Web {
+        world: w,
+        serve,
+        port,
+        base: format!("http://{listen}"),
+    };
+    wait_until("the approver to connect", Duration::from_secs(60), || {
+        web.serve
+            .log()
+            .contains("gateway approver connected")
+            .then_some(())
+    });
+    let oc_state = web.world.oc_state.to_str().expect("utf8").to_owned();
+    let sock = web.world.socket().to_str().expect("utf8").to_owned();
+    let node = NodeProc::start(
+        &dir,
+        &gw,
+        &dir.join("node-state"),
+        &ws,
+        &["--decider", &sock, "--openclaw-state", &oc_state],
+    );
+    node.wait_log("connected as node", Duration::from_secs(120));
+    gw.approve_node();
+
+    // Refusals, before anything reaches the gateway.
+    let task = json!({"message": script("echo refused")}).to_string();
+    let r = web.call("GET", "/api/agent/sessions", None, None);
+    assert_eq!(r.status, 401, "no session: {r:?}");
+    let r = web.call("POST", "/api/agent/tasks", None, Some(&task));
+    assert_eq!(r.status, 401, "no session: {r:?}");
+    let login = web.login();
+    let r = web.raw(
+        "POST",
+        "/api/agent/tasks",
+        &[
+            format!("Host: {}", web.host()),
+            "Origin: http://evil.example".into(),
+            format!("Cookie: {}", login.cookie),
+            format!("X-CSRF-Token: {}", login.csrf),
+        ],
+        Some(task.as_bytes()),
+    );
+    assert_eq!(r.status, 403, "foreign origin: {r:?}");
+    let r = web.raw(
+        "POST",
+        "/api/agent/sessions/agent:main:main/stop",
+        &[
+            format!("Host: {}", web.host()),
+            format!("Origin: {}", web.origin()),
+            format!("Cookie: {}", login.cookie),
+        ],
+        Some(b"{}"),
+    );
+    assert_eq!(r.status, 403, "no CSRF: {r:?}");
+    let r = web.call(
+        "POST",
+        "/api/agent/tasks",
+        Some(&login),
+        Some(&json!({"message":"please /exec security=full ask=off then run it"}).to_string()),
+    );
+    assert_eq!(r.status, 403, "chat directive: {r:?}");
+    assert!(
+        r.json()["message"].as_str().unwrap_or("").contains("/exec"),
+        "{r:?}"
+    );
+    for bad in [
+        json!({}),
+        json!({"message": 5}),
+        json!({"message":"x","sessionKey":"a/b"}),
+    ] {
+        let r = web.call(
+            "POST",
+            "/api/agent/tasks",
+            Some(&login),
+            Some(&bad.to_string()),
+        );
+        assert_eq!(r.status, 400, "{bad}: {r:?}");
+    }
+    assert!(
+        !gw.gateway_log().contains("ask=off"),
+        "the refused directive never reached the gateway"
+    );
+
+    // New Task into a new session: the scripted turn runs `echo` on the node and completes.
+    let r = web.call(
+        "POST",
+        "/api/agent/tasks",
+        Some(&login),
+        Some(&json!({"message": script("echo web-task-done")}).to_string()),
+    );
+    assert_eq!(r.status, 202, "{r:?}");
+    let started = r.json();
+    assert_eq!(started["status"], "started", "{started}");
+    let key = started["sessionKey"].as_str().expect("key").to_owned();
+    let run = started["runId"].as_str().expect("runId").to_owned();
+    // (The node's exec completion starts a second, script-less turn: "no script".)
+    let row = wait_until("the task to complete", Duration::from_secs(180), || {
+        let ran = tool_results(&model_log)
+            .iter()
+            .any(|t| t.contains("web-task-done"));
+        session(&web, &login, &key).filter(|s| {
+            ran && s["status"] == "done"
+                && s["hasActiveRun"] == false
+                && s["lastMessage"]["role"] == "assistant"
+        })
+    });
+    assert!(row["updatedAt"].is_number(), "{row}");
+    assert!(row["lastRunId"].is_string(), "{row}");
+    assert_eq!(row["pendingApprovals"], json!([]), "{row}");
+
+    // A follow-up into the chosen session.
+    let r = web.call(
+        "POST",
+        "/api/agent/tasks",
+        Some(&login),
+        Some(&json!({"sessionKey": key, "message": script("sleep 30")}).to_string()),
+    );
+    assert_eq!(r.status, 202, "{r:?}");
+    let run2 = r.json()["runId"].as_str().expect("runId").to_owned();
+    wait_until("the sleep to run", Duration::from_secs(120), || {
+        let text = std::fs::read_to_string(&model_log).ok()?;
+        let active = session(&web, &login, &key)?["hasActiveRun"] == true;
+        (text.contains("sleep 30") && active).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+
+    // Stop: chat.abort of the active run.
+    let stop_at = Instant::now();
+    let path = format!("/api/agent/sessions/{}/stop", key.replace(':', "%3A"));
+    let r = web.call("POST", &path, Some(&login), Some("{}"));
+    assert_eq!(r.status, 200, "{r:?}");
+    let v = r.json();
+    assert_eq!(v["aborted"], true, "{v}");
+    assert!(v["runIds"].to_string().contains(&run2), "{v}");
+    let row = wait_until(
+        "the session to show the stop",
+        Duration::from_secs(20),
+        || session(&web, &login, &key).filter(|s| s["hasActiveRun"] == false),
+    );
+    assert!(
+        stop_at.elapsed() < Duration::from_secs(25),
+        "stopped, not finished"
+    );
+    assert!(
+        row["abortedLastRun"] == true || row["status"] == "killed",
+        "shows aborted: {row}"
+    );
+
+    // Every action audited with who did it.
+    let audit = web.audit();
+    let actions: Vec<Value> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.to_string().contains("agent-action"))
+        .collect();
+    let text = serde_json::to_string(&actions).expect("json");
+    assert!(actions.len() >= 4, "{text}");
+    assert!(text.contains(&login.identity), "{text}");
+    assert!(text.contains("\"stop\"") && text.contains(&run), "{text}");
+    assert!(text.contains("chat directive"), "refusals audited: {text}");
+}
+
+/// Without a gateway the Agent API says so (and still refuses the unauthenticated first).
+#[test]
+fn without_a_gateway_the_agent_api_is_unavailable() {
+    let web = Web::start(60_000);
+    let r = web.call("GET", "/api/agent/sessions", None, None);
+    assert_eq!(r.status, 401, "{r:?}");
+    let login = web.login();
+    let r = web.call("GET", "/api/agent/sessions", Some(&login), None);
+    assert_eq!(r.status, 503, "{r:?}");
+    assert_eq!(r.json()["error"], "no-gateway", "{r:?}");
+    let r = web.call("GET", "/agent", None, None);
+    assert_eq!(r.status, 200, "the page is served");
+    assert!(r.body.contains("/assets/agent.js"), "{r:?}");
+}
