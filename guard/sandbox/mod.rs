@@ -17,6 +17,7 @@ pub mod seccomp;
 pub mod spawn;
 pub mod status;
 pub mod tmpdir;
+pub mod trace;
 
 pub use integrity::{IntegrityEvent, ScanLimits};
 pub use launch::{ChildIo, ChildStdio, SpawnError};
