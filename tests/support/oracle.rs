@@ -238,6 +238,18 @@ const SYSTEM_READS: &[&str] = &[
 /// Writes every program may make: they change nothing.
 const HARMLESS_WRITES: &[&str] = &["/dev/null", "/dev/tty"];
 
+/// The command's own output streams reopened by name (`>/dev/stderr`): the lexical path stays
+/// when Landlock refuses the reopen of the pipe through the magic link.
+fn own_stream(p: &Path) -> bool {
+    let s = p.to_string_lossy();
+    ["/dev/stdout", "/dev/stderr", "/dev/fd/1", "/dev/fd/2"].contains(&s.as_ref())
+        || (s.starts_with("/proc/") && (s.ends_with("/fd/1") || s.ends_with("/fd/2")))
+}
+
+fn harmless_write(w: &World, p: &Path) -> bool {
+    p.starts_with(&w.tmp) || HARMLESS_WRITES.iter().any(|h| p == Path::new(h)) || own_stream(p)
+}
+
 /// What the command did that its `allow` verdict did not claim. Empty: no divergence.
 pub fn divergences(w: &World, command: &str, verdict: &Verdict, rec: &Record) -> Vec<String> {
     let mut out = Vec::new();
@@ -305,7 +317,7 @@ pub fn divergences(w: &World, command: &str, verdict: &Verdict, rec: &Record) ->
         ));
     }
     for wr in &rec.writes {
-        if wr.path.starts_with(&w.tmp) || HARMLESS_WRITES.iter().any(|h| wr.path == Path::new(h)) {
+        if harmless_write(w, &wr.path) {
             continue;
         }
         out.push(format!(
@@ -449,9 +461,7 @@ fn interpreted<'a>(w: &World, rec: &'a Record) -> Option<&'a sanctum_guard::sand
 }
 
 pub fn label(w: &World, rec: &Record) -> Label {
-    let wrote = rec.writes.iter().any(|wr| {
-        !wr.path.starts_with(&w.tmp) && !HARMLESS_WRITES.iter().any(|h| wr.path == Path::new(h))
-    });
+    let wrote = rec.writes.iter().any(|wr| !harmless_write(w, &wr.path));
     let interp = interpreted(w, rec).is_some();
     let connected = rec.connects.iter().any(|c| c.family.starts_with("inet"));
     if wrote || interp || connected {
