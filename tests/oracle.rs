@@ -96,10 +96,15 @@ fn check(w: &World, rec: &Recorder, cmds: &[(String, String)], what: &str) -> Ve
     let port = rec.listener_port();
     let (mut allowed, mut known) = (0usize, 0usize);
     let mut found = Vec::new();
+    // Known-open rows of this set that no longer diverge: the analysis fixed them.
+    let mut closed = Vec::new();
     for (origin, raw) in cmds {
         let cmd = w.subst(raw, port);
         let v = w.decide(&cmd);
         if v.kind != VerdictKind::Allow {
+            if open.contains(raw) {
+                closed.push(raw);
+            }
             continue;
         }
         allowed += 1;
@@ -107,6 +112,9 @@ fn check(w: &World, rec: &Recorder, cmds: &[(String, String)], what: &str) -> Ve
         let r = rec.run(&w.scene(), &cmd).expect("recorder");
         let d = divergences(w, &cmd, &v, &r);
         if d.is_empty() {
+            if open.contains(raw) {
+                closed.push(raw);
+            }
             continue;
         }
         let line = format!("{origin}: {raw:?}\n    {}", d.join("\n    "));
@@ -133,6 +141,9 @@ fn check(w: &World, rec: &Recorder, cmds: &[(String, String)], what: &str) -> Ve
     );
     for f in &found {
         println!("DIVERGENCE {f}");
+    }
+    for c in &closed {
+        println!("NO-LONGER-DIVERGENT (drop its #open row): {c:?}");
     }
     found
 }
