@@ -18,6 +18,7 @@ pub mod seccomp;
 pub mod spawn;
 pub mod status;
 pub mod tmpdir;
+pub mod trace;
 pub mod ws_secrets;
 
 pub use integrity::{IntegrityEvent, ScanLimits};

@@ -15,10 +15,14 @@ pub mod guard;
 pub mod inbox;
 /// The node's invoke handler in this process (no WebSocket).
 pub mod inproc;
+/// The oracle's mutation generator: expansions, quoting, wrappers, option spellings, payloads.
+pub mod mutate;
 /// The node: the real gateway, the scripted model, `sanctum-guard node`.
 pub mod node;
 /// OpenClaw's approvals formats: the sample document, effective policy on both sides.
 pub mod openclaw;
+/// The policy oracle: a world of marked secrets, the syscall recorder, claims against effects.
+pub mod oracle;
 /// Fixtures of the policy case files (tests/data/*.tsv).
 pub mod policy;
 /// Child processes: the guard binary, its CLI, kill-on-drop children, waiting for output.
