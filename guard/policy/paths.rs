@@ -7,6 +7,7 @@ mod clean;
 mod expand;
 mod glob;
 mod list;
+mod proc;
 mod resolve;
 mod url;
 
@@ -43,6 +44,17 @@ pub fn normalize(raw: &str, ctx: &PathContext) -> PathBuf {
 /// Expansion and cwd-joining of [`normalize`], without folding `..`: the kernel resolves a
 /// symlink before the `..` that follows it, so the filesystem checks need the path as written.
 pub fn absolute(raw: &str, ctx: &PathContext) -> PathBuf {
+    let p = absolute_as_written(raw, ctx);
+    // `/proc/self/cwd/..`, `/dev/fd/..`: the agent's process, rewritten before `..` folds.
+    if proc::may_be_proc(&p) {
+        if let Some(v) = proc::agent_view(&p, &ctx.cwd) {
+            return v;
+        }
+    }
+    p
+}
+
+fn absolute_as_written(raw: &str, ctx: &PathContext) -> PathBuf {
     // Only `~…` and `$HOME…` expand: anything else is taken as written, or joined to the
     // cwd (one allocation, not an expansion's copy and then a join).
     if !raw.starts_with(['~', '$']) {
@@ -343,10 +355,23 @@ fn dotenv_glob(glob: &str) -> Option<String> {
         .build()
         .ok()?
         .compile_matcher();
-    [".env", ".env.local", ".env.production"]
-        .iter()
-        .any(|n| m.is_match(n))
-        .then(|| ".env".to_string())
+    [
+        ".env",
+        ".env.local",
+        ".env.production",
+        ".envrc",
+        ".dev.vars",
+        ".npmrc",
+        ".pypirc",
+        ".yarnrc.yml",
+        ".netrc",
+        ".git-credentials",
+        ".pgpass",
+        ".my.cnf",
+    ]
+    .iter()
+    .any(|n| m.is_match(n))
+    .then(|| ".env".to_string())
 }
 
 /// Checks one sensitive-path rule (as in `[sensitive].paths`) without building a set: the

@@ -195,7 +195,36 @@ impl<'a> Checker<'a> {
                     sensitive(c, &p.to_string_lossy(), &hit);
                     return;
                 }
+                if !self.readable_alone(&p) {
+                    c.add(
+                        Category::Unanalysable,
+                        "read-outside-workspace",
+                        format!(
+                            "reads {} outside the workspace and the system directories",
+                            short(&p.to_string_lossy())
+                        ),
+                    );
+                    return;
+                }
             }
+        }
+    }
+
+    /// May a run read `p` by itself? Only inside the workspace or the system directories,
+    /// checked as written and with its symlinks resolved: elsewhere (the rest of the home,
+    /// `/tmp`, `/srv`, other users) the sensitive list would be the only wall.
+    fn readable_alone(&self, p: &Path) -> bool {
+        let inside = |q: &Path| q.starts_with(self.t.workspace) || in_read_system_dir(q);
+        let lexical = paths::lexical_clean_cow(p);
+        if !inside(&lexical) {
+            return false;
+        }
+        match paths::resolve_lenient(p) {
+            Some(r) if r.as_os_str() != lexical.as_os_str() => {
+                inside(&r)
+                    || paths::resolve_lenient(self.t.workspace).is_some_and(|ws| r.starts_with(ws))
+            }
+            _ => true,
         }
     }
 
@@ -309,7 +338,13 @@ fn system_or_approvals(c: &mut Classification, t: &TableContext, p: &Path) {
     // `strip_prefix` is `starts_with`'s own component walk: one pass answers both "under
     // home" and "under ~/.openclaw" without building `home/.openclaw`.
     let under_home = p.strip_prefix(t.home).ok();
-    if let Some(rest) = under_home.filter(|r| r.starts_with(".openclaw")) {
+    // The deployment's workspace may live in OpenClaw's state dir (the default is
+    // `~/.openclaw/workspace`): a write inside it is a workspace write, not a config change.
+    // The workspace directory itself and what is around it stay OpenClaw's state.
+    let in_workspace = p != t.workspace
+        && p.starts_with(t.workspace)
+        && t.workspace.strip_prefix(t.home).ok() != Some(Path::new(".openclaw"));
+    if let Some(rest) = under_home.filter(|r| r.starts_with(".openclaw") && !in_workspace) {
         let name = p
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
@@ -346,6 +381,15 @@ fn system_or_approvals(c: &mut Classification, t: &TableContext, p: &Path) {
             format!("writes the system path {}", p.display()),
         );
     }
+}
+
+/// Directories any program may read by itself (their secrets are on the sensitive list).
+const READ_SYSTEM_DIRS: &[&str] = &[
+    "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/proc", "/sys", "/dev",
+];
+
+fn in_read_system_dir(p: &Path) -> bool {
+    READ_SYSTEM_DIRS.iter().any(|d| p.starts_with(d))
 }
 
 /// `p == Path::new("/")`, without `Path`'s general component-by-component comparison.
