@@ -217,6 +217,14 @@ struct Manager {
     bare_reads: bool,
 }
 
+/// Options of package managers that run or load code, or write, even in a listing: pip's
+/// interpreter and log file, cargo's config and manifest, go's tool wrappers and `go env -w`.
+const RISKY_OPTIONS: &[&str] = &[
+    "--python", "--log", "--log-file", "--cache-dir", "--config", "--config-settings",
+    "--manifest-path", "--target", "--prefix", "--root", "--src", "-toolexec", "--toolexec",
+    "-exec", "--exec", "-overlay", "--overlay", "-modfile", "--modfile", "-w", "-u",
+];
+
 /// The listing subcommands most managers share.
 const LISTS: &[&str] = &["list", "info", "search", "show", "version", "outdated"];
 
@@ -263,9 +271,21 @@ pub(super) fn other_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Wor
                 .iter()
                 .any(|(s, seconds)| *s == sub && seconds.contains(&second))
     });
-    let read = m.is_some_and(|m| {
-        m.reads.contains(&sub) || (m.bare_reads && sub.is_empty() && !args.is_empty())
+    // Options that load code or config, or write, make no listing a read; so does any
+    // global option before the subcommand (its value could be the word taken as the verb).
+    let leading_option = args.first().is_some_and(|a| v(a).starts_with('-')) && !sub.is_empty();
+    let risky = args.iter().any(|a| {
+        let a = v(a);
+        RISKY_OPTIONS
+            .iter()
+            .any(|o| a == *o || a.strip_prefix(o).is_some_and(|r| r.starts_with('=')))
+            || a.starts_with("-Z")
     });
+    let read = !risky
+        && !leading_option
+        && m.is_some_and(|m| {
+            m.reads.contains(&sub) || (m.bare_reads && sub.is_empty() && !args.is_empty())
+        });
     if install {
         c.add(
             Category::PackageInstall,
