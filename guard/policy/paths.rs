@@ -184,18 +184,19 @@ impl SensitivePaths {
     /// does both from raw text.
     pub fn matches(&self, path: &Path) -> Option<String> {
         let lexical = lexical_clean_cow(path);
-        if let Some(hit) = self.match_lexical(&lexical) {
+        if let Some(hit) = self.match_rules(&lexical) {
             return Some(hit);
         }
-        if !path.is_absolute() {
-            return None;
+        let resolved = if path.is_absolute() {
+            resolve_lenient(path).filter(|r| r.as_os_str() != lexical.as_os_str())
+        } else {
+            None
+        };
+        // A rule reached through a symlink names the rule; a secret by name comes after.
+        if let Some(hit) = resolved.as_deref().and_then(|r| self.match_rules(r)) {
+            return Some(hit);
         }
-        let resolved = resolve_lenient(path)?;
-        // No symlink on the way: the answer is the lexical one, already known to be a miss.
-        if resolved.as_os_str() == lexical.as_os_str() {
-            return None;
-        }
-        self.match_lexical(&resolved)
+        secret_name(&lexical).or_else(|| resolved.as_deref().and_then(secret_name))
     }
 
     /// [`Self::matches`] for a path as the agent wrote it (expanded against `ctx`).
@@ -203,15 +204,9 @@ impl SensitivePaths {
         self.matches(&absolute(raw, ctx))
     }
 
-    fn match_lexical(&self, path: &Path) -> Option<String> {
+    fn match_rules(&self, path: &Path) -> Option<String> {
         if let Some(i) = self.set.matches(path).into_iter().min() {
             return Some(self.rules[self.owner[i]].label.clone());
-        }
-        if path
-            .file_name()
-            .is_some_and(|n| is_secret_file_name(&n.to_string_lossy()))
-        {
-            return Some(".env".to_string());
         }
         // `/proc/<pid>/root/x` is `/x` seen through that process's root. (Only a path that
         // spells `proc` somewhere can be one: most paths skip the component walk.)
@@ -225,7 +220,7 @@ impl SensitivePaths {
         {
             if proc_.as_os_str() == "proc" && root.as_os_str() == "root" {
                 let rest = Path::new("/").join(comps.as_path());
-                return self.match_lexical(&rest);
+                return self.match_rules(&rest);
             }
         }
         None
@@ -339,6 +334,20 @@ impl SensitivePaths {
         }
         None
     }
+}
+
+/// A secret by its file name ([`SECRET_FILE_NAMES`]): `.env` for dotenv files (the label
+/// the rest of the policy knows), else the name.
+fn secret_name(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy();
+    if !is_secret_file_name(&name) {
+        return None;
+    }
+    Some(if name == ".env" || name.starts_with(".env.") {
+        ".env".to_string()
+    } else {
+        name.into_owned()
+    })
 }
 
 /// Could the last component of a glob name a dotenv file? Only a pattern that starts with

@@ -68,7 +68,6 @@ pub const BUILTIN: &[&str] = &[
     "~/.config/helm/",
     "~/.fly/",
     "~/.config/heroku/",
-    "~/.kube/",
     "/etc/shadow",
     "/etc/shadow-",
     "/etc/gshadow",

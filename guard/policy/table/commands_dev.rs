@@ -220,9 +220,27 @@ struct Manager {
 /// Options of package managers that run or load code, or write, even in a listing: pip's
 /// interpreter and log file, cargo's config and manifest, go's tool wrappers and `go env -w`.
 const RISKY_OPTIONS: &[&str] = &[
-    "--python", "--log", "--log-file", "--cache-dir", "--config", "--config-settings",
-    "--manifest-path", "--target", "--prefix", "--root", "--src", "-toolexec", "--toolexec",
-    "-exec", "--exec", "-overlay", "--overlay", "-modfile", "--modfile", "-w", "-u",
+    "--python",
+    "--log",
+    "--log-file",
+    "--cache-dir",
+    "--config",
+    "--config-settings",
+    "--manifest-path",
+    "--target",
+    "--prefix",
+    "--root",
+    "--src",
+    "-toolexec",
+    "--toolexec",
+    "-exec",
+    "--exec",
+    "-overlay",
+    "--overlay",
+    "-modfile",
+    "--modfile",
+    "-w",
+    "-u",
 ];
 
 /// The listing subcommands most managers share.
