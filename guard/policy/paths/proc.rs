@@ -27,15 +27,11 @@ pub(super) fn agent_view(path: &Path, cwd: &Path) -> Option<PathBuf> {
             other => other.as_os_str(),
         })
         .collect();
-    let mut i;
+    let mut i = 2;
     match rest.as_slice() {
-        [d, f, ..] if *d == "dev" && *f == "fd" => {
-            i = 2;
-            // `/dev/fd` is `/proc/self/fd`.
-            return in_self(&rest, &mut i, cwd, Some("fd"));
-        }
+        // `/dev/fd` is `/proc/self/fd`.
+        [d, f, ..] if *d == "dev" && *f == "fd" => in_self(&rest, &mut i, cwd, Some("fd")),
         [p, s, ..] if *p == "proc" && (*s == "self" || *s == "thread-self") => {
-            i = 2;
             in_self(&rest, &mut i, cwd, None)
         }
         [p, pid, what, ..]

@@ -62,7 +62,7 @@ const VERSION_TOOLS: &[&str] = &[
 
 const VERSION_FLAGS: &[&str] = &["--version", "-V", "-vV", "-version", "version"];
 
-fn vals<'a>(args: &'a [Word]) -> Option<Vec<&'a str>> {
+fn vals(args: &[Word]) -> Option<Vec<&str>> {
     args.iter().map(|w| w.value.as_deref()).collect()
 }
 
