@@ -66,6 +66,12 @@ static NODE_SUBS: &[SubRow] = &[
 pub(super) fn node_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word], seg: &Segment) {
     let ops: Vec<&str> = args.iter().map(v).filter(|s| !s.starts_with('-')).collect();
     let sub = ops.first().copied().unwrap_or("");
+    // npm's own aliases of `ls --long` / `ls --all` (yarn and pnpm would run a script).
+    let sub = if p == "npm" && matches!(sub, "ll" | "la") {
+        "ls"
+    } else {
+        sub
+    };
     let rest = ops.get(1..).unwrap_or(&[]);
     let _ = seg;
     if runs_package(c, p, sub, rest) {
