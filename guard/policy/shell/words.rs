@@ -226,6 +226,16 @@ impl Analyser<'_> {
             _ => {
                 // Arithmetic, brace expansions, arrays, ...: unknown value.
                 b.known = false;
+                // A leaf the parser kept as text (a pattern, a regex) that spells a
+                // substitution: the shell would run it, the walk cannot see it.
+                if node.named_child_count() == 0
+                    && ["$(", "`", "<(", ">("].iter().any(|s| text.contains(s))
+                {
+                    self.gate(Some(format!(
+                        "`{}` holds a substitution the parser kept as text",
+                        inert::truncate(text)
+                    )));
+                }
                 self.substitutions(node, src, env, b, depth);
             }
         }
