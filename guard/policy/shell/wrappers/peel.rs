@@ -158,19 +158,11 @@ impl Analyser<'_> {
                 _ => Ok(Step::Done),
             };
         }
-        if has(
-            &seen,
-            &[
-                "-i",
-                "-l",
-                "--login",
-                "--rcfile",
-                "--init-file",
-                "--debugger",
-            ],
-        ) {
+        if has(&seen, &["-i", "--rcfile", "--init-file", "--debugger"]) {
+            // (A login shell, `sh -lc`, is how OpenClaw runs every command: its profile is
+            // the user's, outside the workspace, so writing it is already gated.)
             self.gate(Some(format!(
-                "`{shell}` started interactive or as a login shell runs its start-up files first"
+                "`{shell}` started interactive or with a start-up file runs that file first"
             )));
         }
         let script = rest.get(idx).ok_or("shell -c without a command")?;
