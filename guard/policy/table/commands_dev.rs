@@ -249,6 +249,24 @@ const RISKY_OPTIONS: &[&str] = &[
     "-u",
 ];
 
+/// Is there a cargo config (`.cargo/config.toml` or `.cargo/config`) in a directory cargo
+/// would read from the cwd up, or in `~/.cargo`? Even `cargo tree` and `cargo metadata` run
+/// `rustc -vV` through the `build.rustc-wrapper` such a file may name.
+fn cargo_config_present(k: &Checker) -> bool {
+    let home_cargo = k.t.home.join(".cargo");
+    k.ctxs().iter().any(|ctx| {
+        ctx.cwd
+            .ancestors()
+            .map(|d| d.join(".cargo"))
+            .chain(std::iter::once(home_cargo.clone()))
+            .any(|d| {
+                ["config.toml", "config"]
+                    .iter()
+                    .any(|f| crate::policy::fs_memo::metadata(&d.join(f)).is_some())
+            })
+    })
+}
+
 /// The listing subcommands most managers share.
 const LISTS: &[&str] = &["list", "info", "search", "show", "version", "outdated"];
 
@@ -307,6 +325,7 @@ pub(super) fn other_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Wor
     });
     let read = !risky
         && !leading_option
+        && !(p == "cargo" && cargo_config_present(k))
         && m.is_some_and(|m| {
             m.reads.contains(&sub) || (m.bare_reads && sub.is_empty() && !args.is_empty())
         });
