@@ -198,6 +198,11 @@ fn offered_decisions_follow_persistence_and_openclaw() {
         ask("touch x", "-", None).offered,
         vec![AllowOnce, AllowAlways, Deny]
     );
+    // A write outside the workspace is a write, not an outside read: still persistable.
+    assert_eq!(
+        ask("touch ~/made-by-test", "-", None).offered,
+        vec![AllowOnce, AllowAlways, Deny]
+    );
     assert_eq!(ask("node -e 1", "-", None).offered, vec![AllowOnce, Deny]);
     assert_eq!(ask("kill 1", "-", None).offered, vec![AllowOnce, Deny]);
     assert_eq!(ask("$X", "-", None).offered, vec![AllowOnce, Deny]);

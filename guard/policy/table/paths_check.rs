@@ -177,6 +177,12 @@ impl<'a> Checker<'a> {
 
     /// An operand the program reads.
     pub fn read(&self, c: &mut Classification, w: &Word) {
+        self.read_checked(c, w, true);
+    }
+
+    /// [`Self::read`]; `outside`: gate a read outside the workspace and the system
+    /// directories (a write's target is judged by the write rules instead).
+    fn read_checked(&self, c: &mut Classification, w: &Word, outside: bool) {
         if let Some(v) = &w.value {
             if w.glob {
                 for ctx in self.ctxs() {
@@ -195,7 +201,7 @@ impl<'a> Checker<'a> {
                     sensitive(c, &p.to_string_lossy(), &hit);
                     return;
                 }
-                if !self.readable_alone(&p) {
+                if outside && !self.readable_alone(&p) {
                     c.add(
                         Category::Unanalysable,
                         "read-outside-workspace",
@@ -230,7 +236,7 @@ impl<'a> Checker<'a> {
 
     /// An operand the program writes (or creates, or deletes).
     pub fn write(&self, c: &mut Classification, w: &Word) {
-        self.read(c, w);
+        self.read_checked(c, w, false);
         if let Some(v) = &w.value {
             if w.glob {
                 let prefix: String = v.chars().take_while(|ch| !"*?[{".contains(*ch)).collect();
