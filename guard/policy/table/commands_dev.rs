@@ -323,9 +323,8 @@ pub(super) fn other_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Wor
             .any(|o| a == *o || a.strip_prefix(o).is_some_and(|r| r.starts_with('=')))
             || a.starts_with("-Z")
     });
-    let read = !risky
-        && !leading_option
-        && !(p == "cargo" && cargo_config_present(k))
+    let loads_config = p == "cargo" && cargo_config_present(k);
+    let read = !(risky || leading_option || loads_config)
         && m.is_some_and(|m| {
             m.reads.contains(&sub) || (m.bare_reads && sub.is_empty() && !args.is_empty())
         });
