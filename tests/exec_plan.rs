@@ -175,10 +175,10 @@ fn the_request_environment_never_chooses_what_runs() {
     std::fs::set_permissions(evil.join("ls"), std::fs::Permissions::from_mode(0o755))
         .expect("chmod");
     let path = format!("{}:/usr/bin:/bin", evil.display());
-    let v = exec(&w.socket(), &["ls", "/"], json!({"env":{"PATH":path}}));
+    let v = exec(&w.socket(), &["ls", "/usr"], json!({"env":{"PATH":path}}));
     assert_eq!(v["ok"], true, "{v}");
     let out = v["payload"]["stdout"].as_str().unwrap_or_default();
-    assert!(out.contains("usr"), "the real ls ran: {v}");
+    assert!(out.contains("bin"), "the real ls ran: {v}");
     assert!(
         !out.contains("planted") && !marker.exists(),
         "planted ls ran"

@@ -83,7 +83,7 @@ fn node_requests_get_verdicts_with_reason_and_profile() {
     let r = ask(node_request(
         TOKEN,
         "a1",
-        &["/bin/sh", "-lc", "ls /tmp"],
+        &["/bin/sh", "-lc", "ls /usr"],
         10_000,
     ));
     assert_eq!(

@@ -162,6 +162,9 @@ fn attack_suite() {
                 harmless_allow += usize::from(got == "allow");
             }
         }
+        if c.kind == "secret" && got == "ask" && std::env::var_os("ATTACKS_LIST_ASK").is_some() {
+            println!("secret->ask {}:{}: {}", c.file, c.line, c.command);
+        }
         if !c.accept.iter().any(|a| a == got) {
             failures.push(format!(
                 "{}:{} [{}] got {got}, accepts {}: {}",

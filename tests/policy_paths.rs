@@ -238,3 +238,34 @@ fn a_symlinked_home_is_matched_through_its_real_path() {
     assert_eq!(sp.matches(&other.join("k")).as_deref(), Some("~/.ssh/"));
     assert_eq!(sp.matches(&real.join("notes")), None);
 }
+
+/// `/proc/self`, `/proc/thread-self` and `/dev/fd` are the agent's process: `cwd` is the
+/// request's cwd (this test process runs elsewhere), `root` is `/`, and `..` is folded only
+/// after those links are read, so it climbs from the request's cwd.
+#[test]
+fn proc_self_is_the_agents_process_not_the_guards() {
+    let _facts = sanctum_guard::host_facts::scope();
+    let h = home();
+    let guard_cwd = std::env::current_dir().unwrap();
+    assert!(!guard_cwd.starts_with(&h.ctx.cwd) && !h.ctx.cwd.starts_with(&guard_cwd));
+    for p in [
+        "/proc/self/cwd/../.ssh/id_ed25519",
+        "/proc/thread-self/cwd/../.ssh/id_ed25519",
+        "/dev/fd/../cwd/../.ssh/id_ed25519",
+        "/proc/self/fd/../cwd/../.ssh",
+        "/proc/self/task/1/cwd/../.ssh/x",
+    ] {
+        assert_eq!(h.sp.check(p, &h.ctx).as_deref(), Some("~/.ssh/"), "{p}");
+    }
+    let root = format!("/proc/self/root{}/.ssh/id_ed25519", h.home.display());
+    assert_eq!(h.sp.check(&root, &h.ctx).as_deref(), Some("~/.ssh/"));
+    // The request's cwd itself is no secret, whatever the guard's cwd holds.
+    assert_eq!(h.sp.check("/proc/self/cwd/notes.txt", &h.ctx), None);
+    assert_eq!(
+        sanctum_guard::policy::paths::normalize("/proc/self/cwd/x", &h.ctx),
+        h.ctx.cwd.join("x")
+    );
+    // Another process's cwd or open files: unknown, so sensitive, `..` or not.
+    assert!(h.sp.check("/proc/1/cwd/../x", &h.ctx).is_some());
+    assert!(h.sp.check("/proc/self/fd/3", &h.ctx).is_some());
+}

@@ -10,7 +10,7 @@ use sanctum_guard::policy::allowlist::{CompiledAllowlist, Rule};
 use sanctum_guard::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
 use sanctum_guard::policy::request::{Action, DecisionKind};
 use sanctum_guard::policy::shell::{analyse, ShellContext};
-use sanctum_guard::policy::verdict::{Verdict, VerdictKind};
+use sanctum_guard::policy::verdict::{Category, Verdict, VerdictKind};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::policy::{shell_request, unescape, AgentHome, Layout, PATH};
@@ -196,6 +196,11 @@ fn offered_decisions_follow_persistence_and_openclaw() {
     use DecisionKind::*;
     assert_eq!(
         ask("touch x", "-", None).offered,
+        vec![AllowOnce, AllowAlways, Deny]
+    );
+    // A write outside the workspace is a write, not an outside read: still persistable.
+    assert_eq!(
+        ask("touch ~/made-by-test", "-", None).offered,
         vec![AllowOnce, AllowAlways, Deny]
     );
     assert_eq!(ask("node -e 1", "-", None).offered, vec![AllowOnce, Deny]);
@@ -478,4 +483,60 @@ fn known_names_outside_system_dirs_are_code() {
     let sys = DecideContext::standalone(&w.home, PATH, &w.ws);
     let v = decide(&w.policy, &sys, &shell_request("t", "ls -la", &w.ws));
     assert_eq!(v.kind, VerdictKind::Allow, "{v:?}");
+}
+
+/// The default workspace is `~/.openclaw/workspace`, inside OpenClaw's state dir: a write in
+/// it is a workspace write (allow-always offered, the workspace-write profile), a read in it
+/// runs by itself, while `openclaw.json` next to it stays OpenClaw's config: a write to it is
+/// never a workspace write, and reading it is refused.
+#[test]
+fn the_default_workspace_is_a_workspace_not_openclaw_config() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let home = home.path().to_path_buf();
+    let ws = home.join(".openclaw/workspace");
+    std::fs::create_dir_all(ws.join("src")).expect("mkdir");
+    std::fs::write(ws.join("a.txt"), "a").expect("write");
+    std::fs::write(home.join(".openclaw/openclaw.json"), "{}").expect("write");
+    let policy = sanctum_guard::policy::file::embedded_default()
+        .with_agent_home(&home)
+        .expect("policy");
+    let run = |cmd: &str| {
+        let mut ctx = DecideContext::standalone(&home, support::policy::PATH, &ws);
+        ctx.workspace = Some(ws.clone());
+        decide(&policy, &ctx, &shell_request("t", cmd, &ws))
+    };
+    use DecisionKind::*;
+    for cmd in [
+        "touch x",
+        "echo hi > notes.md",
+        "mkdir -p src/new",
+        "touch src/y",
+    ] {
+        let v = run(cmd);
+        assert_eq!(v.kind, VerdictKind::Ask, "{cmd}: {:?}", v.reasons);
+        assert_eq!(v.category, Category::Write, "{cmd}: {:?}", v.reasons);
+        assert_eq!(v.offered, vec![AllowOnce, AllowAlways, Deny], "{cmd}");
+        assert_eq!(v.profile.as_deref(), Some("workspace-write"), "{cmd}");
+    }
+    assert_eq!(run("cat a.txt").kind, VerdictKind::Allow);
+    for cmd in [
+        "echo '{}' > ../openclaw.json",
+        "touch ~/.openclaw/openclaw.json",
+        "touch ~/.openclaw/x.json",
+        "touch ../settings.json",
+    ] {
+        let v = run(cmd);
+        assert!(
+            v.reasons.iter().any(|r| matches!(
+                r.code.as_ref(),
+                "config-change" | "approvals-off" | "sensitive-path"
+            )),
+            "{cmd}: {:?}",
+            v.reasons
+        );
+        assert!(!v.offered.contains(&AllowAlways), "{cmd}: {:?}", v.offered);
+        assert_ne!(v.kind, VerdictKind::Allow, "{cmd}");
+    }
+    assert_eq!(run("cat ../openclaw.json").kind, VerdictKind::Deny);
+    assert_eq!(run("cat ~/.openclaw/openclaw.json").kind, VerdictKind::Deny);
 }

@@ -168,12 +168,41 @@ pub fn is_inert_name(name: &str) -> bool {
 /// Is the assignment `name=value` inert: an inert name with a value that is a name, not a
 /// file (see [`inert_value`])?
 pub fn is_inert_assignment(name: &str, value: &str) -> bool {
-    is_inert_name(name) && inert_value(name, value)
+    (is_inert_name(name) && inert_value(name, value)) || is_known_pager(name, value)
+}
+
+/// `PAGER`, `GIT_PAGER` or `MANPAGER` set to a known pager found on the deployment's PATH
+/// (`cat`, `less`, `more`), with only display flags: it pages, it runs nothing else. A
+/// path, a `+command` or `-o FILE` for less, or any other program stays code.
+pub fn is_known_pager(name: &str, value: &str) -> bool {
+    if !matches!(name, "PAGER" | "GIT_PAGER" | "MANPAGER") {
+        return false;
+    }
+    let mut words = value.split_ascii_whitespace();
+    let Some(program) = words.next() else {
+        return false;
+    };
+    matches!(program, "cat" | "less" | "more")
+        && words.all(|w| {
+            w.strip_prefix('-')
+                .is_some_and(|f| !f.is_empty() && f.chars().all(|c| "FRSXKiMNr".contains(c)))
+        })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn known_pagers_only() {
+        assert!(is_known_pager("PAGER", "cat"));
+        assert!(is_known_pager("GIT_PAGER", "less -FRX"));
+        assert!(!is_known_pager("GIT_PAGER", "less +!sh"));
+        assert!(!is_known_pager("GIT_PAGER", "less -o x"));
+        assert!(!is_known_pager("PAGER", "./less"));
+        assert!(!is_known_pager("PAGER", "sh -c id"));
+        assert!(!is_known_pager("EDITOR", "cat"));
+    }
 
     #[test]
     fn names_are_judged_by_allow_list() {

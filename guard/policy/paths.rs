@@ -7,6 +7,7 @@ mod clean;
 mod expand;
 mod glob;
 mod list;
+mod proc;
 mod resolve;
 mod url;
 
@@ -43,6 +44,17 @@ pub fn normalize(raw: &str, ctx: &PathContext) -> PathBuf {
 /// Expansion and cwd-joining of [`normalize`], without folding `..`: the kernel resolves a
 /// symlink before the `..` that follows it, so the filesystem checks need the path as written.
 pub fn absolute(raw: &str, ctx: &PathContext) -> PathBuf {
+    let p = absolute_as_written(raw, ctx);
+    // `/proc/self/cwd/..`, `/dev/fd/..`: the agent's process, rewritten before `..` folds.
+    if proc::may_be_proc(&p) {
+        if let Some(v) = proc::agent_view(&p, &ctx.cwd) {
+            return v;
+        }
+    }
+    p
+}
+
+fn absolute_as_written(raw: &str, ctx: &PathContext) -> PathBuf {
     // Only `~…` and `$HOME…` expand: anything else is taken as written, or joined to the
     // cwd (one allocation, not an expansion's copy and then a join).
     if !raw.starts_with(['~', '$']) {
@@ -172,18 +184,19 @@ impl SensitivePaths {
     /// does both from raw text.
     pub fn matches(&self, path: &Path) -> Option<String> {
         let lexical = lexical_clean_cow(path);
-        if let Some(hit) = self.match_lexical(&lexical) {
+        if let Some(hit) = self.match_rules(&lexical) {
             return Some(hit);
         }
-        if !path.is_absolute() {
-            return None;
+        let resolved = if path.is_absolute() {
+            resolve_lenient(path).filter(|r| r.as_os_str() != lexical.as_os_str())
+        } else {
+            None
+        };
+        // A rule reached through a symlink names the rule; a secret by name comes after.
+        if let Some(hit) = resolved.as_deref().and_then(|r| self.match_rules(r)) {
+            return Some(hit);
         }
-        let resolved = resolve_lenient(path)?;
-        // No symlink on the way: the answer is the lexical one, already known to be a miss.
-        if resolved.as_os_str() == lexical.as_os_str() {
-            return None;
-        }
-        self.match_lexical(&resolved)
+        secret_name(&lexical).or_else(|| resolved.as_deref().and_then(secret_name))
     }
 
     /// [`Self::matches`] for a path as the agent wrote it (expanded against `ctx`).
@@ -191,15 +204,9 @@ impl SensitivePaths {
         self.matches(&absolute(raw, ctx))
     }
 
-    fn match_lexical(&self, path: &Path) -> Option<String> {
+    fn match_rules(&self, path: &Path) -> Option<String> {
         if let Some(i) = self.set.matches(path).into_iter().min() {
             return Some(self.rules[self.owner[i]].label.clone());
-        }
-        if path
-            .file_name()
-            .is_some_and(|n| is_secret_file_name(&n.to_string_lossy()))
-        {
-            return Some(".env".to_string());
         }
         // `/proc/<pid>/root/x` is `/x` seen through that process's root. (Only a path that
         // spells `proc` somewhere can be one: most paths skip the component walk.)
@@ -213,7 +220,7 @@ impl SensitivePaths {
         {
             if proc_.as_os_str() == "proc" && root.as_os_str() == "root" {
                 let rest = Path::new("/").join(comps.as_path());
-                return self.match_lexical(&rest);
+                return self.match_rules(&rest);
             }
         }
         None
@@ -329,6 +336,20 @@ impl SensitivePaths {
     }
 }
 
+/// A secret by its file name ([`SECRET_FILE_NAMES`]): `.env` for dotenv files (the label
+/// the rest of the policy knows), else the name.
+fn secret_name(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_string_lossy();
+    if !is_secret_file_name(&name) {
+        return None;
+    }
+    Some(if name == ".env" || name.starts_with(".env.") {
+        ".env".to_string()
+    } else {
+        name.into_owned()
+    })
+}
+
 /// Could the last component of a glob name a dotenv file? Only a pattern that starts with
 /// `.` (or a bracket) can: the shell never lets `*` match a leading dot unless `dotglob`
 /// is set, and setting it is not inert (`shopt` gates).
@@ -343,10 +364,23 @@ fn dotenv_glob(glob: &str) -> Option<String> {
         .build()
         .ok()?
         .compile_matcher();
-    [".env", ".env.local", ".env.production"]
-        .iter()
-        .any(|n| m.is_match(n))
-        .then(|| ".env".to_string())
+    [
+        ".env",
+        ".env.local",
+        ".env.production",
+        ".envrc",
+        ".dev.vars",
+        ".npmrc",
+        ".pypirc",
+        ".yarnrc.yml",
+        ".netrc",
+        ".git-credentials",
+        ".pgpass",
+        ".my.cnf",
+    ]
+    .iter()
+    .any(|n| m.is_match(n))
+    .then(|| ".env".to_string())
 }
 
 /// Checks one sensitive-path rule (as in `[sensitive].paths`) without building a set: the

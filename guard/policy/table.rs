@@ -24,6 +24,7 @@ mod grammar;
 mod judge;
 mod paths_check;
 mod programs;
+mod queries;
 mod read_programs;
 mod tree_walk;
 

@@ -27,8 +27,47 @@ pub const BUILTIN: &[&str] = &[
     "~/.cargo/credentials",
     "~/.cargo/credentials.toml",
     "~/.vault-token",
+    // Shell and REPL histories: commands typed with tokens in them.
     "~/.bash_history",
     "~/.zsh_history",
+    "~/.zhistory",
+    "~/.history",
+    "~/.sh_history",
+    "~/.local/share/fish/",
+    "~/.config/fish/fish_history",
+    "~/.python_history",
+    "~/.node_repl_history",
+    "~/.psql_history",
+    "~/.mysql_history",
+    "~/.sqlite_history",
+    "~/.irb_history",
+    "~/.rediscli_history",
+    "~/.lesshst",
+    "~/.viminfo",
+    "~/.local/share/nvim/shada/",
+    // Registry, cloud and tool tokens.
+    "~/.config/containers/auth.json",
+    "/run/user/*/containers/auth.json",
+    "~/.m2/settings.xml",
+    "~/.m2/settings-security.xml",
+    "~/.gradle/gradle.properties",
+    "~/.terraform.d/credentials.tfrc.json",
+    "~/.terraformrc",
+    "~/.s3cfg",
+    "~/.yarnrc",
+    "~/.yarnrc.yml",
+    "~/.config/pip/pip.conf",
+    "~/.pip/pip.conf",
+    "~/.my.cnf",
+    "~/.config/doctl/",
+    "~/.oci/",
+    "~/.gem/credentials",
+    "~/.config/composer/auth.json",
+    "~/.composer/auth.json",
+    "~/.nuget/NuGet/NuGet.Config",
+    "~/.config/helm/",
+    "~/.fly/",
+    "~/.config/heroku/",
     "/etc/shadow",
     "/etc/shadow-",
     "/etc/gshadow",
@@ -52,22 +91,91 @@ pub const BUILTIN: &[&str] = &[
     // default places (a deployment adds its real ones: `Policy::with_sensitive_extra`).
     "~/.openclaw/exec-approvals.json",
     "~/.openclaw/state/",
+    "~/.openclaw/openclaw.json*",
+    "~/.openclaw/credentials/",
+    "~/.openclaw/agents/",
+    "~/.openclaw/identity/",
+    "~/.openclaw/devices/",
+    "~/.openclaw/sessions/",
+    "~/.clawdbot/",
     "~/.local/state/sanctum-guard/",
+    "~/.config/sanctum-guard/",
 ];
 
 /// File names that are secrets wherever they are (the workspace's `.env`, `.env.local`,
 /// a sub-project's `.env.production`): dotenv files hold API keys by convention.
-pub const SECRET_FILE_NAMES: &[&str] = &[".env", ".env.*"];
+/// Also direnv and wrangler files, registry configs with tokens, Terraform state, private
+/// keys and Google service-account / OAuth client files, by their conventional names.
+pub const SECRET_FILE_NAMES: &[&str] = &[
+    ".env",
+    ".env.*",
+    ".envrc",
+    ".dev.vars",
+    ".dev.vars.*",
+    ".npmrc",
+    ".pypirc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".netrc",
+    ".git-credentials",
+    ".pgpass",
+    ".my.cnf",
+    ".vault-token",
+    "*.tfstate",
+    "*.tfstate.backup",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    "credentials.json",
+    "client_secret*.json",
+    "*service-account*.json",
+    "*service_account*.json",
+];
+
+/// Exact names of [`SECRET_FILE_NAMES`].
+const EXACT: &[&str] = &[
+    ".env",
+    ".envrc",
+    ".dev.vars",
+    ".npmrc",
+    ".pypirc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".netrc",
+    ".git-credentials",
+    ".pgpass",
+    ".my.cnf",
+    ".vault-token",
+    "id_rsa",
+    "id_dsa",
+    "id_ecdsa",
+    "id_ed25519",
+    "credentials.json",
+];
 
 /// `.env.*` files that are templates by convention, not secrets.
 const DOTENV_TEMPLATES: &[&str] = &["example", "sample", "template", "dist", "defaults"];
 
 /// Is `name` a dotenv secret ([`SECRET_FILE_NAMES`])?
 pub fn is_secret_file_name(name: &str) -> bool {
-    name == ".env"
-        || name
-            .strip_prefix(".env.")
-            .is_some_and(|s| !s.is_empty() && !DOTENV_TEMPLATES.contains(&s))
+    if EXACT.contains(&name) {
+        return true;
+    }
+    if let Some(s) = name
+        .strip_prefix(".env.")
+        .or_else(|| name.strip_prefix(".dev.vars."))
+    {
+        return !s.is_empty() && !DOTENV_TEMPLATES.contains(&s);
+    }
+    if name.ends_with(".tfstate") || name.ends_with(".tfstate.backup") {
+        return true;
+    }
+    name.strip_suffix(".json").is_some_and(|stem| {
+        stem.starts_with("client_secret")
+            || stem.contains("service-account")
+            || stem.contains("service_account")
+    })
 }
 
 /// One entry of the sensitive list, expanded for one home: what the sandbox denies reading

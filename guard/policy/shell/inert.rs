@@ -107,7 +107,7 @@ pub(crate) fn arithmetic_gate(node: Node, src: &str) -> Option<String> {
     })
 }
 
-fn truncate(s: &str) -> String {
+pub(crate) fn truncate(s: &str) -> String {
     if s.len() <= 60 {
         return s.to_string();
     }

@@ -362,7 +362,13 @@ impl<'c> Analyser<'c> {
                     for (name, value) in self.assignments(child, src, env) {
                         let value = value.and_then(|w| w.value);
                         self.gate(inert::env_gate(&name, value.as_deref()));
-                        e.env_assignments.push(name);
+                        // A known pager is not code the command loads (`GIT_PAGER=cat`).
+                        if !value
+                            .as_deref()
+                            .is_some_and(|v| crate::policy::env::is_known_pager(&name, v))
+                        {
+                            e.env_assignments.push(name);
+                        }
                     }
                 }
                 "command_name" => {

@@ -226,6 +226,16 @@ impl Analyser<'_> {
             _ => {
                 // Arithmetic, brace expansions, arrays, ...: unknown value.
                 b.known = false;
+                // A leaf the parser kept as text (a pattern, a regex) that spells a
+                // substitution: the shell would run it, the walk cannot see it.
+                if node.named_child_count() == 0
+                    && ["$(", "`", "<(", ">("].iter().any(|s| text.contains(s))
+                {
+                    self.gate(Some(format!(
+                        "`{}` holds a substitution the parser kept as text",
+                        inert::truncate(text)
+                    )));
+                }
                 self.substitutions(node, src, env, b, depth);
             }
         }
@@ -277,7 +287,41 @@ impl Analyser<'_> {
         } else {
             b.known = false;
             self.substitutions(node, src, env, b, depth);
+            if kind(node) == "expansion" {
+                self.unparsed_operand(node, text, env);
+            }
         }
+    }
+
+    /// The parser leaves some operands as text (`${x#$(cmd)}`, `${x^^…}`, `${x,,…}`):
+    /// where the expansion spells a substitution its parsed children do not hold, the
+    /// operand is parsed again as a word so the commands in it are analysed; what cannot
+    /// be parsed is a problem, never a pass.
+    fn unparsed_operand(&mut self, node: Node, text: &str, env: &Env) {
+        if !text.contains("$(")
+            && !text.contains('`')
+            && !text.contains("<(")
+            && !text.contains(">(")
+        {
+            return;
+        }
+        if has_substitution_node(node) {
+            return;
+        }
+        let inner = text
+            .strip_prefix("${")
+            .and_then(|t| t.strip_suffix('}'))
+            .unwrap_or(text);
+        let inner = inner.trim_start_matches(['!', '#']);
+        let name_len = inner
+            .bytes()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == b'_')
+            .count();
+        let operand = inner[name_len..]
+            .trim_start_matches(['#', '%', '/', '^', ',', ':', '-', '=', '?', '+', '@', '[']);
+        let mut e = env.clone();
+        e.depth += 1;
+        self.text(&format!(": {operand}"), &e);
     }
 
     /// `$(…)`, `` `…` ``, `<(…)`, `>(…)`: the value is unknown; the commands inside are
@@ -305,6 +349,18 @@ impl Analyser<'_> {
             Stdin::Inherited
         };
         inner.redirects.clear();
+        // Inside backquotes the shell un-escapes `\``, `\$` and `\\` before it parses the
+        // body: parse that text, so nested backquotes are commands too.
+        if let Some(body) = text
+            .strip_prefix('`')
+            .and_then(|t| t.strip_suffix('`'))
+            .filter(|t| t.contains('\\'))
+        {
+            let mut e = inner;
+            e.depth += 1;
+            self.text(&unescape_backquoted(body), &e);
+            return;
+        }
         let children = named_children(node);
         for child in children {
             if is_statement(kind(child)) {
@@ -352,6 +408,34 @@ impl Analyser<'_> {
             }
         }
     }
+}
+
+/// Does the subtree hold a command or process substitution node?
+fn has_substitution_node(node: Node) -> bool {
+    if matches!(kind(node), "command_substitution" | "process_substitution") {
+        return true;
+    }
+    named_children(node).into_iter().any(has_substitution_node)
+}
+
+/// A backquoted body as the shell reads it: `\`` → `` ` ``, `\$` → `$`, `\\` → `\`;
+/// any other backslash stays.
+fn unescape_backquoted(body: &str) -> String {
+    let mut out = String::with_capacity(body.len());
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(&n) = chars.peek() {
+                if matches!(n, '`' | '$' | '\\') {
+                    out.push(n);
+                    chars.next();
+                    continue;
+                }
+            }
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// `$(git ls-files)` and the like as arguments: gated with the reason, as the listed names

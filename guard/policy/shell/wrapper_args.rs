@@ -3,10 +3,61 @@
 
 use super::Word;
 
-/// Option grammar of one wrapper: short options taking a value, long ones taking a value.
+/// Option grammar of one wrapper, as its own parser reads it: short options taking a value,
+/// long ones taking a value, and (for a `strict` grammar, the program's complete list)
+/// the flags and the long options whose value is optional (only `--name=value` gives one).
+/// A strict grammar resolves unique long-option abbreviations (GNU `getopt_long`: `--sp` is
+/// `--split-string`) and refuses an option it does not know.
 pub(super) struct Opts {
     pub short_value: &'static str,
     pub long_value: &'static [&'static str],
+    pub short_flags: &'static str,
+    pub long_flags: &'static [&'static str],
+    pub long_optional: &'static [&'static str],
+    pub strict: bool,
+    /// Long options may be abbreviated (GNU `getopt_long`; bash's own parser does not).
+    pub abbrev: bool,
+}
+
+impl Opts {
+    const fn loose(short_value: &'static str, long_value: &'static [&'static str]) -> Opts {
+        Opts {
+            short_value,
+            long_value,
+            short_flags: "",
+            long_flags: &[],
+            long_optional: &[],
+            strict: false,
+            abbrev: true,
+        }
+    }
+
+    /// The long option `name` resolves to (exact, or a unique prefix).
+    fn resolve_long(&self, name: &str) -> Result<Option<&'static str>, String> {
+        let all = || {
+            self.long_value
+                .iter()
+                .chain(self.long_flags)
+                .chain(self.long_optional)
+                .copied()
+        };
+        if let Some(exact) = all().find(|n| *n == name) {
+            return Ok(Some(exact));
+        }
+        if self.abbrev && !name.is_empty() {
+            let mut hits = all().filter(|n| n.starts_with(name));
+            if let Some(first) = hits.next() {
+                if hits.next().is_some() {
+                    return Err(format!("ambiguous option --{name}"));
+                }
+                return Ok(Some(first));
+            }
+        }
+        if self.strict {
+            return Err(format!("unknown option --{name}"));
+        }
+        Ok(None)
+    }
 }
 
 /// Option grammars of the wrappers `peel` knows; a wrapper not listed takes no valued option.
@@ -14,15 +65,27 @@ pub(super) const WRAPPER_OPTS: &[(&str, Opts)] = &[
     (
         "env",
         Opts {
-            short_value: "uCS",
-            long_value: &["unset", "chdir", "split-string"],
+            short_value: "uCSa",
+            long_value: &["unset", "chdir", "split-string", "argv0"],
+            short_flags: "i0v",
+            long_flags: &[
+                "ignore-environment",
+                "null",
+                "list-signal-handling",
+                "debug",
+                "help",
+                "version",
+            ],
+            long_optional: &["block-signal", "default-signal", "ignore-signal"],
+            strict: true,
+            abbrev: true,
         },
     ),
     (
         "sudo",
-        Opts {
-            short_value: "ughpCDrtUT",
-            long_value: &[
+        Opts::loose(
+            "ughpCDrtUT",
+            &[
                 "user",
                 "group",
                 "host",
@@ -34,20 +97,19 @@ pub(super) const WRAPPER_OPTS: &[(&str, Opts)] = &[
                 "other-user",
                 "command-timeout",
             ],
-        },
+        ),
     ),
-    (
-        "doas",
-        Opts {
-            short_value: "uC",
-            long_value: &[],
-        },
-    ),
+    ("doas", Opts::loose("uC", &[])),
     (
         "nice",
         Opts {
             short_value: "n",
             long_value: &["adjustment"],
+            short_flags: "",
+            long_flags: &["help", "version"],
+            long_optional: &[],
+            strict: true,
+            abbrev: true,
         },
     ),
     (
@@ -55,34 +117,32 @@ pub(super) const WRAPPER_OPTS: &[(&str, Opts)] = &[
         Opts {
             short_value: "ioe",
             long_value: &["input", "output", "error"],
+            short_flags: "",
+            long_flags: &["help", "version"],
+            long_optional: &[],
+            strict: true,
+            abbrev: true,
         },
     ),
-    (
-        "ionice",
-        Opts {
-            short_value: "cn",
-            long_value: &["class", "classdata"],
-        },
-    ),
-    (
-        "time",
-        Opts {
-            short_value: "of",
-            long_value: &["output", "format"],
-        },
-    ),
-    (
-        "exec",
-        Opts {
-            short_value: "a",
-            long_value: &[],
-        },
-    ),
+    ("ionice", Opts::loose("cn", &["class", "classdata"])),
+    ("time", Opts::loose("of", &["output", "format"])),
+    ("exec", Opts::loose("a", &[])),
     (
         "timeout",
         Opts {
             short_value: "sk",
             long_value: &["signal", "kill-after"],
+            short_flags: "v",
+            long_flags: &[
+                "preserve-status",
+                "foreground",
+                "verbose",
+                "help",
+                "version",
+            ],
+            long_optional: &[],
+            strict: true,
+            abbrev: true,
         },
     ),
     (
@@ -95,24 +155,43 @@ pub(super) const WRAPPER_OPTS: &[(&str, Opts)] = &[
                 "max-args",
                 "max-procs",
                 "max-chars",
+                "max-lines",
                 "process-slot-var",
             ],
+            short_flags: "0eioprtx",
+            long_flags: &[
+                "null",
+                "open-tty",
+                "interactive",
+                "no-run-if-empty",
+                "show-limits",
+                "verbose",
+                "exit",
+                "help",
+                "version",
+            ],
+            long_optional: &["eof", "replace"],
+            strict: true,
+            abbrev: true,
         },
     ),
 ];
 
 /// Option grammar of the shells (`sh`, `bash`, ...): `-c` takes the script as an operand.
+/// bash matches its long options exactly.
 pub(super) const SHELL_OPTS: Opts = Opts {
     short_value: "oO",
     long_value: &["rcfile", "init-file"],
+    short_flags: "",
+    long_flags: &[],
+    long_optional: &[],
+    strict: false,
+    abbrev: false,
 };
 
 /// The option grammar of wrapper `base` (none valued when it is not listed).
 pub(super) fn wrapper_opts(base: &str) -> &'static Opts {
-    const NONE: Opts = Opts {
-        short_value: "",
-        long_value: &[],
-    };
+    const NONE: Opts = Opts::loose("", &[]);
     WRAPPER_OPTS
         .iter()
         .find(|(name, _)| *name == base)
@@ -136,8 +215,14 @@ pub(super) fn options(args: &[Word], opts: &Opts) -> Result<(usize, Seen), Strin
             return Ok((i + 1, seen));
         }
         if let Some(long) = a.strip_prefix("--") {
-            if let Some((name, value)) = long.split_once('=') {
-                seen.push((format!("--{name}"), Some(value.to_string())));
+            let (name, value) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(v)),
+                None => (long, None),
+            };
+            let canonical = opts.resolve_long(name)?;
+            let long = canonical.unwrap_or(name);
+            if let Some(value) = value {
+                seen.push((format!("--{long}"), Some(value.to_string())));
             } else if opts.long_value.contains(&long) {
                 let v = args.get(i + 1).and_then(|w| w.value.clone());
                 if v.is_none() {
@@ -172,12 +257,82 @@ pub(super) fn options(args: &[Word], opts: &Opts) -> Result<(usize, Seen), Strin
                 }
                 break;
             }
+            if opts.strict && !opts.short_flags.contains(c) {
+                return Err(format!("unknown option -{c}"));
+            }
             seen.push((format!("-{c}"), None));
             j += 1;
         }
         i += 1;
     }
     Ok((i, seen))
+}
+
+/// `env -S TEXT` split as GNU env splits it: blanks separate words; `'…'` is literal but for
+/// `\\` and `\'`; `"…"` and bare text take the escapes `\_` (a blank inside quotes, a
+/// separator outside), `\t \n \r \f \v \\ \" \' \# \$` and `\c` (the rest is ignored); `#`
+/// at the start of a word ends the text. `${NAME}` needs the environment: refused.
+pub(super) fn env_split_string(text: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut cur: Option<String> = None;
+    let mut chars = text.chars().peekable();
+    let mut quote: Option<char> = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c') => {
+                if let Some(w) = cur.take() {
+                    words.push(w);
+                }
+            }
+            (None, '#') if cur.is_none() => break,
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                cur.get_or_insert_with(String::new);
+            }
+            (Some(q), _) if c == q => quote = None,
+            (Some('\''), '\\') => {
+                let w = cur.get_or_insert_with(String::new);
+                match chars.peek() {
+                    Some(&n) if n == '\\' || n == '\'' => {
+                        w.push(n);
+                        chars.next();
+                    }
+                    _ => w.push('\\'),
+                }
+            }
+            (Some('\''), _) => cur.get_or_insert_with(String::new).push(c),
+            (_, '$') => return Err("env -S text expands a variable".into()),
+            (_, '\\') => {
+                let n = chars.next().ok_or("env -S text ends in a backslash")?;
+                let lit = match n {
+                    '_' if quote.is_none() => {
+                        if let Some(w) = cur.take() {
+                            words.push(w);
+                        }
+                        continue;
+                    }
+                    '_' => ' ',
+                    'c' => break,
+                    't' => '\t',
+                    'n' => '\n',
+                    'r' => '\r',
+                    'f' => '\x0c',
+                    'v' => '\x0b',
+                    '\\' | '"' | '\'' | '#' | '$' => n,
+                    other => return Err(format!("env -S text has an unknown escape \\{other}")),
+                };
+                cur.get_or_insert_with(String::new).push(lit);
+            }
+            _ => cur.get_or_insert_with(String::new).push(c),
+        }
+    }
+    if quote.is_some() {
+        return Err("env -S text has an unterminated quote".into());
+    }
+    if let Some(w) = cur {
+        words.push(w);
+    }
+    Ok(words)
 }
 
 pub(super) fn has(seen: &[(String, Option<String>)], names: &[&str]) -> bool {
@@ -236,6 +391,36 @@ pub(super) fn quote(v: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn env_split_string_as_gnu_env() {
+        let split = |t: &str| env_split_string(t).unwrap();
+        assert_eq!(
+            split("find .\\_-maxdepth\\_0\\_-exec\\_sh\\_run.sh\\_;"),
+            ["find", ".", "-maxdepth", "0", "-exec", "sh", "run.sh", ";"]
+        );
+        assert_eq!(split("'a b' \"c\\_d\" e\\tf"), ["a b", "c d", "e\tf"]);
+        assert_eq!(split("ls #x"), ["ls"]);
+        assert_eq!(split("ls \\c rm"), ["ls"]);
+        assert!(env_split_string("${HOME}/x").is_err());
+        assert!(env_split_string("\\q").is_err());
+        assert!(env_split_string("'a").is_err());
+    }
+
+    #[test]
+    fn long_options_resolve_like_getopt_long() {
+        let env = wrapper_opts("env");
+        let w = |v: &str| Word::literal(v);
+        let (i, seen) = options(&[w("--sp=sh run.sh")], env).unwrap();
+        assert_eq!(
+            (i, value_of(&seen, &["--split-string"])),
+            (1, Some("sh run.sh"))
+        );
+        let (_, seen) = options(&[w("--ch"), w("/x"), w("ls")], env).unwrap();
+        assert_eq!(value_of(&seen, &["--chdir"]), Some("/x"));
+        assert!(options(&[w("--bogus"), w("ls")], env).is_err());
+        assert!(options(&[w("-Z"), w("ls")], env).is_err());
+    }
 
     /// `wrapper_opts` takes the first row: a second row for a name would be dead.
     #[test]

@@ -88,6 +88,9 @@ pub(super) fn classify(seg: &Segment, t: &TableContext, k: &Checker, c: &mut Cla
         read_all(k, c, args, true);
         return;
     }
+    if super::queries::certain_query(seg, k, c, p, args) {
+        return;
+    }
     let kind = listed(p);
     let row = PROGRAMS.iter().find(|(pick, _)| match pick {
         Kind(l) => kind == Some(*l),

@@ -66,6 +66,12 @@ static NODE_SUBS: &[SubRow] = &[
 pub(super) fn node_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word], seg: &Segment) {
     let ops: Vec<&str> = args.iter().map(v).filter(|s| !s.starts_with('-')).collect();
     let sub = ops.first().copied().unwrap_or("");
+    // npm's own aliases of `ls --long` / `ls --all` (yarn and pnpm would run a script).
+    let sub = if p == "npm" && matches!(sub, "ll" | "la") {
+        "ls"
+    } else {
+        sub
+    };
     let rest = ops.get(1..).unwrap_or(&[]);
     let _ = seg;
     if runs_package(c, p, sub, rest) {
@@ -217,6 +223,50 @@ struct Manager {
     bare_reads: bool,
 }
 
+/// Options of package managers that run or load code, or write, even in a listing: pip's
+/// interpreter and log file, cargo's config and manifest, go's tool wrappers and `go env -w`.
+const RISKY_OPTIONS: &[&str] = &[
+    "--python",
+    "--log",
+    "--log-file",
+    "--cache-dir",
+    "--config",
+    "--config-settings",
+    "--manifest-path",
+    "--target",
+    "--prefix",
+    "--root",
+    "--src",
+    "-toolexec",
+    "--toolexec",
+    "-exec",
+    "--exec",
+    "-overlay",
+    "--overlay",
+    "-modfile",
+    "--modfile",
+    "-w",
+    "-u",
+];
+
+/// Is there a cargo config (`.cargo/config.toml` or `.cargo/config`) in a directory cargo
+/// would read from the cwd up, or in `~/.cargo`? Even `cargo tree` and `cargo metadata` run
+/// `rustc -vV` through the `build.rustc-wrapper` such a file may name.
+fn cargo_config_present(k: &Checker) -> bool {
+    let home_cargo = k.t.home.join(".cargo");
+    k.ctxs().iter().any(|ctx| {
+        ctx.cwd
+            .ancestors()
+            .map(|d| d.join(".cargo"))
+            .chain(std::iter::once(home_cargo.clone()))
+            .any(|d| {
+                ["config.toml", "config"]
+                    .iter()
+                    .any(|f| crate::policy::fs_memo::metadata(&d.join(f)).is_some())
+            })
+    })
+}
+
 /// The listing subcommands most managers share.
 const LISTS: &[&str] = &["list", "info", "search", "show", "version", "outdated"];
 
@@ -263,9 +313,21 @@ pub(super) fn other_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Wor
                 .iter()
                 .any(|(s, seconds)| *s == sub && seconds.contains(&second))
     });
-    let read = m.is_some_and(|m| {
-        m.reads.contains(&sub) || (m.bare_reads && sub.is_empty() && !args.is_empty())
+    // Options that load code or config, or write, make no listing a read; so does any
+    // global option before the subcommand (its value could be the word taken as the verb).
+    let leading_option = args.first().is_some_and(|a| v(a).starts_with('-')) && !sub.is_empty();
+    let risky = args.iter().any(|a| {
+        let a = v(a);
+        RISKY_OPTIONS
+            .iter()
+            .any(|o| a == *o || a.strip_prefix(o).is_some_and(|r| r.starts_with('=')))
+            || a.starts_with("-Z")
     });
+    let loads_config = p == "cargo" && cargo_config_present(k);
+    let read = !(risky || leading_option || loads_config)
+        && m.is_some_and(|m| {
+            m.reads.contains(&sub) || (m.bare_reads && sub.is_empty() && !args.is_empty())
+        });
     if install {
         c.add(
             Category::PackageInstall,

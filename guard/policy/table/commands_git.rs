@@ -146,6 +146,19 @@ fn globals(k: &Checker, c: &mut Classification, args: &[Word]) -> Option<(usize,
                 if attached.is_none() && name != "--exec-path" {
                     i += 1;
                 }
+                // `-c include.path=FILE` (or any `*.path` a read follows): FILE is parsed as
+                // config and printed by `git config -l`, so it is read.
+                if name == "-c" {
+                    if let Some((key, val)) = args
+                        .get(i)
+                        .and_then(|w| w.value.as_deref())
+                        .and_then(|v| v.split_once('='))
+                    {
+                        if key.to_ascii_lowercase().ends_with(".path") {
+                            k.read(c, &Word::literal(val));
+                        }
+                    }
+                }
                 // Another repository or work tree: blocked where it holds a secret.
                 if matches!(name, "--git-dir" | "--work-tree") {
                     let dir = match attached {

@@ -75,6 +75,20 @@ fn file_url(k: &Checker, c: &mut Classification, url: &Word) {
     }
 }
 
+/// `--data-urlencode`, `--url-query`, `--variable`: `name@file` or `@file` reads the file.
+fn name_at_file(k: &Checker, c: &mut Classification, val: &Word) {
+    let Some(s) = val.value.as_deref() else {
+        return;
+    };
+    let at = s.find('@');
+    if let Some(at) = at.filter(|&a| s.find('=').is_none_or(|e| a < e)) {
+        let f = &s[at + 1..];
+        if f != "-" {
+            k.read(c, &Word::literal(f));
+        }
+    }
+}
+
 /// A `@file` (or `<file` for -F) value: the file is read and sent.
 fn body_file(k: &Checker, c: &mut Classification, val: &Word, form: bool) {
     let Some(s) = val.value.as_deref() else {
@@ -133,7 +147,12 @@ pub(super) fn curl(k: &Checker, c: &mut Classification, args: &[Word]) {
         };
         let name = m.opt.long;
         match name {
-            "data" | "data-ascii" | "data-binary" | "data-urlencode" | "json" => {
+            // `[name]@file` (the file is read and sent) unless a `=` comes first.
+            "data-urlencode" | "url-query" | "variable" => {
+                write = true;
+                name_at_file(k, c, val);
+            }
+            "data" | "data-ascii" | "data-binary" | "json" => {
                 write = true;
                 body_file(k, c, val, false);
             }
@@ -159,7 +178,7 @@ pub(super) fn curl(k: &Checker, c: &mut Classification, args: &[Word]) {
             "output" | "dump-header" | "stderr" if v(val) != "-" => {
                 write_value(k, c, "curl", &format!("--{name}"), val)
             }
-            "url" | "url-query" => url(k, c, val, !parsed.has("globoff")),
+            "url" => url(k, c, val, !parsed.has("globoff")),
             _ => {}
         }
     }

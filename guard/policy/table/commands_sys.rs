@@ -358,7 +358,16 @@ pub(super) fn containers(c: &mut Classification, p: &str, args: &[Word]) {
         let output_ok = parsed.values("output").all(|w| !v(w).contains("file"));
         parsed.operands.iter().all(|w| w.value.is_some())
             && ops.first().is_some_and(|s| verbs.contains(s))
-            && !ops.iter().any(|s| s.starts_with("secret"))
+            && !ops.iter().any(|s| names_secrets(s))
+            && (p != "kubectl"
+                || !args.iter().any(|w| {
+                    let a = v(w);
+                    ["-f", "--filename", "-k", "--kustomize", "--raw"]
+                        .iter()
+                        .any(|o| a == *o || a.starts_with(&format!("{o}=")))
+                        || a.starts_with("-f")
+                        || a.starts_with("-k")
+                }))
             && stats_ok
             && output_ok
             && parsed
@@ -380,6 +389,14 @@ pub(super) fn containers(c: &mut Classification, p: &str, args: &[Word]) {
             format!("`{p}` controls containers"),
         );
     }
+}
+
+/// Could this operand name Secrets (`secret`, `Secrets/x`, `pods,secrets`, `secret.v1.`)?
+/// Resource names are case-insensitive and comma-separated.
+fn names_secrets(op: &str) -> bool {
+    op.to_ascii_lowercase()
+        .split(',')
+        .any(|r| r.trim_start().starts_with("secret"))
 }
 
 /// `kill -l [SIG…]` / `kill -L` list signals; only as the first word, with signal

@@ -78,7 +78,10 @@ pub(super) fn what_it_prints(k: &Checker, c: &mut Classification, sub: &str, par
     if HISTORY_READS.contains(&sub) {
         bound_content(k, c, sub, parsed);
     }
-    git_operands(k, c, &parsed.operands);
+    // `check-ignore` prints which names are ignored, never what the files hold.
+    if sub != "check-ignore" {
+        git_operands(k, c, &parsed.operands);
+    }
 }
 
 /// Gates a content-printing read of `sub` (judged as `parsed`) that nothing bounds, and

@@ -220,7 +220,7 @@ pub(super) static G_GIT_CONFIG_READ: Grammar = Grammar { permute: true, numeric:
     o('\0', "get", No, Safe), o('\0', "get-all", No, Safe), o('\0', "get-regexp", No, Safe),
     o('\0', "get-urlmatch", No, Safe), o('l', "list", No, Safe), o('\0', "global", No, Safe),
     o('\0', "system", No, Safe), o('\0', "local", No, Safe), o('\0', "worktree", No, Safe),
-    o('f', "file", Req, Read), o('\0', "blob", Req, Safe), o('\0', "show-origin", No, Safe),
+    o('f', "file", Req, Read), o('\0', "blob", Req, Gate(Category::Unanalysable, "reads config from a blob, which may be any tracked file")), o('\0', "show-origin", No, Safe),
     o('\0', "show-scope", No, Safe), o('\0', "name-only", No, Safe), o('\0', "type", Req, Safe),
     o('z', "null", No, Safe), o('\0', "includes", No, Safe), o('\0', "no-includes", No, Safe),
     o('\0', "default", Req, Safe), o('\0', "bool", No, Safe), o('\0', "int", No, Safe),

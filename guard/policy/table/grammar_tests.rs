@@ -237,3 +237,203 @@ fn no_option_is_listed_twice() {
         }
     }
 }
+
+/// Each row's arity against the program's own `--help` on this machine (GNU style lines
+/// `-n, --lines=NUM`, `--color[=WHEN]`, `-o FILE`): a value-taking option modelled as a
+/// flag would let its value pass as an operand (or the reverse). Programs not installed,
+/// or whose help is not GNU style, are skipped; the test fails if none was checked.
+#[cfg(test)]
+mod help_arity {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn program_of(grammar: &str) -> Option<&'static str> {
+        Some(match grammar {
+            "G_LS" => "ls",
+            "G_DU" => "du",
+            "G_DF" => "df",
+            "G_STAT" => "stat",
+            "G_REALPATH" => "realpath",
+            "G_READLINK" => "readlink",
+            "G_DATE" => "date",
+            "G_CAT" => "cat",
+            "G_TAC" => "tac",
+            "G_HEAD" => "head",
+            "G_TAIL" => "tail",
+            "G_WC" => "wc",
+            "G_SORT" => "sort",
+            "G_UNIQ" => "uniq",
+            "G_CUT" => "cut",
+            "G_TR" => "tr",
+            "G_NL" => "nl",
+            "G_OD" => "od",
+            "G_BASE64" => "base64",
+            "G_BASE32" => "base32",
+            "G_FOLD" => "fold",
+            "G_FMT" => "fmt",
+            "G_PASTE" => "paste",
+            "G_JOIN" => "join",
+            "G_EXPAND" => "expand",
+            "G_UNEXPAND" => "unexpand",
+            "G_SHUF" => "shuf",
+            "G_SPLIT" => "split",
+            "G_CSPLIT" => "csplit",
+            "G_PR" => "pr",
+            "G_NUMFMT" => "numfmt",
+            "G_CMP" => "cmp",
+            "G_COMM" => "comm",
+            "G_MD5SUM" => "md5sum",
+            "G_SHA256SUM" => "sha256sum",
+            "G_CKSUM" => "cksum",
+            "G_DIFF" => "diff",
+            "G_GREP" => "grep",
+            "G_SED" => "sed",
+            "G_CURL" => "curl",
+            "G_WGET" => "wget",
+            "G_LSBLK" => "lsblk",
+            "G_FINDMNT" => "findmnt",
+            "G_ZCAT" => "zcat",
+            "G_FILE" => "file",
+            "G_STRINGS" => "strings",
+            _ => return None,
+        })
+    }
+
+    /// `(name, arity)` of every option spelled in one `--help` line's head.
+    fn help_options(text: &str) -> HashMap<String, Arg> {
+        let mut out = HashMap::new();
+        for line in text.lines() {
+            let t = line.trim_start();
+            // Option lines are indented a little; wrapped descriptions a lot.
+            let indent = line.len() - t.len();
+            if !t.starts_with('-') || indent == 0 || indent > 8 {
+                continue;
+            }
+            let head = t.split("  ").next().unwrap_or(t);
+            // A required `=VALUE` (upper case: a placeholder) of the long spelling is the
+            // short's too (`-n, --lines=NUM`); an optional one (`[=WHEN]`) or a literal
+            // (`--indicator-style=slash`) is not.
+            let mut long_req = false;
+            let mut shorts = Vec::new();
+            for piece in head.split(", ") {
+                let piece = piece.trim();
+                if let Some(long) = piece.strip_prefix("--") {
+                    let end = long.find(['=', '[', ' ']).unwrap_or(long.len());
+                    let rest = &long[end..];
+                    let placeholder =
+                        |r: &str| r.starts_with(|c: char| c.is_ascii_uppercase() || c == '<');
+                    let a = if rest.starts_with("[=") {
+                        Some(Arg::Opt)
+                    } else if rest.strip_prefix('=').is_some_and(placeholder)
+                        || rest.strip_prefix(' ').is_some_and(placeholder)
+                    {
+                        long_req = true;
+                        Some(Arg::Req)
+                    } else if rest.is_empty() {
+                        Some(Arg::No)
+                    } else {
+                        None
+                    };
+                    let name = format!("--{}", &long[..end]);
+                    match (a, out.get(&name).copied()) {
+                        (Some(a), None) => {
+                            out.insert(name, a);
+                        }
+                        // Spelled bare and with a value: the value is optional.
+                        (Some(Arg::No), Some(Arg::Req)) | (Some(Arg::Req), Some(Arg::No)) => {
+                            out.insert(name, Arg::Opt);
+                        }
+                        _ => {}
+                    }
+                } else if let Some(short) = piece.strip_prefix('-') {
+                    let mut cs = short.chars();
+                    let Some(letter) = cs.next() else { continue };
+                    let rest: String = cs.collect();
+                    // `-nv` (wget's two-letter shorts) is not `-n`.
+                    if !rest.is_empty() && !rest.starts_with([' ', '[']) {
+                        continue;
+                    }
+                    let own = rest
+                        .strip_prefix(' ')
+                        .is_some_and(|r| !r.is_empty() && !r.starts_with('-'));
+                    shorts.push((format!("-{letter}"), own));
+                }
+            }
+            for (n, own) in shorts {
+                let a = if own || long_req { Arg::Req } else { Arg::No };
+                out.entry(n).or_insert(a);
+            }
+        }
+        out
+    }
+
+    fn help(program: &str) -> Option<String> {
+        let out = std::process::Command::new(program)
+            .arg("--help")
+            .env("LC_ALL", "C")
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.contains("--").then_some(text)
+    }
+
+    #[test]
+    fn rows_take_a_value_where_the_program_does() {
+        let mut checked = 0;
+        let mut wrong = Vec::new();
+        for (name, g) in all_grammars() {
+            let Some(program) = program_of(name) else {
+                continue;
+            };
+            let Some(text) = help(program) else { continue };
+            let table = help_options(&text);
+            for o in g.opts {
+                let spelled = if o.long.is_empty() {
+                    format!("-{}", o.short)
+                } else {
+                    format!("--{}", o.long)
+                };
+                // Help lines that do not show the value the option takes.
+                const HELP_OMITS_VALUE: &[&str] = &[
+                    "file --parameter",
+                    "wget --max-redirect",
+                    "wget --hsts-file",
+                ];
+                if HELP_OMITS_VALUE.contains(&format!("{program} --{}", o.long).as_str()) {
+                    continue;
+                }
+                if matches!(o.long, "help" | "version") {
+                    continue;
+                }
+                let Some(&want) = table.get(&spelled) else {
+                    continue;
+                };
+                checked += 1;
+                let ours = match o.arg {
+                    Arg::Two => Arg::Req,
+                    a => a,
+                };
+                // Optional values attach only, so a flag row for an optional value (or the
+                // reverse) refuses the attached form: strict, never loose. A row that takes
+                // the next word where the program does not (or the reverse) misreads an
+                // operand as a value, or a value as an operand.
+                let ok = ours == want
+                    || matches!((ours, want), (Arg::No, Arg::Opt) | (Arg::Opt, Arg::No));
+                if !ok {
+                    wrong.push(format!(
+                        "{program} {spelled}: row {ours:?}, --help {want:?}"
+                    ));
+                }
+            }
+        }
+        assert!(
+            checked > 50,
+            "only {checked} options could be checked against --help"
+        );
+        assert!(
+            wrong.is_empty(),
+            "rows whose arity differs from the program:\n{}",
+            wrong.join("\n")
+        );
+    }
+}

@@ -177,6 +177,12 @@ impl<'a> Checker<'a> {
 
     /// An operand the program reads.
     pub fn read(&self, c: &mut Classification, w: &Word) {
+        self.read_checked(c, w, true);
+    }
+
+    /// [`Self::read`]; `outside`: gate a read outside the workspace and the system
+    /// directories (a write's target is judged by the write rules instead).
+    fn read_checked(&self, c: &mut Classification, w: &Word, outside: bool) {
         if let Some(v) = &w.value {
             if w.glob {
                 for ctx in self.ctxs() {
@@ -195,13 +201,42 @@ impl<'a> Checker<'a> {
                     sensitive(c, &p.to_string_lossy(), &hit);
                     return;
                 }
+                if outside && !self.readable_alone(&p) {
+                    c.add(
+                        Category::Unanalysable,
+                        "read-outside-workspace",
+                        format!(
+                            "reads {} outside the workspace and the system directories",
+                            short(&p.to_string_lossy())
+                        ),
+                    );
+                    return;
+                }
             }
+        }
+    }
+
+    /// May a run read `p` by itself? Only inside the workspace or the system directories,
+    /// checked as written and with its symlinks resolved: elsewhere (the rest of the home,
+    /// `/tmp`, `/srv`, other users) the sensitive list would be the only wall.
+    fn readable_alone(&self, p: &Path) -> bool {
+        let inside = |q: &Path| q.starts_with(self.t.workspace) || in_read_system_dir(q);
+        let lexical = paths::lexical_clean_cow(p);
+        if !inside(&lexical) {
+            return false;
+        }
+        match paths::resolve_lenient(p) {
+            Some(r) if r.as_os_str() != lexical.as_os_str() => {
+                inside(&r)
+                    || paths::resolve_lenient(self.t.workspace).is_some_and(|ws| r.starts_with(ws))
+            }
+            _ => true,
         }
     }
 
     /// An operand the program writes (or creates, or deletes).
     pub fn write(&self, c: &mut Classification, w: &Word) {
-        self.read(c, w);
+        self.read_checked(c, w, false);
         if let Some(v) = &w.value {
             if w.glob {
                 let prefix: String = v.chars().take_while(|ch| !"*?[{".contains(*ch)).collect();
@@ -309,7 +344,13 @@ fn system_or_approvals(c: &mut Classification, t: &TableContext, p: &Path) {
     // `strip_prefix` is `starts_with`'s own component walk: one pass answers both "under
     // home" and "under ~/.openclaw" without building `home/.openclaw`.
     let under_home = p.strip_prefix(t.home).ok();
-    if let Some(rest) = under_home.filter(|r| r.starts_with(".openclaw")) {
+    // The deployment's workspace may live in OpenClaw's state dir (the default is
+    // `~/.openclaw/workspace`): a write inside it is a workspace write, not a config change.
+    // The workspace directory itself and what is around it stay OpenClaw's state.
+    let in_workspace = p != t.workspace
+        && p.starts_with(t.workspace)
+        && t.workspace.strip_prefix(t.home).ok() != Some(Path::new(".openclaw"));
+    if let Some(rest) = under_home.filter(|r| r.starts_with(".openclaw") && !in_workspace) {
         let name = p
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
@@ -346,6 +387,15 @@ fn system_or_approvals(c: &mut Classification, t: &TableContext, p: &Path) {
             format!("writes the system path {}", p.display()),
         );
     }
+}
+
+/// Directories any program may read by itself (their secrets are on the sensitive list).
+const READ_SYSTEM_DIRS: &[&str] = &[
+    "/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/proc", "/sys", "/dev",
+];
+
+fn in_read_system_dir(p: &Path) -> bool {
+    READ_SYSTEM_DIRS.iter().any(|d| p.starts_with(d))
 }
 
 /// `p == Path::new("/")`, without `Path`'s general component-by-component comparison.

@@ -127,3 +127,92 @@ fn non_exec_actions_get_categories() {
         vec![Category::ConfigChange]
     );
 }
+
+/// Package managers' listings judged on a trusted `cargo`/`go`/`pip` (the attack suite's
+/// PATH may hold neither cargo nor go, so their rows alone could not fail): a config that
+/// names a rustc wrapper, a tool wrapper or another interpreter makes the listing code.
+#[cfg(test)]
+mod tool_reads {
+    use super::*;
+    use crate::policy::shell::{Stdin, Word};
+
+    fn seg(ws: &Path, argv: &str) -> Segment {
+        let argv: Vec<Word> = argv.split_whitespace().map(Word::literal).collect();
+        Segment {
+            text: String::new(),
+            program: argv[0].value.clone(),
+            argv,
+            trusted_name: true,
+            trusted_location: true,
+            resolved: None,
+            resolved_real: None,
+            redirects: Vec::new(),
+            stdin: Stdin::Inherited,
+            wrappers: Vec::new(),
+            privileged: false,
+            env_assignments: Vec::new(),
+            cwds: vec![ws.to_path_buf()],
+            function_call: false,
+            problem: None,
+        }
+    }
+
+    #[test]
+    fn listings_that_load_code_are_not_reads() {
+        let _facts = crate::host_facts::scope();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let home = dir.path().join("home");
+        let ws = dir.path().join("ws");
+        let rs = ws.join("rs");
+        std::fs::create_dir_all(rs.join(".cargo")).expect("mkdir");
+        std::fs::create_dir_all(&home).expect("mkdir");
+        std::fs::write(
+            rs.join(".cargo/config.toml"),
+            "[build]\nrustc-wrapper = \"x\"\n",
+        )
+        .expect("write");
+        let policy = embedded_default().with_agent_home(&home).expect("policy");
+        let cats = |cwd: &Path, argv: &str| {
+            let t = TableContext {
+                policy: &policy,
+                home: &home,
+                workspace: &ws,
+                cwd,
+            };
+            classify_segment(&seg(cwd, argv), &t)
+                .findings
+                .iter()
+                .map(|f| f.category)
+                .collect::<Vec<_>>()
+        };
+        let read = |cwd: &Path, argv: &str| cats(cwd, argv) == vec![Category::Enumerate];
+        assert!(read(&ws, "cargo tree"));
+        assert!(read(&ws, "cargo metadata"));
+        assert!(read(&ws, "go list ./..."));
+        assert!(read(&ws, "go env GOPATH"));
+        assert!(read(&ws, "pip list"));
+        for (cwd, argv) in [
+            (&rs, "cargo tree"),
+            (&rs, "cargo metadata"),
+            (&ws, "cargo tree --config build.rustc-wrapper=x"),
+            (&ws, "cargo --config=x.toml tree"),
+            (&ws, "cargo -Zunstable-options tree"),
+            (&ws, "cargo metadata --manifest-path=/x/Cargo.toml"),
+            (&ws, "go list -toolexec x ./..."),
+            (&ws, "go list -toolexec=x ./..."),
+            (&ws, "go env -w GOFLAGS=x"),
+            (&ws, "go env -u GOPROXY"),
+            (&ws, "pip --python ./x list"),
+            (&ws, "pip --python=./x freeze"),
+            (&ws, "pip --log=x.log list"),
+            (&ws, "pip list --log x.log"),
+        ] {
+            assert!(
+                !read(cwd, argv),
+                "{argv} in {}: {:?}",
+                cwd.display(),
+                cats(cwd, argv)
+            );
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use super::super::walk::{Analyser, Env};
 use super::super::wrapper_args::{
-    has, is_identifier, options, quote, value_of, wrapper_opts, SHELL_OPTS,
+    env_split_string, has, is_identifier, options, quote, value_of, wrapper_opts, SHELL_OPTS,
 };
 use super::super::{Redirect, RedirectKind, Stdin, Word};
 use super::SHELLS;
@@ -62,6 +62,13 @@ impl Analyser<'_> {
             self.change_dir(Some(dir));
         }
         let i = skip_assignments(rest, idx + usize::from(dash), env, &mut self.gates);
+        let splits = seen
+            .iter()
+            .filter(|(n, _)| n == "-S" || n == "--split-string")
+            .count();
+        if splits > 1 {
+            return Err("env with more than one -S".into());
+        }
         if let Some(split) = value_of(&seen, &["-S", "--split-string"]) {
             return self.env_split(split, &rest[i..], env);
         }
@@ -70,7 +77,11 @@ impl Analyser<'_> {
 
     /// `env -S TEXT ARGS…`: TEXT is split as shell words, then ARGS follow.
     fn env_split(&mut self, split: &str, args: &[Word], env: &Env) -> Peeled {
-        let mut joined = split.to_string();
+        let mut joined = String::new();
+        for w in env_split_string(split)? {
+            joined.push_str(&quote(&w));
+            joined.push(' ');
+        }
         for w in args {
             let v = w.value.as_deref().ok_or("env -S with non-static words")?;
             joined.push(' ');
@@ -146,6 +157,13 @@ impl Analyser<'_> {
                 }
                 _ => Ok(Step::Done),
             };
+        }
+        if has(&seen, &["-i", "--rcfile", "--init-file", "--debugger"]) {
+            // (A login shell, `sh -lc`, is how OpenClaw runs every command: its profile is
+            // the user's, outside the workspace, so writing it is already gated.)
+            self.gate(Some(format!(
+                "`{shell}` started interactive or with a start-up file runs that file first"
+            )));
         }
         let script = rest.get(idx).ok_or("shell -c without a command")?;
         let script = script.value.clone().ok_or("shell -c text is not static")?;
