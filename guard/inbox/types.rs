@@ -155,6 +155,18 @@ impl Entry {
             Action::ProcessExit { code } => format!("exit {code:?}"),
             Action::SkillInstall { name } => format!("skill install {name}"),
             Action::ConfigChange { key, .. } => format!("config {key}"),
+            Action::Tool(t) => {
+                let mut s = format!("tool {}", t.name);
+                for p in &t.paths {
+                    s.push(' ');
+                    s.push_str(&p.to_string_lossy());
+                }
+                if let Some(u) = &t.url {
+                    s.push(' ');
+                    s.push_str(u);
+                }
+                s
+            }
         }
     }
 

@@ -25,7 +25,10 @@ mod judge;
 mod paths_check;
 mod programs;
 mod read_programs;
+mod tools;
 mod tree_walk;
+
+pub use tools::classify_tool;
 
 use super::file::Policy;
 use super::request::{Action, Status};
@@ -175,6 +178,7 @@ pub fn classify_action(action: &Action, t: &TableContext) -> Classification {
                 "exec is analysed as shell",
             );
         }
+        Action::Tool(call) => return classify_tool(call, t),
         Action::FileRead { path } => file_action(&mut c, t, path, FILE_READ),
         Action::FileWrite { path, .. } => file_action(&mut c, t, path, FILE_WRITE),
         Action::FileDelete { path } => file_action(&mut c, t, path, FILE_DELETE),

@@ -14,4 +14,5 @@ pub mod peer;
 pub mod rejections;
 pub mod reply;
 pub mod server;
+pub mod tool;
 pub mod wire;

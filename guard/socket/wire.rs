@@ -116,6 +116,10 @@ pub struct ApprovalRequest {
     /// command and must agree with `command` (the rest of it is not read).
     #[serde(default)]
     pub system_run_plan: Option<SystemRunPlan>,
+    /// Ours (the Sanctum plugin, see `super::tool`): with `source:"plugin"`, the tool call
+    /// to judge; `command` is then only its one-line summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<super::tool::ToolWire>,
 }
 
 /// The parts of OpenClaw's `systemRunPlan` that name the command.
