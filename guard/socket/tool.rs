@@ -158,12 +158,15 @@ pub async fn on_tool_request(
         .reason
         .clone()
         .unwrap_or_else(|| "approval-required".into());
-    let mut message = deny_message(&reason);
-    if decision.by == DecidedBy::Policy {
-        if let Some(first) = verdict.reasons.first() {
-            message = format!("{message}: {}", first.message);
-        }
-    }
+    let message = match &decision.by {
+        // A person's reason (cleaned by the web door) is what the agent should read.
+        DecidedBy::Human(_) if reason != "user-denied" => format!("user denied: {reason}"),
+        DecidedBy::Policy => match verdict.reasons.first() {
+            Some(first) => format!("{}: {}", deny_message(&reason), first.message),
+            None => deny_message(&reason),
+        },
+        _ => deny_message(&reason),
+    };
     deny_line(&f.id, &reason, &message)
 }
 
