@@ -175,6 +175,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_plugin_frame_carries_its_tool_and_exec_frames_are_unchanged() {
+        use super::super::wire::{parse_frame, Frame};
+        let line = br#"{"type":"request","token":"t","id":"p1","request":{"command":"tool write a.txt","source":"plugin","agentId":"main","timeoutMs":5000,"tool":{"name":"write","paths":["a.txt"],"contentSha256":"2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824","contentBytes":5,"preview":"hello","toolCallId":"c1"}}}"#;
+        let Ok(Frame::Request(f)) = parse_frame(line) else {
+            panic!("not a request")
+        };
+        let tool = f.request.tool.as_ref().expect("tool");
+        let call = tool_call(tool, Some("r1"));
+        assert_eq!(call.paths, vec![PathBuf::from("a.txt")]);
+        assert_eq!(call.content_bytes, Some(5));
+        assert_eq!(call.run_id.as_deref(), Some("r1"));
+        // An exec prompt frame has no tool, and writing its request adds no key.
+        let line =
+            br#"{"type":"request","token":"t","id":"x","request":{"command":"ls","cwd":"/tmp"}}"#;
+        let Ok(Frame::Request(f)) = parse_frame(line) else {
+            panic!("not a request")
+        };
+        assert!(f.request.tool.is_none());
+        let text = serde_json::to_string(&f.request).expect("json");
+        assert!(!text.contains("tool"), "{text}");
+    }
+
+    #[test]
     fn malformed_tool_objects_are_named() {
         let ok = ToolWire {
             name: "write".into(),
