@@ -158,6 +158,18 @@ impl Entry {
             Action::PluginApproval {
                 plugin_id, title, ..
             } => format!("plugin {}: {title}", plugin_id.as_deref().unwrap_or("?")),
+            Action::Tool(t) => {
+                let mut s = format!("tool {}", t.name);
+                for p in &t.paths {
+                    s.push(' ');
+                    s.push_str(&p.to_string_lossy());
+                }
+                if let Some(u) = &t.url {
+                    s.push(' ');
+                    s.push_str(u);
+                }
+                s
+            }
         }
     }
 

@@ -485,16 +485,25 @@ fn decide_action(policy: &Policy, ctx: &DecideContext, req: &Request, action: &A
         .map(Path::to_path_buf)
         .or_else(|| ctx.workspace.clone())
         .unwrap_or_else(|| ctx.cwd.clone());
+    // A tool's relative paths are the agent's workspace's (OpenClaw resolves them there).
+    let cwd = match action {
+        Action::Tool(_) => &workspace,
+        _ => &ctx.cwd,
+    };
     let t = TableContext {
         policy,
         home: &ctx.home,
         workspace: &workspace,
-        cwd: &ctx.cwd,
+        cwd,
     };
     let c = table::classify_action(action, &t);
     let text = serde_json::to_string(action).unwrap_or_default();
     let scored = vec![Scored::whole(policy, &c, text, Vec::new())];
     let mut verdict = combine(policy, scored);
+    // A grant persists as an exec allowlist entry: a tool call has none to write.
+    if matches!(action, Action::Tool(_)) {
+        verdict.offered.retain(|d| *d != DecisionKind::AllowAlways);
+    }
     finish_offered(&mut verdict, req);
     verdict
 }

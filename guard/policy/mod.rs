@@ -14,4 +14,5 @@ pub mod profile;
 pub mod request;
 pub mod shell;
 pub mod table;
+pub mod tools;
 pub mod verdict;

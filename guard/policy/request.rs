@@ -99,6 +99,8 @@ pub enum Action {
         description: String,
         severity: Option<String>,
     },
+    /// A tool call the Sanctum plugin forwarded (any tool but `exec`).
+    Tool(Box<super::tools::ToolCall>),
 }
 
 /// OpenClaw's own view of the request (the `security`/`ask` it sent), so the guard is never

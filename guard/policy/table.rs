@@ -26,7 +26,10 @@ mod paths_check;
 mod programs;
 mod queries;
 mod read_programs;
+mod tools;
 mod tree_walk;
+
+pub use tools::classify_tool;
 
 use super::file::Policy;
 use super::request::{Action, Status};
@@ -176,6 +179,7 @@ pub fn classify_action(action: &Action, t: &TableContext) -> Classification {
                 "exec is analysed as shell",
             );
         }
+        Action::Tool(call) => return classify_tool(call, t),
         Action::FileRead { path } => file_action(&mut c, t, path, FILE_READ),
         Action::FileWrite { path, .. } => file_action(&mut c, t, path, FILE_WRITE),
         Action::FileDelete { path } => file_action(&mut c, t, path, FILE_DELETE),

@@ -196,6 +196,9 @@ impl SocketDoor {
         if f.request.source.as_deref() == Some("node") {
             return super::outcome::on_node_request(&self.engine, peer, f, shutdown, link).await;
         }
+        if f.request.source.as_deref() == Some("plugin") {
+            return super::tool::on_tool_request(&self.engine, peer, f, shutdown, link).await;
+        }
         if let Err(why) = prompt_forms_agree(&f.request) {
             return self
                 .reject(

@@ -14,6 +14,7 @@ pub mod peer;
 pub mod rejections;
 pub mod reply;
 pub mod server;
+pub mod tool;
 pub mod wire;
 
 use std::time::Duration;

@@ -120,6 +120,10 @@ pub struct ApprovalRequest {
     /// command runs on; the answer is never laxer than it.
     #[serde(default)]
     pub node_verdict: Option<NodeVerdict>,
+    /// Ours (the Sanctum plugin, see `super::tool`): with `source:"plugin"`, the tool call
+    /// to judge; `command` is then only its one-line summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<super::tool::ToolWire>,
 }
 
 /// The node's verdict on its plan: its kind and reasons.

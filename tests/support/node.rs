@@ -109,6 +109,17 @@ impl Gateway {
     /// Starts the gateway on a free port (config `extra` merged over ours) and waits until
     /// it has loaded its plugins.
     pub fn start(dir: &Path, model_port: u16, extra: Value) -> Gateway {
+        Self::start_prepared(dir, model_port, extra, |_, _| {})
+    }
+
+    /// [`Gateway::start`], with `prepare(home, state)` run after the config is written and
+    /// before the gateway starts (e.g. `openclaw plugins install`).
+    pub fn start_prepared(
+        dir: &Path,
+        model_port: u16,
+        extra: Value,
+        prepare: impl FnOnce(&Path, &Path),
+    ) -> Gateway {
         let home = dir.join("gw-home");
         let state = dir.join("gw-state");
         std::fs::create_dir_all(&home).expect("home");
@@ -123,6 +134,7 @@ impl Gateway {
             "tools":{"exec":{"host":"node","node":NODE_NAME}}});
         merge(&mut cfg, extra);
         std::fs::write(state.join("openclaw.json"), cfg.to_string()).expect("config");
+        prepare(&home, &state);
         let log = dir.join("gateway.log");
         let child = spawn_gateway(&home, &state, port, GW_TOKEN, &log);
         let gw = Gateway {
@@ -161,7 +173,12 @@ impl Gateway {
 
     /// An agent turn whose scripted model calls `exec` with `command` (runs to completion).
     pub fn agent_cmd(&self, session: &str, command: &str) -> Command {
-        let script = json!({"name":"exec","arguments":{"command":command}});
+        self.agent_tool_cmd(session, "exec", json!({ "command": command }))
+    }
+
+    /// An agent turn whose scripted model calls tool `name` with `arguments`.
+    pub fn agent_tool_cmd(&self, session: &str, name: &str, arguments: Value) -> Command {
+        let script = json!({"name":name,"arguments":arguments});
         let mut c = oc(&self.home, &self.state);
         c.args([
             "agent",

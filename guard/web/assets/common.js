@@ -127,6 +127,7 @@ const SG = (() => {
       case 'process-exit': return 'Exit the process';
       case 'skill-install': return 'Install a skill';
       case 'config-change': return 'Change configuration';
+      case 'tool': return 'Use the ' + String(a.name) + ' tool';
       default: return 'Request';
     }
   }

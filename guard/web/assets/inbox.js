@@ -31,7 +31,16 @@
         box.appendChild(argv);
       }
     } else {
-      const rows = Object.entries(a).filter(([k]) => k !== 'kind');
+      // A tool call's content (a write's preview, an edit's or a patch's text) is shown as
+      // text, line by line, with hidden characters marked.
+      for (const k of ['preview', 'patch']) {
+        if (typeof a[k] !== 'string') continue;
+        box.appendChild(el('div', { class: 'label' }, k === 'preview' ? 'Content (start)' : 'Change'));
+        const pre = el('pre', { class: 'cmd', 'data-field': k });
+        a[k].split('\n').forEach((line, i) => { if (i) pre.appendChild(document.createTextNode('\n')); pre.appendChild(vis(line)); });
+        box.appendChild(pre);
+      }
+      const rows = Object.entries(a).filter(([k]) => k !== 'kind' && k !== 'preview' && k !== 'patch');
       const dl = el('dl', { class: 'kv' });
       for (const [k, v] of rows) {
         const text = Array.isArray(v) ? v.join(' ') : (v === null ? '' : String(v));

@@ -1,0 +1,140 @@
+// What the guard is asked about one tool call: the tool's name, the paths it touches and
+// what a person must see to decide (a write's digest and preview, an edit's or a patch's
+// text, a fetch's method and URL), plus OpenClaw's ids for the audit log. Pure: no I/O.
+import { createHash, randomUUID } from "node:crypto";
+
+/** Characters of a write's content sent as its preview by default. */
+export const PREVIEW_CHARS = 2048;
+/**
+ * Longest edit or patch text sent in full. The guard reads lines up to 256,000 bytes and
+ * JSON escaping can double a text, so a longer one is refused here (blocked), never cut:
+ * a person must see every line that will be written.
+ */
+export const MAX_PATCH_CHARS = 100_000;
+
+/** Tools the plugin does not ask about, and why. */
+export const NOT_ASKED = {
+  // The node host asks the guard for every command (and runs it confined).
+  exec: "exec reaches the guard through its node host",
+  // A deferred tool fires the hook again as the inner tool; that call is the one asked.
+  tool_call: "the deferred tool's own call is asked",
+};
+
+const str = (v) => (typeof v === "string" ? v : undefined);
+
+/** An edit's replacements as one diff-like text: `-` old lines, `+` new lines. */
+export function editText(params) {
+  const edits = Array.isArray(params.edits) ? params.edits.slice() : [];
+  if (str(params.oldText) !== undefined || str(params.newText) !== undefined) {
+    edits.push({ oldText: params.oldText, newText: params.newText });
+  }
+  const lines = [];
+  edits.forEach((e, i) => {
+    const oldText = str(e?.oldText) ?? str(e?.old_string) ?? "";
+    const newText = str(e?.newText) ?? str(e?.new_string) ?? "";
+    lines.push(`@@ edit ${i + 1}`);
+    for (const l of oldText.split("\n")) lines.push(`-${l}`);
+    for (const l of newText.split("\n")) lines.push(`+${l}`);
+  });
+  return lines.join("\n");
+}
+
+/** The first `n` characters (code points, never half a surrogate pair). */
+function head(s, n) {
+  let out = "";
+  let count = 0;
+  for (const c of s) {
+    if (count++ >= n) break;
+    out += c;
+  }
+  return out;
+}
+
+/**
+ * The guard's `tool` object for one call, or `{ skip }` (not asked) or `{ block }` (refused
+ * here: the call cannot be shown to a person whole).
+ */
+export function toolRequest(event, ctx, opts = {}) {
+  const name = str(event?.toolName) ?? str(ctx?.toolName);
+  if (!name) return { block: "the tool call has no name" };
+  if (Object.hasOwn(NOT_ASKED, name)) return { skip: NOT_ASKED[name] };
+  const params = event.params && typeof event.params === "object" ? event.params : {};
+  const tool = { name };
+  const path = str(params.path) ?? str(params.file_path);
+  if (path !== undefined) tool.paths = [path];
+  switch (name) {
+    case "write": {
+      const content = str(params.content);
+      if (content !== undefined) {
+        const bytes = Buffer.from(content, "utf8");
+        tool.contentSha256 = createHash("sha256").update(bytes).digest("hex");
+        tool.contentBytes = bytes.length;
+        tool.preview = head(content, opts.previewChars ?? PREVIEW_CHARS);
+      }
+      break;
+    }
+    case "edit":
+      tool.patch = editText(params);
+      break;
+    case "apply_patch": {
+      tool.patch = str(params.input) ?? str(params.patch) ?? "";
+      const derived = Array.isArray(event.derivedPaths) ? event.derivedPaths.filter((p) => typeof p === "string") : [];
+      if (derived.length) tool.paths = [...(tool.paths ?? []), ...derived];
+      break;
+    }
+    case "web_fetch":
+      tool.method = (str(params.method) ?? "GET").toUpperCase();
+      tool.url = str(params.url);
+      break;
+    case "web_search":
+      tool.method = "GET";
+      tool.query = str(params.query);
+      break;
+    case "browser":
+      tool.action = str(params.action);
+      tool.url = str(params.url) ?? str(params.targetUrl);
+      break;
+    case "process":
+      tool.action = str(params.action);
+      tool.signal = str(params.signal);
+      break;
+    case "ls":
+      if (!tool.paths) tool.paths = ["."];
+      break;
+    default:
+      tool.action = str(params.action);
+      tool.url = str(params.url);
+  }
+  if (tool.patch !== undefined && tool.patch.length > MAX_PATCH_CHARS) {
+    return { block: `the ${name} text is ${tool.patch.length} characters, more than a person can review here (${MAX_PATCH_CHARS})` };
+  }
+  const toolCallId = str(event.toolCallId) ?? str(ctx?.toolCallId);
+  if (toolCallId) tool.toolCallId = toolCallId;
+  const sessionId = str(ctx?.sessionId);
+  if (sessionId) tool.sessionId = sessionId;
+  for (const k of Object.keys(tool)) if (tool[k] === undefined) delete tool[k];
+  return { tool };
+}
+
+/** One line naming the call (the frame's required `command`; lists and logs show it). */
+export function summary(tool) {
+  return ["tool", tool.name, ...(tool.paths ?? []), tool.method ?? "", tool.url ?? "", tool.action ?? ""]
+    .filter((s) => s !== "")
+    .join(" ");
+}
+
+/** The socket `request` frame carrying `tool` (one JSON line). */
+export function requestFrame(tool, event, ctx, cfg) {
+  const request = {
+    command: summary(tool),
+    source: "plugin",
+    agentId: str(ctx?.agentId) ?? "main",
+    timeoutMs: cfg.askTimeoutMs,
+    tool,
+  };
+  const sessionKey = str(ctx?.sessionKey);
+  if (sessionKey) request.sessionKey = sessionKey;
+  const runId = str(event?.runId) ?? str(ctx?.runId);
+  if (runId) request.runId = runId;
+  return { type: "request", token: cfg.token, id: randomUUID(), request };
+}

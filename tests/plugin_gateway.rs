@@ -1,0 +1,238 @@
+//! The Sanctum plugin (plugin/) in the REAL OpenClaw 2026.9.6 gateway, installed from this
+//! repository with `openclaw plugins install --link`, with real agent turns (the scripted
+//! model) and the real `sanctum-guard serve` with its web prompt: a read runs at once, a
+//! write waits in the inbox with its content preview and runs only after a person approves
+//! it through the web API, a denied write never runs and the agent reads why, a sensitive
+//! read is blocked, a web_fetch GET runs, and with the guard stopped every call is blocked.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+mod support;
+
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::path::Path;
+use std::time::Duration;
+use support::node::*;
+use support::web::{Login, Web, TOKEN};
+
+const MARKER: &str = "marker-plugin-7e2a";
+const FETCHED: &str = "fetched-plugin-91c4";
+const SECRET: &str = "secret-key-plugin-55d0";
+
+fn has(results: &[String], needle: &str) -> bool {
+    results.iter().any(|r| r.contains(needle))
+}
+
+/// A loopback HTTP server answering every request with [`FETCHED`]; its port.
+fn http_server() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for s in l.incoming().flatten() {
+            let mut s = s;
+            let mut buf = [0u8; 4096];
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            let _ = s.read(&mut buf);
+            let body = format!("<html><body><p>{FETCHED}</p></body></html>");
+            let _ = write!(
+                s,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    port
+}
+
+/// The pending inbox entry of the plugin's `name` tool call, as the web page lists it.
+fn wait_tool(web: &Web, login: &Login, name: &str, path: &str) -> Value {
+    wait_until(
+        &format!("the pending {name} of {path}"),
+        Duration::from_secs(240),
+        || {
+            web.pending(login).into_iter().find(|e| {
+                e["action"]["kind"] == "tool"
+                    && e["action"]["name"] == name
+                    && e["action"]["paths"][0] == path
+            })
+        },
+    )
+}
+
+fn install_plugin(home: &Path, state: &Path) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin");
+    let out = oc(home, state)
+        .args([
+            "plugins",
+            "install",
+            "--link",
+            "--force",
+            "--accept-capabilities",
+        ])
+        .arg(&dir)
+        .output()
+        .expect("plugins install");
+    assert!(out.status.success(), "{}", output_text(&out));
+}
+
+#[test]
+fn every_tool_call_asks_the_guard_through_the_plugin() {
+    let _one = one_gateway_at_a_time();
+    let tmp = tempfile::Builder::new()
+        .prefix("sg-plugin-")
+        .tempdir()
+        .expect("tmp");
+    let dir = tmp.path();
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join("readme.txt"), MARKER).expect("marker");
+    let mut web = Web::start_with(
+        120_000,
+        &["--workspace", ws.to_str().expect("utf8")],
+        "http",
+    );
+    let login = web.login();
+    let (_model, model_port, model_log) = start_model(dir);
+    let fetch_port = http_server();
+    let sock = web.world.socket();
+    let cfg = json!({
+        "agents":{"defaults":{"workspace":ws}},
+        // OpenClaw's own SSRF guard refuses loopback; the fetch target here is the test's.
+        "tools":{"web":{"fetch":{"ssrfPolicy":{"dangerouslyAllowPrivateNetwork":true}}}},
+        "plugins":{"entries":{"sanctum":{
+            "config":{"socketPath":sock,"token":TOKEN,"askTimeoutMs":120000},
+            "hooks":{"timeouts":{"before_tool_call":130000}}}}}});
+    let gw = Gateway::start_prepared(dir, model_port, cfg, install_plugin);
+    // The agent's own secret: were a blocked read to run, its content would reach the model.
+    std::fs::create_dir_all(gw.home.join(".ssh")).expect("ssh");
+    std::fs::write(gw.home.join(".ssh/id_rsa"), SECRET).expect("key");
+
+    // A read runs at once.
+    let out = output_text(
+        &gw.agent_tool_cmd("read", "read", json!({"path":"readme.txt"}))
+            .output()
+            .expect("agent"),
+    );
+    let results = tool_results(&model_log);
+    assert!(
+        has(&results, MARKER),
+        "the read's content reaches the agent: {results:?}\n{out}\n{}",
+        gw.gateway_log()
+    );
+    let audit = web.audit();
+    assert!(
+        audit.contains("\"source\":\"plugin\"") && audit.contains("readme.txt"),
+        "the audit log records the plugin's read"
+    );
+
+    // A write waits in the inbox with its preview; the file exists only after approval.
+    let content = "approved content\u{202e}evil\n";
+    let turn = spawn_collect(gw.agent_tool_cmd(
+        "write",
+        "write",
+        json!({"path":"approved.txt","content":content}),
+    ));
+    let e = wait_tool(&web, &login, "write", "approved.txt");
+    assert_eq!(e["action"]["preview"], content, "{e}");
+    assert_eq!(e["action"]["content_bytes"], content.len());
+    assert_eq!(e["source"], "plugin");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !ws.join("approved.txt").exists(),
+        "nothing is written before the approval"
+    );
+    let id = e["id"].as_str().expect("id");
+    let r = web.decide(
+        &login,
+        id,
+        json!({"decision":"allow-once","hash":e["requestHash"]}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let out = collect(turn);
+    assert_eq!(
+        std::fs::read_to_string(ws.join("approved.txt")).unwrap_or_default(),
+        content,
+        "{out}"
+    );
+
+    // A denied write leaves no file; the agent reads the person's reason.
+    let turn = spawn_collect(gw.agent_tool_cmd(
+        "denied",
+        "write",
+        json!({"path":"denied.txt","content":"no"}),
+    ));
+    let e = wait_tool(&web, &login, "write", "denied.txt");
+    let r = web.decide(
+        &login,
+        e["id"].as_str().expect("id"),
+        json!({"decision":"deny","reason":"not this file","hash":e["requestHash"]}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let out = collect(turn);
+    assert!(!ws.join("denied.txt").exists(), "a denied write never runs");
+    let results = tool_results(&model_log);
+    assert!(
+        has(&results, "SANCTUM_DENIED: user denied: not this file"),
+        "the agent reads the reason: {results:?}\n{out}"
+    );
+
+    // A sensitive read is blocked without asking anyone.
+    let out = output_text(
+        &gw.agent_tool_cmd("secret", "read", json!({"path":"~/.ssh/id_rsa"}))
+            .output()
+            .expect("agent"),
+    );
+    let results = tool_results(&model_log);
+    assert!(
+        has(&results, "blocked by sanctum-guard (sensitive-path)"),
+        "{results:?}\n{out}"
+    );
+    assert!(!has(&results, SECRET), "the key never reaches the agent");
+
+    // A web_fetch GET runs. It is a deferred tool: the model calls it through `tool_call`,
+    // the hook fires for both, and the inner call is the one the guard judges.
+    let url = format!("http://127.0.0.1:{fetch_port}/page");
+    let out = output_text(
+        &gw.agent_tool_cmd(
+            "fetch",
+            "tool_call",
+            json!({"id":"web_fetch","args":{"url":url}}),
+        )
+        .output()
+        .expect("agent"),
+    );
+    let results = tool_results(&model_log);
+    assert!(
+        has(&results, FETCHED),
+        "the fetched page reaches the agent: {results:?}\n{out}"
+    );
+    let audit = web.audit();
+    assert!(
+        audit.contains(&url) && audit.contains("\"web_fetch\""),
+        "the inner web_fetch was judged"
+    );
+
+    // The guard stopped: every call is blocked, none runs.
+    web.serve.child.kill9();
+    let out = output_text(
+        &gw.agent_tool_cmd(
+            "stopped",
+            "write",
+            json!({"path":"stopped.txt","content":"x"}),
+        )
+        .output()
+        .expect("agent"),
+    );
+    assert!(!ws.join("stopped.txt").exists(), "{out}");
+    let out = output_text(
+        &gw.agent_tool_cmd("stopped-read", "read", json!({"path":"readme.txt"}))
+            .output()
+            .expect("agent"),
+    );
+    let results = tool_results(&model_log);
+    assert!(
+        has(&results, "SANCTUM_DENIED: no decision from sanctum-guard"),
+        "{results:?}\n{out}"
+    );
+    drop(gw);
+}
