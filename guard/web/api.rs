@@ -2,9 +2,10 @@
 //! must name an allowed `Host` (DNS rebinding); every state-changing one must also come from
 //! the page's own `Origin` and, once signed in, carry the session's CSRF token.
 
-use super::auth::{self, LoginLimiter, SessionView, Sessions};
+use super::auth::{self, SessionView, Sessions};
 use super::http::{error, json, secure, with_type, Resp};
 use super::metrics::global as metrics;
+use super::signin_guard::SignInGuard;
 use super::view::{entry_json, run_outcomes, source_name};
 use crate::inbox::{Inbox, InboxError, StateFilter};
 use hyper::body::Incoming;
@@ -21,7 +22,7 @@ use tokio::sync::watch;
 pub struct Shared {
     pub inbox: Inbox,
     pub sessions: Sessions,
-    pub limiter: LoginLimiter,
+    pub signin: SignInGuard,
     pub state_dir: PathBuf,
     pub audit_path: PathBuf,
     pub socket_path: PathBuf,
@@ -47,7 +48,7 @@ impl Shared {
         Shared {
             inbox,
             sessions: Sessions::default(),
-            limiter: LoginLimiter::default(),
+            signin: SignInGuard::default(),
             state_dir,
             audit_path,
             socket_path,
