@@ -921,3 +921,29 @@ fn totp_second_factor() {
     assert!(!r.body.contains(seed.trim()), "seed served");
     assert!(r.json()["totpEnrolled"] == true);
 }
+
+/// `/readyz` and `/metrics` obey the Host check (DNS rebinding cannot read them; only the
+/// content-free `/healthz` answers any Host), and a duplicate `Host` header or an
+/// absolute-form request target is refused with 400.
+#[test]
+fn health_host_check_duplicate_host_and_absolute_target() {
+    let w = Web::start(15_000);
+    let evil = vec!["Host: rebound.example:80".to_owned()];
+    for path in ["/readyz", "/metrics"] {
+        assert_eq!(w.raw("GET", path, &evil, None).status, 403, "{path}");
+        let ours = vec![format!("Host: {}", w.host())];
+        assert_eq!(w.raw("GET", path, &ours, None).status, 200, "{path}");
+    }
+    assert_eq!(w.raw("GET", "/healthz", &evil, None).status, 200);
+    let twice = vec![
+        format!("Host: {}", w.host()),
+        "Host: rebound.example".to_owned(),
+    ];
+    assert_eq!(w.raw("GET", "/readyz", &twice, None).status, 400);
+    let twice_same = vec![format!("Host: {}", w.host()), format!("Host: {}", w.host())];
+    assert_eq!(w.raw("GET", "/api/session", &twice_same, None).status, 400);
+    let ours = vec![format!("Host: {}", w.host())];
+    let absolute = format!("{}/api/session", w.base);
+    assert_eq!(w.raw("GET", &absolute, &ours, None).status, 400);
+    assert_eq!(w.raw("GET", "/api/session", &ours, None).status, 401);
+}

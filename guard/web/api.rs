@@ -156,8 +156,22 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -
 async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Resp {
     let path = req.uri().path().to_owned();
     let method = req.method().clone();
+    // An absolute-form target or a second Host header lets a proxy and this server
+    // disagree on which host was asked for: refuse both before anything reads either.
+    if req.uri().authority().is_some() || req.headers().get_all(HOST).iter().count() > 1 {
+        return refuse(
+            "bad-target",
+            StatusCode::BAD_REQUEST,
+            "ambiguous request target",
+        );
+    }
+    if method == Method::GET && path == "/healthz" {
+        return json(StatusCode::OK, &json!({"ok": true}));
+    }
+    if !header(&req, HOST).is_some_and(|h| sh.hosts.allows(h)) {
+        return refuse("host", StatusCode::FORBIDDEN, "unknown Host header");
+    }
     match (method.clone(), path.as_str()) {
-        (Method::GET, "/healthz") => return json(StatusCode::OK, &json!({"ok": true})),
         (Method::GET, "/readyz") => return readyz(&sh),
         (Method::GET, "/metrics") => {
             return with_type(
@@ -167,9 +181,6 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
             )
         }
         _ => {}
-    }
-    if !header(&req, HOST).is_some_and(|h| sh.hosts.allows(h)) {
-        return refuse("host", StatusCode::FORBIDDEN, "unknown Host header");
     }
     if method == Method::GET || method == Method::HEAD {
         if let Some(r) = super::assets::page(&path) {
