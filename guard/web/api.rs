@@ -2,9 +2,10 @@
 //! must name an allowed `Host` (DNS rebinding); every state-changing one must also come from
 //! the page's own `Origin` and, once signed in, carry the session's CSRF token.
 
-use super::auth::{self, LoginLimiter, SessionView, Sessions};
+use super::auth::{self, SessionView, Sessions};
 use super::http::{error, json, secure, with_type, Resp};
 use super::metrics::global as metrics;
+use super::signin_guard::SignInGuard;
 use super::view::{entry_json, run_outcomes, source_name};
 use crate::inbox::{Inbox, InboxError, StateFilter};
 use hyper::body::Incoming;
@@ -21,7 +22,7 @@ use tokio::sync::watch;
 pub struct Shared {
     pub inbox: Inbox,
     pub sessions: Sessions,
-    pub limiter: LoginLimiter,
+    pub signin: SignInGuard,
     pub state_dir: PathBuf,
     pub audit_path: PathBuf,
     pub socket_path: PathBuf,
@@ -49,7 +50,7 @@ impl Shared {
         Shared {
             inbox,
             sessions: Sessions::default(),
-            limiter: LoginLimiter::default(),
+            signin: SignInGuard::default(),
             state_dir,
             audit_path,
             socket_path,
@@ -158,8 +159,22 @@ pub async fn handle(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -
 async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Resp {
     let path = req.uri().path().to_owned();
     let method = req.method().clone();
+    // An absolute-form target or a second Host header lets a proxy and this server
+    // disagree on which host was asked for: refuse both before anything reads either.
+    if req.uri().authority().is_some() || req.headers().get_all(HOST).iter().count() > 1 {
+        return refuse(
+            "bad-target",
+            StatusCode::BAD_REQUEST,
+            "ambiguous request target",
+        );
+    }
+    if method == Method::GET && path == "/healthz" {
+        return json(StatusCode::OK, &json!({"ok": true}));
+    }
+    if !header(&req, HOST).is_some_and(|h| sh.hosts.allows(h)) {
+        return refuse("host", StatusCode::FORBIDDEN, "unknown Host header");
+    }
     match (method.clone(), path.as_str()) {
-        (Method::GET, "/healthz") => return json(StatusCode::OK, &json!({"ok": true})),
         (Method::GET, "/readyz") => return readyz(&sh),
         (Method::GET, "/metrics") => {
             return with_type(
@@ -169,9 +184,6 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
             )
         }
         _ => {}
-    }
-    if !header(&req, HOST).is_some_and(|h| sh.hosts.allows(h)) {
-        return refuse("host", StatusCode::FORBIDDEN, "unknown Host header");
     }
     if method == Method::GET || method == Method::HEAD {
         if let Some(r) = super::assets::page(&path) {

@@ -1,5 +1,5 @@
 //! The sign-in endpoints: `POST /api/login` (one-time link token, plus the TOTP code when a
-//! second factor is enrolled; rate-limited per address and overall), `GET /api/session`,
+//! second factor is enrolled; code guesses limited per address and per link), `GET /api/session`,
 //! `POST /api/logout`, `POST /api/sessions/revoke` (every session, this one included).
 
 use super::api::{session_cookie, set_cookie, Shared};
@@ -7,6 +7,7 @@ use super::auth::{self, SessionView};
 use super::http::{error, json, read_body, Resp};
 use super::login;
 use super::metrics::global as metrics;
+use super::secret::hash_hex;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_LENGTH, RETRY_AFTER};
 use hyper::{Request, StatusCode};
@@ -18,7 +19,7 @@ fn refuse(reason: &'static str, status: StatusCode, message: &str) -> Resp {
     error(status, reason, message)
 }
 
-/// `POST /api/login`, step by step: rate limit, body, link-token shape, second factor, then
+/// `POST /api/login`, step by step: body, second factor (if enrolled), then
 /// the link is consumed (one use) and a session created. Each step answers a refusal itself.
 pub async fn login(sh: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Resp {
     match signed_in(sh, req, peer).await {
@@ -27,22 +28,68 @@ pub async fn login(sh: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Res
 }
 
 async fn signed_in(sh: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Result<Resp, Resp> {
-    if !sh.limiter.allow(peer.ip()) {
-        return Err(rate_limited());
-    }
     let v = credentials(req).await?;
     let token = v["token"].as_str().unwrap_or("");
-    if !token_well_formed(token) {
-        return Err(bad_link());
+    match second_factor_enrolled(sh).await? {
+        Some(totp) => check_code(sh, &totp, token, v["totp"].as_str(), peer).await?,
+        None if !token_well_formed(token) => return Err(failed(sh, peer, "malformed-token")),
+        None => {}
     }
-    second_factor(sh, v["totp"].as_str()).await?;
-    let name = consume_link(sh, token.to_owned()).await?;
+    let Some(name) = consume_link(sh, token.to_owned()).await? else {
+        return Err(failed(sh, peer, "unknown-token"));
+    };
     let (id, view) = sh
         .sessions
         .create(&name)
         .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "session", &e))?;
     tracing::info!(identity = %view.identity, peer = %peer, "web: signed in");
     Ok(set_cookie(session_json(sh, &view), session_cookie(sh, &id)))
+}
+
+/// A refused sign-in: logged (bounded) with its true reason, answered as a bad link, so
+/// the answer never tells a wrong code from a wrong token.
+fn failed(sh: &Shared, peer: SocketAddr, reason: &'static str) -> Resp {
+    sh.signin.log_refusal(peer, reason);
+    bad_link()
+}
+
+/// With a second factor enrolled: a code is required, code attempts are limited per
+/// address, the token must name a live link, and the code must be current and unused. A
+/// wrong code counts against the link; the last one it survives burns it.
+async fn check_code(
+    sh: &Shared,
+    totp: &totp_rs::TOTP,
+    token: &str,
+    code: Option<&str>,
+    peer: SocketAddr,
+) -> Result<(), Resp> {
+    let Some(code) = code.filter(|c| !c.is_empty()) else {
+        sh.signin.log_refusal(peer, "totp-required");
+        return Err(refuse(
+            "totp-required",
+            StatusCode::UNAUTHORIZED,
+            "enter the 6-digit code from your authenticator",
+        ));
+    };
+    if !sh.signin.allow_code_attempt(peer.ip()) {
+        sh.signin.log_refusal(peer, "rate-limited");
+        return Err(rate_limited());
+    }
+    if !token_well_formed(token) {
+        return Err(failed(sh, peer, "malformed-token"));
+    }
+    if lookup_link(sh, token.to_owned()).await?.is_none() {
+        return Err(failed(sh, peer, "unknown-token"));
+    }
+    if auth::totp_ok(totp, code) && sh.signin.claim_code(code) {
+        return Ok(());
+    }
+    if sh.signin.code_failed(&hash_hex(token)) {
+        let _ = consume_link(sh, token.to_owned()).await?;
+        tracing::warn!(peer = %peer.ip(), "web: login link burned after wrong codes");
+    }
+    metrics().web_refusal("bad-totp");
+    Err(failed(sh, peer, "bad-totp"))
 }
 
 fn rate_limited() -> Resp {
@@ -86,46 +133,47 @@ fn token_well_formed(token: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// When a second factor is enrolled, `code` must be its current code. An unreadable seed
-/// refuses every login (fail closed).
-async fn second_factor(sh: &Shared, code: Option<&str>) -> Result<(), Resp> {
+/// The enrolled second factor, if any. An unreadable seed refuses every login (fail
+/// closed).
+async fn second_factor_enrolled(sh: &Shared) -> Result<Option<totp_rs::TOTP>, Resp> {
     let dir = sh.state_dir.clone();
-    let totp = match tokio::task::spawn_blocking(move || auth::totp_for(&dir)).await {
-        Ok(Ok(t)) => t,
+    match tokio::task::spawn_blocking(move || auth::totp_for(&dir)).await {
+        Ok(Ok(t)) => Ok(t),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "web: TOTP seed unreadable; refusing logins");
-            return Err(error(
+            Err(error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "totp",
                 "second factor unavailable",
-            ));
+            ))
         }
-        Err(_) => return Err(error(StatusCode::INTERNAL_SERVER_ERROR, "totp", "internal")),
-    };
-    let Some(t) = totp else {
-        return Ok(());
-    };
-    match code {
-        None | Some("") => Err(refuse(
-            "totp-required",
-            StatusCode::UNAUTHORIZED,
-            "enter the 6-digit code from your authenticator",
-        )),
-        Some(code) if !auth::totp_ok(&t, code) => Err(refuse(
-            "bad-totp",
-            StatusCode::UNAUTHORIZED,
-            "wrong authenticator code",
-        )),
-        Some(_) => Ok(()),
+        Err(_) => Err(error(StatusCode::INTERNAL_SERVER_ERROR, "totp", "internal")),
     }
 }
 
-/// Uses up the link token; the identity it was issued to.
-async fn consume_link(sh: &Shared, token: String) -> Result<String, Resp> {
+/// The identity a live link names, without using it up.
+async fn lookup_link(sh: &Shared, token: String) -> Result<Option<String>, Resp> {
+    let dir = sh.state_dir.clone();
+    match tokio::task::spawn_blocking(move || login::lookup(&dir, &token)).await {
+        Ok(Ok(n)) => Ok(n),
+        Ok(Err(e)) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "login",
+            &e.to_string(),
+        )),
+        Err(_) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "login",
+            "internal",
+        )),
+    }
+}
+
+/// Uses up the link token; the identity it was issued to (None: no live link).
+async fn consume_link(sh: &Shared, token: String) -> Result<Option<String>, Resp> {
     let dir = sh.state_dir.clone();
     match tokio::task::spawn_blocking(move || login::consume(&dir, &token)).await {
-        Ok(Ok(Some(n))) => Ok(n),
-        Ok(Ok(None)) => Err(bad_link()),
+        Ok(Ok(n)) => Ok(n),
         Ok(Err(e)) => Err(error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "login",

@@ -1,4 +1,4 @@
-//! Sessions, CSRF tokens, the login rate limit and the optional TOTP second factor.
+//! Sessions, CSRF tokens and the optional TOTP second factor.
 //!
 //! A session is a random id in an HttpOnly, SameSite=Strict cookie (Secure, and named with
 //! the `__Host-` prefix, under HTTPS); the guard keeps only its SHA-256. Each session has its
@@ -8,7 +8,6 @@
 
 use super::secret::{eq_ct, hash_hex, random_bytes, random_token};
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -134,68 +133,6 @@ fn view(s: &Session, now: Instant) -> SessionView {
 /// True when `sent` is the session's CSRF token.
 pub fn csrf_ok(session: &SessionView, sent: Option<&str>) -> bool {
     sent.is_some_and(|t| eq_ct(t.as_bytes(), session.csrf.as_bytes()))
-}
-
-/// Login attempts per client address and overall: a token bucket each.
-#[derive(Debug)]
-pub struct LoginLimiter {
-    state: Mutex<(Bucket, HashMap<IpAddr, Bucket>)>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    tokens: f64,
-    at: Instant,
-}
-
-/// Per address: 5 attempts at once, then one every 12 s. Overall: 20, then one a second.
-const PER_IP: (f64, f64) = (5.0, 1.0 / 12.0);
-const GLOBAL: (f64, f64) = (20.0, 1.0);
-
-impl Bucket {
-    fn full(burst: f64) -> Self {
-        Bucket {
-            tokens: burst,
-            at: Instant::now(),
-        }
-    }
-
-    fn take(&mut self, (burst, rate): (f64, f64), now: Instant) -> bool {
-        let dt = now.duration_since(self.at).as_secs_f64();
-        self.tokens = (self.tokens + dt * rate).min(burst);
-        self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-impl Default for LoginLimiter {
-    fn default() -> Self {
-        LoginLimiter {
-            state: Mutex::new((Bucket::full(GLOBAL.0), HashMap::new())),
-        }
-    }
-}
-
-impl LoginLimiter {
-    /// Takes one attempt for `ip`; false = refuse (429).
-    pub fn allow(&self, ip: IpAddr) -> bool {
-        let now = Instant::now();
-        let mut g = match self.state.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        let (global, per) = &mut *g;
-        if per.len() > 10_000 {
-            per.retain(|_, b| now.duration_since(b.at) < Duration::from_secs(120));
-        }
-        let b = per.entry(ip).or_insert_with(|| Bucket::full(PER_IP.0));
-        b.take(PER_IP, now) && global.take(GLOBAL, now)
-    }
 }
 
 /// The TOTP second factor, if enrolled (`sanctum-guard web totp-enroll`).

@@ -141,6 +141,16 @@ pub fn new_link_for_running(dir: &Path, name: &str) -> Result<String, LoginError
     new_link(dir, base.trim(), name)
 }
 
+/// The name a live link was issued to, without using the link up (None: no such link).
+pub fn lookup(dir: &Path, token: &str) -> Result<Option<String>, LoginError> {
+    let h = hash_hex(token);
+    with_pending(dir, |list| {
+        list.iter()
+            .find(|p| super::secret::eq_ct(p.hash.as_bytes(), h.as_bytes()))
+            .map(|p| p.name.clone())
+    })
+}
+
 /// Consumes `token`: Some(name) if it was a live link (now used up), None otherwise.
 pub fn consume(dir: &Path, token: &str) -> Result<Option<String>, LoginError> {
     let h = hash_hex(token);

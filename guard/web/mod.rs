@@ -21,6 +21,7 @@ pub mod login;
 pub mod metrics;
 mod secret;
 mod server;
+mod signin_guard;
 mod view;
 
 pub use server::{start, WebError, WebHandle};

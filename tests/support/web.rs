@@ -104,7 +104,23 @@ impl Web {
 
     /// A raw exchange: `extra` header lines (each without CRLF), optional body.
     pub fn raw(&self, method: &str, path: &str, extra: &[String], body: Option<&[u8]>) -> Resp {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect web");
+        self.raw_from(None, method, path, extra, body)
+    }
+
+    /// [`Web::raw`] from the loopback source address `src` (any 127.x.y.z), as a local
+    /// process spraying from many addresses would.
+    pub fn raw_from(
+        &self,
+        src: Option<std::net::Ipv4Addr>,
+        method: &str,
+        path: &str,
+        extra: &[String],
+        body: Option<&[u8]>,
+    ) -> Resp {
+        let mut s = match src {
+            None => TcpStream::connect(("127.0.0.1", self.port)).expect("connect web"),
+            Some(ip) => connect_from(ip, self.port),
+        };
         s.set_read_timeout(Some(Duration::from_secs(20)))
             .expect("timeout");
         let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
@@ -145,6 +161,17 @@ impl Web {
             h.push(format!("X-CSRF-Token: {}", l.csrf));
         }
         self.raw(method, path, &h, body.map(str::as_bytes))
+    }
+
+    /// `POST /api/login` with `body` from the loopback address `src`.
+    pub fn login_from(&self, src: std::net::Ipv4Addr, body: &serde_json::Value) -> Resp {
+        let h = vec![
+            format!("Host: {}", self.host()),
+            format!("Origin: {}", self.origin()),
+            "Content-Type: application/json".into(),
+        ];
+        let b = body.to_string();
+        self.raw_from(Some(src), "POST", "/api/login", &h, Some(b.as_bytes()))
     }
 
     /// Signs in with `token`.
@@ -236,6 +263,17 @@ impl Web {
 }
 
 /// Splits a raw HTTP/1.1 response into status, head and (de-chunked) body.
+/// A TCP connection to 127.0.0.1:`port` bound first to the source address `src`.
+fn connect_from(src: std::net::Ipv4Addr, port: u16) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).expect("socket");
+    s.bind(&std::net::SocketAddr::from((src, 0)).into())
+        .expect("bind source");
+    s.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into())
+        .expect("connect web");
+    s.into()
+}
+
 fn parse(out: &[u8]) -> Resp {
     let text = String::from_utf8_lossy(out).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
