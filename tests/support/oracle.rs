@@ -301,7 +301,16 @@ pub fn divergences(w: &World, command: &str, verdict: &Verdict, rec: &Record) ->
         let wrapper = words.iter().any(|w| {
             WRAPPERS.contains(&w.rsplit('/').next().unwrap_or(w)) && which(w).as_ref() == Some(&exe)
         });
-        if !named && !helper && !wrapper {
+        // A login shell (`sh -lc`, as OpenClaw runs every node command) sources
+        // /etc/profile, which on Debian runs `id -u`: a system file, not the command's.
+        let login_profile = exe == Path::new("/usr/bin/id")
+            && words
+                .iter()
+                .any(|w| ["sh", "bash", "dash"].contains(&w.rsplit('/').next().unwrap_or(w)))
+            && words.iter().any(|w| {
+                *w == "--login" || (w.starts_with('-') && !w.starts_with("--") && w.contains('l'))
+            });
+        if !named && !helper && !wrapper && !login_profile {
             out.push(format!(
                 "executed {} ({}) that the analysis did not name",
                 exe.display(),
