@@ -86,6 +86,8 @@ struct SocketSection {
     max_connections_per_uid: Option<usize>,
     max_buffered_bytes: Option<usize>,
     durable_answers: Option<bool>,
+    group_connect: Option<bool>,
+    token_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -109,6 +111,12 @@ pub struct SocketSettings {
     pub max_buffered_bytes: usize,
     /// Every answer waits for its audit record's fsync (see [`DEFAULT_CONFIG`]).
     pub durable_answers: bool,
+    /// The socket is 0660 (its directory's group may connect) instead of 0600: the compose
+    /// layout, where the node host runs as another uid in another container.
+    pub group_connect: bool,
+    /// The deployment's socket token, instead of the one OpenClaw's document holds or the
+    /// guard generates (written into the document so both agree).
+    pub token_file: Option<PathBuf>,
 }
 
 /// The clients' deadlines and the safety margin before them.

@@ -93,6 +93,13 @@ enum Command {
         #[command(subcommand)]
         cmd: AuditCmd,
     },
+    /// Ask a running guard whether it is ready (container health checks: no shell needed).
+    /// Exit 0 on HTTP 200, 1 on any other status, 2 when there is no answer.
+    Health {
+        /// The endpoint to ask.
+        #[arg(long, default_value = "http://127.0.0.1:8484/readyz")]
+        url: String,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -640,5 +647,18 @@ pub fn main() -> ExitCode {
         Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
         Command::Audit { cmd } => audit_cmd(cmd),
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
+        Command::Health { url } => {
+            match sanctum_guard::app::health::probe(&url, std::time::Duration::from_secs(3)) {
+                Ok(200) => ExitCode::SUCCESS,
+                Ok(status) => {
+                    eprintln!("sanctum-guard health: {url} answered {status}");
+                    ExitCode::from(1)
+                }
+                Err(e) => {
+                    eprintln!("sanctum-guard health: {e}");
+                    ExitCode::from(2)
+                }
+            }
+        }
     }
 }
