@@ -54,6 +54,8 @@ pub enum AuditEvent {
     BadTail(BadTail),
     /// `rotation`: the first record of a new file, chained to the archived one.
     Rotation(Rotation),
+    /// `egress`: the egress proxy's decision on a connection, or a tunnel it closed.
+    Egress(Box<crate::egress::proxy::EgressRecord>),
 }
 
 impl AuditEvent {
@@ -76,6 +78,7 @@ impl AuditEvent {
             AuditEvent::TornTail(_) => "torn-tail",
             AuditEvent::BadTail(_) => "bad-tail",
             AuditEvent::Rotation(_) => "rotation",
+            AuditEvent::Egress(_) => "egress",
         }
     }
 
