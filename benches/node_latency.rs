@@ -133,7 +133,9 @@ fn main() {
         .and_then(|d| d.socket_token().map(str::to_owned))
         .expect("serve wrote a token");
     let judge_store = Store::open(tmp.path().join("oc"), Era::Sqlite).expect("store");
-    let judge = sanctum_guard::engine::Judge::load(&cfg, judge_store).expect("judge");
+    let judge =
+        sanctum_guard::engine::Judge::load(cfg.judge_config().expect("judge config"), judge_store)
+            .expect("judge");
     let decider = Decider::Remote(Box::new(Remote {
         socket: SocketDecider {
             path: oc.join("exec-approvals.sock"),

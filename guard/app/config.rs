@@ -2,11 +2,12 @@
 //! over an embedded default that works on a laptop. Precedence: command-line flag >
 //! environment > file > embedded default. This module owns where the guard's files live.
 
+use crate::engine::{Deadlines, JudgeConfig, JudgeError};
 use crate::policy::decide::DecideContext;
 use crate::policy::file::{Policy, PolicyError};
+use crate::socket::SocketSettings;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The embedded default; every key is optional and documented here.
 pub const DEFAULT_CONFIG: &str = include_str!("default-config.toml");
@@ -98,52 +99,6 @@ struct DeadlineSection {
     margin_ms: Option<u64>,
 }
 
-/// Socket settings after precedence.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SocketSettings {
-    pub allowed_uids: Vec<u32>,
-    pub rate_per_sec: u32,
-    pub rate_burst: u32,
-    pub ttl_ms: u64,
-    pub read_timeout: Duration,
-    pub max_connections: usize,
-    pub max_connections_per_uid: usize,
-    pub max_buffered_bytes: usize,
-    /// Every answer waits for its audit record's fsync (see [`DEFAULT_CONFIG`]).
-    pub durable_answers: bool,
-    /// The socket is 0660 (its directory's group may connect) instead of 0600: the compose
-    /// layout, where the node host runs as another uid in another container.
-    pub group_connect: bool,
-    /// The deployment's socket token, instead of the one OpenClaw's document holds or the
-    /// guard generates (written into the document so both agree).
-    pub token_file: Option<PathBuf>,
-}
-
-/// The clients' deadlines and the safety margin before them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadlines {
-    pub request_ms: u64,
-    pub exec_ms: u64,
-    pub margin_ms: u64,
-}
-
-impl Deadlines {
-    /// When the fallback must answer a `request` received at `now_ms`.
-    pub fn request_deadline(&self, now_ms: u64) -> u64 {
-        now_ms + self.request_ms.saturating_sub(self.margin_ms)
-    }
-
-    /// When the fallback must answer an `exec` received at `now_ms`: the 2026.9.6 node host
-    /// waits 20 s; newer ones `timeoutMs + 5 s`. The shorter of both is safe for either.
-    pub fn exec_deadline(&self, now_ms: u64, timeout_ms: Option<u64>) -> u64 {
-        let client = match timeout_ms {
-            Some(t) if t > 0 => self.exec_ms.min(t.saturating_add(5_000)),
-            _ => self.exec_ms,
-        };
-        now_ms + client.saturating_sub(self.margin_ms)
-    }
-}
-
 /// The effective configuration of `serve`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -218,6 +173,27 @@ impl Config {
 
     pub fn audit_path(&self) -> PathBuf {
         self.state_dir.join("audit.jsonl")
+    }
+
+    /// The judge's share: the policy (file or embedded, completed for this host), the state
+    /// dirs and the workspace.
+    pub fn judge_config(&self) -> Result<JudgeConfig, JudgeError> {
+        let policy = load_policy(self.policy.as_deref())?;
+        let workspace = self.workspace(policy.workspace());
+        // `load_policy` completed both for this host.
+        let agent_home = policy
+            .agent_home()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("/"));
+        let agent_path = policy.agent_path().unwrap_or(DEFAULT_AGENT_PATH).to_owned();
+        Ok(JudgeConfig {
+            policy,
+            state_dir: self.state_dir.clone(),
+            openclaw_state_dir: self.openclaw_state_dir.clone(),
+            workspace,
+            agent_home,
+            agent_path,
+        })
     }
 
     /// The writable workspace of approved runs, never chosen by a request: this config's

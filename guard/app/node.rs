@@ -84,7 +84,7 @@ fn build_decider(o: &NodeOptions, cfg: &Config) -> Result<Decider, NodeError> {
                     .filter(|t| !t.is_empty())
                     .ok_or_else(|| NodeError::NoDeciderToken(store.path()))?,
             };
-            let judge = Judge::load(cfg, store)?;
+            let judge = Judge::load(cfg.judge_config()?, store)?;
             Ok(Decider::Remote(Box::new(Remote {
                 socket: SocketDecider {
                     path: path.clone(),
@@ -104,7 +104,7 @@ pub fn local_engine(cfg: &Config, store: Store) -> Result<Engine, NodeError> {
         .map_err(|e| NodeError::StateDir(e.to_string()))?;
     let (audit, _) = AuditLog::open(&cfg.audit_path())?;
     let (inbox, _) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
-    let judge = Judge::load(cfg, store)?;
+    let judge = Judge::load(cfg.judge_config()?, store)?;
     Ok(Engine::new(
         cfg.deadlines,
         judge,

@@ -78,7 +78,7 @@ fn open_sinks(cfg: &Config) -> Result<Sinks, ServeError> {
         None => None,
     };
     let sock = ensure_socket(&store, cfg.home.as_deref(), token)?;
-    let judge = Judge::load(cfg, store)?;
+    let judge = Judge::load(cfg.judge_config()?, store)?;
     Ok(Sinks {
         audit,
         audit_records: report.records,
@@ -148,13 +148,16 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         .await?;
 
     let socket_path = sock.path.clone();
-    let engine = Arc::new(Engine::new(
-        cfg.deadlines,
-        judge,
-        inbox,
-        audit.clone(),
-        cfg.socket.durable_answers,
-    ));
+    let engine = Arc::new(
+        Engine::new(
+            cfg.deadlines,
+            judge,
+            inbox,
+            audit.clone(),
+            cfg.socket.durable_answers,
+        )
+        .with_metrics(crate::web::metrics::global()),
+    );
     let server = bind_socket(&cfg, sock, engine.clone())?;
     let (tx, rx) = watch::channel(false);
     crate::web::start(

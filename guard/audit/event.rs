@@ -7,7 +7,7 @@
 //! kind strings are those the guard wrote before events were typed. Several variants share a
 //! kind (`decision`, `exec`, `rejection`): readers tell them apart by their fields, as before.
 
-use crate::node::ask::Outcome;
+use crate::engine::ask::Outcome;
 use crate::policy::request::{Decision, Request};
 use crate::policy::verdict::Verdict;
 use crate::sandbox::IntegrityEvent;
@@ -55,7 +55,7 @@ pub enum AuditEvent {
     /// `rotation`: the first record of a new file, chained to the archived one.
     Rotation(Rotation),
     /// `egress`: the egress proxy's decision on a connection, or a tunnel it closed.
-    Egress(Box<crate::egress::proxy::EgressRecord>),
+    Egress(Box<EgressRecord>),
 }
 
 impl AuditEvent {
@@ -338,3 +338,24 @@ pub struct Rotation {
 #[cfg(test)]
 #[path = "event_tests.rs"]
 mod tests;
+
+/// One egress audit record: a decision (`phase: "decided"`) or a closed tunnel (`"closed"`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EgressRecord {
+    pub phase: &'static str,
+    pub client: String,
+    pub method: String,
+    pub target: String,
+    /// `allow` or `deny`.
+    pub verdict: &'static str,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_up: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_down: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}

@@ -476,6 +476,10 @@ fn run_node(a: NodeArgs) -> ExitCode {
 
 /// `egress`: exit 0 after SIGTERM/SIGINT, 2 on a start-up error.
 fn run_egress(o: sanctum_guard::egress::EgressOptions) -> ExitCode {
+    if let Err(e) = sanctum_guard::app::config::ensure_state_dir(&o.state_dir) {
+        eprintln!("sanctum-guard egress: state dir: {e}");
+        return ExitCode::from(2);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -27,8 +27,6 @@ pub struct EgressOptions {
 pub enum EgressError {
     #[error(transparent)]
     Rule(#[from] rules::RuleError),
-    #[error("state dir: {0}")]
-    StateDir(crate::socket::listener::ListenError),
     #[error("audit log: {0}")]
     Audit(#[from] AuditError),
     #[error("listen on {addr}: {source}")]
@@ -40,10 +38,10 @@ pub enum EgressError {
     Signal(std::io::Error),
 }
 
-/// Runs the proxy until SIGTERM or SIGINT.
+/// Runs the proxy until SIGTERM or SIGINT. The state dir must exist and be the guard's
+/// own (the command line checks it as for `serve`).
 pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
     let rules = rules::parse_all(&o.allow)?;
-    crate::socket::listener::secure_dir(&o.state_dir).map_err(EgressError::StateDir)?;
     let (audit, _) = AuditLog::open(&o.state_dir.join("egress-audit.jsonl"))?;
     let listener = tokio::net::TcpListener::bind(o.listen)
         .await

@@ -5,8 +5,8 @@
 //! and nothing is connected. Each decision and each closed tunnel is an audit record.
 
 use super::rules::{matching, may_reach, split_host_port, Rule};
+use crate::audit::event::EgressRecord;
 use crate::audit::{AuditEvent, AuditLog};
-use serde::Serialize;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,27 +26,6 @@ pub struct Options {
     pub head_timeout: Duration,
     /// A tunnel with no byte either way for this long is closed.
     pub idle_timeout: Duration,
-}
-
-/// One egress audit record: a decision (`phase: "decided"`) or a closed tunnel (`"closed"`).
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EgressRecord {
-    pub phase: &'static str,
-    pub client: String,
-    pub method: String,
-    pub target: String,
-    /// `allow` or `deny`.
-    pub verdict: &'static str,
-    pub reason: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub upstream: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bytes_up: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bytes_down: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub duration_ms: Option<u64>,
 }
 
 /// What the client asked for.

@@ -3,7 +3,6 @@
 //! `allow-always` entries written back), and the sandbox runner for approved execs.
 
 use super::plan::{self, Deployment, ExecPlan, PlanError, PlanInput};
-use crate::app::config::Config;
 use crate::openclaw::allow_always::{append_allow_always, Grant};
 use crate::openclaw::document::{ApprovalsDocument, DocumentError};
 use crate::openclaw::resolve;
@@ -85,6 +84,23 @@ fn context_for(dep: &Deployment, eff: &resolve::EffectivePolicy) -> DecideContex
     }
 }
 
+/// What the deployment tells the judge; the app wiring builds it from its configuration
+/// (the engine reads no configuration file and no environment).
+#[derive(Debug, Clone)]
+pub struct JudgeConfig {
+    /// The policy, completed for this host (agent home and PATH filled in).
+    pub policy: Policy,
+    /// The guard's own state (unreadable to every run).
+    pub state_dir: PathBuf,
+    /// OpenClaw's state dir (its approvals document and state are unreadable to every run).
+    pub openclaw_state_dir: PathBuf,
+    /// The deployment's writable workspace (never chosen by a request).
+    pub workspace: PathBuf,
+    /// The agent's home and PATH as the policy's host completion left them.
+    pub agent_home: PathBuf,
+    pub agent_path: String,
+}
+
 /// Policy + OpenClaw document + sandbox, as the engine calls them.
 pub struct Judge {
     policy: Policy,
@@ -98,13 +114,12 @@ pub struct Judge {
 }
 
 impl Judge {
-    /// Loads the policy (file or embedded) and reads the approvals document once.
-    pub fn load(cfg: &Config, store: Store) -> Result<Judge, JudgeError> {
-        let policy = crate::app::config::load_policy(cfg.policy.as_deref())?;
+    /// Takes the deployment's policy and places and reads the approvals document once.
+    pub fn load(cfg: JudgeConfig, store: Store) -> Result<Judge, JudgeError> {
         // The deployment's own secrets (their places are configuration, not policy):
         // OpenClaw's approvals document and SQLite state, the guard's state dir.
         let oc = &cfg.openclaw_state_dir;
-        let policy = policy.with_sensitive_extra(&[
+        let policy = cfg.policy.with_sensitive_extra(&[
             oc.join(crate::openclaw::store::JSON_FILE)
                 .to_string_lossy()
                 .into_owned(),
@@ -117,16 +132,9 @@ impl Judge {
         deny.push(cfg.state_dir.clone())?;
         deny.push_openclaw_state(&cfg.openclaw_state_dir)?;
         let deployment = Deployment {
-            workspace: cfg.workspace(policy.workspace()),
-            // `load_policy` completed both for this host.
-            agent_home: policy
-                .agent_home()
-                .map(std::path::Path::to_path_buf)
-                .unwrap_or_else(|| PathBuf::from("/")),
-            agent_path: policy
-                .agent_path()
-                .unwrap_or(crate::app::config::DEFAULT_AGENT_PATH)
-                .to_owned(),
+            workspace: cfg.workspace,
+            agent_home: cfg.agent_home,
+            agent_path: cfg.agent_path,
         };
         // One list: everything the policy treats as a secret is unreadable in every run too
         // (globs like /proc/*/environ are the kernel's ptrace rule's, not Landlock's).

@@ -4,11 +4,13 @@
 //! runs approved execs under the sandbox, and writes every step to the audit log. It knows no
 //! frames. Fail closed: any internal error is a deny with a reason.
 
+pub mod ask;
+pub mod deadlines;
 pub mod decision;
 pub mod judge;
+pub mod metrics;
 pub mod plan;
 
-use crate::app::config::Deadlines;
 use crate::audit::event::{
     AllowAlways, Answered, Asked, AuditEvent, Decided, NotRun, OutputSummary, Ran, Requester,
 };
@@ -17,8 +19,10 @@ use crate::inbox::{Cancel, Inbox};
 use crate::policy::request::{DecidedBy, Decision, DecisionKind, Request, Source};
 use crate::policy::verdict::{Verdict, VerdictKind};
 use crate::sandbox::RunOutcome;
+pub use deadlines::Deadlines;
 use decision::{deny_reason, fallback, now_ms, policy_decision};
-pub use judge::{Judge, JudgeError};
+pub use judge::{Judge, JudgeConfig, JudgeError};
+pub use metrics::MetricsSink;
 pub use plan::{ExecPlan, PlanError, PlanInput};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -38,6 +42,8 @@ pub struct Engine {
     audit_ok: Arc<AtomicBool>,
     /// Answers that run nothing also wait for their record's fsync.
     durable_answers: bool,
+    /// Where decisions and run outcomes are counted.
+    metrics: &'static dyn MetricsSink,
 }
 
 /// How an approved run ended, as the engine reports it to a door.
@@ -66,7 +72,14 @@ impl Engine {
             audit,
             audit_ok: Arc::new(AtomicBool::new(true)),
             durable_answers,
+            metrics: &metrics::NoMetrics,
         }
+    }
+
+    /// Reports decisions and run outcomes to `sink` (the web door's exposition in `serve`).
+    pub fn with_metrics(mut self, sink: &'static dyn MetricsSink) -> Self {
+        self.metrics = sink;
+        self
     }
 
     pub fn inbox(&self) -> &Inbox {
@@ -211,7 +224,7 @@ impl Engine {
         verdict: &Verdict,
         decision: Decision,
     ) -> Decision {
-        crate::web::metrics::global().decision(&decision, Some(req.received_at_ms));
+        self.metrics.decision(&decision, Some(req.received_at_ms));
         let event = decided(requester, req, verdict, &decision);
         let audited = if req.who.source == Source::SocketRequest {
             self.record_soon(event).await
@@ -270,7 +283,7 @@ impl Engine {
         let outcome = tokio::select! {
             o = run => o,
             _ = async { let _ = shutdown.wait_for(|s| *s).await; } => {
-                crate::web::metrics::global().run("shutdown");
+                self.metrics.run("shutdown");
                 self.record(AuditEvent::NotRun(NotRun {
                     id: req.id.clone(), argv, error: None, reason: "guard-shutdown", message: None,
                 })).await;
@@ -279,7 +292,7 @@ impl Engine {
         };
         match outcome {
             Ok(o) => {
-                crate::web::metrics::global().run_outcome(&o);
+                self.metrics.run(metrics::run_class(&o));
                 self.record(AuditEvent::Ran(Box::new(Ran {
                     id: req.id.clone(),
                     program,
@@ -304,7 +317,7 @@ impl Engine {
                 RunResult::Ran(Box::new(o))
             }
             Err(e) => {
-                crate::web::metrics::global().run("sandbox-unavailable");
+                self.metrics.run("sandbox-unavailable");
                 self.record(AuditEvent::NotRun(NotRun {
                     id: req.id.clone(),
                     argv,

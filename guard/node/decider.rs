@@ -4,8 +4,8 @@
 //! where the command runs, asks about exactly that plan, runs it unchanged under its own
 //! sandbox with the profile the verdict named, and reports the outcome back.
 
-use super::ask::{self, Answer, Ask, Outcome};
 use crate::audit::event::{AuditEvent, Origin, Requester, RunOutcome};
+use crate::engine::ask::{self, Answer, Ask, Outcome};
 use crate::engine::decision::now_ms;
 use crate::engine::plan::ExecPlan;
 use crate::engine::{Engine, Judge, RunResult};

@@ -2,9 +2,9 @@
 //! caller's `approved` flag) and run confined; `system.run.prepare` binds the plan;
 //! `system.which` and `system.execApprovals.get` answer truthfully. Anything else is refused.
 
-use super::ask::{Ask, Outcome};
 use super::decider::Decider;
 use super::protocol::{self as p, InvokeAnswer, InvokeRequest, RunContext, RunParams, RunPayload};
+use crate::engine::ask::{Ask, Outcome};
 use crate::engine::decision::deny_message;
 use crate::engine::plan::{ExecPlan, PlanInput};
 use crate::engine::RunResult;

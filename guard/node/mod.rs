@@ -5,10 +5,9 @@
 //! approvals socket, or in-process), run confined, and reported in OpenClaw's shapes.
 //!
 //! `identity` (Ed25519 device key, v3 proof), `protocol` (frames), `client` (the gateway
-//! session, pairing, backoff), `invoke` (the four commands), `ask` (the request the decider
-//! judges, and the run's outcome), `decider` (sidecar or in-process).
+//! session, pairing, backoff), `invoke` (the four commands), `decider` (sidecar or in-process).
+//! What a node asks and how its run ended are the engine's words (`engine::ask`).
 
-pub mod ask;
 pub mod client;
 pub mod decider;
 pub mod doctor;

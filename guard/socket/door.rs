@@ -18,7 +18,7 @@ use super::wire::{
     self, ExecError, ExecFrame, ExecPayload, ExecRequest, Frame, FrameKind, RejectReason, Reply,
     RequestFrame,
 };
-use crate::app::config::SocketSettings;
+use super::SocketSettings;
 use crate::audit::event::{AuditEvent, NotRun, Origin, PolicyDeny, Refused, Rejection, Requester};
 use crate::engine::decision::{deny_message, now_ms};
 use crate::engine::{Engine, ExecPlan, PlanInput, RunResult};

@@ -1,7 +1,7 @@
 //! The Prometheus exposition (`GET /metrics`, text format via `prometheus-client`): pending
 //! count, decisions by kind and by who, decision latency, rejections (denies) by reason,
 //! sandbox runs by outcome, and the web door's own refusals. One process-wide registry
-//! ([`global`]) so the engine counts with one line per event and no wiring change.
+//! ([`global`]); the engine reports to it through its `MetricsSink` seam, wired by `serve`.
 
 use crate::policy::request::{DecidedBy, Decision};
 use prometheus_client::encoding::text::encode;
@@ -151,19 +151,6 @@ impl Metrics {
             .inc();
     }
 
-    /// Classifies and counts a finished run.
-    pub fn run_outcome(&self, o: &crate::sandbox::RunOutcome) {
-        self.run(if o.timed_out {
-            "timeout"
-        } else if o.error.is_some() {
-            "error"
-        } else if o.success {
-            "success"
-        } else {
-            "exit-nonzero"
-        });
-    }
-
     /// Counts one refusal of the web door.
     pub fn web_refusal(&self, reason: &'static str) {
         self.web_refusals
@@ -178,5 +165,16 @@ impl Metrics {
             out.clear();
         }
         out
+    }
+}
+
+/// The engine's counts land in this registry (`serve` plugs it in).
+impl crate::engine::MetricsSink for Metrics {
+    fn decision(&self, d: &Decision, received_ms: Option<u64>) {
+        Metrics::decision(self, d, received_ms)
+    }
+
+    fn run(&self, outcome: &'static str) {
+        Metrics::run(self, outcome)
     }
 }

@@ -64,7 +64,8 @@ impl InProc {
                         path,
                         token: "t".into(),
                     },
-                    judge: Judge::load(&cfg, store).expect("judge"),
+                    judge: Judge::load(cfg.judge_config().expect("judge config"), store)
+                        .expect("judge"),
                 }))
             }
         };

@@ -7,6 +7,8 @@
 
 /// Audit-log files as lines.
 pub mod audit;
+/// The compose deployment under podman: images, the stack, commands inside its containers.
+pub mod compose;
 /// One guard deployment: OpenClaw's approvals document and the real `serve` on temp dirs.
 pub mod guard;
 /// Fixtures of the inbox tests: a gated request, its verdict, a human decision.

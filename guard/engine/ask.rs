@@ -1,6 +1,8 @@
-//! What the node asks the deciding guard about one `system.run`, and how that becomes the
+//! What a node asks the deciding guard about one `system.run`, and how that becomes the
 //! engine's [`Request`]: one builder for both deciders (the sidecar's socket door and the
-//! in-process engine), so a command is judged the same way wherever it is decided.
+//! in-process engine), so a command is judged the same way wherever it is decided. The
+//! engine's vocabulary, not a door's: the node door sends an [`Ask`], the socket door
+//! receives it, and the audit log records the [`Outcome`].
 
 use crate::policy::request::{Action, ExecAction, OpenClawAsk, Request, Source, Who};
 use serde::{Deserialize, Serialize};
