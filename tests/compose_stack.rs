@@ -141,13 +141,28 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
             stack.project
         ),
     );
-    assert!(
-        !guard_on_control.is_empty(),
-        "guard has no control-net address"
-    );
+    assert_eq!(guard_on_control, "172.30.75.2");
     assert!(
         !connects(&stack, "agent", &guard_on_control, 8484),
         "the agent reached the guard's web port on control-net"
+    );
+    // The one way out: the egress proxy refuses a destination off its allow-list, and says
+    // so in its own audit log.
+    let refused = output_text(&stack.exec(
+        "agent",
+        "exec 3<>/dev/tcp/172.30.75.3/3128; printf 'CONNECT example.com:443 HTTP/1.1\\r\\n\\r\\n' >&3; head -1 <&3",
+    ));
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    let egress_log = stack
+        .volume_path("egress-state")
+        .join("egress/egress-audit.jsonl");
+    let log = std::fs::read_to_string(&egress_log).unwrap_or_default();
+    assert!(
+        log.lines().any(|l| l.contains("\"egress\"")
+            && l.contains("example.com:443")
+            && l.contains("\"deny\"")),
+        "no egress record of the refusal in {}:\n{log}",
+        egress_log.display()
     );
     // Published on loopback only.
     let ports = stack.inspect("guard", "{{json .HostConfig.PortBindings}}");

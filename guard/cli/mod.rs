@@ -98,8 +98,8 @@ enum Command {
         /// Address to listen on (the agent's internal network).
         #[arg(long, default_value = "127.0.0.1:3128")]
         listen: std::net::SocketAddr,
-        /// An allowed destination, host:port (repeat; no wildcards).
-        #[arg(long = "allow")]
+        /// Allowed destinations, host:port (repeat, or comma-separated; no wildcards).
+        #[arg(long = "allow", value_delimiter = ',')]
         allow: Vec<String>,
         /// Holds egress-audit.jsonl and its key.
         #[arg(long)]

@@ -72,7 +72,10 @@ pub fn stage_context(dir: &Path) -> PathBuf {
         }
     }
     std::fs::copy(repo().join(".dockerignore"), ctx.join(".dockerignore")).unwrap();
-    std::fs::copy(guard_bin(), ctx.join("target/release/sanctum-guard")).unwrap();
+    // As the image's build stage ships it: without symbols (the guard image stays < 20 MiB).
+    let bin = ctx.join("target/release/sanctum-guard");
+    std::fs::copy(guard_bin(), &bin).unwrap();
+    run(Command::new("strip").arg("--strip-all").arg(&bin));
     for d in ["node".to_owned(), format!("openclaw-{OPENCLAW}")] {
         let from = cache().join(&d);
         assert!(
@@ -163,19 +166,71 @@ impl Stack {
 
     /// `docker-compose ARGS` against this stack, with podman's socket as DOCKER_HOST.
     pub fn compose(&self, args: &[&str]) -> Output {
-        Command::new("docker-compose")
-            .env("DOCKER_HOST", format!("unix://{}", self.socket.display()))
-            .env("COMPOSE_PROJECT_NAME", &self.project)
-            .args(["-f"])
+        Command::new("timeout")
+            .arg("300")
+            .arg("docker-compose")
+            .envs(self.env())
+            .arg("-f")
             .arg(&self.compose_file)
             .args(args)
             .output()
             .expect("docker-compose (tests/setup.sh installs it)")
     }
 
-    /// `up -d` without building (the images are built by [`build_images`]).
+    /// docker-compose 1.29 reads a `seccomp=FILE` option itself and sends the file's text,
+    /// as Docker's API wants; podman's compatible API takes that text as a path to open. So
+    /// for podman the file compose reads holds the absolute path of the real profile, which
+    /// podman then opens: the agent runs under seccomp/agent-profile.json exactly (Docker
+    /// Engine users point at the profile itself, the compose file's default).
+    fn seccomp_pointer(&self) -> PathBuf {
+        let pointer = self.dir.path().join("seccomp-profile-path");
+        let real = self.context().join("seccomp/agent-profile.json");
+        std::fs::write(&pointer, real.display().to_string()).unwrap();
+        pointer
+    }
+
+    /// The environment compose runs in: podman's socket, the project, the test's settings
+    /// (an absolute seccomp path: docker-compose reads it relative to its own cwd).
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "DOCKER_HOST".into(),
+                format!("unix://{}", self.socket.display()),
+            ),
+            ("COMPOSE_PROJECT_NAME".into(), self.project.clone()),
+            (
+                "SANCTUM_SECCOMP_PROFILE".into(),
+                self.seccomp_pointer().display().to_string(),
+            ),
+            ("SANCTUM_EGRESS_ALLOW".into(), "model.invalid:8080".into()),
+        ]
+    }
+
+    /// `up -d` without building (the images are built by [`build_images`]). Podman runs
+    /// health checks from systemd timers, which a machine without systemd (this one) lacks:
+    /// left alone, a `service_healthy` dependency would wait forever. So while compose
+    /// waits, the guard's check is run every 2 s, as the timer would.
     pub fn up(&self) {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let guard = self.container("guard");
+        let ticker = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = Command::new("podman")
+                        .args(["healthcheck", "run", &guard])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .status();
+                    std::thread::sleep(Duration::from_secs(2));
+                }
+            })
+        };
+        // A stack a killed earlier run left behind would hold the names and addresses.
+        let _ = self.compose(&["down", "-v", "--remove-orphans", "-t", "2"]);
         let out = self.compose(&["up", "-d", "--no-build"]);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = ticker.join();
         assert!(
             out.status.success(),
             "compose up failed:\n{}\n{}",
@@ -204,6 +259,18 @@ impl Stack {
             .output()
             .expect("podman inspect");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Where a named volume of this project lies on the host.
+    pub fn volume_path(&self, volume: &str) -> PathBuf {
+        let out = run(Command::new("podman").args([
+            "volume",
+            "inspect",
+            "--format",
+            "{{.Mountpoint}}",
+            &format!("{}_{volume}", self.project),
+        ]));
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
     }
 
     /// Every service's log, for failure messages.
