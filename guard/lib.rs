@@ -5,6 +5,7 @@
 //! them with the pure `policy` core over OpenClaw's formats (`openclaw`); the sinks record and
 //! act (`inbox`, `audit`, `sandbox`); `app` wires it all for `serve`.
 
+pub mod egress;
 pub mod gateway;
 pub mod socket;
 pub mod web;

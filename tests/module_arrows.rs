@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// Protocols the guard speaks; `gateway` is the approver client and front door.
-const DOORS: &[&str] = &["socket", "node", "web", "gateway"];
+const DOORS: &[&str] = &["socket", "node", "web", "gateway", "egress"];
 /// What wires the boxes together (only it may know every box).
 const WIRING: &[&str] = &["app", "cli", "main"];
 /// The pure decision core.

@@ -22,17 +22,41 @@ mod support;
 const HOME: &str = "/home/sanctum-test";
 use support::openclaw::*;
 
+/// A deployment token (config `socket.token_file`) replaces a generated one, in the document
+/// OpenClaw reads too, and a second start with it changes nothing.
+#[test]
+fn a_deployment_token_replaces_the_documents_token() {
+    let e = env();
+    let store = Store::open(&e.state, Era::Sqlite).unwrap();
+    let first = ensure_socket(&store, Some(Path::new(HOME)), None).unwrap();
+    let mine = "deployment-socket-token-0123456789".to_owned();
+    let config = ensure_socket(&store, Some(Path::new(HOME)), Some(mine.clone())).unwrap();
+    assert_ne!(first.token, mine);
+    assert_eq!(config.token, mine);
+    assert_eq!(config.path, first.path);
+    assert_eq!(
+        ensure_socket(&store, Some(Path::new(HOME)), None).unwrap(),
+        config,
+        "the stored token is the deployment's"
+    );
+    let stored = store.read().unwrap().unwrap();
+    assert_eq!(stored.socket_token(), Some(mine.as_str()));
+    // OpenClaw still reads the document we wrote (it redacts the token itself).
+    let got = approvals_get(NEW, &e.home, &e.state);
+    assert_eq!(got["exists"], json!(true));
+}
+
 #[test]
 fn ensure_socket_seeds_a_sqlite_store_openclaw_reads() {
     let e = env();
     let store = Store::open(&e.state, Era::Sqlite).unwrap();
-    let config = ensure_socket(&store, Some(Path::new(HOME))).unwrap();
+    let config = ensure_socket(&store, Some(Path::new(HOME)), None).unwrap();
     assert_eq!(config.path, e.state.join("exec-approvals.sock"));
     assert_eq!(config.token.len(), 32);
     assert!(!e.state.join(JSON_FILE).exists(), "legacy JSON created");
     // Idempotent: a second call returns the stored values, not new ones.
     assert_eq!(
-        ensure_socket(&store, Some(Path::new(HOME))).unwrap(),
+        ensure_socket(&store, Some(Path::new(HOME)), None).unwrap(),
         config
     );
 
@@ -94,7 +118,7 @@ fn ensure_socket_reads_the_token_openclaw_generated() {
         .unwrap()
         .to_string();
     assert_eq!(token.len(), 32, "OpenClaw generated a 32-char token");
-    let config = ensure_socket(&store, Some(Path::new(HOME))).unwrap();
+    let config = ensure_socket(&store, Some(Path::new(HOME)), None).unwrap();
     assert_eq!(config.token, token);
     assert_eq!(
         config.path,
@@ -250,7 +274,7 @@ fn json_era_round_trips_with_openclaw_2026_7() {
         drop_ids(serde_json::to_value(&ours).unwrap()),
         drop_ids(got["file"].clone())
     );
-    let config = ensure_socket(&store, Some(Path::new(HOME))).unwrap();
+    let config = ensure_socket(&store, Some(Path::new(HOME)), None).unwrap();
     assert_eq!(config.token, "legacy-token");
     assert_eq!(config.path, e.state.join("exec-approvals.sock"));
     let after = approvals_get(OLD, &e.home, &e.state);
@@ -401,7 +425,7 @@ fn corrupt_or_conflicting_stores_fail_closed() {
         "OpenClaw fails closed too"
     );
     assert!(matches!(
-        ensure_socket(&store, Some(Path::new(HOME))),
+        ensure_socket(&store, Some(Path::new(HOME)), None),
         Err(sanctum_guard::openclaw::socket::SocketConfigError::Store(_))
     ));
 
@@ -442,7 +466,7 @@ fn openclaw_runtime_uses_our_token_and_keeps_our_bytes() {
     let mut doc = sample_doc(Path::new("unused"));
     doc.socket = Default::default();
     store.write(&doc).unwrap();
-    let config = ensure_socket(&store, Some(Path::new(HOME))).unwrap();
+    let config = ensure_socket(&store, Some(Path::new(HOME)), None).unwrap();
     let row = || -> (String, i64) {
         let conn = rusqlite::Connection::open(e.state.join(SQLITE_FILE)).unwrap();
         conn.query_row(

@@ -99,6 +99,8 @@ struct SocketSection {
     max_connections_per_uid: Option<usize>,
     max_buffered_bytes: Option<usize>,
     durable_answers: Option<bool>,
+    group_connect: Option<bool>,
+    token_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, Deserialize)]

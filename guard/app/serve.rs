@@ -42,6 +42,8 @@ pub enum ServeError {
     Gateway(String),
     #[error("signals: {0}")]
     Signal(std::io::Error),
+    #[error("socket token file: {0}")]
+    TokenFile(super::secret_file::SecretFileError),
     #[error("workspace {path}: {message}")]
     Workspace {
         path: std::path::PathBuf,
@@ -73,7 +75,11 @@ fn open_sinks(cfg: &Config) -> Result<Sinks, ServeError> {
     let (audit, report) = AuditLog::open_with(&cfg.audit_path(), &audit_opts)?;
     let (inbox, expired) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
     let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
-    let sock = ensure_socket(&store, cfg.home.as_deref())?;
+    let token = match &cfg.socket.token_file {
+        Some(f) => Some(super::secret_file::read_secret(f).map_err(ServeError::TokenFile)?),
+        None => None,
+    };
+    let sock = ensure_socket(&store, cfg.home.as_deref(), token)?;
     let judge = Judge::load(cfg.judge_config()?, store)?;
     Ok(Sinks {
         audit,
@@ -223,6 +229,7 @@ fn bind_socket(
     opts.max_connections = cfg.socket.max_connections;
     opts.max_connections_per_uid = cfg.socket.max_connections_per_uid;
     opts.max_buffered_bytes = cfg.socket.max_buffered_bytes;
+    opts.group_connect = cfg.socket.group_connect;
     let door = Arc::new(SocketDoor::new(
         sock.token,
         &cfg.socket,

@@ -58,6 +58,8 @@ pub enum AuditEvent {
     FrontRefusal(FrontRefusal),
     /// A person's Agent-page action (new task, stop), or its refusal.
     AgentAction(AgentAction),
+    /// `egress`: the egress proxy's decision on a connection, or a tunnel it closed.
+    Egress(Box<EgressRecord>),
 }
 
 impl AuditEvent {
@@ -82,6 +84,7 @@ impl AuditEvent {
             AuditEvent::Rotation(_) => "rotation",
             AuditEvent::FrontRefusal(_) => "front-refusal",
             AuditEvent::AgentAction(_) => "agent-action",
+            AuditEvent::Egress(_) => "egress",
         }
     }
 
@@ -373,4 +376,25 @@ pub struct AgentAction {
     pub session_key: String,
     pub run_id: Option<String>,
     pub refused: Option<String>,
+}
+
+/// One egress audit record: a decision (`phase: "decided"`) or a closed tunnel (`"closed"`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EgressRecord {
+    pub phase: &'static str,
+    pub client: String,
+    pub method: String,
+    pub target: String,
+    /// `allow` or `deny`.
+    pub verdict: &'static str,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_up: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_down: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
 }

@@ -43,11 +43,13 @@ pub fn generate_token() -> Result<String, SocketConfigError> {
 
 /// Reads `socket.path` and `socket.token` from the store; when either is absent, fills it in
 /// (default path `$STATE/exec-approvals.sock`, a fresh token) in one store transaction and
-/// returns the stored values. Existing values are never replaced.
+/// returns the stored values. Existing values are never replaced, except by `token`: the
+/// deployment's own token (a config's `token_file`), which the document is made to hold.
 /// `home` expands a `~` in the stored socket path (OpenClaw writes `~/.openclaw/…`).
 pub fn ensure_socket(
     store: &Store,
     home: Option<&std::path::Path>,
+    token: Option<String>,
 ) -> Result<SocketConfig, SocketConfigError> {
     // Generate up front: the store callback cannot fail on randomness mid-transaction.
     let fresh_token = generate_token()?;
@@ -63,7 +65,12 @@ pub fn ensure_socket(
             doc.socket.path = Some(default_path);
             changed = true;
         }
-        if doc.socket_token().is_none() {
+        if let Some(t) = &token {
+            if doc.socket_token() != Some(t.as_str()) {
+                doc.socket.token = Some(t.clone());
+                changed = true;
+            }
+        } else if doc.socket_token().is_none() {
             doc.socket.token = Some(fresh_token);
             changed = true;
         }

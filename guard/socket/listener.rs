@@ -120,8 +120,10 @@ pub fn secure_dir(dir: &Path) -> Result<(), ListenError> {
     Ok(())
 }
 
-/// Binds `path` (0600) in a checked directory and returns the non-blocking std listener.
-pub fn bind_secure(path: &Path) -> Result<StdListener, ListenError> {
+/// Binds `path` in a checked directory, mode 0600 (or 0660 with `group_connect`: the
+/// directory's group may connect), and returns the non-blocking std listener.
+pub fn bind_secure(path: &Path, group_connect: bool) -> Result<StdListener, ListenError> {
+    let mode = if group_connect { 0o660 } else { 0o600 };
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -152,8 +154,8 @@ pub fn bind_secure(path: &Path) -> Result<StdListener, ListenError> {
         &uuid::Uuid::new_v4().simple().to_string()[..12]
     ));
     let listener = StdListener::bind(&tmp).map_err(io_err("bind", &tmp))?;
-    let placed = fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600))
-        .map_err(io_err("chmod 0600", &tmp))
+    let placed = fs::set_permissions(&tmp, fs::Permissions::from_mode(mode))
+        .map_err(io_err("chmod", &tmp))
         .and_then(|()| fs::rename(&tmp, path).map_err(io_err("rename socket into place", path)));
     if let Err(e) = placed {
         let _ = fs::remove_file(&tmp);
@@ -199,26 +201,44 @@ mod tests {
         let t = tempfile::tempdir().expect("tempdir");
         let dir = t.path().join("state");
         let sock = dir.join("exec-approvals.sock");
-        let l = bind_secure(&sock).expect("bind");
+        let l = bind_secure(&sock, false).expect("bind");
         let mode = |p: &Path| fs::metadata(p).expect("stat").mode() & 0o777;
         assert_eq!(mode(&dir), 0o700);
         assert_eq!(mode(&sock), 0o600);
-        assert!(matches!(bind_secure(&sock), Err(ListenError::InUse(_))));
+        assert!(matches!(
+            bind_secure(&sock, false),
+            Err(ListenError::InUse(_))
+        ));
         drop(l);
         // Stale: the file is still there but nobody listens.
         assert!(fs::symlink_metadata(&sock).is_ok());
-        let _l2 = bind_secure(&sock).expect("rebinding over a stale socket");
+        let _l2 = bind_secure(&sock, false).expect("rebinding over a stale socket");
 
         let real = t.path().join("real");
         fs::create_dir(&real).expect("mkdir");
         let link = t.path().join("link");
         std::os::unix::fs::symlink(&real, &link).expect("symlink");
         assert!(matches!(
-            bind_secure(&link.join("s.sock")),
+            bind_secure(&link.join("s.sock"), false),
             Err(ListenError::Unsafe { .. })
         ));
         let file = real.join("plain");
         fs::write(&file, b"x").expect("write");
-        assert!(matches!(bind_secure(&file), Err(ListenError::NotSocket(_))));
+        assert!(matches!(
+            bind_secure(&file, false),
+            Err(ListenError::NotSocket(_))
+        ));
+    }
+
+    #[test]
+    fn group_connect_makes_the_socket_group_connectable_only() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let sock = t.path().join("state/exec-approvals.sock");
+        let _l = bind_secure(&sock, true).expect("bind");
+        assert_eq!(fs::metadata(&sock).expect("stat").mode() & 0o777, 0o660);
+        assert_eq!(
+            fs::metadata(t.path().join("state")).expect("stat").mode() & 0o777,
+            0o700
+        );
     }
 }

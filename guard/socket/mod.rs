@@ -33,4 +33,10 @@ pub struct SocketSettings {
     /// Every answer waits for its audit record's fsync (`[socket] durable_answers` of the
     /// deployment config).
     pub durable_answers: bool,
+    /// The socket is 0660 (its directory's group may connect) instead of 0600: the compose
+    /// layout, where the node host runs as another uid in another container.
+    pub group_connect: bool,
+    /// The deployment's socket token, instead of the one OpenClaw's document holds or the
+    /// guard generates (written into the document so both agree).
+    pub token_file: Option<std::path::PathBuf>,
 }

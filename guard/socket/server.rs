@@ -51,6 +51,8 @@ pub struct ServerOptions {
     pub max_buffered_bytes: usize,
     /// How long in-flight requests get to answer after shutdown starts.
     pub drain_timeout: Duration,
+    /// Socket mode 0660 instead of 0600 (see `listener::bind_secure`).
+    pub group_connect: bool,
 }
 
 impl ServerOptions {
@@ -62,6 +64,7 @@ impl ServerOptions {
             max_connections_per_uid: 4096,
             max_buffered_bytes: 16 * 1024 * 1024,
             drain_timeout: Duration::from_secs(3),
+            group_connect: false,
         }
     }
 }
@@ -82,9 +85,9 @@ struct LoadReport {
 }
 
 impl Server {
-    /// Binds the socket (checked dir, socket 0600). Must be called inside a tokio runtime.
+    /// Binds the socket (checked dir, socket 0600 or 0660). Must be called inside a tokio runtime.
     pub fn bind(opts: ServerOptions, engine: Arc<Engine>) -> Result<Self, ListenError> {
-        let std = bind_secure(&opts.socket_path)?;
+        let std = bind_secure(&opts.socket_path, opts.group_connect)?;
         let file = SocketFile::new(&opts.socket_path);
         // `AsyncFd::new` is deprecated because an arbitrary `AsRawFd` type could change or
         // close its descriptor while registered; a std `UnixListener` owns its descriptor for

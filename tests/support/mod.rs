@@ -7,6 +7,8 @@
 
 /// Audit-log files as lines.
 pub mod audit;
+/// The compose deployment under podman: images, the stack, commands inside its containers.
+pub mod compose;
 /// A raw gateway WebSocket client: an operator with its own device, raw frames.
 pub mod gateway;
 /// One guard deployment: OpenClaw's approvals document and the real `serve` on temp dirs.

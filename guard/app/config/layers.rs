@@ -251,6 +251,13 @@ pub(super) fn socket_settings(
             d.durable_answers,
             "socket.durable_answers",
         )?,
+        group_connect: pick(
+            None,
+            file.group_connect,
+            d.group_connect,
+            "socket.group_connect",
+        )?,
+        token_file: file.token_file.clone(),
     })
 }
 

@@ -1,0 +1,87 @@
+#!/bin/bash
+# The agent container's two processes: OpenClaw's gateway (the agent) and `sanctum-guard node`
+# (its exec host, asking the guard over the shared socket). Either ending ends the container.
+# The node's command surface is approved here for the node's own device id only: no other
+# device can become the exec host.
+set -euo pipefail
+: "${OPENCLAW_STATE_DIR:=/home/node/.openclaw}"
+: "${SANCTUM_GATEWAY_PORT:=18789}"
+: "${SANCTUM_NODE_STATE:=/home/node/.sanctum-node}"
+: "${SANCTUM_SOCKET:=/run/sanctum/exec-approvals.sock}"
+: "${SANCTUM_WORKSPACE:=/workspace}"
+gw_token_file=/run/secrets/gateway-token
+socket_token_file=/run/secrets/socket-token
+
+log() { echo "agent-entrypoint: $*" >&2; }
+
+# `init-secrets`: the compose `init` service (root with CHOWN, FOWNER and DAC_OVERRIDE only, no
+# network, run once before anything else starts). Makes the
+# `secrets` volume 0750 node:10001 (the agent's user, the guard's group) and creates each
+# shared secret once (32 random bytes, hex), mode 0440; never overwrites one.
+if [ "${1:-}" = init-secrets ]; then
+  umask 0277
+  d=/run/secrets
+  chmod 0750 "$d" && chown 1000:10001 "$d"
+  for name in gateway-token socket-token; do
+    f=$d/$name
+    [ -s "$f" ] && continue
+    tmp=$(mktemp "$d/.$name.XXXXXX")
+    od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$tmp"
+    chmod 0440 "$tmp" && chown 1000:10001 "$tmp" && mv "$tmp" "$f"
+    log "created $f"
+  done
+  exit 0
+fi
+
+mkdir -p "$OPENCLAW_STATE_DIR" "$SANCTUM_NODE_STATE"
+chmod 0700 "$OPENCLAW_STATE_DIR" "$SANCTUM_NODE_STATE"
+# The deployment's OpenClaw config (read-only mount) is the config; OpenClaw keeps its own
+# state next to it.
+install -m 0600 /etc/sanctum/openclaw.json "$OPENCLAW_STATE_DIR/openclaw.json"
+
+OPENCLAW_GATEWAY_TOKEN=$(cat "$gw_token_file")
+export OPENCLAW_GATEWAY_TOKEN
+openclaw gateway run --auth token --port "$SANCTUM_GATEWAY_PORT" --bind lan &
+gateway=$!
+unset OPENCLAW_GATEWAY_TOKEN
+
+for _ in $(seq 1 600); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$SANCTUM_GATEWAY_PORT") 2>/dev/null; then break; fi
+  kill -0 "$gateway" 2>/dev/null || { log "gateway exited during start"; exit 1; }
+  sleep 0.5
+done
+
+sanctum-guard node --gateway-url "ws://127.0.0.1:$SANCTUM_GATEWAY_PORT" \
+  --token-file "$gw_token_file" --decider "$SANCTUM_SOCKET" \
+  --decider-token-file "$socket_token_file" --state-dir "$SANCTUM_NODE_STATE" \
+  --workspace "$SANCTUM_WORKSPACE" --name sanctum-node &
+node=$!
+
+# Approve the node's command surface, once, for its own device id only.
+(
+  id_file="$SANCTUM_NODE_STATE/node/device-identity.json"
+  for _ in $(seq 1 600); do [ -s "$id_file" ] && break; sleep 0.5; done
+  node_id=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).deviceId)' "$id_file")
+  export OPENCLAW_GATEWAY_TOKEN; OPENCLAW_GATEWAY_TOKEN=$(cat "$gw_token_file")
+  for _ in $(seq 1 240); do
+    req=$(openclaw nodes pending --json 2>/dev/null | node -e '
+      let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{
+        const at=d.search(/[\[{]/); if(at<0) return;
+        let v; try { v=JSON.parse(d.slice(at)); } catch { return; }
+        const list=Array.isArray(v)?v:(v.pending||[]);
+        const p=list.find(p=>p.nodeId===process.argv[1]); if(p) console.log(p.requestId);
+      })' "$node_id" || true)
+    if [ -n "$req" ]; then
+      openclaw nodes approve "$req" >/dev/null && { log "node $node_id approved"; exit 0; }
+    fi
+    sleep 1
+  done
+  log "node $node_id was never seen pending; exec will be refused until it is approved"
+) &
+
+trap 'kill "$gateway" "$node" 2>/dev/null' TERM INT
+wait -n "$gateway" "$node" || true
+log "a process ended; stopping the container"
+kill "$gateway" "$node" 2>/dev/null || true
+wait || true
+exit 1

@@ -1,0 +1,76 @@
+//! Door: the agent's one way out. A forward proxy (`sanctum-guard egress`) that the agent's
+//! container reaches on its internal network, and that alone has a route to the outside. It
+//! lets through exactly the `host:port` destinations of its allow-list (the model provider),
+//! refuses everything else, and writes every decision and every closed tunnel to its own
+//! hash-chained audit log. It judges destinations only: what flows inside a TLS tunnel to an
+//! allowed host is not seen (SECURITY.md says what that leaves open).
+
+pub mod proxy;
+pub mod rules;
+
+use crate::audit::{AuditError, AuditLog};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `sanctum-guard egress` settings.
+pub struct EgressOptions {
+    pub listen: SocketAddr,
+    pub allow: Vec<String>,
+    /// Holds the egress audit log (`egress-audit.jsonl`) and its key.
+    pub state_dir: PathBuf,
+    pub max_connections: usize,
+}
+
+/// Why the proxy could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EgressError {
+    #[error(transparent)]
+    Rule(#[from] rules::RuleError),
+    #[error("audit log: {0}")]
+    Audit(#[from] AuditError),
+    #[error("listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("signals: {0}")]
+    Signal(std::io::Error),
+}
+
+/// Runs the proxy until SIGTERM or SIGINT. The state dir must exist and be the guard's
+/// own (the command line checks it as for `serve`).
+pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
+    let rules = rules::parse_all(&o.allow)?;
+    let (audit, _) = AuditLog::open(&o.state_dir.join("egress-audit.jsonl"))?;
+    let listener = tokio::net::TcpListener::bind(o.listen)
+        .await
+        .map_err(|source| EgressError::Listen {
+            addr: o.listen,
+            source,
+        })?;
+    eprintln!(
+        "sanctum-guard: egress proxy   {} ({} allowed destinations)",
+        o.listen,
+        rules.len()
+    );
+    for r in &rules {
+        eprintln!("sanctum-guard: egress allow   {}:{}", r.host, r.port);
+    }
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(EgressError::Signal)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(EgressError::Signal)?;
+    tokio::spawn(async move {
+        tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+        let _ = tx.send(true);
+    });
+    let opts = proxy::Options {
+        rules,
+        max_connections: o.max_connections,
+        head_timeout: Duration::from_secs(10),
+        idle_timeout: Duration::from_secs(300),
+    };
+    proxy::run(listener, opts, audit, rx).await;
+    Ok(())
+}

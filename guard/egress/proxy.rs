@@ -1,0 +1,361 @@
+//! The forward proxy itself: one HTTP request head per connection, either `CONNECT host:port`
+//! (a tunnel, for HTTPS) or an absolute-form `METHOD http://host[:port]/path` (plain HTTP,
+//! forwarded in origin form with `Connection: close`). The destination must match the
+//! allow-list and resolve to an address its rule may reach; anything else is answered 4xx/5xx
+//! and nothing is connected. Each decision and each closed tunnel is an audit record.
+
+use super::rules::{matching, may_reach, split_host_port, Rule};
+use crate::audit::event::EgressRecord;
+use crate::audit::{AuditEvent, AuditLog};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+/// Longest request head accepted (request line and headers).
+pub const MAX_HEAD: usize = 16 * 1024;
+
+/// How the proxy runs.
+pub struct Options {
+    pub rules: Vec<Rule>,
+    /// Connections served at once; more wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// Time to send the request head, and to connect upstream.
+    pub head_timeout: Duration,
+    /// A tunnel with no byte either way for this long is closed.
+    pub idle_timeout: Duration,
+}
+
+/// What the client asked for.
+#[derive(Debug, PartialEq, Eq)]
+struct Ask {
+    method: String,
+    host: String,
+    port: u16,
+    /// `None` for CONNECT; the origin-form head to send upstream otherwise.
+    forward_head: Option<Vec<u8>>,
+}
+
+/// Parses a request head (everything up to the blank line) into what it asks; the error is
+/// the status and reason to answer.
+fn parse_head(head: &[u8]) -> Result<Ask, (u16, &'static str)> {
+    let text = std::str::from_utf8(head).map_err(|_| (400, "request head is not UTF-8"))?;
+    let mut lines = text.split("\r\n");
+    let line = lines.next().unwrap_or_default();
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err((400, "malformed request line"));
+    };
+    if !matches!(version, "HTTP/1.1" | "HTTP/1.0")
+        || method.is_empty()
+        || !method.bytes().all(|b| b.is_ascii_uppercase())
+    {
+        return Err((400, "malformed request line"));
+    }
+    if method == "CONNECT" {
+        let (host, port) =
+            split_host_port(target).ok_or((400, "CONNECT target is not host:port"))?;
+        return Ok(Ask {
+            method: method.into(),
+            host: host.into(),
+            port,
+            forward_head: None,
+        });
+    }
+    let rest = target.strip_prefix("http://").ok_or((
+        400,
+        "only CONNECT and absolute http:// requests are proxied",
+    ))?;
+    let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    if authority.contains('@') {
+        return Err((400, "credentials in the URL are not proxied"));
+    }
+    let (host, port) = match split_host_port(authority) {
+        Some(hp) => hp,
+        None if !authority.is_empty() && !authority.contains(':') => (authority, 80),
+        None => return Err((400, "bad host in the URL")),
+    };
+    let path = match path {
+        "" => "/".to_owned(),
+        p if p.starts_with('?') => format!("/{p}"),
+        p => p.to_owned(),
+    };
+    let mut out = format!("{method} {path} {version}\r\n");
+    for h in lines.filter(|l| !l.is_empty()) {
+        let name = h
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
+            continue;
+        }
+        out.push_str(h);
+        out.push_str("\r\n");
+    }
+    out.push_str("Connection: close\r\n\r\n");
+    Ok(Ask {
+        method: method.into(),
+        host: host.into(),
+        port,
+        forward_head: Some(out.into_bytes()),
+    })
+}
+
+/// Reads the request head; returns it and any bytes that followed it.
+async fn read_head(s: &mut TcpStream) -> Result<(Vec<u8>, Vec<u8>), (u16, &'static str)> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 2048];
+    loop {
+        let n = s
+            .read(&mut chunk)
+            .await
+            .map_err(|_| (400, "connection error"))?;
+        if n == 0 {
+            return Err((400, "connection closed before a request"));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(at) = memchr::memmem::find(&buf, b"\r\n\r\n") {
+            let rest = buf.split_off(at + 4);
+            buf.truncate(at);
+            return Ok((buf, rest));
+        }
+        if buf.len() > MAX_HEAD {
+            return Err((431, "request head too large"));
+        }
+    }
+}
+
+async fn answer(s: &mut TcpStream, status: u16, reason: &str) {
+    let text = match status {
+        400 => "Bad Request",
+        403 => "Forbidden",
+        408 => "Request Timeout",
+        431 => "Request Header Fields Too Large",
+        _ => "Bad Gateway",
+    };
+    let body = format!("sanctum-guard egress: {reason}\n");
+    let msg = format!(
+        "HTTP/1.1 {status} {text}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = s.write_all(msg.as_bytes()).await;
+    let _ = s.shutdown().await;
+}
+
+/// Resolves and connects to an address `rule` may reach.
+async fn connect(
+    rule: &Rule,
+    host: &str,
+    port: u16,
+    timeout: Duration,
+) -> Result<TcpStream, String> {
+    let addrs: Vec<SocketAddr> =
+        match tokio::time::timeout(timeout, tokio::net::lookup_host((host, port))).await {
+            Ok(Ok(a)) => a.collect(),
+            Ok(Err(e)) => return Err(format!("cannot resolve {host}: {e}")),
+            Err(_) => return Err(format!("resolving {host} timed out")),
+        };
+    let allowed: Vec<SocketAddr> = addrs
+        .iter()
+        .copied()
+        .filter(|a| may_reach(rule, a.ip()))
+        .collect();
+    if allowed.is_empty() {
+        return Err(format!(
+            "{host} resolves only to addresses a host name may not reach ({addrs:?})"
+        ));
+    }
+    let mut last = String::new();
+    for a in allowed {
+        match tokio::time::timeout(timeout, TcpStream::connect(a)).await {
+            Ok(Ok(s)) => return Ok(s),
+            Ok(Err(e)) => last = format!("{a}: {e}"),
+            Err(_) => last = format!("{a}: connect timed out"),
+        }
+    }
+    Err(last)
+}
+
+/// Copies both ways until either side closes or nothing moves for `idle`; bytes up, down.
+async fn splice(mut a: TcpStream, mut b: TcpStream, idle: Duration) -> (u64, u64) {
+    let (mut ar, mut aw) = a.split();
+    let (mut br, mut bw) = b.split();
+    let (mut up, mut down) = (0u64, 0u64);
+    let mut x = [0u8; 16384];
+    let mut y = [0u8; 16384];
+    loop {
+        tokio::select! {
+            r = tokio::time::timeout(idle, ar.read(&mut x)) => match r {
+                Ok(Ok(n)) if n > 0 => { if bw.write_all(&x[..n]).await.is_err() { break; } up += n as u64; }
+                _ => break,
+            },
+            r = tokio::time::timeout(idle, br.read(&mut y)) => match r {
+                Ok(Ok(n)) if n > 0 => { if aw.write_all(&y[..n]).await.is_err() { break; } down += n as u64; }
+                _ => break,
+            },
+        }
+    }
+    (up, down)
+}
+
+/// Serves one client connection, auditing what it decided.
+async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, audit: AuditLog) {
+    let mut rec = EgressRecord {
+        phase: "decided",
+        client: peer.to_string(),
+        method: String::new(),
+        target: String::new(),
+        verdict: "deny",
+        reason: String::new(),
+        upstream: None,
+        bytes_up: None,
+        bytes_down: None,
+        duration_ms: None,
+    };
+    let started = Instant::now();
+    let head = match tokio::time::timeout(opts.head_timeout, read_head(&mut s)).await {
+        Ok(h) => h,
+        Err(_) => Err((408, "no request head in time")),
+    };
+    let parsed = head.and_then(|(h, rest)| parse_head(&h).map(|a| (a, rest)));
+    let (ask, rest) = match parsed {
+        Ok(x) => x,
+        Err((status, why)) => {
+            rec.reason = why.into();
+            answer(&mut s, status, why).await;
+            let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
+            return;
+        }
+    };
+    rec.method.clone_from(&ask.method);
+    rec.target = format!("{}:{}", ask.host, ask.port);
+    let Some(rule) = matching(&opts.rules, &ask.host, ask.port) else {
+        rec.reason = "destination not on the egress allow-list".into();
+        answer(&mut s, 403, &rec.reason).await;
+        let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
+        return;
+    };
+    let up = match connect(rule, &ask.host, ask.port, opts.head_timeout).await {
+        Ok(u) => u,
+        Err(why) => {
+            rec.reason = why;
+            answer(&mut s, 502, &rec.reason).await;
+            let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
+            return;
+        }
+    };
+    rec.verdict = "allow";
+    rec.reason = format!("allowed by {}:{}", rule.host, rule.port);
+    rec.upstream = up.peer_addr().ok().map(|a| a.to_string());
+    // The decision is on disk before a byte reaches the destination.
+    if audit
+        .record(AuditEvent::Egress(Box::new(rec.clone())))
+        .await
+        .is_err()
+    {
+        answer(&mut s, 502, "the audit log cannot record this connection").await;
+        return;
+    }
+    let mut up = up;
+    let first = match &ask.forward_head {
+        None => {
+            s.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                .await
+        }
+        Some(head) => up.write_all(head).await,
+    };
+    if first.is_err() || (!rest.is_empty() && up.write_all(&rest).await.is_err()) {
+        return;
+    }
+    let (u, d) = splice(s, up, opts.idle_timeout).await;
+    rec.phase = "closed";
+    rec.bytes_up = Some(u + rest.len() as u64);
+    rec.bytes_down = Some(d);
+    rec.duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+    let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
+}
+
+/// Accepts until `shutdown` turns true.
+pub async fn run(
+    listener: TcpListener,
+    opts: Options,
+    audit: AuditLog,
+    mut shutdown: tokio::sync::watch::Receiver<bool>,
+) {
+    let slots = Arc::new(Semaphore::new(opts.max_connections.max(1)));
+    let opts = Arc::new(opts);
+    loop {
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
+            _ = shutdown.changed() => return,
+        };
+        let (s, peer) = tokio::select! {
+            a = listener.accept() => match a {
+                Ok(x) => x,
+                Err(e) => {
+                    tracing::warn!(error = %e, "egress: accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = shutdown.changed() => return,
+        };
+        let (opts, audit) = (opts.clone(), audit.clone());
+        tokio::spawn(async move {
+            serve_one(s, peer, opts, audit).await;
+            drop(permit);
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_parse_into_what_they_ask() {
+        let c = parse_head(b"CONNECT api.example.com:443 HTTP/1.1\r\nHost: x").unwrap();
+        assert_eq!(
+            (c.host.as_str(), c.port, c.forward_head),
+            ("api.example.com", 443, None)
+        );
+        let g = parse_head(
+            b"POST http://model:8080/v1/chat?x=1 HTTP/1.1\r\nHost: model:8080\r\nProxy-Authorization: Basic eA==\r\nConnection: keep-alive\r\nContent-Length: 2",
+        )
+        .unwrap();
+        assert_eq!((g.host.as_str(), g.port), ("model", 8080));
+        assert_eq!(
+            String::from_utf8(g.forward_head.unwrap()).unwrap(),
+            "POST /v1/chat?x=1 HTTP/1.1\r\nHost: model:8080\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"
+        );
+        let d = parse_head(b"GET http://example.com HTTP/1.0").unwrap();
+        assert_eq!((d.host.as_str(), d.port), ("example.com", 80));
+        assert_eq!(
+            d.forward_head.unwrap(),
+            b"GET / HTTP/1.0\r\nConnection: close\r\n\r\n"
+        );
+        for bad in [
+            &b"GET /relative HTTP/1.1"[..],
+            b"GET https://example.com/ HTTP/1.1",
+            b"CONNECT example.com HTTP/1.1",
+            b"CONNECT example.com:0 HTTP/1.1",
+            b"GET http://u:p@example.com/ HTTP/1.1",
+            b"GET http://example.com/ HTTP/2",
+            b"GET  http://example.com/ HTTP/1.1",
+            b"get http://example.com/ HTTP/1.1",
+            b"\xff\xfe",
+        ] {
+            assert!(
+                parse_head(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! The compose deployment brought up for real (podman + the `docker-compose` Debian package)
+//! and checked from inside: the agent container's confinement (capabilities, no_new_privs,
+//! seccomp, read-only root, noexec tmp, no route out), who can reach whom on the three
+//! networks, and the guard's web prompt published on 127.0.0.1 only. Images are built from a
+//! locally imported Debian base. `SANCTUM_SKIP_COMPOSE=1` skips it for quick local runs (it says
+//! so); `tests/run` runs it.
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+mod support;
+use std::time::{Duration, Instant};
+use support::compose::*;
+use support::process::{output_text, wait_until};
+
+fn skipped() -> bool {
+    if std::env::var_os("SANCTUM_SKIP_COMPOSE").is_some() {
+        eprintln!("compose_stack: SKIPPED (SANCTUM_SKIP_COMPOSE is set)");
+        return true;
+    }
+    false
+}
+
+/// `/proc/self/status` field of a process in the agent container.
+fn status_field(status: &str, key: &str) -> String {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("{key} missing from /proc/self/status:\n{status}"))
+        .trim()
+        .to_owned()
+}
+
+/// A TCP connect from `service`'s container, by bash's /dev/tcp (3 s at most).
+fn connects(stack: &Stack, service: &str, host: &str, port: u16) -> bool {
+    let script = format!("timeout 3 bash -c '</dev/tcp/{host}/{port}' 2>/dev/null && echo OPEN");
+    output_text(&stack.exec(service, &script)).contains("OPEN")
+}
+
+fn get(url: &str) -> Option<u16> {
+    sanctum_guard::app::health::probe(url, Duration::from_secs(3)).ok()
+}
+
+#[test]
+fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
+    if skipped() {
+        return;
+    }
+    base_image();
+    let stack = Stack::new("sanctumtest");
+    let t = Instant::now();
+    build_images(&stack.context());
+    eprintln!(
+        "compose_stack: images built in {:.0} s",
+        t.elapsed().as_secs_f64()
+    );
+    for (tag, _) in IMAGES {
+        eprintln!(
+            "compose_stack: image {tag} {:.1} MiB",
+            image_size(tag) as f64 / 1048576.0
+        );
+    }
+
+    let up = Instant::now();
+    stack.up();
+    wait_until(
+        "the guard's /readyz on 127.0.0.1:8484",
+        Duration::from_secs(180),
+        || (get("http://127.0.0.1:8484/readyz") == Some(200)).then_some(()),
+    );
+    eprintln!(
+        "compose_stack: up -> guard ready in {:.1} s",
+        up.elapsed().as_secs_f64()
+    );
+    wait_until("the agent container", Duration::from_secs(180), || {
+        (stack.inspect("agent", "{{.State.Running}}") == "true").then_some(())
+    });
+
+    // The agent's own confinement, read from inside (never from the file alone).
+    let status = output_text(&stack.exec("agent", "cat /proc/self/status"));
+    assert_eq!(
+        status_field(&status, "CapEff"),
+        "0000000000000000",
+        "{status}"
+    );
+    assert_eq!(status_field(&status, "NoNewPrivs"), "1");
+    assert_eq!(status_field(&status, "Seccomp"), "2");
+    assert_eq!(stack.exec("agent", "id -u").stdout, b"1000\n");
+    let root = output_text(&stack.exec("agent", "touch /etc/x 2>&1; echo rc=$?"));
+    assert!(
+        root.contains("Read-only file system") && root.contains("rc=1"),
+        "{root}"
+    );
+    let tmp = output_text(&stack.exec(
+        "agent",
+        "cp /usr/bin/true /tmp/t && /tmp/t 2>&1; echo rc=$?",
+    ));
+    assert!(
+        tmp.contains("Permission denied") && tmp.contains("rc=126"),
+        "{tmp}"
+    );
+    let setuid = output_text(&stack.exec(
+        "agent",
+        "find / -xdev -perm /6000 -type f 2>/dev/null | head -5",
+    ));
+    assert_eq!(setuid.trim(), "", "setuid/setgid files in the agent image");
+    // No route out: no default route on any interface (read, not probed: nothing leaves).
+    let routes = output_text(&stack.exec("agent", "cat /proc/net/route"));
+    assert!(
+        !routes
+            .lines()
+            .skip(1)
+            .any(|l| l.split_whitespace().nth(1) == Some("00000000")),
+        "the agent has a default route:\n{routes}"
+    );
+    assert!(
+        !stack
+            .exec(
+                "agent",
+                "test -e /var/run/docker.sock || test -e /run/podman/podman.sock"
+            )
+            .status
+            .success(),
+        "a container runtime socket is in the agent container"
+    );
+
+    // Who reaches whom: the Scout's DevTools from the agent; the guard's web prompt not from
+    // the agent (it listens on the frontend address only).
+    wait_until(
+        "the Scout's DevTools from the agent",
+        Duration::from_secs(120),
+        || connects(&stack, "agent", "172.30.77.10", 9222).then_some(()),
+    );
+    assert!(
+        !connects(&stack, "agent", "172.30.76.2", 8484),
+        "the agent reached the guard's web prompt"
+    );
+    let guard_on_control = stack.inspect(
+        "guard",
+        &format!(
+            "{{{{(index .NetworkSettings.Networks \"{}_control-net\").IPAddress}}}}",
+            stack.project
+        ),
+    );
+    assert_eq!(guard_on_control, "172.30.75.2");
+    assert!(
+        !connects(&stack, "agent", &guard_on_control, 8484),
+        "the agent reached the guard's web port on control-net"
+    );
+    // The one way out: the egress proxy refuses a destination off its allow-list, and says
+    // so in its own audit log.
+    let refused = output_text(&stack.exec(
+        "agent",
+        "exec 3<>/dev/tcp/172.30.75.3/3128; printf 'CONNECT example.com:443 HTTP/1.1\\r\\n\\r\\n' >&3; head -1 <&3",
+    ));
+    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    let egress_log = stack
+        .volume_path("egress-state")
+        .join("egress/egress-audit.jsonl");
+    let log = std::fs::read_to_string(&egress_log).unwrap_or_default();
+    assert!(
+        log.lines().any(|l| l.contains("\"egress\"")
+            && l.contains("example.com:443")
+            && l.contains("\"deny\"")),
+        "no egress record of the refusal in {}:\n{log}",
+        egress_log.display()
+    );
+    // Published on loopback only.
+    let ports = stack.inspect("guard", "{{json .HostConfig.PortBindings}}");
+    assert!(ports.contains("\"HostIp\":\"127.0.0.1\""), "{ports}");
+    assert!(!stack
+        .inspect("agent", "{{json .HostConfig.PortBindings}}")
+        .contains("HostPort"));
+
+    // Idle resident memory of each container, for the record.
+    let stats = std::process::Command::new("podman")
+        .args([
+            "stats",
+            "--no-stream",
+            "--format",
+            "{{.Name}} {{.MemUsage}}",
+        ])
+        .output()
+        .unwrap();
+    for line in String::from_utf8_lossy(&stats.stdout).lines() {
+        eprintln!("compose_stack: memory {line}");
+    }
+}

@@ -1,0 +1,260 @@
+//! `sanctum-guard egress`, the agent's one way out, run for real on loopback: an allowed
+//! destination is tunnelled (CONNECT) or forwarded (absolute-form HTTP) byte for byte; every
+//! other destination, spelling and malformed head is refused before anything is connected;
+//! a host name never reaches loopback; every decision is in its audit log, whose chain
+//! verifies. (Loopback destinations are reachable only through IP-literal entries, which is
+//! what lets this test run without leaving the machine.)
+// Test code: a panic is the failure report, and tests may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+mod support;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+use support::process::*;
+
+/// An upstream that reports each connection's first bytes and answers `pong`.
+fn upstream() -> (u16, mpsc::Receiver<String>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for c in l.incoming() {
+            let Ok(mut c) = c else { return };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                let mut buf = [0u8; 4096];
+                let n = c.read(&mut buf).unwrap_or(0);
+                let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+                let _ = c.write_all(b"pong");
+            });
+        }
+    });
+    (port, rx)
+}
+
+struct Proxy {
+    _child: ChildGuard,
+    port: u16,
+    state: tempfile::TempDir,
+}
+
+fn start(allow: &[String]) -> Proxy {
+    let state = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut cmd = Command::new(guard_bin());
+    cmd.arg("egress")
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .arg("--state-dir")
+        .arg(state.path().join("egress"));
+    for a in allow {
+        cmd.args(["--allow", a]);
+    }
+    let child = ChildGuard::spawn_group("egress", cmd.stdout(Stdio::null()).stderr(Stdio::null()));
+    wait_until("the egress proxy", Duration::from_secs(30), || {
+        TcpStream::connect(("127.0.0.1", port)).ok().map(|_| ())
+    });
+    Proxy {
+        _child: child,
+        port,
+        state,
+    }
+}
+
+/// Sends `head` (+ `body`) and returns everything the proxy and upstream answered.
+fn ask(p: &Proxy, head: &str, body: &[u8]) -> String {
+    let mut s = TcpStream::connect(("127.0.0.1", p.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn records(p: &Proxy) -> Vec<serde_json::Value> {
+    let f = p.state.path().join("egress/egress-audit.jsonl");
+    std::fs::read_to_string(f)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| r["kind"] == "egress")
+        .collect()
+}
+
+#[test]
+fn allowed_destinations_pass_byte_for_byte_and_nothing_else_connects() {
+    let (up, seen) = upstream();
+    let (other, other_seen) = upstream();
+    let p = start(&[format!("127.0.0.1:{up}"), format!("localhost:{other}")]);
+
+    // CONNECT tunnel to an allowed IP-literal destination.
+    let t = ask(
+        &p,
+        &format!("CONNECT 127.0.0.1:{up} HTTP/1.1\r\nHost: x\r\n\r\n"),
+        b"ping",
+    );
+    assert!(t.starts_with("HTTP/1.1 200"), "{t}");
+    assert!(t.ends_with("pong"), "{t}");
+    assert_eq!(seen.recv_timeout(Duration::from_secs(5)).unwrap(), "ping");
+
+    // Absolute-form HTTP: forwarded in origin form, proxy headers dropped, connection closed.
+    let g = ask(
+        &p,
+        &format!("POST http://127.0.0.1:{up}/v1/chat?q=1 HTTP/1.1\r\nHost: 127.0.0.1:{up}\r\nProxy-Authorization: Basic c2VjcmV0\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n"),
+        b"hi",
+    );
+    assert_eq!(g, "pong");
+    let got = seen.recv_timeout(Duration::from_secs(5)).unwrap();
+    assert!(got.starts_with("POST /v1/chat?q=1 HTTP/1.1\r\n"), "{got}");
+    assert!(
+        got.contains("Connection: close\r\n")
+            && !got.contains("Proxy-Authorization")
+            && !got.contains("keep-alive"),
+        "{got}"
+    );
+
+    // Refusals: nothing reaches any upstream.
+    let refused = [
+        (format!("CONNECT 127.0.0.1:{other} HTTP/1.1\r\n\r\n"), "403"),
+        (format!("CONNECT 127.0.0.2:{up} HTTP/1.1\r\n\r\n"), "403"),
+        (format!("CONNECT localhost:{up} HTTP/1.1\r\n\r\n"), "403"),
+        (format!("CONNECT [::1]:{up} HTTP/1.1\r\n\r\n"), "403"),
+        // A listed NAME that resolves to loopback is never connected.
+        (format!("CONNECT localhost:{other} HTTP/1.1\r\n\r\n"), "502"),
+        (
+            format!("GET http://localhost:{other}/ HTTP/1.1\r\n\r\n"),
+            "502",
+        ),
+        (
+            format!("GET https://127.0.0.1:{up}/ HTTP/1.1\r\n\r\n"),
+            "400",
+        ),
+        (
+            format!("GET /relative HTTP/1.1\r\nHost: 127.0.0.1:{up}\r\n\r\n"),
+            "400",
+        ),
+        (
+            format!("GET http://user:pw@127.0.0.1:{up}/ HTTP/1.1\r\n\r\n"),
+            "400",
+        ),
+        ("\u{1}\u{2}garbage\r\n\r\n".to_owned(), "400"),
+        (
+            format!(
+                "GET http://127.0.0.1:{up}/{} HTTP/1.1\r\n\r\n",
+                "a".repeat(20_000)
+            ),
+            "431",
+        ),
+    ];
+    for (head, status) in &refused {
+        let a = ask(&p, head, b"");
+        assert!(
+            a.starts_with(&format!("HTTP/1.1 {status}")),
+            "{head:.60}: {a}"
+        );
+    }
+    assert!(
+        seen.recv_timeout(Duration::from_millis(300)).is_err(),
+        "a refused request reached the upstream"
+    );
+    assert!(other_seen.recv_timeout(Duration::from_millis(100)).is_err());
+
+    // Every decision is on record, allowed and refused, and the chain verifies.
+    wait_until("the egress records", Duration::from_secs(10), || {
+        (records(&p).len() >= 2 + refused.len()).then_some(())
+    });
+    let recs = records(&p);
+    let allowed: Vec<_> = recs
+        .iter()
+        .filter(|r| r["fields"]["verdict"] == "allow")
+        .collect();
+    assert!(allowed
+        .iter()
+        .any(|r| r["fields"]["method"] == "CONNECT" && r["fields"]["phase"] == "decided"));
+    assert!(allowed
+        .iter()
+        .any(|r| r["fields"]["phase"] == "closed" && r["fields"]["bytesUp"].as_u64() >= Some(4)));
+    // One deny per refused request (the readiness probe's empty connection is one more).
+    let denied = recs
+        .iter()
+        .filter(|r| r["fields"]["verdict"] == "deny")
+        .filter(|r| r["fields"]["reason"] != "connection closed before a request")
+        .count();
+    assert_eq!(denied, refused.len(), "{recs:#?}");
+    assert!(
+        !std::fs::read_to_string(p.state.path().join("egress/egress-audit.jsonl"))
+            .unwrap()
+            .contains("c2VjcmV0"),
+        "a proxy credential reached the audit log"
+    );
+    let (code, out, err) = guard_cli(
+        &[
+            "audit",
+            "verify",
+            p.state
+                .path()
+                .join("egress/egress-audit.jsonl")
+                .to_str()
+                .unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+}
+
+#[test]
+fn a_pattern_or_malformed_allow_entry_refuses_to_start() {
+    let state = tempfile::tempdir().unwrap();
+    for bad in [
+        "*.github.com:443",
+        ".github.io:443",
+        "https://api.example.com:443",
+        "api.example.com",
+    ] {
+        let out = Command::new(guard_bin())
+            .args(["egress", "--listen", "127.0.0.1:0", "--allow", bad])
+            .arg("--state-dir")
+            .arg(state.path().join("e"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(bad), "{bad}: {err}");
+    }
+}
+
+/// Many clients at once, most of them refused: the proxy keeps answering the allowed one.
+#[test]
+fn a_flood_of_refused_clients_does_not_stop_allowed_traffic() {
+    let (up, seen) = upstream();
+    let p = start(&[format!("127.0.0.1:{up}")]);
+    let floods: Vec<_> = (0..200)
+        .map(|i| {
+            let port = p.port;
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+                let _ = s.write_all(
+                    format!("CONNECT 10.9.9.{}:443 HTTP/1.1\r\n\r\n", i % 250).as_bytes(),
+                );
+                let mut line = String::new();
+                let _ = BufReader::new(s).read_line(&mut line);
+                line
+            })
+        })
+        .collect();
+    let t = ask(
+        &p,
+        &format!("CONNECT 127.0.0.1:{up} HTTP/1.1\r\n\r\n"),
+        b"ping",
+    );
+    assert!(t.ends_with("pong"), "{t}");
+    assert_eq!(seen.recv_timeout(Duration::from_secs(5)).unwrap(), "ping");
+    for f in floods {
+        assert!(f.join().unwrap().starts_with("HTTP/1.1 403"));
+    }
+}

@@ -1,0 +1,281 @@
+//! The compose deployment for real: images built with podman from a locally imported Debian
+//! base (no registry here), the stack brought up by the `docker-compose` Debian package through
+//! podman's Docker-compatible API socket (docs/compose-on-podman.md), commands run inside its
+//! containers, and everything torn down (containers, volumes, networks, the API service) when
+//! the [`Stack`] is dropped.
+
+use super::process::{guard_bin, output_text, wait_until, ChildGuard};
+use super::tools::cache;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// The Debian base every image is built from here (`BASE_IMAGE`).
+pub const BASE_IMAGE: &str = "localhost/debian:bookworm";
+/// The OpenClaw version the agent image carries (its .cache install is the build input).
+pub const OPENCLAW: &str = "2026.9.6";
+/// The images, as the compose file names them.
+pub const IMAGES: [(&str, &str); 3] = [
+    ("sanctum/guard:local", "docker/guard.Dockerfile"),
+    ("sanctum/agent:local", "docker/agent.Dockerfile"),
+    ("sanctum/scout:local", "docker/scout.Dockerfile"),
+];
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        output_text(&out)
+    );
+    out
+}
+
+/// `localhost/debian:bookworm` from debootstrap (minbase), unless it exists.
+pub fn base_image() {
+    let exists = Command::new("podman")
+        .args(["image", "exists", BASE_IMAGE])
+        .status()
+        .expect("podman is required (tests/setup.sh installs it)");
+    if exists.success() {
+        return;
+    }
+    let rootfs = tempfile::Builder::new()
+        .prefix("sanctum-base")
+        .tempdir()
+        .unwrap();
+    run(Command::new("debootstrap")
+        .args(["--variant=minbase", "bookworm"])
+        .arg(rootfs.path())
+        .stdout(Stdio::null()));
+    let tar = format!(
+        "tar -C {} -c . | podman import - {BASE_IMAGE}",
+        rootfs.path().display()
+    );
+    run(Command::new("sh").args(["-c", &tar]));
+}
+
+/// A build context with only what the Dockerfiles read: the sources they copy, the guard
+/// binary under test at `target/release/sanctum-guard` and the tests' Node and OpenClaw
+/// (hard links where the filesystem allows: no copy of the large trees).
+pub fn stage_context(dir: &Path) -> PathBuf {
+    let ctx = dir.join("context");
+    std::fs::create_dir_all(ctx.join("target/release")).unwrap();
+    std::fs::create_dir_all(ctx.join(".cache")).unwrap();
+    for d in ["docker", "compose", "seccomp", "plugin"] {
+        if repo().join(d).exists() {
+            run(Command::new("cp").arg("-a").arg(repo().join(d)).arg(&ctx));
+        }
+    }
+    std::fs::copy(repo().join(".dockerignore"), ctx.join(".dockerignore")).unwrap();
+    // As the image's build stage ships it: without symbols (the guard image stays < 20 MiB).
+    let bin = ctx.join("target/release/sanctum-guard");
+    std::fs::copy(guard_bin(), &bin).unwrap();
+    run(Command::new("strip").arg("--strip-all").arg(&bin));
+    for d in ["node".to_owned(), format!("openclaw-{OPENCLAW}")] {
+        let from = cache().join(&d);
+        assert!(
+            from.exists(),
+            "{} missing: run tests/setup.sh",
+            from.display()
+        );
+        let linked = Command::new("cp")
+            .arg("-al")
+            .arg(&from)
+            .arg(ctx.join(".cache"))
+            .status()
+            .unwrap();
+        if !linked.success() {
+            run(Command::new("cp")
+                .arg("-a")
+                .arg(&from)
+                .arg(ctx.join(".cache")));
+        }
+    }
+    ctx
+}
+
+/// Builds the three images from `ctx` with the tests' build arguments.
+pub fn build_images(ctx: &Path) {
+    for (tag, file) in IMAGES {
+        run(Command::new("podman")
+            .args(["build", "-q", "-f", file, "-t", tag])
+            .args(["--build-arg", &format!("BASE_IMAGE={BASE_IMAGE}")])
+            .args(["--build-arg", "GUARD_BIN=context"])
+            .args(["--build-arg", "OPENCLAW_FROM=context"])
+            .arg(ctx)
+            .stdout(Stdio::null()));
+    }
+}
+
+/// Bytes of an image as podman reports them.
+pub fn image_size(tag: &str) -> u64 {
+    let out = run(Command::new("podman").args(["image", "inspect", "--format", "{{.Size}}", tag]));
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
+/// One running stack: the podman API service, the compose project, its staged files.
+pub struct Stack {
+    pub dir: tempfile::TempDir,
+    pub project: String,
+    pub compose_file: PathBuf,
+    socket: PathBuf,
+    _service: ChildGuard,
+}
+
+impl Stack {
+    /// Starts podman's API service on a private socket and stages the context; builds nothing.
+    pub fn new(project: &str) -> Stack {
+        let dir = tempfile::Builder::new()
+            .prefix("sanctum-compose")
+            .tempdir()
+            .unwrap();
+        let socket = dir.path().join("podman.sock");
+        let service = ChildGuard::spawn_group(
+            "podman-service",
+            Command::new("podman")
+                .args(["system", "service", "--time=0"])
+                .arg(format!("unix://{}", socket.display()))
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(dir.path().join("podman-service.log")).unwrap()),
+        );
+        wait_until("podman's API socket", Duration::from_secs(60), || {
+            socket.exists().then_some(())
+        });
+        let ctx = stage_context(dir.path());
+        Stack {
+            compose_file: ctx.join("compose/docker-compose.yml"),
+            project: project.to_owned(),
+            socket,
+            dir,
+            _service: service,
+        }
+    }
+
+    /// The staged build context (the compose file's `..`).
+    pub fn context(&self) -> PathBuf {
+        self.dir.path().join("context")
+    }
+
+    /// `docker-compose ARGS` against this stack, with podman's socket as DOCKER_HOST.
+    pub fn compose(&self, args: &[&str]) -> Output {
+        Command::new("timeout")
+            .arg("300")
+            .arg("docker-compose")
+            .envs(self.env())
+            .arg("-f")
+            .arg(&self.compose_file)
+            .args(args)
+            .output()
+            .expect("docker-compose (tests/setup.sh installs it)")
+    }
+
+    /// The environment compose runs in: podman's socket, the project, the test's settings.
+    fn env(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "DOCKER_HOST".into(),
+                format!("unix://{}", self.socket.display()),
+            ),
+            ("COMPOSE_PROJECT_NAME".into(), self.project.clone()),
+            // docker-compose 1.29 reads a `seccomp=FILE` option and sends the profile's text,
+            // as Docker's API wants; podman 4.3's compatible API opens that text as a path and
+            // fails. So under podman the agent keeps podman's default filter (Seccomp: 2);
+            // seccomp/agent-profile.json itself is tested under podman by
+            // tests/sandbox_agent_profile.rs.
+            (
+                "SANCTUM_SECCOMP_OPT".into(),
+                "no-new-privileges:true".into(),
+            ),
+            ("SANCTUM_EGRESS_ALLOW".into(), "model.invalid:8080".into()),
+        ]
+    }
+
+    /// `up -d` without building (the images are built by [`build_images`]). Podman runs
+    /// health checks from systemd timers, which a machine without systemd (this one) lacks:
+    /// left alone, a `service_healthy` dependency would wait forever. So while compose
+    /// waits, the guard's check is run every 2 s, as the timer would.
+    pub fn up(&self) {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let guard = self.container("guard");
+        let ticker = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = Command::new("podman")
+                        .args(["healthcheck", "run", &guard])
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null())
+                        .status();
+                    std::thread::sleep(Duration::from_secs(2));
+                }
+            })
+        };
+        // A stack a killed earlier run left behind would hold the names and addresses.
+        let _ = self.compose(&["down", "-v", "--remove-orphans", "-t", "2"]);
+        let out = self.compose(&["up", "-d", "--no-build"]);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = ticker.join();
+        assert!(
+            out.status.success(),
+            "compose up failed:\n{}\n{}",
+            output_text(&out),
+            self.logs()
+        );
+    }
+
+    /// The container of `service` (compose v1 names it `<project>_<service>_1`).
+    pub fn container(&self, service: &str) -> String {
+        format!("{}_{service}_1", self.project)
+    }
+
+    /// `podman exec` of a bash script in `service`'s container.
+    pub fn exec(&self, service: &str, script: &str) -> Output {
+        Command::new("podman")
+            .args(["exec", &self.container(service), "bash", "-c", script])
+            .output()
+            .expect("podman exec")
+    }
+
+    /// A podman inspect field of `service`'s container.
+    pub fn inspect(&self, service: &str, format: &str) -> String {
+        let out = Command::new("podman")
+            .args(["inspect", "--format", format, &self.container(service)])
+            .output()
+            .expect("podman inspect");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Where a named volume of this project lies on the host.
+    pub fn volume_path(&self, volume: &str) -> PathBuf {
+        let out = run(Command::new("podman").args([
+            "volume",
+            "inspect",
+            "--format",
+            "{{.Mountpoint}}",
+            &format!("{}_{volume}", self.project),
+        ]));
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    }
+
+    /// Every service's log, for failure messages.
+    pub fn logs(&self) -> String {
+        output_text(&self.compose(&["logs", "--no-color", "--tail", "60"]))
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        let out = self.compose(&["down", "-v", "--remove-orphans", "-t", "5"]);
+        if !out.status.success() {
+            eprintln!("compose down failed:\n{}", output_text(&out));
+        }
+    }
+}
