@@ -160,6 +160,8 @@
     if (selected) selected.node.classList.remove('selected');
     selected = c;
     if (c) { c.node.classList.add('selected'); }
+    // The legend names Allow always only where the selected request offers it.
+    document.getElementById('key-always').hidden = !(c && (c.entry.offered || []).includes('allow-always'));
   }
 
   function refreshCount() {
@@ -238,7 +240,11 @@
       case 'j': move(1); break;
       case 'k': move(-1); break;
       case 'a': if (c) decide(c, 'allow-once'); break;
-      case 'A': if (c && c.entry.offered.includes('allow-always')) decide(c, 'allow-always'); break;
+      case 'A':
+        // A stored grant outlives this request: one key press never makes one unasked.
+        if (c && c.entry.offered.includes('allow-always') &&
+            window.confirm('Allow always: store a grant for this exact command?')) decide(c, 'allow-always');
+        break;
       case 'd': if (c) { ev.preventDefault(); c.reason.focus(); } break;
       case 'D': if (c) decide(c, 'deny'); break;
       default: return;
