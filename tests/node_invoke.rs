@@ -400,18 +400,27 @@ async fn autonomous_git_reads_run() {
 }
 
 /// An autonomous run goes through the autonomous profile, not the category's read-only one:
-/// outside the workspace and the system dirs nothing is readable, not even the names in `/`.
+/// outside the workspace and the system dirs it grants nothing is readable. (`ls /` itself is
+/// no longer autonomous: the analysis asks a person about reads outside; `/sys/kernel` is a
+/// system dir to the analysis, but the autonomous profile grants only `/sys/devices/system/cpu`.)
 #[tokio::test(flavor = "current_thread")]
 async fn autonomous_runs_get_the_autonomous_profile() {
     let n = InProc::new();
     std::fs::write(n.workspace.join("marker-7f3a"), "").expect("marker");
     let frames = n
-        .invoke("system.run", &json!({"command":sh("ls / ; ls")}), 30_000)
+        .invoke(
+            "system.run",
+            &json!({"command":sh("ls /sys/kernel ; ls")}),
+            30_000,
+        )
         .await;
     let p = payload_of(&result_of(&frames));
     let out = p["stdout"].as_str().unwrap_or("");
     assert!(out.contains("marker-7f3a"), "the workspace reads: {p}");
-    assert!(!out.contains("usr"), "/ is not listable: {p}");
+    assert!(
+        !out.contains("address_bits"),
+        "/sys/kernel is not listable: {p}"
+    );
     assert!(
         p["stderr"]
             .as_str()

@@ -35,7 +35,7 @@ fn the_nodes_own_verdict_is_a_floor() {
         ))
     };
     let base = |id: &str| -> Value {
-        serde_json::from_str(node_request(TOKEN, id, &["/bin/sh", "-lc", "ls /tmp"], 1_500).trim())
+        serde_json::from_str(node_request(TOKEN, id, &["/bin/sh", "-lc", "ls /usr"], 1_500).trim())
             .expect("json")
     };
     assert_eq!(
