@@ -189,11 +189,9 @@ impl Stack {
             // as Docker's API wants; podman 4.3's compatible API opens that text as a path and
             // fails. So under podman the agent keeps podman's default filter (Seccomp: 2);
             // seccomp/agent-profile.json itself is tested under podman by
-            // tests/sandbox_agent_profile.rs.
-            (
-                "SANCTUM_SECCOMP_OPT".into(),
-                "no-new-privileges:true".into(),
-            ),
+            // tests/sandbox_agent_profile.rs. (Spelled unlike the file's own
+            // `no-new-privileges:true`: compose refuses duplicate entries.)
+            ("SANCTUM_SECCOMP_OPT".into(), "no-new-privileges".into()),
             ("SANCTUM_EGRESS_ALLOW".into(), "model.invalid:8080".into()),
         ]
     }
