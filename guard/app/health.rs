@@ -36,14 +36,20 @@ pub fn probe(url: &str, timeout: Duration) -> Result<u16, HealthError> {
     let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(io)?;
     s.set_read_timeout(Some(timeout)).map_err(io)?;
     s.set_write_timeout(Some(timeout)).map_err(io)?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n"
-    )
-    .map_err(io)?;
-    let mut head = [0u8; 64];
-    let n = s.read(&mut head).map_err(io)?;
-    let line = std::str::from_utf8(&head[..n]).unwrap_or_default();
+    // One write: a request split over several segments is legal but needlessly slow to parse.
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).map_err(io)?;
+    // The status line may arrive in pieces: read until it is whole (or 64 bytes, or EOF).
+    let mut head = Vec::with_capacity(64);
+    let mut chunk = [0u8; 64];
+    while head.len() < 64 && !head.contains(&b'\n') {
+        let n = s.read(&mut chunk).map_err(io)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    let line = std::str::from_utf8(&head).unwrap_or_default();
     line.strip_prefix("HTTP/1.1 ")
         .or_else(|| line.strip_prefix("HTTP/1.0 "))
         .and_then(|r| r.get(..3))
@@ -77,11 +83,20 @@ mod tests {
         let port = l.local_addr().unwrap().port();
         let t = std::thread::spawn(move || {
             let (mut c, _) = l.accept().unwrap();
+            // Read the whole request head, however the kernel splits it.
+            let mut got = Vec::new();
             let mut buf = [0u8; 256];
-            let n = c.read(&mut buf).unwrap();
-            assert!(buf[..n].starts_with(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1:"));
-            c.write_all(b"HTTP/1.1 503 Service Unavailable\r\n\r\n")
-                .unwrap();
+            while !got.ends_with(b"\r\n\r\n") {
+                let n = c.read(&mut buf).unwrap();
+                assert!(n > 0, "EOF before the end of the request head");
+                got.extend_from_slice(&buf[..n]);
+            }
+            assert!(got.starts_with(b"GET /readyz HTTP/1.1\r\nHost: 127.0.0.1:"));
+            // The answer in two writes: the probe must join them.
+            c.write_all(b"HTTP/1.1 5").unwrap();
+            c.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            c.write_all(b"03 Service Unavailable\r\n\r\n").unwrap();
         });
         let url = format!("http://127.0.0.1:{port}/readyz");
         assert_eq!(probe(&url, Duration::from_secs(5)).unwrap(), 503);

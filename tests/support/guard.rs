@@ -137,8 +137,8 @@ pub struct Serve {
 }
 
 impl Serve {
-    /// `serve` on the world's dirs with `extra_args`, its stderr into `log`.
-    fn command(w: &World, extra_args: &[&str], log: &Path) -> Command {
+    /// `serve` on the world's dirs with `extra_args`; its stderr is a pipe (see `spawn`).
+    fn command(w: &World, extra_args: &[&str]) -> Command {
         let mut cmd = Command::new(guard_bin());
         cmd.arg("serve")
             .arg("--state-dir")
@@ -150,19 +150,38 @@ impl Serve {
             .env_remove("OPENCLAW_STATE_DIR")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::from(std::fs::File::create(log).expect("log")));
+            .stderr(Stdio::piped());
         cmd
+    }
+
+    /// Spawns `cmd` with its stderr copied into `log` by a thread of the test. Through a pipe,
+    /// not a file the guard writes: a test that lowers the guard's RLIMIT_FSIZE must still see
+    /// what the guard logs about it (the limit applies to every regular file it writes).
+    /// The thread ends when the last holder of the pipe's write end is gone.
+    fn spawn(mut cmd: Command, log: &Path) -> (ChildGuard, std::thread::JoinHandle<()>) {
+        let mut file = std::fs::File::create(log).expect("log");
+        let mut child = cmd.spawn().expect("spawn serve");
+        let mut stderr = child.stderr.take().expect("piped stderr");
+        let copier = std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = std::io::Read::read(&mut stderr, &mut buf) {
+                if n == 0 || std::io::Write::write_all(&mut file, &buf[..n]).is_err() {
+                    break;
+                }
+            }
+        });
+        (ChildGuard::new("serve", child), copier)
     }
 
     /// Starts `serve` (log level info) and waits until it serves on the world's socket.
     pub fn start(w: &World, extra_env: &[(&str, &str)], extra_args: &[&str]) -> Serve {
         let stderr_path = w.tmp.path().join(format!("serve-{}.log", now_ms()));
-        let mut cmd = Self::command(w, extra_args, &stderr_path);
+        let mut cmd = Self::command(w, extra_args);
         cmd.env("SANCTUM_LOG", "info");
         for (k, v) in extra_env {
             cmd.env(k, v);
         }
-        let child = ChildGuard::new("serve", cmd.spawn().expect("spawn serve"));
+        let (child, _copier) = Self::spawn(cmd, &stderr_path);
         let s = Serve { child, stderr_path };
         s.wait_ready(w);
         s
@@ -172,8 +191,7 @@ impl Serve {
     /// that is still running after 20 s did start: it is killed and reported as exit 0.
     pub fn start_fails(w: &World, extra_args: &[&str]) -> (i32, String) {
         let log = w.tmp.path().join(format!("serve-fail-{}.log", now_ms()));
-        let mut cmd = Self::command(w, extra_args, &log);
-        let mut child = ChildGuard::new("serve", cmd.spawn().expect("spawn serve"));
+        let (mut child, copier) = Self::spawn(Self::command(w, extra_args), &log);
         let start = Instant::now();
         let code = loop {
             if let Some(Ok(Some(st))) = child.child.as_mut().map(|c| c.try_wait()) {
@@ -186,6 +204,11 @@ impl Serve {
             }
             std::thread::sleep(Duration::from_millis(25));
         };
+        // Everything the process wrote is in the log once the copier has drained the pipe.
+        let drained = Instant::now();
+        while !copier.is_finished() && drained.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         (code, std::fs::read_to_string(&log).unwrap_or_default())
     }
 
