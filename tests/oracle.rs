@@ -170,6 +170,43 @@ fn oracle_corpus() {
     );
 }
 
+/// Every `#open` row of oracle-found.tsv still diverges when run: a row the analysis now
+/// refuses, or allows and the run matches, must lose its prefix (or its row), so the file
+/// never claims an open hole that is closed, nor hides a closed one from the attack suite.
+#[test]
+fn oracle_known_open_rows_still_diverge() {
+    let w = World::new();
+    let rec = recorder();
+    let port = rec.listener_port();
+    let open = known_open();
+    let mut closed = Vec::new();
+    for raw in &open {
+        let cmd = w.subst(raw, port);
+        let v = w.decide(&cmd);
+        if v.kind != VerdictKind::Allow {
+            closed.push(format!("{raw:?}: now {:?}", v.kind));
+            continue;
+        }
+        w.reset_tmp();
+        let r = rec.run(&w.scene(), &cmd).expect("recorder");
+        if divergences(&w, &cmd, &v, &r).is_empty() {
+            closed.push(format!(
+                "{raw:?}: allowed, and the run does what the analysis says"
+            ));
+        }
+    }
+    println!(
+        "oracle known-open: {} rows, {} closed",
+        open.len(),
+        closed.len()
+    );
+    assert!(
+        closed.is_empty(),
+        "#open rows of tests/data/attacks/oracle-found.tsv that no longer diverge:\n{}",
+        closed.join("\n")
+    );
+}
+
 /// Mutations of every row that expects `allow`, one per row by default (each row on its own
 /// stream of the seed); `SANCTUM_ORACLE_N=5000` for a longer, fuzz-like run,
 /// `SANCTUM_ORACLE_SEED` for another seed.

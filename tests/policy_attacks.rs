@@ -111,6 +111,8 @@ fn world() -> AgentHome {
             ("app/.env.example", "API_KEY="),
             ("app/main.py", "print(1)\n"),
             ("app/lib/util.py", "\n"),
+            // A secret by name that is not hidden: `rg` skips dotfiles but reads this one.
+            ("deploy.tfstate", "{\"secret\": 1}"),
         ],
         links: &[
             ("sshlink", ".ssh"),

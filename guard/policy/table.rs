@@ -21,6 +21,7 @@ mod gram_net;
 mod gram_search;
 mod gram_text;
 mod grammar;
+mod http_target;
 mod judge;
 mod paths_check;
 mod programs;
@@ -243,6 +244,7 @@ fn http_action(c: &mut Classification, t: &TableContext, method: &str, url: &str
         paths_check::check_path(c, t, &abs(Path::new(path), t), false);
     } else if matches!(m.as_str(), "GET" | "HEAD" | "OPTIONS") {
         c.add(Category::HttpRead, "http-read", format!("{m} {url}"));
+        http_target::check(c, url);
     } else {
         c.add(Category::HttpWrite, "http-write", format!("{m} {url}"));
     }
@@ -263,6 +265,10 @@ fn browser_action(c: &mut Classification, action: &str, url: Option<&str>) {
             "browse",
             format!("browser `{action}` {}", url.unwrap_or("")),
         );
+        // The browser is on the same networks: an internal page is no public browse.
+        if let Some(u) = url.filter(|u| !u.is_empty() && *u != "about:blank") {
+            http_target::check(c, u);
+        }
     }
 }
 

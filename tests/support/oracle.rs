@@ -278,7 +278,9 @@ pub fn divergences(w: &World, command: &str, verdict: &Verdict, rec: &Record) ->
         .flat_map(|s| s.argv.iter().skip(1))
         .flat_map(|a| operand_paths(w, a))
         .collect();
-    let words: Vec<&str> = command
+    // Backslashes dropped: `\env` is bash's spelling of `env` that skips aliases.
+    let unescaped = command.replace('\\', "");
+    let words: Vec<&str> = unescaped
         .split(|c: char| c.is_whitespace() || ";|&()`'\"$".contains(c))
         .collect();
     for e in &rec.execs {

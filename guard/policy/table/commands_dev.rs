@@ -77,6 +77,7 @@ pub(super) fn node_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word
     if runs_package(c, p, sub, rest) {
         return;
     }
+
     // `npm audit fix` (or `--fix`) installs; plain `audit` only reports.
     let audit_fixes = sub == "audit"
         && (rest.iter().any(|r| *r != "signatures")
@@ -111,6 +112,7 @@ pub(super) fn node_pm(k: &Checker, c: &mut Classification, p: &str, args: &[Word
         c.add(category, code, why.replace("{p}", p).replace("{sub}", sub));
         if category == Category::Enumerate {
             listing_flags(c, p, sub, args);
+            loads_user_config(c, p);
         }
     } else {
         c.add(
@@ -173,6 +175,7 @@ fn node_pm_bare(c: &mut Classification, p: &str, args: &[Word]) {
             "enumerate",
             format!("`{p}` prints its version or help"),
         );
+        loads_user_config(c, p);
     } else {
         c.add(
             Category::RunCode,
@@ -180,6 +183,17 @@ fn node_pm_bare(c: &mut Classification, p: &str, args: &[Word]) {
             format!("`{p} ` runs project scripts"),
         );
     }
+}
+
+/// Even a listing or `--version` is not a plain read (the oracle saw both): the manager loads
+/// the user's config, which holds registry tokens and may point anywhere, and writes its cache
+/// and logs under HOME.
+fn loads_user_config(c: &mut Classification, p: &str) {
+    c.add(
+        Category::RunCode,
+        "loads-user-config",
+        format!("`{p}` loads ~/.npmrc (registry tokens), may ask the registry and writes its cache and logs under HOME"),
+    );
 }
 
 /// npm reads any `--name=value` as a setting (`--viewer=browser`, `--userconfig`, a

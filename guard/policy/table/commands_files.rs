@@ -258,6 +258,7 @@ fn exec_names(k: &Checker, c: &mut Classification, start: &Word, e: &Expr, split
         links: true,
         dotenv: true,
         split_names,
+        hidden: true,
     };
     k.walk_below(c, start, &walk);
 }

@@ -125,6 +125,9 @@ fn url(k: &Checker, c: &mut Classification, w: &Word, globbing: bool) {
             format!("the file URL `{s}` is a curl glob"),
         );
     }
+    if !s.to_ascii_lowercase().starts_with("file:") {
+        super::http_target::check(c, s);
+    }
     file_url(k, c, w);
 }
 
@@ -232,12 +235,18 @@ pub(super) fn wget(k: &Checker, c: &mut Classification, args: &[Word]) {
         );
     }
     for w in &parsed.operands {
-        file_url(k, c, w);
+        url(k, c, w, false);
     }
     if write {
         first.add(Category::HttpWrite, "http-write", "wget sends data");
     } else {
         first.add(Category::HttpRead, "http-read", "wget fetches a URL");
+        // Even a plain fetch is not all in its arguments: the oracle saw wget open ~/.netrc.
+        c.add(
+            Category::Unanalysable,
+            "loads-user-config",
+            "wget obeys /etc/wgetrc and ~/.wgetrc (any option, `execute` included) and sends ~/.netrc passwords",
+        );
     }
     c.findings.splice(0..0, first.findings);
 }
@@ -255,5 +264,19 @@ pub(super) fn httpie(c: &mut Classification, args: &[Word]) {
         c.add(Category::HttpWrite, "http-write", "sends data over HTTP");
     } else {
         c.add(Category::HttpRead, "http-read", "fetches a URL");
+        // The URL follows an optional method; httpie's `:3000/x` is localhost.
+        let method = ops.first().is_some_and(|w| {
+            let m = v(w);
+            !m.is_empty() && m.bytes().all(|b| b.is_ascii_uppercase())
+        });
+        let target = ops.get(usize::from(method)).map(|w| v(w));
+        if let Some(u) = target {
+            let u = if u.starts_with(':') {
+                format!("localhost{u}")
+            } else {
+                u.to_owned()
+            };
+            super::http_target::check(c, &u);
+        }
     }
 }

@@ -54,7 +54,15 @@ pub(super) fn no_files(seg: &Segment, k: &Checker, c: &mut Classification, p: &s
             }
         }
         "top" => {
-            let _ = judge(k, c, p, &G_TOP, args);
+            // procps' top creates ~/.config/procps on start, even in batch mode (the oracle
+            // saw it): a write, not a read.
+            if judge(k, c, p, &G_TOP, args).is_some() {
+                c.add(
+                    Category::Write,
+                    "write",
+                    "`top` creates its config directory (~/.config/procps)",
+                );
+            }
         }
         "ps" => ps(k, c, args),
         "bc" => {
@@ -376,11 +384,16 @@ pub(super) fn containers(c: &mut Classification, p: &str, args: &[Word]) {
                 .all(|m| m.opt.eff == Safe || m.opt.eff == Check)
     });
     if read {
+        // A listing, but through the user's credentials: ~/.kube/config goes to the
+        // cluster, ~/.docker/config.json is read and the daemon's socket is root's.
         let sub = args.iter().map(v).find(|s| verbs.contains(s)).unwrap_or("");
         c.add(
-            Category::Enumerate,
-            "enumerate",
-            format!("`{p} {sub}` lists state"),
+            Category::Unanalysable,
+            "loads-user-config",
+            format!(
+                "`{p} {sub}` lists state with the user's credentials ({})",
+                credentials(p)
+            ),
         );
     } else {
         c.add(
@@ -388,6 +401,15 @@ pub(super) fn containers(c: &mut Classification, p: &str, args: &[Word]) {
             "privilege",
             format!("`{p}` controls containers"),
         );
+    }
+}
+
+/// Where `p` finds the credentials it sends.
+fn credentials(p: &str) -> &'static str {
+    match p {
+        "kubectl" => "~/.kube/config, sent to the cluster",
+        "podman" => "~/.config/containers/auth.json and the user's containers",
+        _ => "~/.docker/config.json and the daemon's root socket",
     }
 }
 

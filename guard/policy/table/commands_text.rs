@@ -27,7 +27,9 @@ pub(super) fn grep(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, 
     let Some(parsed) = judge(k, c, p, g, args) else {
         return;
     };
-    let pattern_given = parsed.has("regexp") || parsed.has("file");
+    // `rg --files` lists the names it would search: no pattern, no content read.
+    let names_only = p == "rg" && parsed.has("files");
+    let pattern_given = parsed.has("regexp") || parsed.has("file") || names_only;
     let files: Vec<&Word> = parsed
         .operands
         .iter()
@@ -58,17 +60,19 @@ pub(super) fn grep(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, 
     }
     read_files(seg, k, c, &files);
     if recursive {
-        // rg skips hidden files (a dotenv file is one) unless told otherwise.
+        // rg skips hidden files and directories (a dotenv file is one) unless told
+        // otherwise, but reads every other file below, secrets by name included
+        // (`deploy.tfstate`, `client_secret.json`).
         let hidden = p != "rg" || parsed.has("hidden") || parsed.has("unrestricted");
         let walk = Walk {
             follow: follows,
             links: follows,
-            dotenv: hidden,
+            hidden,
             ..Walk::FOLLOW
         };
         for f in &files {
             k.recursive_names(c, f);
-            if follows || hidden {
+            if !names_only {
                 k.walk_below(c, f, &walk);
             }
         }

@@ -10,6 +10,10 @@ use crate::policy::shell::{Segment, Word};
 use crate::policy::verdict::Category;
 
 /// Compilers and build tools whose lone `--version` (or `-V`, `-vV`, `-version`) only prints.
+/// Not here, because the oracle saw them do more: the node package managers load ~/.npmrc
+/// (registry tokens) even for `--version`, and a JVM (java, javac, kotlinc, scalac, gradle,
+/// mvn) writes /tmp/hsperfdata_USER outside the private tmp; dotnet and bazel start
+/// first-run set-up or a server.
 const VERSION_TOOLS: &[&str] = &[
     "gcc",
     "cc",
@@ -25,32 +29,20 @@ const VERSION_TOOLS: &[&str] = &[
     "ninja",
     "meson",
     "node",
-    "npm",
     "python3",
     "python",
-    "javac",
-    "java",
     "ld",
     "as",
     "go",
     "rustup",
     "tsc",
     "deno",
-    "bun",
-    "yarn",
-    "pnpm",
-    "gradle",
-    "mvn",
     "swift",
     "zig",
     "ruby",
     "perl",
     "php",
-    "dotnet",
-    "kotlinc",
-    "scalac",
     "ghc",
-    "bazel",
     "pkg-config",
     "autoconf",
     "automake",

@@ -53,14 +53,14 @@ fn non_exec_actions_get_categories() {
     assert_eq!(
         cats(&Action::Http {
             method: "get".into(),
-            url: "https://x".into()
+            url: "https://x.example".into()
         }),
         vec![Category::HttpRead]
     );
     assert_eq!(
         cats(&Action::Http {
             method: "POST".into(),
-            url: "https://x".into()
+            url: "https://x.example".into()
         }),
         vec![Category::HttpWrite]
     );
@@ -72,7 +72,7 @@ fn non_exec_actions_get_categories() {
     assert_eq!(
         cats(&Action::Browser {
             action: "goto".into(),
-            url: Some("https://x".into())
+            url: Some("https://x.example".into())
         }),
         vec![Category::Browse]
     );

@@ -29,6 +29,8 @@ pub(super) struct Walk<'f> {
     /// Names `xargs` would split or unquote (blanks, quotes, backslashes): the command
     /// would get words that are not the paths `find` printed.
     pub split_names: bool,
+    /// Hidden entries (a name starting with `.`) are walked too; `rg` skips them by default.
+    pub hidden: bool,
 }
 
 fn all(_: &str) -> bool {
@@ -44,6 +46,7 @@ impl Walk<'_> {
         links: false,
         dotenv: true,
         split_names: false,
+        hidden: true,
     };
     /// A read that follows every symlink below (`grep -R`, `diff -r`), hidden files too.
     pub const FOLLOW: Walk<'static> = Walk {
@@ -53,6 +56,7 @@ impl Walk<'_> {
         links: true,
         dotenv: true,
         split_names: false,
+        hidden: true,
     };
 }
 
@@ -91,6 +95,9 @@ impl Checker<'_> {
                         return;
                     }
                     budget -= 1;
+                    if !o.hidden && name.starts_with('.') {
+                        continue;
+                    }
                     let path = dir.join(&name);
                     let Some(meta) = fs_memo::symlink_metadata(&path) else {
                         continue;
