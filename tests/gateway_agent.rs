@@ -3,15 +3,18 @@
 //! (`chat.send`) drives a real session to completion and Status shows it; a turn running
 //! `sleep 30` on the node is stopped (`chat.abort`) and shows aborted; every action is
 //! audited with the web identity; refusals: no session 401, a foreign Origin 403, no CSRF 403,
-//! a chat directive 403 (never sent).
+//! a chat directive 403 (never sent). The front door takes the signed-in browser's cookie as
+//! its credential, only with the web prompt's Origin, and not after logout.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod support;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+use support::gateway::{open_with, WsClient};
 use support::node::*;
 use support::web::{Login, Web};
+use tokio_tungstenite::tungstenite;
 
 const TOKEN: &str = "gw-agent-socket-token-0123456789";
 
@@ -46,10 +49,13 @@ fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let url = format!("ws://127.0.0.1:{}", gw.port);
+    let front = format!("127.0.0.1:{}", free_port());
     let serve = Serve::start(
         &w,
         &[],
         &[
+            "--front-listen",
+            &front,
             "--web-listen",
             &listen,
             "--gateway-url",
@@ -218,6 +224,40 @@ fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
     assert!(text.contains(&login.identity), "{text}");
     assert!(text.contains("\"stop\"") && text.contains(&run), "{text}");
     assert!(text.contains("chat directive"), "refusals audited: {text}");
+
+    // The front door takes the browser's web-prompt cookie, with the web prompt's Origin.
+    let door = format!("ws://{front}/");
+    let origin = web.origin();
+    let (mut c, hello) = WsClient::operator_with(
+        &door,
+        &[("Cookie", &login.cookie), ("Origin", &origin)],
+        GW_TOKEN,
+    );
+    assert_eq!(hello["ok"], true, "{hello}");
+    assert_eq!(c.call("sessions.list", json!({}))["ok"], true);
+    drop(c);
+    let refused = |headers: &[(&str, &str)]| match open_with(&door, headers) {
+        Err(tungstenite::Error::Http(r)) => r.status().as_u16(),
+        Err(e) => panic!("not an HTTP refusal: {e}"),
+        Ok(_) => 101,
+    };
+    // A cookie alone (no Origin: not a page of ours), a foreign page, a made-up session.
+    assert_eq!(refused(&[("Cookie", &login.cookie)]), 401);
+    assert_eq!(
+        refused(&[("Cookie", &login.cookie), ("Origin", "http://evil.example")]),
+        403
+    );
+    assert_eq!(
+        refused(&[("Cookie", "sg_session=forged"), ("Origin", &origin)]),
+        401
+    );
+    // Signed out: the cookie opens nothing.
+    let r = web.call("POST", "/api/logout", Some(&login), Some("{}"));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        refused(&[("Cookie", &login.cookie), ("Origin", &origin)]),
+        401
+    );
 }
 
 /// Without a gateway the Agent API says so (and still refuses the unauthenticated first).

@@ -207,6 +207,41 @@ async fn web_prompt_in_chromium() {
     // Unanalysable text offers no allow-always; a plain write does.
     let btns = js(&c, "return [document.querySelectorAll('#r-' + arguments[0] + ' button[data-act=allow-always]').length, document.querySelectorAll('#r-' + arguments[1] + ' button[data-act=allow-always]').length]", vec![json!(idk), json!(idx)]).await;
     assert_eq!(btns, json!([0, 1]));
+    // The key legend names A only while the selected request offers Allow always, and A asks
+    // for confirmation: dismissing it stores nothing and leaves the request pending.
+    let legend = "return !document.getElementById('key-always').hidden";
+    c.find(Locator::Css(&format!("#r-{idk}")))
+        .await
+        .expect("ctl card")
+        .click()
+        .await
+        .expect("select ctl");
+    assert_eq!(
+        js(&c, legend, vec![]).await,
+        json!(false),
+        "A named for a request without allow-always"
+    );
+    let xcard = c
+        .find(Locator::Css(&format!("#r-{idx}")))
+        .await
+        .expect("xss card");
+    xcard.click().await.expect("select xss");
+    assert_eq!(
+        js(&c, legend, vec![]).await,
+        json!(true),
+        "A not named where offered"
+    );
+    xcard.send_keys("A").await.expect("A");
+    let asked = c.get_alert_text().await.expect("A asks for confirmation");
+    assert!(asked.contains("Allow always"), "{asked}");
+    c.dismiss_alert().await.expect("dismiss");
+    let still = js(
+        &c,
+        "return document.getElementById('r-' + arguments[0]).classList.contains('pending')",
+        vec![json!(idx)],
+    )
+    .await;
+    assert_eq!(still, json!(true), "a dismissed A decided the request");
     // Oldest deadline first.
     let order = js(&c, "return [...document.querySelectorAll('li.card.pending')].map(n => n.getAttribute('data-id'))", vec![]).await;
     assert_eq!(order.as_array().expect("order")[0], json!(idx), "{order}");
@@ -228,7 +263,7 @@ async fn web_prompt_in_chromium() {
         .await
         .expect("reason");
     reason
-        .send_keys("looks like an injection attempt")
+        .send_keys("looks like an injection attempt: a A d D j k")
         .await
         .expect("type");
     click(&c, &format!("#r-{idx} button[data-act='deny']")).await;
@@ -236,7 +271,7 @@ async fn web_prompt_in_chromium() {
     let audit = w.audit();
     assert!(
         audit.lines().any(|l| l.contains(&idx)
-            && l.contains("looks like an injection attempt")
+            && l.contains("looks like an injection attempt: a A d D j k")
             && l.contains("web:admin/")),
         "reason or approver missing from the audit log"
     );

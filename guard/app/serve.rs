@@ -176,7 +176,9 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     let (tx, rx) = watch::channel(false);
     let agent = start_approver(&cfg, engine.clone(), rx.clone())?
         .map(|rpc| Arc::new(crate::engine::agent::AgentControl::new(rpc, engine.clone())));
-    start_front(&cfg, &engine, audit.clone(), rx.clone()).await?;
+    // One set of web sessions: the front door accepts a signed-in browser's cookie.
+    let sessions = Arc::new(crate::web::auth::Sessions::default());
+    start_front(&cfg, &engine, audit.clone(), sessions.clone(), rx.clone()).await?;
     crate::web::start(
         &cfg.web,
         engine.inbox().clone(),
@@ -185,6 +187,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         socket_path,
         rx.clone(),
         agent,
+        sessions,
     )
     .await?;
     // OpenClaw may change its document while we run (a new allowlist entry, a new policy).
@@ -311,6 +314,7 @@ async fn start_front(
     cfg: &Config,
     engine: &Engine,
     audit: AuditLog,
+    sessions: Arc<crate::web::auth::Sessions>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), ServeError> {
     let Some(listen) = cfg.front.listen else {
@@ -346,12 +350,17 @@ async fn start_front(
         "sanctum-guard: front door      ws://{listen}/door/<link> -> {}",
         settings.upstream
     );
-    let front = std::sync::Arc::new(crate::gateway::front::Front::new(
-        settings,
-        cfg.state_dir.clone(),
-        engine.judge().gateway_tables().clone(),
-        audit,
-    ));
+    let front = std::sync::Arc::new(
+        crate::gateway::front::Front::new(
+            settings,
+            cfg.state_dir.clone(),
+            engine.judge().gateway_tables().clone(),
+            audit,
+        )
+        .with_sessions(Arc::new(move |id: &str| {
+            sessions.get(id).map(|s| s.identity)
+        })),
+    );
     tokio::spawn(crate::gateway::front::serve(front, listener, shutdown));
     Ok(())
 }

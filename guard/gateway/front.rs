@@ -1,6 +1,7 @@
 //! The front door: a WebSocket proxy in front of the gateway that every human client (ACP,
 //! an IDE, a chat page) passes. A client is authenticated before the upgrade (a door link's
-//! secret path, else 401); an `Origin`, when sent, must be one the guard serves, and is not
+//! secret path, or a signed-in browser's web-prompt cookie sent with the web prompt's own
+//! `Origin`; else 401); an `Origin`, when sent, must be one the guard serves, and is not
 //! passed on (the upstream connection is the guard's own, so `Host` is the upstream's). The
 //! gateway's challenge and the client's `connect` pass byte for byte (the device signature
 //! covers them); every later client frame passes the pure method filter and is forwarded as
@@ -42,12 +43,18 @@ pub struct FrontSettings {
     pub allowed_origins: Vec<String>,
 }
 
+/// The identity of a live web-prompt session, by its cookie value.
+pub type SessionLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// The running door's shared state.
 pub struct Front {
     pub settings: FrontSettings,
     pub state_dir: PathBuf,
     pub tables: GatewayTables,
     pub audit: AuditLog,
+    /// Who a web-prompt session id belongs to (none: no browser may use its cookie here).
+    /// A function, so that this door does not import the web door; the wiring supplies it.
+    sessions: Option<SessionLookup>,
     conns: AtomicUsize,
 }
 
@@ -63,8 +70,29 @@ impl Front {
             state_dir,
             tables,
             audit,
+            sessions: None,
             conns: AtomicUsize::new(0),
         }
+    }
+
+    /// Accepts the web prompt's session cookie as a credential too.
+    pub fn with_sessions(mut self, sessions: SessionLookup) -> Self {
+        self.sessions = Some(sessions);
+        self
+    }
+
+    /// The signed-in browser behind the request's cookie (either cookie name of the web
+    /// prompt: cookies are not bound to a port, so the web prompt's reaches the door).
+    fn browser(&self, req: &Request) -> Option<String> {
+        let sessions = self.sessions.as_ref()?;
+        req.headers()
+            .get_all("cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|kv| kv.trim().split_once('='))
+            .filter(|(k, _)| *k == "sg_session" || *k == "__Host-sg_session")
+            .find_map(|(_, id)| sessions(id))
     }
 
     async fn refuse(
@@ -147,12 +175,22 @@ fn check_upgrade(
     }
     let name =
         links::secret_in_path(req.uri().path()).and_then(|s| links::verify(&front.state_dir, s));
+    let origin = req.headers().get("origin");
+    // A cookie is sent by the browser whatever page opened the socket: it counts only with
+    // an Origin, which the check below holds to the web prompt's (no cross-site hijacking).
+    let name = name.or_else(|| origin.and_then(|_| front.browser(req)));
     let Some(name) = name else {
-        g.refused = Some(("unauthenticated", "no valid door link".into()));
-        return Err((StatusCode::UNAUTHORIZED, "a door link is required\n"));
+        g.refused = Some((
+            "unauthenticated",
+            "no valid door link or web-prompt session".into(),
+        ));
+        return Err((
+            StatusCode::UNAUTHORIZED,
+            "a door link or a web-prompt sign-in is required\n",
+        ));
     };
     g.who = Some(name);
-    if let Some(origin) = req.headers().get("origin") {
+    if let Some(origin) = origin {
         let o = origin.to_str().unwrap_or("");
         if !front.settings.allowed_origins.iter().any(|a| a == o) {
             g.refused = Some(("origin-refused", format!("origin {o:?} is not allowed")));

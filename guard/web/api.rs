@@ -21,7 +21,8 @@ use tokio::sync::watch;
 /// What every handler shares.
 pub struct Shared {
     pub inbox: Inbox,
-    pub sessions: Sessions,
+    /// Shared with the front door, which accepts a signed-in browser's cookie.
+    pub sessions: Arc<Sessions>,
     pub signin: SignInGuard,
     pub state_dir: PathBuf,
     pub audit_path: PathBuf,
@@ -49,7 +50,7 @@ impl Shared {
     ) -> Self {
         Shared {
             inbox,
-            sessions: Sessions::default(),
+            sessions: Arc::new(Sessions::default()),
             signin: SignInGuard::default(),
             state_dir,
             audit_path,

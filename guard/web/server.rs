@@ -73,6 +73,7 @@ pub async fn start(
     socket_path: PathBuf,
     shutdown: watch::Receiver<bool>,
     agent: Option<Arc<crate::engine::agent::AgentControl>>,
+    sessions: Arc<super::auth::Sessions>,
 ) -> Result<Option<WebHandle>, WebError> {
     let Some(addr) = settings.listen else {
         eprintln!("sanctum-guard: web prompt      off");
@@ -111,6 +112,7 @@ pub async fn start(
         shutdown.clone(),
     );
     shared.agent = agent;
+    shared.sessions = sessions;
     let shared = Arc::new(shared);
     login::write_private(&state_dir.join(login::URL_FILE), &format!("{base_url}\n"))?;
     let link = login::new_link(state_dir, &base_url, "admin")?;

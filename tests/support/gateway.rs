@@ -15,7 +15,18 @@ pub struct WsClient {
 
 /// Opens `url` (read timeout 1 s per read), without sending anything.
 pub fn open(url: &str) -> Result<WsClient, tungstenite::Error> {
-    let (ws, _) = tungstenite::connect(url)?;
+    open_with(url, &[])
+}
+
+/// [`open`] with extra request headers (a browser's `Cookie` and `Origin`).
+pub fn open_with(url: &str, headers: &[(&str, &str)]) -> Result<WsClient, tungstenite::Error> {
+    let mut req = tungstenite::client::IntoClientRequest::into_client_request(url)?;
+    for (k, v) in headers {
+        let name = tungstenite::http::HeaderName::from_bytes(k.as_bytes()).expect("header name");
+        req.headers_mut()
+            .insert(name, v.parse().expect("header value"));
+    }
+    let (ws, _) = tungstenite::connect(req)?;
     if let MaybeTlsStream::Plain(s) = ws.get_ref() {
         s.set_read_timeout(Some(Duration::from_secs(1)))
             .expect("timeout");
@@ -26,7 +37,12 @@ pub fn open(url: &str) -> Result<WsClient, tungstenite::Error> {
 impl WsClient {
     /// Opens `url` and connects as an admin operator with a new device; the hello payload.
     pub fn operator(url: &str, token: &str) -> (WsClient, Value) {
-        let mut c = open(url).expect("open");
+        Self::operator_with(url, &[], token)
+    }
+
+    /// [`WsClient::operator`] with extra request headers.
+    pub fn operator_with(url: &str, headers: &[(&str, &str)], token: &str) -> (WsClient, Value) {
+        let mut c = open_with(url, headers).expect("open");
         let challenge = c.wait(Duration::from_secs(20), |v| {
             v["event"] == "connect.challenge"
         });
