@@ -3,7 +3,8 @@
 //! (`chat.send`) drives a real session to completion and Status shows it; a turn running
 //! `sleep 30` on the node is stopped (`chat.abort`) and shows aborted; every action is
 //! audited with the web identity; refusals: no session 401, a foreign Origin 403, no CSRF 403,
-//! a chat directive 403 (never sent). The front door takes the signed-in browser's cookie as
+//! a chat directive 403 (never sent). In Chromium, the Agent page (reached from the inbox's
+//! navigation) sends a task into a session, shows it running and stops it. The front door takes the signed-in browser's cookie as
 //! its credential, only with the web prompt's Origin, and not after logout.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
@@ -225,6 +226,13 @@ fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
     assert!(text.contains("\"stop\"") && text.contains(&run), "{text}");
     assert!(text.contains("chat directive"), "refusals audited: {text}");
 
+    // The Agent page in Chromium: from the inbox's navigation, a task into the session,
+    // shown running, stopped with the row's Stop button.
+    let link = web.new_link();
+    tokio::runtime::Runtime::new()
+        .expect("runtime")
+        .block_on(agent_page_in_chromium(&web, &link, &key, &model_log));
+
     // The front door takes the browser's web-prompt cookie, with the web prompt's Origin.
     let door = format!("ws://{front}/");
     let origin = web.origin();
@@ -258,6 +266,100 @@ fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
         refused(&[("Cookie", &login.cookie), ("Origin", &origin)]),
         401
     );
+}
+
+/// Signs in with `link`, goes Inbox → Agent, sends `sleep 31` into `key` from the form, waits
+/// for the row to show RUNNING, clicks its Stop and waits for the run to end.
+async fn agent_page_in_chromium(web: &Web, link: &str, key: &str, model_log: &std::path::Path) {
+    use support::browser::{browser, chromedriver, click, js, shot, until};
+    let d = chromedriver();
+    let profile = tempfile::tempdir().expect("profile");
+    let c = browser(&d, profile.path()).await;
+    c.goto(link).await.expect("goto link");
+    click(&c, "#signin").await;
+    until(&c, "the inbox", "return !!document.querySelector('nav a[href=\"/agent\"]') && document.getElementById('signed-out').hidden", vec![]).await;
+    click(&c, "nav a[href='/agent']").await;
+    until(
+        &c,
+        "the session row",
+        "return [...document.querySelectorAll('#sessions li.row')].some(r => r.getAttribute('data-key') === arguments[0])",
+        vec![json!(key)],
+    )
+    .await;
+    // Choose the session, type the task, send.
+    js(
+        &c,
+        "const s = document.getElementById('t-session'); s.value = arguments[0]; return s.value === arguments[0]",
+        vec![json!(key)],
+    )
+    .await;
+    c.find(fantoccini::Locator::Css("#t-message"))
+        .await
+        .expect("message box")
+        .send_keys(&script("sleep 31"))
+        .await
+        .expect("type");
+    click(&c, "#t-send").await;
+    let row = "const r = [...document.querySelectorAll('#sessions li.row')].find(r => r.getAttribute('data-key') === arguments[0]); return !!r && ";
+    let wait_run = Instant::now();
+    loop {
+        let ran = std::fs::read_to_string(model_log)
+            .unwrap_or_default()
+            .contains("sleep 31");
+        let running = js(
+            &c,
+            &format!("{row} r.textContent.includes('RUNNING')"),
+            vec![json!(key)],
+        )
+        .await;
+        if ran && running == json!(true) {
+            break;
+        }
+        assert!(
+            wait_run.elapsed() < Duration::from_secs(120),
+            "the page never showed the run"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    shot(&c, "agent-desktop.png").await;
+    // The list re-renders every 3 s: find and click in one script (no stale element).
+    let clicked = js(
+        &c,
+        "const b = [...document.querySelectorAll('#sessions button[data-key]')].find(b => b.getAttribute('data-key') === arguments[0]); if (!b || b.disabled) return false; b.click(); return true",
+        vec![json!(key)],
+    )
+    .await;
+    assert_eq!(
+        clicked,
+        json!(true),
+        "no enabled Stop button on the running row"
+    );
+    let stopped = Instant::now();
+    loop {
+        let idle = js(
+            &c,
+            &format!("{row} !r.textContent.includes('RUNNING')"),
+            vec![json!(key)],
+        )
+        .await;
+        if idle == json!(true) {
+            break;
+        }
+        assert!(
+            stopped.elapsed() < Duration::from_secs(25),
+            "Stop did not end the run"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let text = web.audit();
+    assert!(
+        text.lines()
+            .filter(|l| l.contains("agent-action") && l.contains("\"stop\""))
+            .count()
+            >= 2,
+        "the page's Stop is audited"
+    );
+    c.close().await.expect("close");
 }
 
 /// Without a gateway the Agent API says so (and still refuses the unauthenticated first).

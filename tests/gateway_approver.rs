@@ -74,6 +74,18 @@ fn the_guard_resolves_the_real_gateways_approvals_as_the_policy_says() {
             .contains("gateway approver connected")
             .then_some(())
     });
+    // doctor reports the approver's pairing as serve last saw it.
+    let (_, out, err) = guard_cli(
+        &["doctor"],
+        &[(
+            "SANCTUM_STATE_DIR",
+            web.world.guard_state.to_str().expect("utf8"),
+        )],
+    );
+    assert!(
+        out.contains("gateway approver:    paired as device"),
+        "{out}{err}"
+    );
     let ws = web.world.oc_state.join("workspace");
     let cwd = ws.to_str().expect("utf8");
 

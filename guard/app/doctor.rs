@@ -30,6 +30,58 @@ pub struct DoctorReport {
     pub openclaw_node: Option<crate::node::doctor::OpenClawSide>,
     /// What this layout does not contain, in plain words (warnings, not problems).
     pub layout: Vec<String>,
+    /// The gateway approver's pairing, as `serve` last saw it (none: never connected here).
+    pub gateway_approver: Option<ApproverState>,
+}
+
+/// The approver's last connect answer (`serve` keeps it in the state dir).
+#[derive(Debug, Clone, Serialize)]
+pub struct ApproverState {
+    /// `paired`, `pending` (waits for `openclaw devices approve`) or `refused`.
+    pub state: String,
+    pub device_id: String,
+    pub request_id: Option<String>,
+    pub error: Option<String>,
+    pub seconds_ago: u64,
+}
+
+/// Reads the approver's status file from the configured state dir.
+fn approver_state() -> Option<ApproverState> {
+    let cfg = super::config::Config::load(&super::config::Overrides::default()).ok()?;
+    approver_state_in(&cfg.state_dir)
+}
+
+fn approver_state_in(state_dir: &std::path::Path) -> Option<ApproverState> {
+    let text =
+        std::fs::read_to_string(state_dir.join(crate::gateway::approver::STATUS_FILE)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let at = v["atMs"].as_u64().unwrap_or(0);
+    Some(ApproverState {
+        state: v["state"].as_str()?.to_owned(),
+        device_id: v["deviceId"].as_str().unwrap_or("").to_owned(),
+        request_id: v["requestId"].as_str().map(str::to_owned),
+        error: v["error"]
+            .as_object()
+            .map(|e| serde_json::Value::Object(e.clone()).to_string()),
+        seconds_ago: crate::engine::decision::now_ms().saturating_sub(at) / 1000,
+    })
+}
+
+impl ApproverState {
+    fn render(&self) -> String {
+        let (dev, ago) = (&self.device_id, self.seconds_ago);
+        match self.state.as_str() {
+            "paired" => format!("paired as device {dev} (seen {ago} s ago)"),
+            "pending" => format!(
+                "NOT PAIRED: device {dev} waits; on the gateway run `openclaw devices approve {}` (seen {ago} s ago)",
+                self.request_id.as_deref().unwrap_or("<requestId>")
+            ),
+            other => format!(
+                "{other}: {} (device {dev}, seen {ago} s ago)",
+                self.error.as_deref().unwrap_or("no reason given")
+            ),
+        }
+    }
 }
 
 /// What the deployment's layout leaves open: runs under the guard's own uid, and the socket's
@@ -187,6 +239,7 @@ pub fn check() -> DoctorReport {
         problems,
         openclaw_node: openclaw_side(),
         layout: layout_warnings(),
+        gateway_approver: approver_state(),
     }
 }
 
@@ -253,6 +306,10 @@ impl DoctorReport {
                 }
             }
         }
+        match &self.gateway_approver {
+            None => out.push("gateway approver:    not configured or never connected".into()),
+            Some(a) => out.push(format!("gateway approver:    {}", a.render())),
+        }
         for w in &self.layout {
             out.push(format!("warning:             {w}"));
         }
@@ -264,5 +321,49 @@ impl DoctorReport {
             }
         }
         out.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::approver_state_in;
+    use crate::gateway::approver::{connect_answer, STATUS_FILE};
+    use serde_json::json;
+
+    /// What the approver's connect answers leave for `doctor`, rendered as a person reads it.
+    #[test]
+    fn the_approvers_pairing_reaches_doctor() {
+        let dir = tempfile::tempdir().unwrap();
+        let status = dir.path().join(STATUS_FILE);
+        assert!(approver_state_in(dir.path()).is_none());
+        let not_paired = json!({"ok": false, "error": {"code": "NOT_PAIRED",
+            "details": {"code": "PAIRING_REQUIRED", "requestId": "req-42"}}});
+        assert!(connect_answer(&not_paired, "dev-1", &status).is_err());
+        let s = approver_state_in(dir.path()).unwrap();
+        assert_eq!(
+            (s.state.as_str(), s.request_id.as_deref()),
+            ("pending", Some("req-42"))
+        );
+        assert!(
+            s.render().contains("openclaw devices approve req-42"),
+            "{}",
+            s.render()
+        );
+        let refused =
+            json!({"ok": false, "error": {"code": "INVALID_REQUEST", "message": "bad token"}});
+        assert!(connect_answer(&refused, "dev-1", &status).is_err());
+        let s = approver_state_in(dir.path()).unwrap();
+        assert!(
+            s.render().starts_with("refused:") && s.render().contains("bad token"),
+            "{}",
+            s.render()
+        );
+        assert!(connect_answer(&json!({"ok": true}), "dev-1", &status).is_ok());
+        let s = approver_state_in(dir.path()).unwrap();
+        assert!(
+            s.render().starts_with("paired as device dev-1"),
+            "{}",
+            s.render()
+        );
     }
 }

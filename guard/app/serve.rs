@@ -303,6 +303,7 @@ fn start_approver(
         engine,
         identity: Arc::new(identity),
         rpc: rpc.clone(),
+        status_path: cfg.state_dir.join(crate::gateway::approver::STATUS_FILE),
     });
     tokio::spawn(crate::gateway::approver::run(approver, shutdown));
     Ok(Some(rpc))

@@ -60,7 +60,12 @@ pub struct Approver {
     pub identity: Arc<DeviceIdentity>,
     /// Outgoing frames and the Agent page's calls on this connection.
     pub rpc: Arc<Rpc>,
+    /// Where the last connect answer is kept for `doctor` ([`STATUS_FILE`] in the state dir).
+    pub status_path: std::path::PathBuf,
 }
+
+/// The approver's last connect answer, in the guard's state dir, for `doctor`.
+pub const STATUS_FILE: &str = "gateway-approver.json";
 
 /// Approvals waiting for the engine: a resolve seen from someone else ends the wait.
 #[derive(Default)]
@@ -167,7 +172,7 @@ async fn session(
                 }
                 let Some(v) = text_of(m) else { continue };
                 if !connected && v["type"] == "res" && v["id"] == "connect" {
-                    connect_answer(&v, a.identity.device_id())?;
+                    connect_answer(&v, a.identity.device_id(), &a.status_path)?;
                     connected = true;
                     out.set_connected(true);
                     continue;
@@ -187,8 +192,20 @@ async fn session(
 
 /// Ok when connected; otherwise the refusal, with what a person must do when the device is
 /// not paired yet.
-fn connect_answer(v: &Value, device_id: &str) -> Result<(), SessionError> {
+pub(crate) fn connect_answer(
+    v: &Value,
+    device_id: &str,
+    status: &std::path::Path,
+) -> Result<(), SessionError> {
+    let keep = |state: &str, request_id: Option<&str>, error: Option<&Value>| {
+        let s = serde_json::json!({"state": state, "deviceId": device_id, "requestId": request_id,
+            "error": error, "atMs": crate::engine::decision::now_ms()});
+        if let Err(e) = std::fs::write(status, s.to_string()) {
+            tracing::warn!(error = %e, path = %status.display(), "approver status not written");
+        }
+    };
     if v["ok"] == true {
+        keep("paired", None, None);
         eprintln!("sanctum-guard: gateway approver connected as device {device_id}");
         return Ok(());
     }
@@ -197,10 +214,13 @@ fn connect_answer(v: &Value, device_id: &str) -> Result<(), SessionError> {
         let rid = err["details"]["requestId"]
             .as_str()
             .unwrap_or("<requestId>");
+        keep("pending", Some(rid), None);
         eprintln!(
             "sanctum-guard: gateway approver NOT PAIRED: device {device_id} waits for approval."
         );
         eprintln!("sanctum-guard: on the gateway, run:  openclaw devices approve {rid}");
+    } else {
+        keep("refused", None, Some(err));
     }
     Err(SessionError::Refused(err.to_string()))
 }

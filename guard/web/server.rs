@@ -65,6 +65,8 @@ fn load_tls(cert: &Path, key: &Path) -> Result<TlsAcceptor, WebError> {
 }
 
 /// Starts the web prompt (None when it is off, or when the default address is taken).
+/// Everything it shares with the rest of `serve` is passed in, hence the many arguments.
+#[allow(clippy::too_many_arguments)]
 pub async fn start(
     settings: &WebSettings,
     inbox: Inbox,

@@ -7,6 +7,8 @@
 
 /// Audit-log files as lines.
 pub mod audit;
+/// Real headless Chromium over WebDriver: the driver, a session, waits, clicks, screenshots.
+pub mod browser;
 /// The compose deployment under podman: images, the stack, commands inside its containers.
 pub mod compose;
 /// A raw gateway WebSocket client: an operator with its own device, raw frames.

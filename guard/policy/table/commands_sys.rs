@@ -56,7 +56,8 @@ pub(super) fn no_files(seg: &Segment, k: &Checker, c: &mut Classification, p: &s
         "top" => {
             // procps' top creates ~/.config/procps on start, even in batch mode (the oracle
             // saw it): a write, not a read.
-            if judge(k, c, p, &G_TOP, args).is_some() {
+            let understood = judge(k, c, p, &G_TOP, args).is_some();
+            if understood {
                 c.add(
                     Category::Write,
                     "write",
