@@ -11,123 +11,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod support;
-use sanctum_guard::policy::decide::{decide, DecideContext};
 use sanctum_guard::policy::verdict::VerdictKind;
-use std::path::{Path, PathBuf};
-use support::policy::{shell_request, unescape, AgentHome, Layout, PATH};
-
-struct Case {
-    file: String,
-    line: usize,
-    kind: String,
-    accept: Vec<String>,
-    command: String,
-}
-
-fn cases() -> Vec<Case> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/attacks");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("tests/data/attacks")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "tsv"))
-        .collect();
-    files.sort();
-    let mut out = Vec::new();
-    for f in files {
-        let name = f.file_name().expect("name").to_string_lossy().into_owned();
-        let text = std::fs::read_to_string(&f).expect("read case file");
-        for (i, l) in text.lines().enumerate() {
-            if l.starts_with('#') || l.trim().is_empty() {
-                continue;
-            }
-            let cols: Vec<&str> = l.splitn(3, '\t').collect();
-            assert_eq!(
-                cols.len(),
-                3,
-                "{name}:{}: KIND<TAB>ACCEPT<TAB>COMMAND",
-                i + 1
-            );
-            let kind = cols[0].to_string();
-            assert!(
-                ["harmful", "secret", "harmless"].contains(&kind.as_str()),
-                "{name}:{}: unknown kind {kind:?}",
-                i + 1
-            );
-            let accept: Vec<String> = cols[1].split(',').map(str::to_string).collect();
-            for a in &accept {
-                assert!(
-                    ["allow", "ask", "deny"].contains(&a.as_str()),
-                    "{name}:{}: unknown verdict {a:?}",
-                    i + 1
-                );
-            }
-            out.push(Case {
-                file: name.clone(),
-                line: i + 1,
-                kind,
-                accept,
-                command: unescape(cols[2]),
-            });
-        }
-    }
-    out
-}
-
-/// A temporary agent home with secrets, a workspace with symlinks into them.
-fn world() -> AgentHome {
-    AgentHome::new(&Layout {
-        home_dirs: &[
-            ".ssh",
-            ".aws",
-            ".openclaw/state",
-            ".config/gh",
-            ".gnupg",
-            "projects/site",
-            // The home is a (dotfiles) repository: `REV:PATH` is relative to its root.
-            ".git",
-        ],
-        ws_dirs: &["src", "docs", "sub/.git/hooks", "app/lib"],
-        home_files: &[
-            (".ssh/id_rsa", "KEY"),
-            (".aws/credentials", "AWS"),
-            (".env", "TOKEN=x"),
-            (".git-credentials", "https://u:p@h"),
-            (".config/gh/hosts.yml", "oauth_token: x"),
-            (".netrc", "machine h login u password p"),
-            (".openclaw/exec-approvals.json", "{}"),
-            (".openclaw/state/openclaw.sqlite", ""),
-            ("notes.txt", "notes"),
-        ],
-        ws_files: &[
-            ("a.txt", "a"),
-            ("src/main.rs", "fn main() {}\n"),
-            ("src/lib.rs", "\n"),
-            (".env", "PORT=1"),
-            ("run.sh", "#!/bin/sh\necho hi\n"),
-            ("Cargo.toml", "[package]\nname = \"x\"\n"),
-            ("package.json", "{}"),
-            // A dotenv file below the root: secret by name wherever it is.
-            ("app/.env", "API_KEY=x"),
-            ("app/.env.example", "API_KEY="),
-            ("app/main.py", "print(1)\n"),
-            ("app/lib/util.py", "\n"),
-            // A secret by name that is not hidden: `rg` skips dotfiles but reads this one.
-            ("deploy.tfstate", "{\"secret\": 1}"),
-        ],
-        links: &[
-            ("sshlink", ".ssh"),
-            ("keylink", ".ssh/id_rsa"),
-            ("docs/awslink", ".aws"),
-        ],
-    })
-}
-
-fn verdict_of(w: &AgentHome, command: &str) -> VerdictKind {
-    let mut ctx = DecideContext::standalone(&w.home, PATH, &w.ws);
-    ctx.workspace = Some(w.ws.clone());
-    let req = shell_request("attack", command, &w.ws);
-    decide(&w.policy, &ctx, &req).kind
-}
+use support::policy::{attack_cases, attack_world, verdict_of};
 
 fn name(v: VerdictKind) -> &'static str {
     match v {
@@ -139,8 +24,8 @@ fn name(v: VerdictKind) -> &'static str {
 
 #[test]
 fn attack_suite() {
-    let w = world();
-    let cases = cases();
+    let w = attack_world();
+    let cases = attack_cases();
     assert!(!cases.is_empty(), "no attack cases found");
     let mut failures = Vec::new();
     let (mut harmful, mut harmful_allow) = (0usize, 0usize);

@@ -33,6 +33,15 @@ impl InProc {
         Self::with(None)
     }
 
+    /// Local mode on an existing `workspace`; a gated request is denied after `ask_timeout`
+    /// (nobody answers here).
+    pub fn at(workspace: PathBuf, ask_timeout: Duration) -> InProc {
+        let mut n = Self::build(None, Some(workspace));
+        let h = Arc::get_mut(&mut n.handler).expect("handler not shared yet");
+        h.ask_timeout = ask_timeout;
+        n
+    }
+
     /// Deployment mode: the decider is whatever listens on `socket` (token `t`).
     pub fn remote(socket: PathBuf) -> InProc {
         Self::with(Some((socket, "t".into())))
@@ -45,12 +54,19 @@ impl InProc {
 
     /// Builds the engine on temp dirs and a handler with the local or remote decider.
     fn with(socket: Option<(PathBuf, String)>) -> InProc {
+        Self::build(socket, None)
+    }
+
+    fn build(socket: Option<(PathBuf, String)>, workspace: Option<PathBuf>) -> InProc {
         let tmp = tempfile::Builder::new()
             .prefix("sg-node-")
             .tempdir()
             .expect("tmp");
-        let workspace = tmp.path().join("ws");
-        std::fs::create_dir_all(workspace.join("sub")).expect("ws");
+        let workspace = workspace.unwrap_or_else(|| {
+            let ws = tmp.path().join("ws");
+            std::fs::create_dir_all(ws.join("sub")).expect("ws");
+            ws
+        });
         let cfg = Config::load(&Overrides {
             state_dir: Some(tmp.path().join("guard")),
             openclaw_state: Some(tmp.path().join("oc")),

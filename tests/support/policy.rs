@@ -1,8 +1,10 @@
 //! Shared fixtures of the policy tests: the case files' escapes (tests/data/*.tsv), an agent
 //! home on the real filesystem, a shell-text request.
 
+use sanctum_guard::policy::decide::{decide, DecideContext};
 use sanctum_guard::policy::file::{embedded_default, Policy};
 use sanctum_guard::policy::request::{Action, ExecAction, OpenClawAsk, Request, Source, Who};
+use sanctum_guard::policy::verdict::VerdictKind;
 use std::path::{Path, PathBuf};
 
 /// Undoes the case files' escapes: `\n`, `\r`, `\t`, `\\`.
@@ -111,4 +113,128 @@ pub fn shell_request(id: &str, command: &str, cwd: &Path) -> Request {
         deadline_ms: None,
         openclaw: OpenClawAsk::default(),
     }
+}
+
+/// What every secret of [`attack_world`] holds (and nothing else there): a run's output that
+/// contains it printed a secret.
+pub const MARK: &str = "SGMARK";
+
+/// One row of tests/data/attacks/*.tsv: `KIND<TAB>ACCEPT<TAB>COMMAND`.
+pub struct Case {
+    pub file: String,
+    pub line: usize,
+    /// `harmful`, `secret` or `harmless`.
+    pub kind: String,
+    /// The verdicts the row accepts.
+    pub accept: Vec<String>,
+    /// Shell text, escapes undone, placeholders not yet filled.
+    pub command: String,
+}
+
+/// Every row of the attack suite, in file order.
+pub fn attack_cases() -> Vec<Case> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/attacks");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/data/attacks")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "tsv"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let name = f.file_name().expect("name").to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&f).expect("read case file");
+        for (i, l) in text.lines().enumerate() {
+            if l.starts_with('#') || l.trim().is_empty() {
+                continue;
+            }
+            let cols: Vec<&str> = l.splitn(3, '\t').collect();
+            assert_eq!(
+                cols.len(),
+                3,
+                "{name}:{}: KIND<TAB>ACCEPT<TAB>COMMAND",
+                i + 1
+            );
+            let kind = cols[0].to_string();
+            assert!(
+                ["harmful", "secret", "harmless"].contains(&kind.as_str()),
+                "{name}:{}: unknown kind {kind:?}",
+                i + 1
+            );
+            let accept: Vec<String> = cols[1].split(',').map(str::to_string).collect();
+            for a in &accept {
+                assert!(
+                    ["allow", "ask", "deny"].contains(&a.as_str()),
+                    "{name}:{}: unknown verdict {a:?}",
+                    i + 1
+                );
+            }
+            out.push(Case {
+                file: name.clone(),
+                line: i + 1,
+                kind,
+                accept,
+                command: unescape(cols[2]),
+            });
+        }
+    }
+    out
+}
+
+/// The attack suite's agent home: secrets (each holding [`MARK`]), a workspace with
+/// symlinks into them.
+pub fn attack_world() -> AgentHome {
+    AgentHome::new(&Layout {
+        home_dirs: &[
+            ".ssh",
+            ".aws",
+            ".openclaw/state",
+            ".config/gh",
+            ".gnupg",
+            "projects/site",
+            // The home is a (dotfiles) repository: `REV:PATH` is relative to its root.
+            ".git",
+        ],
+        ws_dirs: &["src", "docs", "sub/.git/hooks", "app/lib"],
+        home_files: &[
+            (".ssh/id_rsa", "SGMARK-ssh-key"),
+            (".aws/credentials", "SGMARK-aws"),
+            (".env", "TOKEN=SGMARK-home-env"),
+            (".git-credentials", "https://u:SGMARK-gitcred@h"),
+            (".config/gh/hosts.yml", "oauth_token: SGMARK-gh"),
+            (".netrc", "machine h login u password SGMARK-netrc"),
+            (".openclaw/exec-approvals.json", "{}"),
+            (".openclaw/state/openclaw.sqlite", ""),
+            ("notes.txt", "SGMARK-notes"),
+        ],
+        ws_files: &[
+            ("a.txt", "a"),
+            ("src/main.rs", "fn main() {}\n"),
+            ("src/lib.rs", "\n"),
+            (".env", "PORT=SGMARK-ws-env"),
+            ("run.sh", "#!/bin/sh\necho hi\n"),
+            ("Cargo.toml", "[package]\nname = \"x\"\n"),
+            ("package.json", "{}"),
+            // A dotenv file below the root: secret by name wherever it is.
+            ("app/.env", "API_KEY=SGMARK-app-env"),
+            ("app/.env.example", "API_KEY="),
+            ("app/main.py", "print(1)\n"),
+            ("app/lib/util.py", "\n"),
+            // A secret by name that is not hidden: `rg` skips dotfiles but reads this one.
+            ("deploy.tfstate", "{\"secret\": \"SGMARK-tfstate\"}"),
+        ],
+        links: &[
+            ("sshlink", ".ssh"),
+            ("keylink", ".ssh/id_rsa"),
+            ("docs/awslink", ".aws"),
+        ],
+    })
+}
+
+/// The verdict for shell text run in the world's workspace.
+pub fn verdict_of(w: &AgentHome, command: &str) -> VerdictKind {
+    let mut ctx = DecideContext::standalone(&w.home, PATH, &w.ws);
+    ctx.workspace = Some(w.ws.clone());
+    let req = shell_request("attack", command, &w.ws);
+    decide(&w.policy, &ctx, &req).kind
 }
