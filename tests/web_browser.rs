@@ -206,6 +206,54 @@ async fn web_prompt_in_chromium() {
     selected.send_keys("a").await.expect("a");
     assert_eq!(first_json(&n.join().expect("n"))["decision"], "allow-once");
 
+    // Every invisible or format character is marked, the warning shows for a newline too,
+    // and a lookalike program name is named for what it looks like.
+    let hid = "touch /tmp/sg-web-hid\u{3164}\u{2800}\u{ad}\u{34f}\u{180e}\u{2028}\u{fe0f}\u{e0041}\u{115f}\u{ffa0}x";
+    let _h = w.ask("br-hid", hid);
+    let idh = card_id(&c, "sg-web-hid").await;
+    let _l = w.ask("br-look", "\u{0441}at /tmp/sg-web-look");
+    let idl = card_id(&c, "sg-web-look").await;
+    let _nl = w.ask("br-nl", "echo a\ntouch /tmp/sg-web-nl");
+    let idn2 = card_id(&c, "sg-web-nl").await;
+    let text = js(
+        &c,
+        "return document.querySelector('#r-' + arguments[0] + ' pre.cmd').textContent",
+        vec![json!(idh)],
+    )
+    .await;
+    let text = text.as_str().expect("text");
+    for m in [
+        "U+3164", "U+2800", "U+00AD", "U+034F", "U+180E", "U+2028", "U+FE0F", "U+E0041", "U+115F",
+        "U+FFA0",
+    ] {
+        assert!(text.contains(&format!("⟨{m}⟩")), "{m} not marked: {text}");
+    }
+    assert!(
+        !text.contains(['\u{3164}', '\u{2800}', '\u{ad}', '\u{2028}']),
+        "raw hidden characters: {text}"
+    );
+    let warned = js(
+        &c,
+        "return [...arguments].map(id => !!document.querySelector('#r-' + id + ' p.warn'))",
+        vec![json!(idh), json!(idn2), json!(ida)],
+    )
+    .await;
+    assert_eq!(
+        warned,
+        json!([true, true, false]),
+        "the hidden-characters line"
+    );
+    let look = js(
+        &c,
+        "const u = document.querySelector('#r-' + arguments[0] + ' ul.confusables'); return u ? u.textContent : ''",
+        vec![json!(idl)],
+    )
+    .await;
+    assert!(
+        look.as_str().unwrap_or("").contains("looks like `cat`"),
+        "lookalike not named: {look}"
+    );
+
     // Nobody answers: the card changes state when the deadline passes.
     let e = w.ask("br-exp", "touch /tmp/sg-web-expire");
     let ide = card_id(&c, "sg-web-expire").await;

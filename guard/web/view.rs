@@ -47,6 +47,10 @@ pub fn entry_json(e: &Entry, run: Option<&Value>) -> Value {
         "sessionKey": e.request.who.session_key,
         "requestId": e.request.id,
         "action": e.request.action,
+        // Words that read as something else (lookalike or mixed-script program names, paths).
+        "confusables": serde_json::to_value(&e.request.action)
+            .map(|a| super::confusable::warnings(&a))
+            .unwrap_or_default(),
         "category": e.verdict.category,
         "reasons": e.verdict.reasons,
         "offered": e.offered().iter().map(|k| k.as_str()).collect::<Vec<_>>(),

@@ -4,9 +4,12 @@
 const SG = (() => {
   const state = { csrf: null, identity: null, skew: 0 };
 
-  // Characters that change how text reads (bidi controls, zero-width) or are invisible
-  // (control characters) are shown as a visible marker such as ⟨U+202E⟩.
-  const SPECIAL = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/u;
+  // Characters that change how text reads or do not show are marked, e.g. ⟨U+202E⟩: controls
+  // (Cc), format characters (Cf: bidi, zero-width, soft hyphen, tags), line and paragraph
+  // separators, every default-ignorable code point (Hangul fillers U+115F/U+3164/U+FFA0, the
+  // combining grapheme joiner, variation selectors), the spaces that are not U+0020, and the
+  // Braille blank.
+  const SPECIAL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u2800]/u;
   function code(c) {
     const names = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '\u001b': 'ESC' };
     if (names[c]) return names[c];
@@ -34,6 +37,13 @@ const SG = (() => {
   }
 
   function hasSpecial(s) { return SPECIAL.test(String(s ?? '')); }
+
+  // `s` as plain text with the same markers (for places that take no markup: notifications).
+  function visText(s) {
+    let out = '';
+    for (const c of String(s ?? '')) out += SPECIAL.test(c) ? '⟨' + code(c) + '⟩' : c;
+    return out;
+  }
 
   // el('div', {class: 'x'}, 'text', child...) — strings become text nodes.
   function el(tag, attrs, ...kids) {
@@ -132,5 +142,5 @@ const SG = (() => {
     }
   }
 
-  return { el, vis, hasSpecial, api, session, banner, signedOut, now, setServerNow, time, decisionText, actionTitle, state };
+  return { el, vis, visText, hasSpecial, api, session, banner, signedOut, now, setServerNow, time, decisionText, actionTitle, state };
 })();

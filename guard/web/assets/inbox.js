@@ -53,8 +53,15 @@
 
   function card(e) {
     const a = e.action || {};
-    const warn = SG.hasSpecial(JSON.stringify(a)) ?
+    // Over the values themselves: JSON text would spell a newline or ESC as plain `\n`.
+    const special = (v) => typeof v === 'string' ? SG.hasSpecial(v) :
+      (v && typeof v === 'object' ? Object.values(v).some(special) : false);
+    const warn = special(a) ?
       el('p', { class: 'warn' }, '⚠ Hidden or control characters in this request are shown as ⟨…⟩ markers.') : null;
+    // Words that read as something else (a Cyrillic `с` in `сurl`), named by the server.
+    const lookalikes = e.confusables || [];
+    const look = lookalikes.length ?
+      el('ul', { class: 'warn confusables' }, ...lookalikes.map((t) => el('li', {}, '⚠ ', vis(t)))) : null;
     const reasons = el('ul', { class: 'reasons' });
     for (const r of e.reasons || []) reasons.appendChild(el('li', {}, el('code', {}, vis(r.code)), ' ', vis(r.message)));
     const reason = el('input', { class: 'reason', type: 'text', maxlength: '500',
@@ -83,6 +90,7 @@
         countdown),
       el('h2', {}, SG.actionTitle(a)),
       warn,
+      look,
       whatBlock(a),
       el('div', { class: 'label why' }, 'Why it needs you'),
       reasons,
@@ -187,7 +195,7 @@
 
   function notify(e) {
     if (!('Notification' in window) || Notification.permission !== 'granted') return;
-    try { new Notification('sanctum-guard: approval needed', { body: e.summary, tag: e.id }); } catch (_) { /* ignore */ }
+    try { new Notification('sanctum-guard: approval needed', { body: SG.visText(e.summary), tag: e.id }); } catch (_) { /* ignore */ }
   }
 
   async function load() {
