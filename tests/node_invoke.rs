@@ -429,3 +429,68 @@ async fn autonomous_runs_get_the_autonomous_profile() {
         "{p}"
     );
 }
+
+/// The card binds the environment values: a gated run's entry shows each override, a
+/// secret-looking one only as its length and digest (never in the inbox or the audit log),
+/// and the request hash differs when only a value differs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn env_values_are_shown_masked_and_bound_by_the_hash() {
+    let ws = tempfile::tempdir().expect("ws");
+    let n = InProc::at(
+        ws.path().to_path_buf(),
+        std::time::Duration::from_millis(300),
+    );
+    let mut hashes = Vec::new();
+    for db in ["postgres://db/staging", "postgres://db/prod"] {
+        let env = json!({"DATABASE_URL": db, "API_TOKEN": "s3cr3t-value-7e1", "TZ": "UTC"});
+        let frames = n
+            .invoke(
+                "system.run",
+                &json!({"command":sh("touch f"),"env":env}),
+                10_000,
+            )
+            .await;
+        assert_eq!(result_of(&frames)["ok"], false, "nobody approved it");
+        let entries = n
+            .engine
+            .inbox()
+            .list(sanctum_guard::inbox::StateFilter::All)
+            .expect("inbox");
+        let e = entries.last().expect("an entry");
+        let action = serde_json::to_value(&e.request.action).expect("json");
+        let env = action["env"]
+            .as_array()
+            .unwrap_or_else(|| panic!("env shown: {action}"))
+            .clone();
+        let get = |name: &str| env.iter().find(|v| v["name"] == name).cloned().expect(name);
+        assert_eq!(get("DATABASE_URL")["value"], db);
+        let tok = get("API_TOKEN");
+        assert_eq!(
+            tok["value"],
+            Value::Null,
+            "a secret-looking value is masked"
+        );
+        assert_eq!(tok["len"], 16);
+        assert_eq!(tok["sha256"].as_str().map(str::len), Some(64));
+        hashes.push(e.request_hash.clone());
+    }
+    assert_ne!(hashes[0], hashes[1], "the hash binds the values");
+    let inbox_and_audit = [
+        std::fs::read_to_string(n.tmp.path().join("guard/audit.jsonl")).unwrap_or_default(),
+        std::fs::read_dir(n.tmp.path().join("guard"))
+            .expect("state")
+            .flatten()
+            .map(|e| {
+                std::fs::read(e.path())
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default()
+            })
+            .collect::<String>(),
+    ];
+    for text in inbox_and_audit {
+        assert!(
+            !text.contains("s3cr3t-value-7e1"),
+            "a masked value was stored"
+        );
+    }
+}

@@ -22,8 +22,12 @@ pub struct Ask {
     /// Display text (`rawCommand`, else the argv joined).
     pub command_text: String,
     pub cwd: Option<String>,
-    /// Names only: values never leave the node.
+    /// The override names.
     pub env_keys: Vec<String>,
+    /// The overrides as the card shows them: values of secret-looking names never leave the
+    /// node (only their length and digest do).
+    #[serde(default)]
+    pub env: Vec<crate::policy::request::EnvShown>,
     /// The exact program file the node's exec plan resolved.
     pub resolved_path: Option<String>,
     pub agent_id: Option<String>,
@@ -107,6 +111,7 @@ pub fn request(a: &Ask, received_ms: u64) -> Request {
             cwd: a.cwd.as_ref().map(PathBuf::from),
             env_keys: a.env_keys.clone(),
             resolved_path: a.resolved_path.as_ref().map(PathBuf::from),
+            env: a.env.clone(),
         }),
         received_at_ms: received_ms,
         deadline_ms: Some(received_ms + a.wait_ms.min(MAX_WAIT_MS)),

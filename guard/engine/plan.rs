@@ -143,10 +143,39 @@ impl ExecPlan {
         })
     }
 
+    /// [`ExecPlan::action`] with the overrides as the card shows them (bound by the hash).
+    pub fn action_with_env(&self, env: &[crate::policy::request::EnvShown]) -> ExecAction {
+        ExecAction {
+            env: env.to_vec(),
+            ..self.action(None)
+        }
+    }
+
+    /// The request's overrides `requested` as a reviewer sees them: values of secret-looking
+    /// names masked (length and digest only), and whether this plan drops them.
+    pub fn env_shown(
+        &self,
+        requested: Option<&BTreeMap<String, String>>,
+    ) -> Vec<crate::policy::request::EnvShown> {
+        requested
+            .into_iter()
+            .flatten()
+            .map(|(name, value)| {
+                crate::policy::request::EnvShown::new(
+                    name,
+                    value,
+                    crate::sandbox::env::is_secret(name),
+                    self.dropped_env.contains(name),
+                )
+            })
+            .collect()
+    }
+
     /// The exec action the policy judges: this plan's argv, cwd, program and env names, and
     /// the shell text the request showed (judged too: it must agree with argv).
     pub fn action(&self, command: Option<String>) -> ExecAction {
         ExecAction {
+            env: Vec::new(),
             argv: self.argv.clone(),
             command,
             cwd: Some(self.cwd.clone()),

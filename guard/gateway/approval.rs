@@ -169,6 +169,7 @@ fn exec_action(
     let cwd = text(&plan["cwd"]).or_else(|| text(&r["cwd"]));
     Ok((
         ExecAction {
+            env: Vec::new(),
             argv,
             command,
             cwd: cwd.map(PathBuf::from),

@@ -60,7 +60,7 @@ impl SocketDecider {
         let node_verdict = json!({"kind":mine.kind,"reasons":mine.reasons});
         let frame = json!({"type":"request","token":self.token,"id":a.id,"request":{
             "command":a.command_text,"cwd":a.cwd,"host":"node","agentId":a.agent_id,
-            "sessionKey":a.session_key,"commandArgv":a.argv,"envKeys":a.env_keys,
+            "sessionKey":a.session_key,"commandArgv":a.argv,"envKeys":a.env_keys,"envShown":a.env,
             "resolvedPath":a.resolved_path,"source":"node","runId":a.run_id,"nodeId":a.node_id,
             "timeoutMs":a.wait_ms,"nodeVerdict":node_verdict}});
         // A little longer than the sidecar's own deadline, so its fallback answer arrives.
@@ -146,7 +146,7 @@ impl Decider {
         conn: Conn,
     ) -> Decided {
         let mut req = ask::request(a, now_ms());
-        req.action = crate::policy::request::Action::Exec(plan.action(None));
+        req.action = crate::policy::request::Action::Exec(plan.action_with_env(&a.env));
         match self {
             Decider::Local(engine) => decide_local(engine, a, &req, plan, shutdown, conn).await,
             Decider::Remote(r) => decide_remote(r, a, &req, plan, conn).await,
@@ -165,7 +165,7 @@ impl Decider {
         match self {
             Decider::Local(engine) => {
                 let mut req = ask::request(a, now_ms());
-                req.action = crate::policy::request::Action::Exec(plan.action(None));
+                req.action = crate::policy::request::Action::Exec(plan.action_with_env(&a.env));
                 engine
                     .run_exec(&req, &d.verdict, &d.decision, plan, budget, shutdown)
                     .await

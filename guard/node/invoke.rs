@@ -222,6 +222,7 @@ impl Handler {
             command_text: ctx.command.to_owned(),
             cwd: Some(plan.cwd.display().to_string()),
             env_keys: plan.env_keys.clone(),
+            env: plan.env_shown(rp.env.as_ref()),
             resolved_path: Some(plan.program.display().to_string()),
             agent_id: rp.agent_id.clone(),
             session_key: rp.session_key.clone(),

@@ -48,6 +48,41 @@ pub struct ExecAction {
     pub env_keys: Vec<String>,
     /// The executable as OpenClaw resolved it, if it did.
     pub resolved_path: Option<PathBuf>,
+    /// The environment overrides with what the reviewer may see of their values, when the
+    /// source knows them (a node's `system.run`). In the request hash, so an approval binds
+    /// the values too; absent (not empty) when unknown, so older hashes stay the same.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvShown>,
+}
+
+impl EnvShown {
+    /// `name=value` as shown: the value kept unless `masked`, its length and digest always.
+    pub fn new(name: &str, value: &str, masked: bool, dropped: bool) -> EnvShown {
+        use sha2::{Digest, Sha256};
+        EnvShown {
+            name: name.to_owned(),
+            value: (!masked).then(|| value.to_owned()),
+            len: value.len(),
+            sha256: hex::encode(Sha256::digest(value.as_bytes())),
+            dropped,
+        }
+    }
+}
+
+/// One environment override as a card shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvShown {
+    pub name: String,
+    /// The value, unless the name looks secret (then only its length and digest).
+    #[serde(default)]
+    pub value: Option<String>,
+    /// Length of the value in bytes.
+    pub len: usize,
+    /// Lowercase hex SHA-256 of the value: what the hash binds even when it is masked.
+    pub sha256: String,
+    /// The run will not receive it (a loader or secret variable the sandbox drops).
+    #[serde(default)]
+    pub dropped: bool,
 }
 
 /// What the agent wants to do.

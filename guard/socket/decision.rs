@@ -160,6 +160,7 @@ pub fn request_from_prompt(
             cwd: r.cwd.as_ref().map(PathBuf::from),
             env_keys: r.env_keys.clone().unwrap_or_default(),
             resolved_path: r.resolved_path.as_ref().map(PathBuf::from),
+            env: Vec::new(),
         }),
         received_at_ms: received_ms,
         deadline_ms: Some(deadline_ms),
@@ -196,6 +197,7 @@ pub fn request_from_exec(id: &str, r: &ExecRequest, received_ms: u64, deadline_m
                 .map(|e| e.keys().cloned().collect())
                 .unwrap_or_default(),
             resolved_path: None,
+            env: Vec::new(),
         }),
         received_at_ms: received_ms,
         deadline_ms: Some(deadline_ms),

@@ -269,7 +269,7 @@ impl SocketDoor {
             Ok(p) => p,
             Err(error) => return exec_err(f.id, error),
         };
-        req.action = Action::Exec(plan.action(None));
+        req.action = Action::Exec(plan.action_with_env(&plan.env_shown(er.env.as_ref())));
         let (decision, verdict) = self
             .engine
             .decide(

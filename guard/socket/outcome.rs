@@ -56,6 +56,7 @@ pub async fn on_node_request(
         command_text: r.command.clone(),
         cwd: r.cwd.clone(),
         env_keys: r.env_keys.clone().unwrap_or_default(),
+        env: r.env_shown.clone().unwrap_or_default(),
         resolved_path: r.resolved_path.clone(),
         agent_id: r.agent_id.clone(),
         session_key: r.session_key.clone(),

@@ -101,6 +101,9 @@ pub struct ApprovalRequest {
     pub command_argv: Option<Vec<String>>,
     #[serde(default)]
     pub env_keys: Option<Vec<String>>,
+    /// Ours (`sanctum-guard node`): the overrides as the card shows them.
+    #[serde(default)]
+    pub env_shown: Option<Vec<crate::policy::request::EnvShown>>,
     /// Ours (`sanctum-guard node`, see `super::outcome`): `"node"` marks a node host's
     /// `system.run`, judged by its argv and answered with the reason and the profile.
     #[serde(default)]

@@ -21,6 +21,7 @@ pub fn exec_request(cmd: &str) -> Request {
             cwd: Some("/work".into()),
             env_keys: vec![],
             resolved_path: None,
+            env: vec![],
         }),
         received_at_ms: now_ms(),
         deadline_ms: None,

@@ -79,6 +79,13 @@
       dl.append(...field('cwd', a.cwd, { class: 'mono' }));
       dl.append(...field('program', a.resolved_path, { class: 'mono' }));
       dl.append(...field('env keys', (a.env_keys || []).join(' '), { class: 'mono' }));
+      // The values the run gets (bound by the request hash); secret-looking ones masked.
+      for (const v of a.env || []) {
+        const shown = typeof v.value === 'string' ? v.value :
+          '(masked: ' + v.len + ' bytes, sha256 ' + String(v.sha256 || '').slice(0, 16) + '…)';
+        dl.append(...field('env ' + v.name, shown + (v.dropped ? '  [dropped: the run does not get it]' : ''),
+          { class: 'mono', 'data-env': v.name }));
+      }
     }
     dl.append(...field('request hash', e.requestHash, { class: 'mono hash', 'data-field': 'hash' }));
     dl.append(...field('request id', e.requestId, { class: 'mono' }));
