@@ -1,0 +1,246 @@
+//! The front door against nginx, side by side in one run: the same WebSocket echo upstream,
+//! reached directly, through nginx as a WebSocket reverse proxy, and through the guard's door
+//! (which parses and filters every frame). 100 connections each send 1 KB `chat.history`
+//! requests one after another and wait for the echo; the figures are messages per second and
+//! the round trip's p50/p99, with the latency each proxy adds over the direct path.
+//! Targets (issue): the door's throughput >= nginx's, its p99 <= 1.5x nginx's.
+//! Needs nginx (`apt-get install nginx-light`); without it the nginx column is skipped.
+// Bench code: a panic is the failure report, and benches may read their environment.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use futures_util::{SinkExt, StreamExt};
+use std::time::{Duration, Instant};
+use support::guard::{Serve, World};
+use support::process::{free_port, guard_cli, ChildGuard};
+use tokio_tungstenite::tungstenite::Message;
+
+const CONNECTIONS: usize = 100;
+const MESSAGES: usize = 200;
+
+/// Echoes every text frame back, for as long as the client stays.
+async fn echo_upstream(port: u16) {
+    let l = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .expect("bind echo");
+    loop {
+        let Ok((s, _)) = l.accept().await else {
+            continue;
+        };
+        tokio::spawn(async move {
+            let Ok(ws) = tokio_tungstenite::accept_async(s).await else {
+                return;
+            };
+            let (mut tx, mut rx) = ws.split();
+            while let Some(Ok(m)) = rx.next().await {
+                if m.is_text() && tx.send(m).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+/// A `chat.history` request padded to about 1 KB.
+fn frame(i: usize) -> String {
+    let pad = "x".repeat(900);
+    format!(
+        r#"{{"type":"req","id":"h-{i}","method":"chat.history","params":{{"sessionKey":"agent:main:main","limit":50,"note":"{pad}"}}}}"#
+    )
+}
+
+/// Round trips (µs) of every message over `CONNECTIONS` clients of `url`, and the wall time.
+async fn load(url: &str) -> (Vec<u64>, Duration) {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..CONNECTIONS {
+        let url = url.to_owned();
+        tasks.push(tokio::spawn(async move {
+            let (ws, _) = tokio_tungstenite::connect_async(url.as_str())
+                .await
+                .expect("connect");
+            let (mut tx, mut rx) = ws.split();
+            let connect = r#"{"type":"req","id":"connect","method":"connect","params":{}}"#;
+            tx.send(Message::text(connect)).await.expect("send");
+            rx.next().await.expect("connect echo").expect("frame");
+            let mut rtts = Vec::with_capacity(MESSAGES);
+            for i in 0..MESSAGES {
+                let t0 = Instant::now();
+                tx.send(Message::text(frame(c * MESSAGES + i)))
+                    .await
+                    .expect("send");
+                let m = rx.next().await.expect("echo").expect("frame");
+                assert!(m.is_text(), "{m:?}");
+                rtts.push(t0.elapsed().as_micros() as u64);
+            }
+            let _ = tx.send(Message::Close(None)).await;
+            rtts
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.expect("client"));
+    }
+    (all, started.elapsed())
+}
+
+struct Figures {
+    name: &'static str,
+    per_sec: f64,
+    p50: u64,
+    p99: u64,
+}
+
+fn figures(name: &'static str, (mut rtts, wall): (Vec<u64>, Duration)) -> Figures {
+    rtts.sort_unstable();
+    let at = |q: f64| rtts[((rtts.len() as f64 * q) as usize).min(rtts.len() - 1)];
+    Figures {
+        name,
+        per_sec: rtts.len() as f64 / wall.as_secs_f64(),
+        p50: at(0.50),
+        p99: at(0.99),
+    }
+}
+
+/// nginx as a WebSocket reverse proxy to the echo upstream (None when nginx is missing).
+fn nginx(dir: &std::path::Path, port: u16, upstream: u16) -> Option<ChildGuard> {
+    let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())?;
+    let conf = dir.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "worker_processes auto; daemon off; pid {pid}; error_log stderr error;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+  client_body_temp_path {d}/body; proxy_temp_path {d}/proxy;
+  fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{
+      proxy_pass http://127.0.0.1:{upstream};
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection \"upgrade\";
+      proxy_read_timeout 300s;
+    }}
+  }}
+}}
+",
+            pid = dir.join("nginx.pid").display(),
+            d = dir.display(),
+        ),
+    )
+    .expect("nginx.conf");
+    let child = ChildGuard::spawn_group(
+        "nginx",
+        std::process::Command::new(bin)
+            .arg("-c")
+            .arg(&conf)
+            .arg("-p")
+            .arg(dir),
+    );
+    wait_port(port);
+    Some(child)
+}
+
+fn wait_port(port: u16) {
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "port {port} never opened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn main() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let echo = free_port();
+    rt.spawn(echo_upstream(echo));
+    wait_port(echo);
+
+    // The guard: its door in front of the echo upstream, limits raised for the load.
+    let w = World::full("front-door-bench-token-0123456789");
+    let cfg = w.write_config(
+        "[front]\nmax_connections = 1024\nrate_per_sec = 1000000\nrate_burst = 1000000\n",
+    );
+    let front = free_port();
+    let web = free_port();
+    // A gateway url needs a token file; the approver it starts finds no gateway behind the
+    // echo and keeps retrying in the background (a few frames a second, noise here).
+    let token = w.tmp.path().join("gw-token");
+    std::fs::write(&token, "bench-gateway-token").expect("token");
+    let _serve = Serve::start(
+        &w,
+        &[("SANCTUM_LOG", "warn")],
+        &[
+            "--config",
+            cfg.to_str().expect("utf8"),
+            "--web-listen",
+            &format!("127.0.0.1:{web}"),
+            "--front-listen",
+            &format!("127.0.0.1:{front}"),
+            "--gateway-url",
+            &format!("ws://127.0.0.1:{echo}"),
+            "--gateway-token-file",
+            token.to_str().expect("utf8"),
+        ],
+    );
+    wait_port(front);
+    let state = w.guard_state.to_str().expect("utf8").to_owned();
+    let (code, path, err) = guard_cli(
+        &["front", "link", "--name", "bench", "--state-dir", &state],
+        &[],
+    );
+    assert_eq!(code, 0, "front link: {err}");
+    let door = format!("ws://127.0.0.1:{front}{}", path.trim());
+
+    let nginx_port = free_port();
+    let ngx = nginx(w.tmp.path(), nginx_port, echo);
+
+    // One warm-up pass each, then the measured runs, alternated so drift hits all alike.
+    let direct_url = format!("ws://127.0.0.1:{echo}/");
+    let nginx_url = format!("ws://127.0.0.1:{nginx_port}/");
+    rt.block_on(load(&direct_url));
+    rt.block_on(load(&door));
+    if ngx.is_some() {
+        rt.block_on(load(&nginx_url));
+    }
+    let direct = figures("direct", rt.block_on(load(&direct_url)));
+    let via_nginx = ngx
+        .as_ref()
+        .map(|_| figures("nginx", rt.block_on(load(&nginx_url))));
+    let via_door = figures("door", rt.block_on(load(&door)));
+
+    println!("front_door: {CONNECTIONS} connections x {MESSAGES} messages of ~1 KB (chat.history)");
+    for f in [Some(&direct), via_nginx.as_ref(), Some(&via_door)]
+        .into_iter()
+        .flatten()
+    {
+        println!(
+            "  {:<7} {:>9.0} msg/s   p50 {:>6} µs   p99 {:>6} µs   added p99 {:>6} µs",
+            f.name,
+            f.per_sec,
+            f.p50,
+            f.p99,
+            f.p99.saturating_sub(direct.p99)
+        );
+    }
+    match via_nginx {
+        Some(n) => println!(
+            "  door/nginx: throughput {:.2}x (target >= 1), p99 {:.2}x (target <= 1.5)",
+            via_door.per_sec / n.per_sec,
+            via_door.p99 as f64 / n.p99.max(1) as f64
+        ),
+        None => println!("  nginx: skipped (not installed: apt-get install nginx-light)"),
+    }
+}
