@@ -625,6 +625,12 @@ fn decisions_stale_cards_and_body_limit() {
     );
     assert!(m.contains("sanctum_decision_latency_seconds_count"), "{m}");
     assert!(m.contains("sanctum_pending_requests 0"), "{m}");
+    // Unauthenticated metrics name the door, never the approver.
+    assert!(
+        m.contains("sanctum_human_decisions_total{via=\"web\"}"),
+        "{m}"
+    );
+    assert!(!m.contains("admin"), "an approver's name in /metrics: {m}");
     assert!(
         m.contains("sanctum_web_refusals_total{reason=\"stale\"} 2"),
         "{m}"

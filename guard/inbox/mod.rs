@@ -155,6 +155,11 @@ impl Inbox {
         self.inner.events.subscribe()
     }
 
+    /// The store answers (a constant-time query, for readiness probes).
+    pub fn healthy(&self) -> bool {
+        self.inner.store().and_then(|s| s.data_version()).is_ok()
+    }
+
     /// Entries matching `filter`, oldest first.
     pub fn list(&self, filter: StateFilter) -> Result<Vec<Entry>, InboxError> {
         self.inner.store()?.list(filter)

@@ -76,7 +76,7 @@ impl Metrics {
         );
         registry.register(
             "human_decisions",
-            "Decisions given by people, by approver name",
+            "Decisions given by people, by the door they answered through (never who)",
             human_decisions.clone(),
         );
         registry.register(
@@ -120,10 +120,11 @@ impl Metrics {
             ])
             .inc();
         if let DecidedBy::Human(name) = &d.by {
-            // The approver without its address: names are few, addresses are not.
-            let who = name.split('@').next().unwrap_or("").split('/').next();
+            // The door only (`web`, `cli`, `gateway`, …): /metrics is unauthenticated, so it
+            // names no approver; who decided is in the audit log.
+            let via = name.split([':', '@', '/']).next().unwrap_or("");
             self.human_decisions
-                .get_or_create(&vec![("approver", cap(who.unwrap_or("")))])
+                .get_or_create(&vec![("via", cap(via))])
                 .inc();
         }
         if d.kind == crate::policy::request::DecisionKind::Deny {
