@@ -748,29 +748,70 @@ fn keeps_serving_under_idle_streams_and_slow_clients() {
     use std::io::{Read, Write};
     let w = Web::start(15_000);
     let me = w.login();
-    let mut streams = Vec::new();
-    for _ in 0..500 {
+    let open = |cookie: &str| {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", w.port)).expect("connect");
         let req = format!(
             "GET /api/events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n\r\n",
             w.host(),
-            me.cookie
+            cookie
         );
         s.write_all(req.as_bytes()).expect("write");
-        streams.push(s);
-    }
-    // Every stream got its headers (200, event-stream).
-    for s in streams.iter_mut().step_by(50) {
         s.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("t");
         let mut buf = [0u8; 256];
         let n = s.read(&mut buf).expect("read stream");
-        let head = String::from_utf8_lossy(&buf[..n]);
+        (s, String::from_utf8_lossy(&buf[..n]).into_owned())
+    };
+    // One session gets its share of the stream slots, not all of them.
+    let mut streams = Vec::new();
+    for _ in 0..16 {
+        let (s, head) = open(&me.cookie);
         assert!(
             head.starts_with("HTTP/1.1 200") && head.contains("text/event-stream"),
             "{head}"
         );
+        streams.push(s);
     }
+    let (_, head) = open(&me.cookie);
+    assert!(head.starts_with("HTTP/1.1 429"), "a 17th stream: {head}");
+    // Another session still streams; its logout ends its stream at once (no heartbeat wait).
+    let link = w.new_link();
+    let r = w.login_with(link.rsplit_once("#t=").expect("t").1);
+    assert_eq!(r.status, 200, "{r:?}");
+    let other = Login {
+        cookie: r
+            .header("set-cookie")
+            .expect("cookie")
+            .split(';')
+            .next()
+            .expect("c")
+            .to_owned(),
+        csrf: r.json()["csrf"].as_str().expect("csrf").to_owned(),
+        identity: r.json()["identity"].as_str().expect("id").to_owned(),
+    };
+    let (mut theirs, head) = open(&other.cookie);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let out = Instant::now();
+    assert_eq!(
+        w.call("POST", "/api/logout", Some(&other), Some("{}"))
+            .status,
+        200
+    );
+    let mut got = head;
+    while !got.contains("event: signed-out") && out.elapsed() < Duration::from_secs(10) {
+        let mut buf = [0u8; 1024];
+        let n = theirs.read(&mut buf).unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        got.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    assert!(got.contains("event: signed-out"), "{got}");
+    assert!(
+        out.elapsed() < Duration::from_secs(5),
+        "the stream outlived the logout by {:?}",
+        out.elapsed()
+    );
     // Slow clients: half a request line, and headers without an end.
     let mut slow1 = std::net::TcpStream::connect(("127.0.0.1", w.port)).expect("c");
     slow1.write_all(b"GET /api/requ").expect("w");
@@ -786,7 +827,7 @@ fn keeps_serving_under_idle_streams_and_slow_clients() {
     );
     // A request arriving now reaches an idle stream.
     let asker = w.ask("req-s", "touch /tmp/sg-web-s");
-    let s = &mut streams[499];
+    let s = &mut streams[15];
     s.set_read_timeout(Some(Duration::from_secs(10)))
         .expect("t");
     let mut got = String::new();

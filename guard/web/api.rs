@@ -31,6 +31,8 @@ pub struct Shared {
     pub hosts: HostRule,
     pub base_url: String,
     pub sse_open: AtomicUsize,
+    /// Open event streams per session id (see `events::MAX_STREAMS_PER_SESSION`).
+    pub sse_per_session: std::sync::Mutex<std::collections::HashMap<String, usize>>,
     pub shutdown: watch::Receiver<bool>,
     /// The Agent page's gateway connection (none: no gateway configured).
     pub agent: Option<Arc<crate::engine::agent::AgentControl>>,
@@ -59,9 +61,19 @@ impl Shared {
             hosts,
             base_url,
             sse_open: AtomicUsize::new(0),
+            sse_per_session: std::sync::Mutex::default(),
             shutdown,
             agent: None,
         }
+    }
+
+    /// The per-session stream counts (a poisoned lock still counts).
+    pub fn streams_per_session(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, usize>> {
+        self.sse_per_session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     fn cookie_name(&self) -> &'static str {

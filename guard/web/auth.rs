@@ -37,9 +37,21 @@ pub struct SessionView {
     pub expires_in: Duration,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Sessions {
     by_hash: Mutex<HashMap<String, Session>>,
+    /// Bumped whenever sessions end (logout, revocation): live event streams re-check
+    /// theirs at once instead of at the next heartbeat.
+    ended: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Sessions {
+    fn default() -> Self {
+        Sessions {
+            by_hash: Mutex::default(),
+            ended: tokio::sync::watch::channel(0).0,
+        }
+    }
 }
 
 impl Sessions {
@@ -100,14 +112,24 @@ impl Sessions {
     /// Ends one session (logout).
     pub fn remove(&self, id: &str) {
         self.map().remove(&hash_hex(id));
+        self.ended.send_modify(|g| *g += 1);
     }
 
     /// Ends every session; returns how many.
     pub fn revoke_all(&self) -> usize {
-        let mut map = self.map();
-        let n = map.len();
-        map.clear();
+        let n = {
+            let mut map = self.map();
+            let n = map.len();
+            map.clear();
+            n
+        };
+        self.ended.send_modify(|g| *g += 1);
         n
+    }
+
+    /// Changes whenever a session ends.
+    pub fn ended(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.ended.subscribe()
     }
 
     pub fn count(&self) -> usize {

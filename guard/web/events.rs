@@ -24,6 +24,9 @@ use tokio::sync::{broadcast, mpsc};
 
 /// Open event streams beyond this get 503.
 pub const MAX_STREAMS: usize = 1000;
+/// Open event streams of one session beyond this get 429: one session (a tab per screen,
+/// a few reconnects) cannot take every slot.
+pub const MAX_STREAMS_PER_SESSION: usize = 16;
 const HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// A body fed by a channel; ends when the sender goes.
@@ -44,17 +47,43 @@ fn event(name: &str, data: &serde_json::Value) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
 }
 
-/// Releases the stream's slot when its task ends.
-struct Slot(Arc<Shared>);
+/// Releases the stream's slots (the server's and its session's) when its task ends.
+struct Slot(Arc<Shared>, String);
 impl Drop for Slot {
     fn drop(&mut self) {
         self.0.sse_open.fetch_sub(1, Ordering::SeqCst);
+        let mut per = self.0.streams_per_session();
+        if let Some(n) = per.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                per.remove(&self.1);
+            }
+        }
     }
 }
 
 pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
+    {
+        let mut per = sh.streams_per_session();
+        let n = per.entry(sid.clone()).or_default();
+        if *n >= MAX_STREAMS_PER_SESSION {
+            drop(per);
+            metrics().web_refusal("sse-session-full");
+            return super::http::error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "busy",
+                "too many live connections for this session",
+            );
+        }
+        *n += 1;
+    }
     if sh.sse_open.fetch_add(1, Ordering::SeqCst) >= MAX_STREAMS {
         sh.sse_open.fetch_sub(1, Ordering::SeqCst);
+        let mut per = sh.streams_per_session();
+        if let Some(n) = per.get_mut(&sid) {
+            *n -= 1;
+        }
+        drop(per);
         metrics().web_refusal("sse-full");
         return super::http::error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -62,8 +91,9 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
             "too many live connections",
         );
     }
-    let slot = Slot(sh.clone());
+    let slot = Slot(sh.clone(), sid.clone());
     let mut sub = sh.inbox.subscribe();
+    let mut ended = sh.sessions.ended();
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let mut shutdown = sh.shutdown.clone();
     tokio::spawn(async move {
@@ -91,6 +121,14 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
                         return;
                     }
                     Bytes::from_static(b": keep-alive\n\n")
+                }
+                // A session that ends (logout, revocation) ends its streams now.
+                _ = ended.changed() => {
+                    if _slot.0.sessions.get(&sid).is_none() {
+                        let _ = tx.try_send(event("signed-out", &serde_json::json!({})));
+                        return;
+                    }
+                    continue;
                 }
                 _ = tx.closed() => return,
                 _ = async { let _ = shutdown.wait_for(|s| *s).await; } => return,
