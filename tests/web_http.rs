@@ -340,19 +340,7 @@ fn login_links_sessions_and_rate_limit() {
     let link = w.new_link();
     assert!(link.starts_with(&format!("{}/login#t=", w.base)), "{link}");
     let t2 = link.rsplit_once("#t=").expect("t").1.to_owned();
-    let a = w.login_with(&t2);
-    assert_eq!(a.status, 200, "{a:?}");
-    let alice = Login {
-        cookie: a
-            .header("set-cookie")
-            .expect("c")
-            .split(';')
-            .next()
-            .expect("c")
-            .into(),
-        csrf: a.json()["csrf"].as_str().expect("csrf").into(),
-        identity: a.json()["identity"].as_str().expect("id").into(),
-    };
+    let alice = Login::from_answer(&w.login_with(&t2));
     assert!(alice.identity.starts_with("web:admin/"), "{alice:?}");
     // Revocation ends every session.
     let r = w.call("POST", "/api/sessions/revoke", Some(&alice), Some("{}"));
@@ -775,20 +763,7 @@ fn keeps_serving_under_idle_streams_and_slow_clients() {
     let (_, head) = open(&me.cookie);
     assert!(head.starts_with("HTTP/1.1 429"), "a 17th stream: {head}");
     // Another session still streams; its logout ends its stream at once (no heartbeat wait).
-    let link = w.new_link();
-    let r = w.login_with(link.rsplit_once("#t=").expect("t").1);
-    assert_eq!(r.status, 200, "{r:?}");
-    let other = Login {
-        cookie: r
-            .header("set-cookie")
-            .expect("cookie")
-            .split(';')
-            .next()
-            .expect("c")
-            .to_owned(),
-        csrf: r.json()["csrf"].as_str().expect("csrf").to_owned(),
-        identity: r.json()["identity"].as_str().expect("id").to_owned(),
-    };
+    let other = w.login_new_link();
     let (mut theirs, head) = open(&other.cookie);
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
     let out = Instant::now();

@@ -49,6 +49,20 @@ pub struct Login {
     pub identity: String,
 }
 
+impl Login {
+    /// The session a successful `POST /api/login` answer starts.
+    pub fn from_answer(r: &Resp) -> Login {
+        assert_eq!(r.status, 200, "login: {r:?}");
+        let set = r.header("set-cookie").expect("set-cookie");
+        let v = r.json();
+        Login {
+            cookie: set.split(';').next().expect("cookie").to_owned(),
+            csrf: v["csrf"].as_str().expect("csrf").into(),
+            identity: v["identity"].as_str().expect("identity").into(),
+        }
+    }
+}
+
 impl Web {
     /// Starts serve with its web prompt; `request_ms` is the deadline of `request` frames.
     pub fn start(request_ms: u64) -> Web {
@@ -186,16 +200,13 @@ impl Web {
 
     /// Signs in with the link file's token.
     pub fn login(&self) -> Login {
-        let r = self.login_with(&self.link_token());
-        assert_eq!(r.status, 200, "login: {r:?}");
-        let set = r.header("set-cookie").expect("set-cookie");
-        let cookie = set.split(';').next().expect("cookie").to_owned();
-        let v = r.json();
-        Login {
-            cookie,
-            csrf: v["csrf"].as_str().expect("csrf").into(),
-            identity: v["identity"].as_str().expect("identity").into(),
-        }
+        Login::from_answer(&self.login_with(&self.link_token()))
+    }
+
+    /// A second person (or browser): a new link from the command line, then its sign-in.
+    pub fn login_new_link(&self) -> Login {
+        let link = self.new_link();
+        Login::from_answer(&self.login_with(link.rsplit_once("#t=").expect("t").1))
     }
 
     /// A new login link from the command line (what a person runs while serve runs).
