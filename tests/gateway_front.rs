@@ -5,7 +5,8 @@
 //! are audited with the link's name, and never reach the gateway (no session appears, the
 //! gateway's log never names it); bad input closes only the offending client (binary 1003,
 //! oversized 1009, flood 1008, too many connections 503, upstream down 1011). A real
-//! `openclaw acp` runs a turn through a door link with nothing of it refused.
+//! `openclaw acp` runs a turn through a door link with nothing of it refused, and its
+//! `session/cancel` stops a turn running on the guard's node, whose exec was decided once.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod support;
@@ -353,6 +354,66 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
         seen.contains("hello through the door"),
         "the turn reached the model"
     );
+    drop(rpc);
+
+    // session/cancel through the door: a turn running `sleep 31` on the guard's node stops,
+    // and its exec was decided once (by the node's request; the approver saw no second one).
+    let oc_state = w.oc_state.to_str().expect("utf8").to_owned();
+    let sock = w.socket().to_str().expect("utf8").to_owned();
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let node = NodeProc::start(
+        &dir,
+        &gw,
+        &dir.join("node-state"),
+        &ws,
+        &["--decider", &sock, "--openclaw-state", &oc_state],
+    );
+    node.wait_log("connected as node", Duration::from_secs(120));
+    gw.approve_node();
+    let script = json!({"name":"exec","arguments":{"command":"sleep 31"}});
+    let prompt = json!({"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{
+        "sessionId": sid, "prompt": [{"type":"text","text": format!("SCRIPT {script}")}]}});
+    stdin
+        .write_all(format!("{prompt}\n").as_bytes())
+        .expect("write");
+    stdin.flush().expect("flush");
+    wait_until(
+        "the sleep to run on the node",
+        Duration::from_secs(120),
+        || {
+            let audit = std::fs::read_to_string(w.audit_path()).ok()?;
+            audit
+                .lines()
+                .any(|l| l.contains("\"kind\":\"decision\"") && l.contains("sleep 31"))
+                .then_some(())
+        },
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let cancelled_at = std::time::Instant::now();
+    let cancel = json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId": sid}});
+    stdin
+        .write_all(format!("{cancel}\n").as_bytes())
+        .expect("write");
+    stdin.flush().expect("flush");
+    let answer = loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(v) if v["id"] == 4 && v.get("method").is_none() => break v,
+            _ => assert!(
+                cancelled_at.elapsed() < Duration::from_secs(25),
+                "session/cancel did not stop the turn; acp stderr:\n{}",
+                std::fs::read_to_string(dir.join("acp.err")).unwrap_or_default()
+            ),
+        }
+    };
+    assert_eq!(answer["result"]["stopReason"], "cancelled", "{answer}");
+    let audit = std::fs::read_to_string(w.audit_path()).unwrap_or_default();
+    let decided = audit
+        .lines()
+        .filter(|l| l.contains("\"kind\":\"decision\"") && l.contains("sleep 31"))
+        .count();
+    assert_eq!(decided, 1, "the exec was decided once:\n{audit}");
+    drop(node);
     drop(acp);
     let audit = std::fs::read_to_string(w.audit_path()).unwrap_or_default();
     let refusals: Vec<&str> = audit
