@@ -254,6 +254,22 @@ async fn web_prompt_in_chromium() {
         "lookalike not named: {look}"
     );
 
+    // Allow always says so, and what it stored, on the card (and in History below).
+    let al = w.ask("br-always", "touch /tmp/sg-web-always");
+    let idal = card_id(&c, "sg-web-always").await;
+    click(&c, &format!("#r-{idal} button[data-act='allow-always']")).await;
+    assert_eq!(
+        first_json(&al.join().expect("al"))["decision"],
+        "allow-always"
+    );
+    until(
+        &c,
+        "the stored grant named on the card",
+        "return document.querySelector('#r-' + arguments[0] + ' .card-status').textContent.includes('allowed ALWAYS: stored a grant for this exact command')",
+        vec![json!(idal)],
+    )
+    .await;
+
     // Nobody answers: the card changes state when the deadline passes.
     let e = w.ask("br-exp", "touch /tmp/sg-web-expire");
     let ide = card_id(&c, "sg-web-expire").await;
@@ -292,6 +308,10 @@ async fn web_prompt_in_chromium() {
     )
     .await;
     let text = text.as_str().expect("t");
+    assert!(
+        text.contains("allowed ALWAYS: stored a grant for this exact command"),
+        "History does not say what Allow always stored: {text}"
+    );
     assert!(
         text.contains("looks like an injection attempt")
             && text.contains("web:admin/")

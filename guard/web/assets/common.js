@@ -124,6 +124,14 @@ const SG = (() => {
     return who;
   }
 
+  // What an Allow always stored, in words ('' for any other decision): OpenClaw's allowlist
+  // gets a grant for this exact argv in this working directory, so later runs need nobody.
+  function storedText(d, a) {
+    if (!d || d.kind !== 'allow-always') return '';
+    const where = a && a.cwd ? ' in ' + a.cwd : '';
+    return 'allowed ALWAYS: stored a grant for this exact command' + where + '; its later runs need nobody';
+  }
+
   // What the request asks, as a title line.
   function actionTitle(a) {
     switch (a && a.kind) {
@@ -142,5 +150,5 @@ const SG = (() => {
     }
   }
 
-  return { el, vis, visText, hasSpecial, api, session, banner, signedOut, now, setServerNow, time, decisionText, actionTitle, state };
+  return { el, vis, visText, hasSpecial, api, session, banner, signedOut, now, setServerNow, time, decisionText, storedText, actionTitle, state };
 })();

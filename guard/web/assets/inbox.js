@@ -128,6 +128,8 @@
     let text = note || '';
     if (!text && decision) {
       text = stateLabel(state) + ' by ' + SG.decisionText(decision) + (decision.reason ? ' — ' + decision.reason : '');
+      const stored = SG.storedText(decision, c.entry.action);
+      if (stored) text += ' — ' + stored;
     }
     c.status.textContent = '';
     c.status.appendChild(vis(text));
