@@ -49,6 +49,14 @@ async fn web_prompt_in_chromium() {
     let link = std::fs::read_to_string(w.link_file()).expect("link");
     c.goto(link.trim()).await.expect("goto link");
     assert_eq!(js(&c, "return location.hash", vec![]).await, json!(""));
+    // No TOTP enrolled: the code field is not shown.
+    let totp = js(
+        &c,
+        "return getComputedStyle(document.getElementById('totp-row')).display",
+        vec![],
+    )
+    .await;
+    assert_eq!(totp, json!("none"), "the TOTP field shows without TOTP");
     click(&c, "#signin").await;
     until(
         &c,
