@@ -326,6 +326,21 @@ async fn web_prompt_in_chromium() {
             && text.contains("approval-timeout"),
         "{text}"
     );
+    // Commands read as themselves, and every door has a source filter.
+    let plain = js(&c, "return [...document.querySelectorAll('#rows pre.cmd')].every(p => !p.textContent.startsWith('exec '))", vec![]).await;
+    assert_eq!(plain, json!(true), "an `exec ` prefix in History");
+    let sources = js(
+        &c,
+        "return [...document.getElementById('f-source').options].map(o => o.value)",
+        vec![],
+    )
+    .await;
+    for s in ["node", "socket", "gateway", "plugin", "cli"] {
+        assert!(
+            sources.to_string().contains(&format!("\"{s}\"")),
+            "{sources}"
+        );
+    }
     let f = c.find(Locator::Css("#f-text")).await.expect("filter");
     f.send_keys("left-pad").await.expect("type");
     until(

@@ -38,7 +38,8 @@
         el('span', { class: 'badge cat' }, vis(e.category)),
         el('span', { class: 'src' }, vis(e.source + ' · agent ' + e.agentId + (e.sessionKey ? ' · ' + e.sessionKey : ''))),
         el('time', { class: 'when' }, SG.time(e.resolvedMs || e.createdMs))),
-      el('pre', { class: 'cmd' }, vis(e.summary)),
+      // A command reads as itself: no `exec ` prefix (the badge says what kind it is).
+      el('pre', { class: 'cmd' }, vis(e.action && e.action.kind === 'exec' ? String(e.summary).replace(/^exec /, '') : e.summary)),
       el('dl', { class: 'kv' },
         el('dt', {}, 'decided by'), el('dd', {}, vis(SG.decisionText(d) || '—')),
         el('dt', {}, 'decision'), el('dd', { 'data-field': 'decision' },
