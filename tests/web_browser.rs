@@ -278,6 +278,29 @@ async fn web_prompt_in_chromium() {
     )
     .await;
 
+    // A `#r=ID` link (the log line's) selects and focuses that card; buttons name the command.
+    c.goto(&format!("{}/#r={idl}", w.base))
+        .await
+        .expect("goto #r=");
+    until(
+        &c,
+        "the linked card selected",
+        "const n = document.getElementById('r-' + arguments[0]); return !!n && n.classList.contains('selected') && document.activeElement === n",
+        vec![json!(idl)],
+    )
+    .await;
+    let label = js(
+        &c,
+        "return document.querySelector('#r-' + arguments[0] + ' button[data-act=deny]').getAttribute('aria-label')",
+        vec![json!(idl)],
+    )
+    .await;
+    assert!(
+        label.as_str().unwrap_or("").starts_with("Deny: ")
+            && label.as_str().unwrap_or("").contains("sg-web-look"),
+        "{label}"
+    );
+
     // Nobody answers: the card changes state when the deadline passes.
     let e = w.ask("br-exp", "touch /tmp/sg-web-expire");
     let ide = card_id(&c, "sg-web-expire").await;

@@ -67,10 +67,12 @@
     const reason = el('input', { class: 'reason', type: 'text', maxlength: '500',
       placeholder: 'Reason for denying (optional; the agent sees it)', 'aria-label': 'Reason for denying' });
     const offered = e.offered || [];
-    const btnOnce = el('button', { class: 'allow', type: 'button', 'data-act': 'allow-once' }, 'Allow once');
+    // Accessible names carry the command, so a screen reader says what each button decides.
+    const what = SG.visText(e.summary).slice(0, 160);
+    const btnOnce = el('button', { class: 'allow', type: 'button', 'data-act': 'allow-once', 'aria-label': 'Allow once: ' + what }, 'Allow once');
     const btnAlways = offered.includes('allow-always') ?
-      el('button', { class: 'allow-always', type: 'button', 'data-act': 'allow-always' }, 'Allow always') : null;
-    const btnDeny = el('button', { class: 'deny', type: 'button', 'data-act': 'deny' }, 'Deny');
+      el('button', { class: 'allow-always', type: 'button', 'data-act': 'allow-always', 'aria-label': 'Allow always: ' + what }, 'Allow always') : null;
+    const btnDeny = el('button', { class: 'deny', type: 'button', 'data-act': 'deny', 'aria-label': 'Deny: ' + what }, 'Deny');
     const status = el('p', { class: 'card-status', role: 'status' });
     const countdown = el('span', { class: 'countdown' });
     const dl = el('dl', { class: 'kv' });
@@ -217,7 +219,20 @@
     }
     r.data.requests.forEach(add);
     refreshCount();
+    openLinked();
   }
+
+  // A `#r=ID` link (the guard's log line names one per waiting request) opens that card:
+  // selected, scrolled into view and focused.
+  function openLinked() {
+    const m = /^#r=([A-Za-z0-9_-]+)$/.exec(location.hash);
+    const c = m && cards.get(m[1]);
+    if (!c) return;
+    select(c);
+    c.node.scrollIntoView({ block: 'center' });
+    c.node.focus();
+  }
+  window.addEventListener('hashchange', openLinked);
 
   function connect() {
     if (es) es.close();
