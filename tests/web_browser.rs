@@ -30,7 +30,7 @@ async fn card_id(c: &Client, needle: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn web_prompt_in_chromium() {
     // Long enough for the steps below on a loaded machine; the expiry step waits it out.
-    let w = Web::start(25_000);
+    let mut w = Web::start(25_000);
     let d = chromedriver();
     let profile = tempfile::tempdir().expect("profile");
     let c = browser(&d, profile.path()).await;
@@ -320,6 +320,28 @@ async fn web_prompt_in_chromium() {
     let disabled = js(&c, "return [...document.querySelectorAll('#r-' + arguments[0] + ' button')].every(b => b.disabled)", vec![json!(ide)]).await;
     assert_eq!(disabled, json!(true));
     assert_eq!(first_json(&e.join().expect("e"))["decision"], "deny");
+
+    // The guard restarts: the open tab finds its session gone and says so (no endless
+    // "reconnecting…").
+    w.restart();
+    until(
+        &c,
+        "the page to say it is signed out after a restart",
+        "return !document.getElementById('signed-out').hidden",
+        vec![],
+    )
+    .await;
+    // Signed in again with a new link, History below works as before.
+    let link = w.new_link();
+    c.goto(&link).await.expect("goto new link");
+    click(&c, "#signin").await;
+    until(
+        &c,
+        "live inbox again",
+        "const l = document.getElementById('live'); return !!l && l.classList.contains('on')",
+        vec![],
+    )
+    .await;
 
     // History: who decided, why; filters; the audit chain check.
     c.goto(&format!("{}/history", w.base))

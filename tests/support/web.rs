@@ -91,6 +91,24 @@ impl Web {
         }
     }
 
+    /// Stops serve and starts it again on the same port, state and config (plain HTTP, no
+    /// extra flags): every web session is gone, as after a real restart.
+    pub fn restart(&mut self) {
+        self.serve.stop();
+        let cfg = self.world.tmp.path().join("guard.toml");
+        let listen = format!("127.0.0.1:{}", self.port);
+        self.serve = Serve::start(
+            &self.world,
+            &[],
+            &[
+                "--config",
+                cfg.to_str().expect("utf8"),
+                "--web-listen",
+                &listen,
+            ],
+        );
+    }
+
     /// The `Host` header value a browser sends.
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)

@@ -234,12 +234,31 @@
   }
   window.addEventListener('hashchange', openLinked);
 
+  // The stream failed. EventSource retries by itself only while the server is unreachable;
+  // a refusal (a session the guard no longer knows after a restart or logout, or every
+  // stream slot taken) closes it for good. Ask the session: gone → "Not signed in";
+  // otherwise reconnect in a few seconds.
+  let checking = false;
+  async function lost() {
+    if (checking) return;
+    checking = true;
+    try {
+      const r = await fetch('/api/session', { credentials: 'same-origin' });
+      if (r.status === 401) { if (es) es.close(); SG.signedOut(); return; }
+      if (es && es.readyState === EventSource.CLOSED) setTimeout(connect, 3000);
+    } catch (_) {
+      if (es && es.readyState === EventSource.CLOSED) setTimeout(connect, 3000);
+    } finally {
+      checking = false;
+    }
+  }
+
   function connect() {
     if (es) es.close();
     es = new EventSource('/api/events');
     const liveEl = document.getElementById('live');
     es.onopen = () => { liveEl.textContent = '● live'; liveEl.className = 'live on'; load(); };
-    es.onerror = () => { liveEl.textContent = '○ reconnecting…'; liveEl.className = 'live off'; };
+    es.onerror = () => { liveEl.textContent = '○ reconnecting…'; liveEl.className = 'live off'; lost(); };
     es.addEventListener('added', (m) => add(JSON.parse(m.data)));
     const done = (m) => {
       const d = JSON.parse(m.data);
