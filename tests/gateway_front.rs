@@ -354,7 +354,6 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
         seen.contains("hello through the door"),
         "the turn reached the model"
     );
-    drop(rpc);
 
     // session/cancel through the door: a turn running `sleep 31` on the guard's node stops,
     // and its exec was decided once (by the node's request; the approver saw no second one).
