@@ -494,6 +494,24 @@ fn decisions_stale_cards_and_body_limit() {
     assert_eq!(ea["action"]["command"], "touch /tmp/sg-web-a");
     assert_eq!(ea["source"], "socket");
     assert_eq!(ea["agentId"], "main");
+    // Pages: the true count comes with every page, and the next page is the rest.
+    let page = |q: &str| {
+        w.call("GET", &format!("/api/requests?{q}"), Some(&me), None)
+            .json()
+    };
+    let p1 = page("limit=1");
+    assert_eq!(
+        (
+            p1["requests"].as_array().map(Vec::len),
+            p1["total"].as_u64()
+        ),
+        (Some(1), Some(2)),
+        "{p1}"
+    );
+    let p2 = page("limit=1&offset=1");
+    assert_eq!(p2["requests"].as_array().map(Vec::len), Some(1), "{p2}");
+    assert_ne!(p1["requests"][0]["id"], p2["requests"][0]["id"]);
+    assert_eq!(page("offset=9")["requests"], json!([]));
     // B's hash on A's card: refused, nothing applied to either.
     let r = w.decide(&me, ida, json!({"decision":"allow-once","hash":hb}));
     assert_eq!(r.status, 409, "{r:?}");

@@ -310,8 +310,9 @@ pub(super) fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// `GET /api/requests?state=pending|resolved|all[&source=..][&q=..][&limit=N]`: pending
-/// oldest deadline first; otherwise newest first.
+/// `GET /api/requests?state=pending|resolved|all[&source=..][&q=..][&limit=N][&offset=N]`:
+/// pending oldest deadline first; otherwise newest first. `total` is how many match before
+/// the page (`offset`, `limit`) is cut, so a client knows what it does not show.
 async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     let filter = match query_param(q, "state").as_deref() {
         None | Some("pending") => StateFilter::Pending,
@@ -366,6 +367,12 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     } else {
         entries.sort_by_key(|e| std::cmp::Reverse(e.resolved_ms.unwrap_or(e.created_ms)));
     }
+    let total = entries.len();
+    let offset = query_param(q, "offset")
+        .and_then(|o| o.parse::<usize>().ok())
+        .unwrap_or(0)
+        .min(total);
+    entries.drain(..offset);
     entries.truncate(limit);
     let items: Vec<_> = entries
         .iter()
@@ -373,7 +380,8 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
         .collect();
     json(
         StatusCode::OK,
-        &json!({"requests": items, "nowMs": crate::engine::decision::now_ms()}),
+        &json!({"requests": items, "total": total, "offset": offset,
+            "nowMs": crate::engine::decision::now_ms()}),
     )
 }
 

@@ -209,18 +209,31 @@
     try { new Notification('sanctum-guard: approval needed', { body: SG.visText(e.summary), tag: e.id }); } catch (_) { /* ignore */ }
   }
 
+  // Pending requests are read a page at a time (oldest deadline first); `total` says how many
+  // there are, so the page never takes the first page for all of them.
+  const PAGE = 500;
+  let shown = PAGE;
   async function load() {
-    const r = await api('GET', '/api/requests?state=pending');
+    const r = await api('GET', '/api/requests?state=pending&limit=' + shown);
     if (!r.ok) return;
     SG.setServerNow(r.data.nowMs);
-    const live = new Set(r.data.requests.map((e) => e.id));
-    for (const c of cards.values()) {
-      if (!c.done && !live.has(c.entry.id)) finish(c, 'resolved-elsewhere', null, 'No longer pending (answered elsewhere or expired).');
+    const complete = r.data.total <= r.data.requests.length;
+    // Only a complete list proves that a card missing from it is no longer pending.
+    if (complete) {
+      const live = new Set(r.data.requests.map((e) => e.id));
+      for (const c of cards.values()) {
+        if (!c.done && !live.has(c.entry.id)) finish(c, 'resolved-elsewhere', null, 'No longer pending (answered elsewhere or expired).');
+      }
     }
     r.data.requests.forEach(add);
+    const more = document.getElementById('more');
+    more.hidden = complete;
+    document.getElementById('more-text').textContent = complete ? '' :
+      'Showing ' + r.data.requests.length + ' of ' + r.data.total + ' pending requests (oldest deadlines first).';
     refreshCount();
     openLinked();
   }
+  document.getElementById('more-btn').addEventListener('click', () => { shown += PAGE; load(); });
 
   // A `#r=ID` link (the guard's log line names one per waiting request) opens that card:
   // selected, scrolled into view and focused.
