@@ -386,6 +386,30 @@ async fn web_prompt_in_chromium() {
             "{sources}"
         );
     }
+    // A decision made now appears on top, fetched on its own: no reload of the whole list.
+    let reloads = "return performance.getEntriesByType('resource').filter(r => r.name.includes('state=resolved')).length";
+    let before = js(&c, reloads, vec![]).await;
+    let other = w.login_new_link();
+    let live = w.ask("br-live", "touch /tmp/sg-web-live");
+    let e = w.wait_pending(&other, "br-live");
+    w.decide(
+        &other,
+        e["id"].as_str().expect("id"),
+        json!({"decision":"deny","hash":e["requestHash"],"reason":"live row"}),
+    );
+    assert_eq!(first_json(&live.join().expect("live"))["decision"], "deny");
+    until(
+        &c,
+        "the new decision on top of History",
+        "const r = document.querySelector('#rows li.row'); return !!r && r.textContent.includes('sg-web-live')",
+        vec![],
+    )
+    .await;
+    assert_eq!(
+        js(&c, reloads, vec![]).await,
+        before,
+        "History reloaded everything for one event"
+    );
     let f = c.find(Locator::Css("#f-text")).await.expect("filter");
     f.send_keys("left-pad").await.expect("type");
     until(

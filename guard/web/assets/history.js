@@ -51,16 +51,48 @@
         el('dt', {}, 'request hash'), el('dd', { class: 'mono hash' }, e.requestHash)));
   }
 
-  function render() {
+  // Does `e` pass the filters as they are set now?
+  function matches(e) {
     const st = document.getElementById('f-state').value;
     const src = document.getElementById('f-source').value;
     const q = document.getElementById('f-text').value.trim().toLowerCase();
-    rows.textContent = '';
-    const shown = all.filter((e) => (!st || e.state === st) && (!src || e.source === src) &&
+    return (!st || e.state === st) && (!src || e.source === src) &&
       (!q || (e.summary + ' ' + e.id + ' ' + ((e.decision && e.decision.reason) || '') + ' ' +
-        ((e.decision && e.decision.name) || '')).toLowerCase().includes(q)));
+        ((e.decision && e.decision.name) || '')).toLowerCase().includes(q));
+  }
+
+  function render() {
+    rows.textContent = '';
+    const shown = all.filter(matches);
     shown.forEach((e) => rows.appendChild(row(e)));
     document.getElementById('empty').hidden = shown.length > 0;
+  }
+
+  // Live updates, incrementally: each resolved or expired request is fetched on its own and
+  // put on top; a burst (more than 50 within 300 ms) is one reload instead of one per event.
+  const KEEP = 5000;
+  const queued = new Set();
+  let timer = null;
+  function changed(m) {
+    try { queued.add(JSON.parse(m.data).id); } catch (_) { return; }
+    if (!timer) timer = setTimeout(flush, 300);
+  }
+  async function flush() {
+    timer = null;
+    const ids = [...queued];
+    queued.clear();
+    if (ids.length > 50) { await load(); return; }
+    for (const id of ids) {
+      const r = await api('GET', '/api/requests/' + encodeURIComponent(id));
+      if (!r.ok) continue;
+      all = [r.data, ...all.filter((e) => e.id !== r.data.id)].slice(0, KEEP);
+      const old = [...rows.children].find((n) => n.getAttribute('data-id') === r.data.id);
+      if (old) old.remove();
+      if (matches(r.data)) {
+        rows.prepend(row(r.data));
+        document.getElementById('empty').hidden = true;
+      }
+    }
   }
 
   async function load() {
@@ -94,7 +126,8 @@
     document.getElementById('history').hidden = false;
     await load();
     const es = new EventSource('/api/events');
-    es.addEventListener('resolved', load);
-    es.addEventListener('expired', load);
+    es.addEventListener('resolved', changed);
+    es.addEventListener('expired', changed);
+    es.addEventListener('resync', load);
   })();
 })();
