@@ -262,6 +262,66 @@ async fn web_prompt_in_chromium() {
         "lookalike not named: {look}"
     );
 
+    // A long command collapses behind an expander; the card says when it was asked and
+    // what Allow always would store; search, compact view and bulk deny.
+    let long_cmd = format!(
+        "touch {}",
+        (0..400)
+            .map(|i| format!("/tmp/sg-web-bulk-{i:04}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let b1 = w.ask("br-bulk1", &long_cmd);
+    let idb1 = card_id(&c, "sg-web-bulk-0000").await;
+    let b2 = w.ask("br-bulk2", "touch /tmp/sg-web-bulk-two");
+    let idb2 = card_id(&c, "sg-web-bulk-two").await;
+    let more = js(&c, "const d = document.querySelector('#r-' + arguments[0] + ' details.more-text summary'); return d ? d.textContent : ''", vec![json!(idb1)]).await;
+    assert!(
+        more.as_str().unwrap_or("").starts_with("Show all "),
+        "{more}"
+    );
+    let height = js(
+        &c,
+        "return document.getElementById('r-' + arguments[0]).offsetHeight",
+        vec![json!(idb1)],
+    )
+    .await;
+    assert!(
+        height.as_f64().unwrap_or(1e9) < 1500.0,
+        "card height {height}"
+    );
+    let fields = js(&c, "const n = document.getElementById('r-' + arguments[0]); return [!!n.querySelector('[data-field=asked]'), !!n.querySelector('[data-field=stores]')]", vec![json!(idb2)]).await;
+    assert_eq!(fields, json!([true, true]));
+    let search = c.find(Locator::Css("#search")).await.expect("search");
+    search.send_keys("sg-web-bulk").await.expect("type");
+    until(
+        &c,
+        "search to leave the two bulk cards",
+        "const v = [...document.querySelectorAll('li.card.pending')].filter(n => !n.hidden); return v.length === 2 && v.every(n => n.textContent.includes('sg-web-bulk'))",
+        vec![],
+    )
+    .await;
+    click(&c, "#compact").await;
+    let kv = js(
+        &c,
+        "return getComputedStyle(document.querySelector('#r-' + arguments[0] + ' .kv')).display",
+        vec![json!(idb2)],
+    )
+    .await;
+    assert_eq!(kv, json!("none"), "compact view still shows the details");
+    click(&c, "#compact").await;
+    for id in [&idb1, &idb2] {
+        click(&c, &format!("#r-{id} input.pick")).await;
+    }
+    click(&c, "#bulk-deny").await;
+    let asked = c.get_alert_text().await.expect("bulk deny asks first");
+    assert!(asked.contains("Deny 2 selected"), "{asked}");
+    c.accept_alert().await.expect("accept");
+    assert_eq!(first_json(&b1.join().expect("b1"))["decision"], "deny");
+    assert_eq!(first_json(&b2.join().expect("b2"))["decision"], "deny");
+    search.clear().await.expect("clear");
+    js(&c, "document.getElementById('search').dispatchEvent(new Event('input', {bubbles: true})); return true", vec![]).await;
+
     // Allow always says so, and what it stored, on the card (and in History below).
     let al = w.ask("br-always", "touch /tmp/sg-web-always");
     let idal = card_id(&c, "sg-web-always").await;

@@ -16,19 +16,41 @@
     return [el('dt', {}, label), el('dd', opts || {}, typeof v === 'string' ? vis(v) : v)];
   }
 
+  // Past these, a card shows the start and an expander with the rest.
+  const LONG_TEXT = 2000;
+  const LONG_ARGV = 40;
+
   function whatBlock(a) {
     const box = el('div', { class: 'what' });
     if (a.kind === 'exec') {
       if (a.command) {
         box.appendChild(el('div', { class: 'label' }, 'Shell text'));
-        box.appendChild(el('pre', { class: 'cmd', 'data-field': 'command' }, vis(a.command)));
+        const text = String(a.command);
+        const pre = (t) => el('pre', { class: 'cmd', 'data-field': 'command' }, vis(t));
+        // Long text is cut with its size named and the rest one click away (never hidden
+        // silently: the full text is in the expander).
+        if (text.length > LONG_TEXT) {
+          box.appendChild(pre(text.slice(0, LONG_TEXT) + '…'));
+          box.appendChild(el('details', { class: 'more-text' },
+            el('summary', {}, 'Show all ' + text.length + ' characters'), pre(text)));
+        } else {
+          box.appendChild(pre(text));
+        }
       }
-      const argv = el('ol', { class: 'argv', 'data-field': 'argv', 'aria-label': 'argv tokens' });
-      (a.argv || []).forEach((t, i) => argv.appendChild(
-        el('li', {}, el('span', { class: 'idx' }, String(i)), el('code', {}, vis(t)))));
-      if ((a.argv || []).length) {
-        box.appendChild(el('div', { class: 'label argv-label' }, 'argv (' + a.argv.length + ' tokens)'));
-        box.appendChild(argv);
+      const tokens = a.argv || [];
+      const argvList = (from, to) => {
+        const ol = el('ol', { class: 'argv', 'data-field': 'argv', 'aria-label': 'argv tokens', start: String(from) });
+        tokens.slice(from, to).forEach((t, i) => ol.appendChild(
+          el('li', {}, el('span', { class: 'idx' }, String(from + i)), el('code', {}, vis(t)))));
+        return ol;
+      };
+      if (tokens.length) {
+        box.appendChild(el('div', { class: 'label argv-label' }, 'argv (' + tokens.length + ' tokens)'));
+        box.appendChild(argvList(0, LONG_ARGV));
+        if (tokens.length > LONG_ARGV) {
+          box.appendChild(el('details', { class: 'more-argv' },
+            el('summary', {}, (tokens.length - LONG_ARGV) + ' more tokens'), argvList(LONG_ARGV, tokens.length)));
+        }
       }
     } else {
       // A tool call's content (a write's preview, an edit's or a patch's text) is shown as
@@ -89,10 +111,17 @@
           { class: 'mono', 'data-env': v.name }));
       }
     }
+    dl.append(...field('asked at', SG.time(e.createdMs), { 'data-field': 'asked' }));
+    if (offered.includes('allow-always')) {
+      dl.append(...field('allow always stores', 'a grant for this exact command' + (a.cwd ? ' in ' + a.cwd : '') +
+        ' (OpenClaw allowlist); its later runs need nobody', { 'data-field': 'stores' }));
+    }
     dl.append(...field('request hash', e.requestHash, { class: 'mono hash', 'data-field': 'hash' }));
     dl.append(...field('request id', e.requestId, { class: 'mono' }));
+    const pick = el('input', { type: 'checkbox', class: 'pick', 'aria-label': 'Select for bulk deny: ' + what });
     const node = el('li', { class: 'card pending', id: 'r-' + e.id, tabindex: '0', 'data-id': e.id },
       el('div', { class: 'card-head' },
+        pick,
         el('span', { class: 'badge state' }, stateLabel(e.state)),
         el('span', { class: 'badge cat' }, vis(e.category)),
         el('span', { class: 'src' }, vis(e.source + ' · agent ' + e.agentId + (e.sessionKey ? ' · ' + e.sessionKey : ''))),
@@ -106,7 +135,7 @@
       dl,
       el('div', { class: 'actions' }, btnOnce, btnAlways, el('div', { class: 'deny-group' }, reason, btnDeny)),
       status);
-    const c = { entry: e, node, done: false, countdown, status, reason };
+    const c = { entry: e, node, done: false, countdown, status, reason, pick };
     node.addEventListener('click', (ev) => {
       const act = ev.target && ev.target.getAttribute && ev.target.getAttribute('data-act');
       select(c);
@@ -246,6 +275,32 @@
     c.node.focus();
   }
   window.addEventListener('hashchange', openLinked);
+
+  // Search: cards whose text does not contain the words are hidden (never decided).
+  const search = document.getElementById('search');
+  function applySearch() {
+    const q = search.value.trim().toLowerCase();
+    for (const c of cards.values()) {
+      c.node.hidden = !!q && !c.node.textContent.toLowerCase().includes(q);
+    }
+  }
+  search.addEventListener('input', applySearch);
+  // Compact view: the command and its buttons only; remembered in this browser.
+  const compact = document.getElementById('compact');
+  function setCompact(on) {
+    list.classList.toggle('compact', on);
+    compact.setAttribute('aria-pressed', on ? 'true' : 'false');
+    try { localStorage.setItem('sg-compact', on ? '1' : ''); } catch (_) { /* private mode */ }
+  }
+  compact.addEventListener('click', () => setCompact(!list.classList.contains('compact')));
+  try { setCompact(localStorage.getItem('sg-compact') === '1'); } catch (_) { /* ignore */ }
+  // Bulk deny: the ticked, still pending, visible cards, after one confirmation.
+  document.getElementById('bulk-deny').addEventListener('click', async () => {
+    const chosen = [...cards.values()].filter((c) => !c.done && c.pick.checked && !c.node.hidden);
+    if (!chosen.length) { SG.banner('Tick the requests to deny first.'); return; }
+    if (!window.confirm('Deny ' + chosen.length + ' selected request' + (chosen.length > 1 ? 's' : '') + '?')) return;
+    for (const c of chosen) await decide(c, 'deny');
+  });
 
   // The stream failed. EventSource retries by itself only while the server is unreachable;
   // a refusal (a session the guard no longer knows after a restart or logout, or every
