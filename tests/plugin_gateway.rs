@@ -3,7 +3,8 @@
 //! model) and the real `sanctum-guard serve` with its web prompt: a read runs at once, a
 //! write waits in the inbox with its content preview and runs only after a person approves
 //! it through the web API, a denied write never runs and the agent reads why, a sensitive
-//! read is blocked, a web_fetch GET runs, and with the guard stopped every call is blocked.
+//! read is blocked, a web_fetch GET of a loopback address waits for a person and runs once
+//! approved, and with the guard stopped every call is blocked.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod support;
@@ -189,22 +190,38 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
     );
     assert!(!has(&results, SECRET), "the key never reaches the agent");
 
-    // A web_fetch GET runs. It is a deferred tool: the model calls it through `tool_call`,
-    // the hook fires for both, and the inner call is the one the guard judges.
+    // A web_fetch GET of a loopback address waits for a person (only public names are
+    // fetched by themselves), then runs once approved. It is a deferred tool: the model calls
+    // it through `tool_call`, the hook fires for both, and the inner call is the one the
+    // guard judges.
     let url = format!("http://127.0.0.1:{fetch_port}/page");
-    let out = output_text(
-        &gw.agent_tool_cmd(
-            "fetch",
-            "tool_call",
-            json!({"id":"web_fetch","args":{"url":url}}),
-        )
-        .output()
-        .expect("agent"),
+    let turn = spawn_collect(gw.agent_tool_cmd(
+        "fetch",
+        "tool_call",
+        json!({"id":"web_fetch","args":{"url":url}}),
+    ));
+    let e = wait_until("the pending web_fetch", Duration::from_secs(240), || {
+        web.pending(&login).into_iter().find(|e| {
+            e["action"]["kind"] == "tool"
+                && e["action"]["name"] == "web_fetch"
+                && e.to_string().contains(&url)
+        })
+    });
+    assert!(
+        e["reasons"].to_string().contains("internal-host"),
+        "a loopback fetch asks because of its host: {e}"
     );
+    let r = web.decide(
+        &login,
+        e["id"].as_str().expect("id"),
+        json!({"decision":"allow-once","hash":e["requestHash"]}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let out = collect(turn);
     let results = tool_results(&model_log);
     assert!(
         has(&results, FETCHED),
-        "the fetched page reaches the agent: {results:?}\n{out}"
+        "the approved fetch reaches the agent: {results:?}\n{out}"
     );
     let audit = web.audit();
     assert!(
