@@ -165,6 +165,17 @@ impl Inbox {
         self.inner.store()?.list(filter)
     }
 
+    /// One page of `filter` in reading order and the number matching in all (see
+    /// `Store::page`).
+    pub fn page(
+        &self,
+        filter: StateFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<Entry>, usize), InboxError> {
+        self.inner.store()?.page(filter, offset, limit)
+    }
+
     /// One entry.
     pub fn get(&self, id: &str) -> Result<Option<Entry>, InboxError> {
         self.inner.store()?.get(id)

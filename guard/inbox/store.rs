@@ -222,6 +222,54 @@ impl Store {
             .collect()
     }
 
+    /// One page of `filter` in the order a reviewer reads it (pending: oldest deadline first;
+    /// otherwise newest first), and how many match in all: only the page is decoded, so a
+    /// page of 500 costs the same at 10,000 pending as at 500.
+    pub fn page(
+        &self,
+        filter: StateFilter,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(Vec<Entry>, usize), InboxError> {
+        let (clause, arg, order) = match filter {
+            StateFilter::All => (
+                "?1 = ''",
+                String::new(),
+                "COALESCE(resolved_ms, created_ms) DESC, id",
+            ),
+            StateFilter::Pending => (
+                "state = ?1",
+                State::Pending.as_str().to_owned(),
+                "deadline_ms, created_ms, id",
+            ),
+            StateFilter::Resolved => (
+                "state <> ?1",
+                State::Pending.as_str().to_owned(),
+                "COALESCE(resolved_ms, created_ms) DESC, id",
+            ),
+            StateFilter::Only(s) => (
+                "state = ?1",
+                s.as_str().to_owned(),
+                "COALESCE(resolved_ms, created_ms) DESC, id",
+            ),
+        };
+        let total: i64 = self.conn.query_row(
+            &format!("SELECT COUNT(*) FROM requests WHERE {clause}"),
+            [&arg],
+            |r| r.get(0),
+        )?;
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {COLUMNS} FROM requests WHERE {clause} ORDER BY {order} LIMIT ?2 OFFSET ?3"
+        ))?;
+        let lim = i64::try_from(limit).unwrap_or(i64::MAX);
+        let off = i64::try_from(offset).unwrap_or(i64::MAX);
+        let rows = stmt.query_map(params![arg, lim, off], raw_row)?;
+        let entries = rows
+            .map(|r| r.map_err(InboxError::from).and_then(RawRow::into_entry))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((entries, usize::try_from(total).unwrap_or(0)))
+    }
+
     /// Ids of every pending entry.
     pub fn pending_ids(&self) -> Result<Vec<String>, InboxError> {
         let mut stmt = self

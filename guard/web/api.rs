@@ -334,46 +334,60 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(500)
         .min(5000);
+    let offset = query_param(q, "offset")
+        .and_then(|o| o.parse::<usize>().ok())
+        .unwrap_or(0);
+    // Without a source or text filter the store cuts the page itself (only the page is
+    // decoded); with one, every entry of the state is read and filtered here.
+    let paged = source.is_none() && text.is_none();
     let sh2 = sh.clone();
     let res = tokio::task::spawn_blocking(move || {
-        let mut entries = sh2.inbox.list(filter)?;
+        let (entries, total) = if paged {
+            sh2.inbox.page(filter, offset, limit)?
+        } else {
+            let entries = sh2.inbox.list(filter)?;
+            let n = entries.len();
+            (entries, n)
+        };
         let runs = if filter == StateFilter::Pending {
             Default::default()
         } else {
             run_outcomes(&sh2.audit_path)
         };
-        Ok::<_, InboxError>((std::mem::take(&mut entries), runs))
+        Ok::<_, InboxError>((entries, total, runs))
     })
     .await;
-    let (mut entries, runs) = match res {
+    let (mut entries, mut total, runs) = match res {
         Ok(Ok(x)) => x,
         Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
     };
-    entries.retain(|e| {
-        source
-            .as_deref()
-            .is_none_or(|s| source_name(e.request.who.source) == s)
-            && text.as_deref().is_none_or(|t| {
-                e.summary().to_lowercase().contains(t)
-                    || e.id.contains(t)
-                    || e.decision.as_ref().is_some_and(|d| {
-                        d.reason.as_deref().unwrap_or("").to_lowercase().contains(t)
-                    })
-            })
-    });
-    if filter == StateFilter::Pending {
-        entries.sort_by_key(|e| (e.deadline_ms, e.created_ms));
+    let offset = if paged {
+        offset.min(total)
     } else {
-        entries.sort_by_key(|e| std::cmp::Reverse(e.resolved_ms.unwrap_or(e.created_ms)));
-    }
-    let total = entries.len();
-    let offset = query_param(q, "offset")
-        .and_then(|o| o.parse::<usize>().ok())
-        .unwrap_or(0)
-        .min(total);
-    entries.drain(..offset);
-    entries.truncate(limit);
+        entries.retain(|e| {
+            source
+                .as_deref()
+                .is_none_or(|s| source_name(e.request.who.source) == s)
+                && text.as_deref().is_none_or(|t| {
+                    e.summary().to_lowercase().contains(t)
+                        || e.id.contains(t)
+                        || e.decision.as_ref().is_some_and(|d| {
+                            d.reason.as_deref().unwrap_or("").to_lowercase().contains(t)
+                        })
+                })
+        });
+        if filter == StateFilter::Pending {
+            entries.sort_by_key(|e| (e.deadline_ms, e.created_ms));
+        } else {
+            entries.sort_by_key(|e| std::cmp::Reverse(e.resolved_ms.unwrap_or(e.created_ms)));
+        }
+        total = entries.len();
+        let offset = offset.min(total);
+        entries.drain(..offset);
+        entries.truncate(limit);
+        offset
+    };
     let items: Vec<_> = entries
         .iter()
         .map(|e| entry_json(e, runs.get(&e.request.id)))
