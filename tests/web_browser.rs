@@ -290,8 +290,12 @@ async fn web_prompt_in_chromium() {
         height.as_f64().unwrap_or(1e9) < 1500.0,
         "card height {height}"
     );
-    let fields = js(&c, "const n = document.getElementById('r-' + arguments[0]); return [!!n.querySelector('[data-field=asked]'), !!n.querySelector('[data-field=stores]')]", vec![json!(idb2)]).await;
-    assert_eq!(fields, json!([true, true]));
+    let fields = js(&c, "const n = document.getElementById('r-' + arguments[0]); const prog = [...n.querySelectorAll('dt')].find(d => d.textContent === 'program'); return [!!n.querySelector('[data-field=asked]'), !!n.querySelector('[data-field=stores]'), !!prog && prog.nextElementSibling.textContent.includes('/touch')]", vec![json!(idb2)]).await;
+    assert_eq!(
+        fields,
+        json!([true, true, true]),
+        "asked at, stores, program"
+    );
     let search = c.find(Locator::Css("#search")).await.expect("search");
     search.send_keys("sg-web-bulk").await.expect("type");
     until(

@@ -494,6 +494,12 @@ fn decisions_stale_cards_and_body_limit() {
     assert_eq!(ea["action"]["command"], "touch /tmp/sg-web-a");
     assert_eq!(ea["source"], "socket");
     assert_eq!(ea["agentId"], "main");
+    // Shell text names no program; the analysis resolved one, and the entry says which.
+    assert!(
+        ea["programs"].to_string().contains("/touch"),
+        "{}",
+        ea["programs"]
+    );
     // Pages: the true count comes with every page, and the next page is the rest.
     let page = |q: &str| {
         w.call("GET", &format!("/api/requests?{q}"), Some(&me), None)

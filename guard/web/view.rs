@@ -53,6 +53,9 @@ pub fn entry_json(e: &Entry, run: Option<&Value>) -> Value {
             .unwrap_or_default(),
         "category": e.verdict.category,
         "reasons": e.verdict.reasons,
+        // The programs the analysis resolved for each segment of shell text (a request that
+        // is only text carries no resolved path of its own).
+        "programs": e.verdict.segments.iter().filter_map(|s| s.resolved_path.clone()).collect::<Vec<_>>(),
         "offered": e.offered().iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "decision": e.decision.as_ref().map(decision_json),
         "run": run,

@@ -101,7 +101,7 @@
     const exec = a.kind === 'exec';
     if (exec) {
       dl.append(...field('cwd', a.cwd, { class: 'mono' }));
-      dl.append(...field('program', a.resolved_path, { class: 'mono' }));
+      dl.append(...field('program', a.resolved_path || [...new Set(e.programs || [])].join(' · '), { class: 'mono' }));
       dl.append(...field('env keys', (a.env_keys || []).join(' '), { class: 'mono' }));
       // The values the run gets (bound by the request hash); secret-looking ones masked.
       for (const v of a.env || []) {
