@@ -77,17 +77,7 @@ fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
             .contains("gateway approver connected")
             .then_some(())
     });
-    let oc_state = web.world.oc_state.to_str().expect("utf8").to_owned();
-    let sock = web.world.socket().to_str().expect("utf8").to_owned();
-    let node = NodeProc::start(
-        &dir,
-        &gw,
-        &dir.join("node-state"),
-        &ws,
-        &["--decider", &sock, "--openclaw-state", &oc_state],
-    );
-    node.wait_log("connected as node", Duration::from_secs(120));
-    gw.approve_node();
+    let _node = NodeProc::start_for_guard(&dir, &gw, &web.world, &ws);
 
     // Refusals, before anything reaches the gateway.
     let task = json!({"message": script("echo refused")}).to_string();

@@ -239,26 +239,7 @@ fn a_node_exec_under_the_sanctum_config_is_asked_once() {
             .contains("gateway approver connected")
             .then_some(())
     });
-    let oc_state = w.oc_state.to_str().expect("utf8").to_owned();
-    let sock = w.socket().to_str().expect("utf8").to_owned();
-    let node = NodeProc::start(
-        &dir,
-        &gw,
-        &dir.join("node-state"),
-        &ws,
-        &["--decider", &sock, "--openclaw-state", &oc_state],
-    );
-    let start = Instant::now();
-    while !node.log().contains("connected as node") {
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "node log:\n{}\nserve log:\n{}",
-            node.log(),
-            serve.log()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    gw.approve_node();
+    let _node = NodeProc::start_for_guard(&dir, &gw, &w, &ws);
     let state = w.guard_state.to_str().expect("utf8").to_owned();
     let cmd = "echo once > sub/once.txt";
     let turn = spawn_collect(gw.agent_cmd("once", cmd));

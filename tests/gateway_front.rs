@@ -357,19 +357,9 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
 
     // session/cancel through the door: a turn running `sleep 31` on the guard's node stops,
     // and its exec was decided once (by the node's request; the approver saw no second one).
-    let oc_state = w.oc_state.to_str().expect("utf8").to_owned();
-    let sock = w.socket().to_str().expect("utf8").to_owned();
     let ws = dir.join("ws");
     std::fs::create_dir_all(&ws).expect("ws");
-    let node = NodeProc::start(
-        &dir,
-        &gw,
-        &dir.join("node-state"),
-        &ws,
-        &["--decider", &sock, "--openclaw-state", &oc_state],
-    );
-    node.wait_log("connected as node", Duration::from_secs(120));
-    gw.approve_node();
+    let node = NodeProc::start_for_guard(&dir, &gw, &w, &ws);
     let script = json!({"name":"exec","arguments":{"command":"sleep 31"}});
     let prompt = json!({"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{
         "sessionId": sid, "prompt": [{"type":"text","text": format!("SCRIPT {script}")}]}});

@@ -267,6 +267,24 @@ pub struct NodeProc {
 }
 
 impl NodeProc {
+    /// The guard's node as a deployment runs it: deciding through `world`'s `serve` socket,
+    /// on `workspace`, its state in `dir/node-state`. Returns once it is connected and its
+    /// commands are approved on `gw`.
+    pub fn start_for_guard(dir: &Path, gw: &Gateway, world: &World, workspace: &Path) -> NodeProc {
+        let oc_state = world.oc_state.to_str().expect("utf8").to_owned();
+        let sock = world.socket().to_str().expect("utf8").to_owned();
+        let node = Self::start(
+            dir,
+            gw,
+            &dir.join("node-state"),
+            workspace,
+            &["--decider", &sock, "--openclaw-state", &oc_state],
+        );
+        node.wait_log("connected as node", Duration::from_secs(120));
+        gw.approve_node();
+        node
+    }
+
     /// Starts `sanctum-guard node` against `gw` (token file, workspace, state dir, `extra`).
     pub fn start(
         dir: &Path,
