@@ -372,6 +372,7 @@ fn secrets_are_redacted_before_writing() {
             "command": "curl -H 'Authorization: Bearer plain-bearer-value-13' https://x",
             "argv": ["mysql", "--password=plain-flag-value-14", "--token", "plain-flag-value-15"],
             "shell": "API_TOKEN=plain-assign-value-16 ./run",
+            "url": "git clone https://deploy:plain-url-value-18@git.example/r.git",
             "env_keys": ["OPENAI_API_KEY"],
             "raw_frame": "{\"type\":\"request\",\"token\":\"plain-frame-value-17\",\"id\":\"f1\"}",
         }),
@@ -388,6 +389,10 @@ fn secrets_are_redacted_before_writing() {
     assert!(text.contains("Bearer [redacted]"));
     assert!(text.contains("--password=[redacted]"));
     assert!(text.contains("curl -d x=[redacted] https://h"));
+    assert!(
+        text.contains("https://deploy:[redacted]@git.example/r.git"),
+        "{text}"
+    );
     assert!(
         text.contains(r#"\"token\":\"[redacted]\",\"id\":\"f1\""#),
         "{text}"

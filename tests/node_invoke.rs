@@ -442,7 +442,8 @@ async fn env_values_are_shown_masked_and_bound_by_the_hash() {
     );
     let mut hashes = Vec::new();
     for db in ["postgres://db/staging", "postgres://db/prod"] {
-        let env = json!({"DATABASE_URL": db, "API_TOKEN": "s3cr3t-value-7e1", "TZ": "UTC"});
+        let env = json!({"DATABASE_URL": db, "API_TOKEN": "s3cr3t-value-7e1", "TZ": "UTC",
+            "UPSTREAM": "https://deploy:hunter2-pass-9c@registry.example/v2"});
         let frames = n
             .invoke(
                 "system.run",
@@ -472,6 +473,12 @@ async fn env_values_are_shown_masked_and_bound_by_the_hash() {
         );
         assert_eq!(tok["len"], 16);
         assert_eq!(tok["sha256"].as_str().map(str::len), Some(64));
+        // A harmless name with a secret in its value: masked by the value's shape.
+        assert_eq!(
+            get("UPSTREAM")["value"],
+            Value::Null,
+            "a URL with a password is masked"
+        );
         hashes.push(e.request_hash.clone());
     }
     assert_ne!(hashes[0], hashes[1], "the hash binds the values");
@@ -490,6 +497,10 @@ async fn env_values_are_shown_masked_and_bound_by_the_hash() {
     for text in inbox_and_audit {
         assert!(
             !text.contains("s3cr3t-value-7e1"),
+            "a masked value was stored"
+        );
+        assert!(
+            !text.contains("hunter2-pass-9c"),
             "a masked value was stored"
         );
     }

@@ -31,7 +31,7 @@ const SECRET_SUFFIXES: &[&str] = &["token", "secret", "password", "hmac"];
 const ENV_SECRET_WORDS: &[&str] = &["KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"];
 
 /// Secret shapes inside any string, each with the replacement (`$1` keeps a prefix).
-const PATTERN_SOURCES: [(&str, &str); 10] = [
+const PATTERN_SOURCES: [(&str, &str); 11] = [
     // Anthropic, then OpenAI-style keys.
     (r"sk-ant-[A-Za-z0-9_\-]{8,}", REDACTED),
     (r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{20,}", REDACTED),
@@ -52,6 +52,11 @@ const PATTERN_SOURCES: [(&str, &str); 10] = [
     (
         r"(?i)(--?(?:password|passwd|token|secret|api-?key|access-?key)[= ]+)[^\s'\x22]+",
         "${1}[redacted]",
+    ),
+    // A password in a URL's userinfo (`https://user:pass@host`, `postgres://u:p@db`).
+    (
+        r"(?i)\b([a-z][a-z0-9+.\-]*://[^\s/:@'\x22]+:)[^\s/@'\x22]+@",
+        "${1}[redacted]@",
     ),
     // `NAME_TOKEN=value` assignments in shell text or env lists.
     (

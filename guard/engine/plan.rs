@@ -152,7 +152,8 @@ impl ExecPlan {
     }
 
     /// The request's overrides `requested` as a reviewer sees them: values of secret-looking
-    /// names masked (length and digest only), and whether this plan drops them.
+    /// names, and values with a secret's shape (a token, a URL with a password), masked
+    /// (length and digest only), and whether this plan drops them.
     pub fn env_shown(
         &self,
         requested: Option<&BTreeMap<String, String>>,
@@ -164,7 +165,8 @@ impl ExecPlan {
                 crate::policy::request::EnvShown::new(
                     name,
                     value,
-                    crate::sandbox::env::is_secret(name),
+                    crate::sandbox::env::is_secret(name)
+                        || crate::audit::redact_str(value) != *value,
                     self.dropped_env.contains(name),
                 )
             })
