@@ -45,38 +45,8 @@ fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
     std::fs::create_dir_all(&ws).expect("ws");
     let (_model, model_port, model_log) = start_model(&dir);
     let gw = Gateway::start(&dir, model_port, json!({}));
-    let token = dir.join("gw-token");
-    std::fs::write(&token, GW_TOKEN).expect("token");
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let url = format!("ws://127.0.0.1:{}", gw.port);
     let front = format!("127.0.0.1:{}", free_port());
-    let serve = Serve::start(
-        &w,
-        &[],
-        &[
-            "--front-listen",
-            &front,
-            "--web-listen",
-            &listen,
-            "--gateway-url",
-            &url,
-            "--gateway-token-file",
-            token.to_str().expect("utf8"),
-        ],
-    );
-    let web = Web {
-        world: w,
-        serve,
-        port,
-        base: format!("http://{listen}"),
-    };
-    wait_until("the approver to connect", Duration::from_secs(60), || {
-        web.serve
-            .log()
-            .contains("gateway approver connected")
-            .then_some(())
-    });
+    let web = Web::approver_of(w, gw.port, &["--front-listen", &front]);
     let _node = NodeProc::start_for_guard(&dir, &gw, &web.world, &ws);
 
     // Refusals, before anything reaches the gateway.

@@ -45,35 +45,7 @@ fn the_guard_resolves_the_real_gateways_approvals_as_the_policy_says() {
     let w = World::full(TOKEN);
     let dir = w.tmp.path().to_path_buf();
     let gw = Gateway::start(&dir, 9, json!({}));
-    let token = dir.join("gw-token");
-    std::fs::write(&token, GW_TOKEN).expect("token");
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let url = format!("ws://127.0.0.1:{}", gw.port);
-    let serve = Serve::start(
-        &w,
-        &[],
-        &[
-            "--web-listen",
-            &listen,
-            "--gateway-url",
-            &url,
-            "--gateway-token-file",
-            token.to_str().expect("utf8"),
-        ],
-    );
-    let web = Web {
-        world: w,
-        serve,
-        port,
-        base: format!("http://{listen}"),
-    };
-    wait_until("the approver to connect", Duration::from_secs(60), || {
-        web.serve
-            .log()
-            .contains("gateway approver connected")
-            .then_some(())
-    });
+    let web = Web::approver_of(w, gw.port, &[]);
     // doctor reports the approver's pairing as serve last saw it.
     let (_, out, err) = guard_cli(
         &["doctor"],
@@ -146,7 +118,8 @@ fn the_guard_resolves_the_real_gateways_approvals_as_the_policy_says() {
     ));
     let entry = web.wait_pending(&login, "else-1");
     // Another admin operator (its own device) answers first.
-    let (mut other, _) = support::gateway::WsClient::operator(&url, GW_TOKEN);
+    let (mut other, _) =
+        support::gateway::WsClient::operator(&format!("ws://127.0.0.1:{}", gw.port), GW_TOKEN);
     let r = other.call(
         "exec.approval.resolve",
         json!({"id":"else-1","decision":"deny"}),

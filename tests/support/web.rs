@@ -91,6 +91,40 @@ impl Web {
         }
     }
 
+    /// `serve` on `world` with its web prompt, as the approver of the test gateway on
+    /// `gateway_port` (token [`super::node::GW_TOKEN`] from a file), with `extra` flags.
+    /// Returns once the approver is connected.
+    pub fn approver_of(world: World, gateway_port: u16, extra: &[&str]) -> Web {
+        let token = world.tmp.path().join("gw-token");
+        std::fs::write(&token, super::node::GW_TOKEN).expect("token");
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let url = format!("ws://127.0.0.1:{gateway_port}");
+        let mut args = vec![
+            "--web-listen",
+            &listen,
+            "--gateway-url",
+            &url,
+            "--gateway-token-file",
+            token.to_str().expect("utf8"),
+        ];
+        args.extend_from_slice(extra);
+        let serve = Serve::start(&world, &[], &args);
+        let web = Web {
+            world,
+            serve,
+            port,
+            base: format!("http://{listen}"),
+        };
+        wait_until("the approver to connect", Duration::from_secs(60), || {
+            web.serve
+                .log()
+                .contains("gateway approver connected")
+                .then_some(())
+        });
+        web
+    }
+
     /// Stops serve and starts it again on the same port, state and config (plain HTTP, no
     /// extra flags): every web session is gone, as after a real restart.
     pub fn restart(&mut self) {
