@@ -153,26 +153,22 @@ async fn second_factor_enrolled(sh: &Shared) -> Result<Option<totp_rs::TOTP>, Re
 
 /// The identity a live link names, without using it up.
 async fn lookup_link(sh: &Shared, token: String) -> Result<Option<String>, Resp> {
-    let dir = sh.state_dir.clone();
-    match tokio::task::spawn_blocking(move || login::lookup(&dir, &token)).await {
-        Ok(Ok(n)) => Ok(n),
-        Ok(Err(e)) => Err(error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "login",
-            &e.to_string(),
-        )),
-        Err(_) => Err(error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "login",
-            "internal",
-        )),
-    }
+    on_link(sh, token, login::lookup).await
 }
 
 /// Uses up the link token; the identity it was issued to (None: no live link).
 async fn consume_link(sh: &Shared, token: String) -> Result<Option<String>, Resp> {
+    on_link(sh, token, login::consume).await
+}
+
+/// Runs `f` (a look-up in the link file) off the async threads; an error is a 500.
+async fn on_link(
+    sh: &Shared,
+    token: String,
+    f: fn(&std::path::Path, &str) -> Result<Option<String>, login::LoginError>,
+) -> Result<Option<String>, Resp> {
     let dir = sh.state_dir.clone();
-    match tokio::task::spawn_blocking(move || login::consume(&dir, &token)).await {
+    match tokio::task::spawn_blocking(move || f(&dir, &token)).await {
         Ok(Ok(n)) => Ok(n),
         Ok(Err(e)) => Err(error(
             StatusCode::INTERNAL_SERVER_ERROR,
