@@ -15,8 +15,10 @@
 //! keeps the log from capping the guard at one fsync per decision. Detached records
 //! ([`AuditLog::record_detached`], for answers that run nothing) are nobody's wait: under
 //! steady load the writer collects them once per [`TICK`] instead of being woken for each,
-//! writes them, and fsyncs within [`SYNC_WINDOW`]. They survive a guard crash once written
-//! (the page cache has them) and a power loss once synced.
+//! writes them, and has them fsynced within [`SYNC_WINDOW`]. They survive a guard crash once
+//! written (the page cache has them) and a power loss once synced. The fsync, the head file
+//! and the answers belong to a second thread (`syncer`), so a slow disk delays durability,
+//! never the write.
 //! Between processes (the server and the `inbox` command line) an exclusive `flock` is held
 //! around each batch, and when the file grew under another writer the tail is re-read so the
 //! chain stays one chain.
@@ -30,7 +32,7 @@
 //!
 //! Keyed: every line is sealed with an HMAC under the audit key (`key`),
 //! so recomputing the hash chain after deleting, editing or reordering records no longer
-//! passes `audit verify --key`. After each fsync the writer rewrites `<stem>.head` with the
+//! passes `audit verify --key`. After each fsync the syncer rewrites `<stem>.head` with the
 //! last durable seq and hash, sealed, so cutting the newest records is caught too. Without
 //! the key, verify proves only that the file is internally consistent (anyone who can write
 //! it can recompute that), and says so.
@@ -42,6 +44,7 @@
 pub mod event;
 mod key;
 mod redact;
+mod syncer;
 mod verify;
 mod writer;
 
@@ -60,6 +63,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
+use syncer::SyncJob;
 use writer::Writer;
 
 /// The `prev` of the first record.
@@ -285,10 +289,12 @@ impl AuditLog {
             torn_tail_bytes: found.torn.map(|f| f.len()),
             bad_tail_line: found.bad_tail.map(|(line, _)| line),
         };
+        // From here on the syncer alone rewrites the head, so it never goes backwards.
+        let syncer = syncer::spawn(w.head.take()).map_err(io)?;
         let (tx, rx) = mpsc::channel();
         let writer = std::thread::Builder::new()
             .name("audit-writer".into())
-            .spawn(move || run_writer(w, rx))
+            .spawn(move || run_writer(w, rx, syncer))
             .map_err(io)?
             .thread()
             .clone();
@@ -373,7 +379,7 @@ impl AuditLog {
     }
 }
 
-/// Replies whose records are written but not yet fsynced.
+/// Replies whose records are written but not yet handed to the syncer.
 #[derive(Default)]
 struct Unsynced {
     replies: Vec<(Reply, u64)>,
@@ -381,29 +387,60 @@ struct Unsynced {
 }
 
 impl Unsynced {
-    /// fsyncs and answers everyone (or tells everyone it failed), then rotates a full file.
-    fn sync(&mut self, w: &mut Writer) {
-        let res = w.sync();
-        if let Err(e) = &res {
-            tracing::error!(error = %e, "audit: fsync failed");
-        }
-        for (reply, seq) in self.replies.drain(..) {
-            reply.send(match &res {
-                Ok(()) => Ok(seq),
-                Err(e) => Err(AuditError::Write(e.to_string())),
-            });
-        }
+    /// Hands what was written to the syncer (which fsyncs it and answers everyone), then
+    /// rotates a full file.
+    fn sync(&mut self, w: &mut Writer, syncer: &mpsc::Sender<SyncJob>) {
         self.since = None;
+        let replies = std::mem::take(&mut self.replies);
+        hand_over(w, syncer, replies);
         if w.rotate_bytes > 0 && w.len >= w.rotate_bytes && w.len != u64::MAX {
+            let before = w.next_seq;
             let r = w.with_lock(|w| {
                 let found = w.resync(false)?;
                 w.record_recovery(&found)?;
                 w.rotate_if_full()
             });
-            if let Err(e) = r {
-                tracing::error!(error = %e, "audit: rotation failed; still writing the full file");
+            match r {
+                Err(e) => {
+                    tracing::error!(error = %e, "audit: rotation failed; still writing the full file")
+                }
+                // The rotation record is durable already; this moves the head onto it.
+                Ok(()) if w.next_seq != before => hand_over(w, syncer, Vec::new()),
+                Ok(()) => {}
             }
         }
+    }
+}
+
+/// Sends the records written so far to the syncer. Without a handle for it (descriptors
+/// exhausted) or a syncer, fsyncs here instead: slower, never skipped.
+fn hand_over(w: &mut Writer, syncer: &mpsc::Sender<SyncJob>, replies: Vec<(Reply, u64)>) {
+    let head = writer::head_line(&w.key, w.next_seq.saturating_sub(1), &w.prev);
+    let job = match w.file.try_clone() {
+        Ok(file) => SyncJob {
+            file,
+            head,
+            replies,
+        },
+        Err(e) => {
+            tracing::warn!(error = %e, "audit: no handle for the syncer; fsyncing inline");
+            return answer(w.sync(), replies);
+        }
+    };
+    if let Err(mpsc::SendError(job)) = syncer.send(job) {
+        answer(w.sync(), job.replies);
+    }
+}
+
+fn answer(res: Result<(), AuditError>, replies: Vec<(Reply, u64)>) {
+    if let Err(e) = &res {
+        tracing::error!(error = %e, "audit: fsync failed");
+    }
+    for (reply, seq) in replies {
+        reply.send(match &res {
+            Ok(()) => Ok(seq),
+            Err(e) => Err(AuditError::Write(e.to_string())),
+        });
     }
 }
 
@@ -441,10 +478,10 @@ fn encode(jobs: Vec<Job>) -> Option<Batch> {
 }
 
 /// The writer thread: takes what is queued (up to [`MAX_BATCH`]), redacts it, writes it as
-/// one batch and fsyncs it, then answers each caller; a batch of detached records only waits
-/// for its fsync up to [`SYNC_WINDOW`] (or the next waited-for record). Ends, after a last
-/// fsync, when every [`AuditLog`] clone is gone.
-fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>) {
+/// one batch and hands it to the syncer, which fsyncs it and answers each caller; a batch of
+/// detached records is handed over within [`SYNC_WINDOW`] (or with the next waited-for
+/// record). Ends, after a last hand-over, when every [`AuditLog`] clone is gone.
+fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>, syncer: mpsc::Sender<SyncJob>) {
     let mut unsynced = Unsynced::default();
     // True while detached records keep arriving: then the writer takes them once per TICK
     // instead of being woken for each (a waited-for record unparks it at once).
@@ -458,7 +495,7 @@ fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>) {
                 Err(mpsc::TryRecvError::Empty) => {
                     ticking = false;
                     if unsynced.since.is_some_and(|t| t.elapsed() >= SYNC_WINDOW) {
-                        unsynced.sync(&mut w);
+                        unsynced.sync(&mut w, &syncer);
                     }
                     continue;
                 }
@@ -471,7 +508,7 @@ fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>) {
             match got {
                 Ok(j) => j,
                 Err(mpsc::RecvTimeoutError::Timeout) => {
-                    unsynced.sync(&mut w);
+                    unsynced.sync(&mut w, &syncer);
                     continue;
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -502,7 +539,7 @@ fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>) {
                 unsynced.replies.extend(replies.into_iter().zip(seqs));
                 let since = *unsynced.since.get_or_insert_with(Instant::now);
                 if waited || since.elapsed() >= SYNC_WINDOW {
-                    unsynced.sync(&mut w);
+                    unsynced.sync(&mut w, &syncer);
                 }
                 ticking = !waited;
             }
@@ -516,6 +553,6 @@ fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>) {
         }
     }
     if unsynced.since.is_some() {
-        unsynced.sync(&mut w);
+        unsynced.sync(&mut w, &syncer);
     }
 }

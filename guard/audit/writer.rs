@@ -36,7 +36,8 @@ pub(super) struct Writer {
     pub(super) key: AuditKey,
     /// Rotate once the file reaches this many bytes (0: never).
     pub(super) rotate_bytes: u64,
-    /// The head file (last durable seq and hash, sealed), rewritten after each fsync.
+    /// The head file (last durable seq and hash, sealed), rewritten after each fsync; the
+    /// syncer takes it once the log is open.
     pub(super) head: Option<File>,
     /// The file just rotated away, kept open until its lock is released.
     pub(super) retired: Option<File>,
@@ -324,8 +325,8 @@ impl Writer {
     }
 
     /// fsyncs what was appended (the lock is not needed: it only orders appends), then
-    /// rewrites the head file with the chain tip that is now durable (not fsynced: a stale
-    /// head only proves less, and it is never ahead of the log).
+    /// rewrites the head file, if this writer still has it, with the chain tip that is now
+    /// durable (not fsynced: a stale head only proves less, and it is never ahead of the log).
     pub(super) fn sync(&mut self) -> Result<(), AuditError> {
         self.file.sync_data().map_err(|e| self.io(e))?;
         if let Some(h) = &self.head {
@@ -345,6 +346,9 @@ impl Writer {
         if self.rotate_bytes == 0 || self.len < self.rotate_bytes || self.next_seq <= 1 {
             return Ok(());
         }
+        // The syncer may not have reached the old file's tail yet: the rotation record
+        // names its last hash, so that tail must be durable first.
+        self.file.sync_data().map_err(|e| self.io(e))?;
         let last = self.next_seq - 1;
         let archive = archive_path(&self.path, last);
         let next = rotating_path(&self.path);
