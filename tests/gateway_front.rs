@@ -229,8 +229,24 @@ fn the_front_door_lets_through_only_what_the_filter_allows() {
     });
     assert_eq!(r["ok"], true);
 
-    // Too many connections (cap 4: c plus three more): 503.
-    let held: Vec<WsClient> = (0..3).map(|_| open(&door).expect("open")).collect();
+    // Too many connections (cap 4: c plus three more): 503. The refused clients are gone
+    // first (the door lingers up to 2 s for a refused client's close reply).
+    drop((b, big, f));
+    let held: Vec<WsClient> = wait_until(
+        "the refused clients' slots freed",
+        Duration::from_secs(10),
+        || {
+            let mut held = Vec::new();
+            for _ in 0..3 {
+                match open(&door) {
+                    Ok(c) => held.push(c),
+                    Err(tungstenite::Error::Http(r)) if r.status().as_u16() == 503 => return None,
+                    Err(e) => panic!("open: {e}"),
+                }
+            }
+            Some(held)
+        },
+    );
     assert_eq!(status_of(open(&door)), 503);
     drop(held);
 

@@ -34,7 +34,7 @@ async fn output_capped_head_kept_and_marked() {
         &[
             "/bin/sh",
             "-c",
-            "echo out; sleep 0.2; echo errrrrrrr >&2; head -c 5000 /dev/zero",
+            "echo out; sleep 1; echo errrrrrrr >&2; head -c 5000 /dev/zero",
         ],
     );
     s.output_cap = 10;

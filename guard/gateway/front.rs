@@ -284,8 +284,12 @@ async fn client(
                     Step::Down(m) => if down_tx.send(m).await.is_err() { break },
                     Step::None => {}
                     Step::End(c) => {
-                        if let Some(c) = c { let _ = down_tx.send(c).await; }
                         let _ = up_tx.send(Message::Close(None)).await;
+                        if let Some(c) = c {
+                            if down_tx.send(c).await.is_ok() {
+                                linger(&mut down_rx).await;
+                            }
+                        }
                         break;
                     }
                 }
@@ -312,6 +316,20 @@ async fn client(
             }
         }
     }
+}
+
+/// Longest the door waits for a refused client to answer its close frame.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// After the door's close frame: drops what the client still sends until it answers the
+/// close (or [`LINGER`] passes). Closing the socket with the client's frames unread makes
+/// the kernel send a reset, which can destroy the close frame before the client reads why.
+async fn linger<S>(rx: &mut S)
+where
+    S: futures_util::Stream<Item = Result<Message, WsError>> + Unpin,
+{
+    let drain = async { while let Some(Ok(_)) = rx.next().await {} };
+    let _ = tokio::time::timeout(LINGER, drain).await;
 }
 
 /// What one client message leads to.
