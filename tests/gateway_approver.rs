@@ -204,6 +204,7 @@ fn a_node_exec_under_the_sanctum_config_is_asked_once() {
             &url,
             "--gateway-token-file",
             token.to_str().expect("utf8"),
+            "--allow-unsafe-posture",
         ],
     );
     wait_until("the approver to connect", Duration::from_secs(60), || {

@@ -65,6 +65,7 @@ fn the_front_door_lets_through_only_what_the_filter_allows() {
             &upstream,
             "--gateway-token-file",
             token.to_str().expect("utf8"),
+            "--allow-unsafe-posture",
         ],
     );
     wait_until("the approver", Duration::from_secs(60), || {
@@ -304,6 +305,7 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
             &upstream,
             "--gateway-token-file",
             token.to_str().expect("utf8"),
+            "--allow-unsafe-posture",
         ],
     );
     let state = w.guard_state.to_str().expect("utf8").to_owned();

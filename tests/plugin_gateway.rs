@@ -99,7 +99,10 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
     let cfg = json!({
         "agents":{"defaults":{"workspace":ws}},
         // OpenClaw's own SSRF guard refuses loopback; the fetch target here is the test's.
-        "tools":{"web":{"fetch":{"ssrfPolicy":{"dangerouslyAllowPrivateNetwork":true}}}},
+        "tools":{"web":{"fetch":{"ssrfPolicy":{"dangerouslyAllowPrivateNetwork":true}}},
+                 "elevated":{"enabled":false}},
+        // Chat directives are plain text (the Sanctum posture, checked below).
+        "commands":{"allowFrom":{"*":["<nobody>"]}},
         "plugins":{"entries":{"sanctum":{
             "config":{"socketPath":sock,"token":TOKEN,"askTimeoutMs":120000},
             "hooks":{"timeouts":{"before_tool_call":130000}}}}}});
@@ -107,6 +110,22 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
     // The agent's own secret: were a blocked read to run, its content would reach the model.
     std::fs::create_dir_all(gw.home.join(".ssh")).expect("ssh");
     std::fs::write(gw.home.join(".ssh/id_rsa"), SECRET).expect("key");
+
+    // This gateway has the Sanctum posture: the guard's check, on what the real gateway
+    // answers, finds no way around the guard (the plugin is installed, enabled and active).
+    let (mut op, _) =
+        support::gateway::WsClient::operator(&format!("ws://127.0.0.1:{}", gw.port), GW_TOKEN);
+    let config = op.call("config.get", json!({}));
+    let plugins = op.call("plugins.list", json!({}));
+    let findings = sanctum_guard::openclaw::posture::assess(
+        &config["payload"],
+        &plugins["payload"],
+        &sanctum_guard::openclaw::posture::Expect {
+            gateway_host: Some("127.0.0.1".into()),
+        },
+    );
+    assert_eq!(findings, vec![], "the Sanctum posture on the real gateway");
+    drop(op);
 
     // A read runs at once.
     let out = output_text(

@@ -155,6 +155,8 @@ pub struct Overrides {
     pub gateway_token_file: Option<PathBuf>,
     /// `--front-listen ADDR|off`: the front door.
     pub front_listen: Option<String>,
+    /// `--allow-unsafe-posture`: report the gateway's posture findings, do not deny on them.
+    pub allow_unsafe_posture: bool,
 }
 
 impl Config {

@@ -32,6 +32,51 @@ pub struct DoctorReport {
     pub layout: Vec<String>,
     /// The gateway approver's pairing, as `serve` last saw it (none: never connected here).
     pub gateway_approver: Option<ApproverState>,
+    /// The gateway's posture as `serve`'s approver last checked it (none: never checked).
+    pub gateway_posture: Option<PostureReport>,
+}
+
+/// The approver's last posture check (`serve` keeps it in the state dir).
+#[derive(Debug, Clone, Serialize)]
+pub struct PostureReport {
+    /// `safe`, `unsafe` or `unchecked`.
+    pub state: String,
+    /// `code: detail` of each way around the guard (or why it was not checked).
+    pub findings: Vec<String>,
+    /// False when serve runs with `--allow-unsafe-posture`.
+    pub enforced: bool,
+    pub seconds_ago: u64,
+}
+
+fn posture_in(state_dir: &std::path::Path) -> Option<PostureReport> {
+    let file = state_dir.join(crate::gateway::posture_check::POSTURE_FILE);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
+    let p = &v["posture"];
+    let mut findings: Vec<String> = p["findings"]
+        .as_array()
+        .map(|l| {
+            l.iter()
+                .map(|f| {
+                    format!(
+                        "{}: {}",
+                        f["code"].as_str().unwrap_or("?"),
+                        f["detail"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(why) = p["why"].as_str() {
+        findings.push(why.to_owned());
+    }
+    Some(PostureReport {
+        state: p["state"].as_str()?.to_owned(),
+        findings,
+        enforced: v["enforced"] != false,
+        seconds_ago: crate::engine::decision::now_ms()
+            .saturating_sub(v["checkedAtMs"].as_u64().unwrap_or(0))
+            / 1000,
+    })
 }
 
 /// The approver's last connect answer (`serve` keeps it in the state dir).
@@ -240,6 +285,9 @@ pub fn check() -> DoctorReport {
         openclaw_node: openclaw_side(),
         layout: layout_warnings(),
         gateway_approver: approver_state(),
+        gateway_posture: super::config::Config::load(&super::config::Overrides::default())
+            .ok()
+            .and_then(|c| posture_in(&c.state_dir)),
     }
 }
 
@@ -309,6 +357,20 @@ impl DoctorReport {
         match &self.gateway_approver {
             None => out.push("gateway approver:    not configured or never connected".into()),
             Some(a) => out.push(format!("gateway approver:    {}", a.render())),
+        }
+        if let Some(p) = &self.gateway_posture {
+            let how = if p.enforced {
+                ""
+            } else {
+                ", NOT enforced (--allow-unsafe-posture)"
+            };
+            out.push(format!(
+                "gateway posture:     {} (checked {} s ago{how})",
+                p.state, p.seconds_ago
+            ));
+            for f in &p.findings {
+                out.push(format!("warning:             {f}"));
+            }
         }
         for w in &self.layout {
             out.push(format!("warning:             {w}"));

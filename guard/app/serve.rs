@@ -40,6 +40,8 @@ pub enum ServeError {
     Web(#[from] crate::web::WebError),
     #[error("gateway approver: {0}")]
     Gateway(String),
+    #[error("the gateway can act without the guard (start with --allow-unsafe-posture to serve anyway):\n{0}")]
+    Posture(String),
     #[error("signals: {0}")]
     Signal(std::io::Error),
     #[error("socket token file: {0}")]
@@ -170,12 +172,20 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
             audit.clone(),
             cfg.socket.durable_answers,
         )
-        .with_metrics(crate::web::metrics::global()),
+        .with_metrics(crate::web::metrics::global())
+        .with_posture(Arc::new(crate::engine::posture::PostureGate::new(
+            cfg.gateway.url.is_some(),
+            !cfg.gateway.allow_unsafe_posture,
+        ))),
     );
     let server = bind_socket(&cfg, sock, engine.clone())?;
     let (tx, rx) = watch::channel(false);
-    let agent = start_approver(&cfg, engine.clone(), rx.clone())?
-        .map(|rpc| Arc::new(crate::engine::agent::AgentControl::new(rpc, engine.clone())));
+    let agent = start_approver(&cfg, engine.clone(), rx.clone())?;
+    if agent.is_some() {
+        first_posture(engine.posture()).await?;
+    }
+    let agent =
+        agent.map(|rpc| Arc::new(crate::engine::agent::AgentControl::new(rpc, engine.clone())));
     // One set of web sessions: the front door accepts a signed-in browser's cookie.
     let sessions = Arc::new(crate::web::auth::Sessions::default());
     start_front(&cfg, &engine, audit.clone(), sessions.clone(), rx.clone()).await?;
@@ -265,6 +275,37 @@ fn ensure_workspace(cfg: &Config, ws: &std::path::Path) -> Result<std::path::Pat
     Ok(real)
 }
 
+/// How long `serve` waits at start for the first posture check before serving with the gate
+/// shut (every decision a deny until the approver has checked).
+const POSTURE_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Waits for the approver's first posture check: findings stop `serve` (unless overridden);
+/// a gateway not reached in time leaves the gate shut, said on stderr.
+async fn first_posture(gate: &crate::engine::posture::PostureGate) -> Result<(), ServeError> {
+    use crate::engine::posture::PostureState;
+    let start = std::time::Instant::now();
+    loop {
+        match gate.state() {
+            PostureState::Unsafe { findings } if gate.enforced() => {
+                let list = findings
+                    .iter()
+                    .map(|f| format!("  {}: {}", f.code, f.detail))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                return Err(ServeError::Posture(list));
+            }
+            PostureState::Unchecked { why } => {
+                if start.elapsed() >= POSTURE_WAIT {
+                    eprintln!("sanctum-guard: WARNING         gateway posture not checked yet ({why}): every decision is a deny until it is");
+                    return Ok(());
+                }
+            }
+            _ => return Ok(()),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// The gateway approver, when the config names a gateway: its own device key in
 /// `<state_dir>/gateway/`, the token read once at start (an unreadable or empty file stops
 /// `serve`: a guard that silently is no approver would leave the gateway without one).
@@ -300,10 +341,19 @@ fn start_approver(
         token,
         ask_timeout_ms: cfg.gateway.ask_timeout_ms,
         margin_ms: cfg.deadlines.margin_ms,
-        engine,
         identity: Arc::new(identity),
         rpc: rpc.clone(),
         status_path: cfg.state_dir.join(crate::gateway::approver::STATUS_FILE),
+        posture: Arc::new(crate::gateway::posture_check::PostureCheck {
+            gate: engine.posture().clone(),
+            expect: crate::openclaw::posture::Expect {
+                gateway_host: url_host(url),
+            },
+            path: cfg
+                .state_dir
+                .join(crate::gateway::posture_check::POSTURE_FILE),
+        }),
+        engine,
     });
     tokio::spawn(crate::gateway::approver::run(approver, shutdown));
     Ok(Some(rpc))
@@ -364,4 +414,37 @@ async fn start_front(
     );
     tokio::spawn(crate::gateway::front::serve(front, listener, shutdown));
     Ok(())
+}
+
+/// The host of a `ws://` url (brackets of an IPv6 literal removed).
+fn url_host(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match hostport.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => hostport.rsplit_once(':').map_or(hostport, |(h, _)| h),
+    };
+    (!host.is_empty()).then(|| host.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::url_host;
+
+    #[test]
+    fn the_gateway_host_is_taken_from_its_url() {
+        let cases = [
+            ("ws://127.0.0.1:18789", Some("127.0.0.1")),
+            ("ws://172.30.75.4:18789/", Some("172.30.75.4")),
+            ("wss://gw.internal/path?x=1", Some("gw.internal")),
+            ("ws://[::1]:18789", Some("::1")),
+            ("ws://user:pw@10.0.0.2:1/", Some("10.0.0.2")),
+            ("ws://:18789", None),
+            ("127.0.0.1:18789", None),
+        ];
+        for (url, want) in cases {
+            assert_eq!(url_host(url).as_deref(), want, "{url}");
+        }
+    }
 }

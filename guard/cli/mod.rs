@@ -551,6 +551,10 @@ struct ServeCmdArgs {
     /// Front-door address (IP:PORT, or "off"): human clients reach the gateway only here.
     #[arg(long)]
     front_listen: Option<String>,
+    /// Serve even when the gateway could run a command or tool call without the guard
+    /// (exec host, elevated, plugin, chat directives, exposure): findings are only reported.
+    #[arg(long)]
+    allow_unsafe_posture: bool,
 }
 
 #[derive(Args, Debug)]
@@ -660,6 +664,7 @@ fn run_serve(cmd: ServeCmdArgs) -> ExitCode {
         gateway_url: cmd.gateway_url,
         gateway_token_file: cmd.gateway_token_file,
         front_listen: cmd.front_listen,
+        allow_unsafe_posture: cmd.allow_unsafe_posture,
     };
     // Before any thread exists (the bounding set is per thread, inherited at creation).
     match sanctum_guard::sandbox::kernel::clear_own_bounding_set() {

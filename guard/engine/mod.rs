@@ -12,6 +12,7 @@ pub mod git;
 pub mod judge;
 pub mod metrics;
 pub mod plan;
+pub mod posture;
 
 use crate::audit::event::{
     AllowAlways, Answered, Asked, AuditEvent, Decided, NotRun, OutputSummary, Ran, Requester,
@@ -46,6 +47,8 @@ pub struct Engine {
     durable_answers: bool,
     /// Where decisions and run outcomes are counted.
     metrics: &'static dyn MetricsSink,
+    /// Shut while the gateway's posture is unchecked or unsafe: every decision is a deny.
+    posture: Arc<posture::PostureGate>,
 }
 
 /// How an approved run ended, as the engine reports it to a door.
@@ -75,7 +78,18 @@ impl Engine {
             audit_ok: Arc::new(AtomicBool::new(true)),
             durable_answers,
             metrics: &metrics::NoMetrics,
+            posture: Arc::new(posture::PostureGate::open()),
         }
+    }
+
+    /// Decides through `gate` (serve's, when a gateway is configured).
+    pub fn with_posture(mut self, gate: Arc<posture::PostureGate>) -> Self {
+        self.posture = gate;
+        self
+    }
+
+    pub fn posture(&self) -> &Arc<posture::PostureGate> {
+        &self.posture
     }
 
     /// Reports decisions and run outcomes to `sink` (the web door's exposition in `serve`).
@@ -174,6 +188,13 @@ impl Engine {
         shutdown: watch::Receiver<bool>,
         cancel: impl std::future::Future<Output = Cancel>,
     ) -> (Decision, Verdict) {
+        if let Some(why) = self.posture.blocking() {
+            let decision = policy_decision(DecisionKind::Deny, Some(why));
+            let decision = self
+                .record_policy_decision(requester, req, &verdict, decision)
+                .await;
+            return (decision, verdict);
+        }
         let decision = match verdict.kind {
             VerdictKind::Allow => policy_decision(DecisionKind::AllowOnce, None),
             VerdictKind::Deny => policy_decision(DecisionKind::Deny, Some(deny_reason(&verdict))),

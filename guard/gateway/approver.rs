@@ -62,6 +62,8 @@ pub struct Approver {
     pub rpc: Arc<Rpc>,
     /// Where the last connect answer is kept for `doctor` ([`STATUS_FILE`] in the state dir).
     pub status_path: std::path::PathBuf,
+    /// Checks the gateway's posture after each connect and sets the engine's gate.
+    pub posture: Arc<super::posture_check::PostureCheck>,
 }
 
 /// The approver's last connect answer, in the guard's state dir, for `doctor`.
@@ -162,6 +164,7 @@ async fn session(
     let nonce = challenge(&mut stream).await?;
     sink.send(Message::text(connect_frame(a, &nonce))).await?;
     let mut connected = false;
+    let mut _checking = None;
     loop {
         tokio::select! {
             m = stream.next() => {
@@ -175,6 +178,8 @@ async fn session(
                     connect_answer(&v, a.identity.device_id(), &a.status_path)?;
                     connected = true;
                     out.set_connected(true);
+                    let task = tokio::spawn(a.posture.clone().watch(out.clone()));
+                    _checking = Some(super::posture_check::AbortOnDrop(task));
                     continue;
                 }
                 on_message(&v, a, out, waiting, &shutdown);

@@ -10,4 +10,5 @@ pub mod approval;
 pub mod approver;
 pub mod front;
 pub mod links;
+pub mod posture_check;
 pub mod rpc;

@@ -88,6 +88,16 @@ impl Rpc {
     }
 
     async fn request(&self, call: AgentCall) -> Result<Value, AgentError> {
+        self.call_method(call.method(), call.params()).await
+    }
+
+    /// Calls `method` on the gateway and waits (up to [`CALL_TIMEOUT`]) for its payload.
+    /// Only while connected; a call cut off by a dropped connection is never sent later.
+    pub(super) async fn call_method(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, AgentError> {
         if !self.connected.load(Ordering::SeqCst) {
             return Err(AgentError::Unavailable(
                 "the guard is not connected to the gateway".into(),
@@ -98,11 +108,7 @@ impl Rpc {
         if let Ok(mut c) = self.calls.lock() {
             c.insert(id.clone(), tx);
         }
-        if self
-            .tx
-            .send(req(&id, call.method(), call.params()))
-            .is_err()
-        {
+        if self.tx.send(req(&id, method, params)).is_err() {
             self.forget(&id);
             return Err(AgentError::Unavailable("the connection is closed".into()));
         }

@@ -8,6 +8,7 @@ pub mod document;
 pub mod identity;
 mod json_file;
 pub mod normalize;
+pub mod posture;
 pub mod resolve;
 pub mod schema;
 pub mod socket;

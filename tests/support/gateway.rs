@@ -41,7 +41,23 @@ impl WsClient {
     }
 
     /// [`WsClient::operator`] with extra request headers.
+    /// A gateway still starting answers `UNAVAILABLE` (retryable): tried again for up to 60 s.
     pub fn operator_with(url: &str, headers: &[(&str, &str)], token: &str) -> (WsClient, Value) {
+        let start = Instant::now();
+        loop {
+            let (c, hello) = Self::operator_once(url, headers, token);
+            let starting =
+                hello["error"]["code"] == "UNAVAILABLE" && hello["error"]["retryable"] == true;
+            if starting && start.elapsed() < Duration::from_secs(60) {
+                std::thread::sleep(Duration::from_millis(500));
+                continue;
+            }
+            assert_eq!(hello["ok"], true, "connect: {hello}");
+            return (c, hello);
+        }
+    }
+
+    fn operator_once(url: &str, headers: &[(&str, &str)], token: &str) -> (WsClient, Value) {
         let mut c = open_with(url, headers).expect("open");
         let challenge = c.wait(Duration::from_secs(20), |v| {
             v["event"] == "connect.challenge"
@@ -56,7 +72,6 @@ impl WsClient {
         let frame = sanctum_guard::gateway::approver::operator_connect(&id, token, &nonce);
         c.send_text(&frame);
         let hello = c.wait(Duration::from_secs(30), |v| v["id"] == "connect");
-        assert_eq!(hello["ok"], true, "connect: {hello}");
         (c, hello)
     }
 

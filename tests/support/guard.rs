@@ -138,7 +138,7 @@ pub struct Serve {
 
 impl Serve {
     /// `serve` on the world's dirs with `extra_args`; its stderr is a pipe (see `spawn`).
-    fn command(w: &World, extra_args: &[&str]) -> Command {
+    pub fn command(w: &World, extra_args: &[&str]) -> Command {
         let mut cmd = Command::new(guard_bin());
         cmd.arg("serve")
             .arg("--state-dir")
@@ -254,7 +254,8 @@ impl Serve {
     /// Waits (20 s) until serve logged "serving" and its socket accepts a connection.
     fn wait_ready(&self, w: &World) {
         let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(20) {
+        // With a gateway url, serve first waits (up to 20 s) for the gateway's posture.
+        while start.elapsed() < Duration::from_secs(60) {
             if self.log().contains("serving") && UnixStream::connect(w.socket()).is_ok() {
                 return;
             }

@@ -107,6 +107,9 @@ impl Web {
             &url,
             "--gateway-token-file",
             token.to_str().expect("utf8"),
+            // The test gateways run without the plugin and chat-directive settings
+            // (tests/gateway_posture.rs checks the posture itself).
+            "--allow-unsafe-posture",
         ];
         args.extend_from_slice(extra);
         let serve = Serve::start(&world, &[], &args);

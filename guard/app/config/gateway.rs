@@ -23,6 +23,9 @@ pub struct GatewaySettings {
     /// The longest a gateway approval waits for a person (the gateway's own deadline may
     /// come first).
     pub ask_timeout_ms: u64,
+    /// Flag only (never from a file or the environment): a posture finding is a warning
+    /// instead of a refusal.
+    pub allow_unsafe_posture: bool,
 }
 
 /// Ten minutes: a person at the web prompt, well within the gateway's 30 min.
@@ -58,6 +61,7 @@ pub(super) fn settings(
             .num("SANCTUM_GATEWAY_ASK_TIMEOUT_MS")?
             .or(file.ask_timeout_ms)
             .unwrap_or(DEFAULT_ASK_TIMEOUT_MS),
+        allow_unsafe_posture: o.allow_unsafe_posture,
     })
 }
 
