@@ -17,7 +17,10 @@ log() { echo "agent-entrypoint: $*" >&2; }
 # `init-secrets`: the compose `init` service (root with CHOWN, FOWNER and DAC_OVERRIDE only, no
 # network, run once before anything else starts). Makes the
 # `secrets` volume 0750 node:10001 (the agent's user, the guard's group) and creates each
-# shared secret once (32 random bytes, hex), mode 0440; never overwrites one.
+# shared secret once (32 random bytes, hex), mode 0440; never overwrites one. Then provisions
+# the guard's approver device in the guard's own volume (0700, uid 10001, key 0600; the agent
+# never sees it) and publishes its public device id as `guard-device-id`: the one operator
+# device the gateway below approves.
 if [ "${1:-}" = init-secrets ]; then
   umask 0277
   d=/run/secrets
@@ -30,6 +33,18 @@ if [ "${1:-}" = init-secrets ]; then
     chmod 0440 "$tmp" && chown 1000:10001 "$tmp" && mv "$tmp" "$f"
     log "created $f"
   done
+  g=/var/lib/sanctum
+  key=$g/gateway/device-identity.json
+  if [ ! -s "$key" ]; then
+    # The guard refuses a state dir another uid owns: create as root, then hand it over.
+    chown 0:0 "$g" && chmod 0700 "$g"
+    (umask 077 && sanctum-guard approver-id --state-dir "$g" >/dev/null)
+  fi
+  chown -R 10001:10001 "$g" && chmod 0700 "$g"
+  id=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).deviceId)' "$key")
+  printf '%s\n' "$id" > "$d/.guard-device-id" && chmod 0440 "$d/.guard-device-id" \
+    && chown 1000:10001 "$d/.guard-device-id" && mv "$d/.guard-device-id" "$d/guard-device-id"
+  log "guard approver device $id"
   exit 0
 fi
 
@@ -38,10 +53,14 @@ chmod 0700 "$OPENCLAW_STATE_DIR" "$SANCTUM_NODE_STATE"
 # The deployment's OpenClaw config (read-only mount) is the config; OpenClaw keeps its own
 # state next to it.
 install -m 0600 /etc/sanctum/openclaw.json "$OPENCLAW_STATE_DIR/openclaw.json"
+# The Sanctum plugin (every tool call but exec asks the guard), from the image.
+openclaw plugins install --link --force --accept-capabilities /opt/sanctum-plugin >&2
 
 OPENCLAW_GATEWAY_TOKEN=$(cat "$gw_token_file")
 export OPENCLAW_GATEWAY_TOKEN
-openclaw gateway run --auth token --port "$SANCTUM_GATEWAY_PORT" --bind lan &
+# Bound as the config says (custom: the control-net address, plus loopback); no --bind flag,
+# which would override the config where the guard's posture check cannot see it.
+openclaw gateway run --auth token --port "$SANCTUM_GATEWAY_PORT" &
 gateway=$!
 unset OPENCLAW_GATEWAY_TOKEN
 
@@ -77,6 +96,25 @@ node=$!
     sleep 1
   done
   log "node $node_id was never seen pending; exec will be refused until it is approved"
+) &
+
+# Approve the guard's approver device, the one the deployment provisioned, and nothing else.
+(
+  guard_id=$(cat /run/secrets/guard-device-id)
+  export OPENCLAW_GATEWAY_TOKEN; OPENCLAW_GATEWAY_TOKEN=$(cat "$gw_token_file")
+  for _ in $(seq 1 600); do
+    req=$(openclaw devices list --json 2>/dev/null | node -e '
+      let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{
+        const at=d.search(/[\[{]/); if(at<0) return;
+        let v; try { v=JSON.parse(d.slice(at)); } catch { return; }
+        const p=(v.pending||[]).find(p=>p.deviceId===process.argv[1]); if(p) console.log(p.requestId);
+      })' "$guard_id" || true)
+    if [ -n "$req" ]; then
+      openclaw devices approve "$req" >/dev/null && { log "guard device $guard_id approved"; exit 0; }
+    fi
+    sleep 1
+  done
+  log "guard device $guard_id was never seen pending"
 ) &
 
 trap 'kill "$gateway" "$node" 2>/dev/null' TERM INT

@@ -226,3 +226,45 @@ fn the_citation_scanner_sees_each_spelling() {
         assert_eq!(cites_an_issue(&line), want, "{line}");
     }
 }
+
+/// `approver-id` prints the device a deployment approves on the gateway: the key `serve`'s
+/// approver uses, created 0600 once and the same id every time after; a state dir another uid
+/// owns is refused, not used.
+#[test]
+fn approver_id_prints_the_one_device_to_approve_and_keeps_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let state = tmp.path().join("state");
+    let s = state.to_str().expect("utf8");
+    let (code, first, err) = guard_cli(&["approver-id", "--state-dir", s], &[]);
+    assert_eq!(code, 0, "{err}");
+    let first = first.trim().to_owned();
+    assert!(
+        first.len() == 64 && first.chars().all(|c| c.is_ascii_hexdigit()),
+        "{first}"
+    );
+    let key = state.join("gateway/device-identity.json");
+    let mode = std::fs::metadata(&key).expect("key").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&key).expect("key")).expect("json");
+    assert_eq!(stored["deviceId"], first.as_str());
+    let (code, again, _) = guard_cli(&["approver-id", "--state-dir", s], &[]);
+    assert_eq!((code, again.trim()), (0, first.as_str()));
+    // A key others can read is refused (it would be as good as the gateway token).
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (code, out, err) = guard_cli(&["approver-id", "--state-dir", s], &[]);
+    assert_eq!(code, 2, "{out}");
+    assert!(err.contains("approver-id:"), "{err}");
+    // Another uid's state dir is not trusted.
+    let theirs = tmp.path().join("theirs");
+    std::fs::create_dir(&theirs).expect("dir");
+    nix::unistd::chown(&theirs, Some(nix::unistd::Uid::from_raw(4242)), None).expect("chown");
+    let (code, _, err) = guard_cli(
+        &["approver-id", "--state-dir", theirs.to_str().expect("utf8")],
+        &[],
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("4242"), "{err}");
+    assert!(!theirs.join("gateway").exists());
+}

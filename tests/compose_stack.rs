@@ -164,6 +164,71 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         "no egress record of the refusal in {}:\n{log}",
         egress_log.display()
     );
+    // The guard is the gateway's approver, paired with no manual step (the device the
+    // deployment provisioned), and its posture check on the real gateway in this layout finds
+    // no way around it: exec host the guard's node, elevated off, the plugin active, chat
+    // directives plain text, the gateway bound to its control-net address.
+    let guard_state = stack.volume_path("guard-state");
+    let read_json = |name: &str| -> Option<serde_json::Value> {
+        serde_json::from_str(&std::fs::read_to_string(guard_state.join(name)).ok()?).ok()
+    };
+    let checked = wait_until(
+        "the guard's posture check",
+        Duration::from_secs(300),
+        || read_json("gateway-posture.json").filter(|v| v["posture"]["state"] != "unchecked"),
+    );
+    assert_eq!(
+        checked["posture"]["state"],
+        "safe",
+        "{checked}\n{}",
+        stack.logs()
+    );
+    assert_eq!(checked["enforced"], true, "{checked}");
+    let approver = read_json("gateway-approver.json").expect("approver status");
+    assert_eq!(approver["state"], "paired", "{approver}");
+    let provisioned = std::fs::read_to_string(stack.volume_path("secrets").join("guard-device-id"))
+        .expect("provisioned guard device id");
+    assert_eq!(approver["deviceId"], provisioned.trim(), "{approver}");
+    let devices = output_text(&stack.exec(
+        "agent",
+        "OPENCLAW_GATEWAY_TOKEN=$(cat /run/secrets/gateway-token) openclaw devices list --json",
+    ));
+    // Paired: exactly the provisioned guard (operator) and the agent's own node host.
+    let listed: serde_json::Value = serde_json::Deserializer::from_str(
+        &devices[devices
+            .find('{')
+            .unwrap_or_else(|| panic!("no JSON: {devices}"))..],
+    )
+    .into_iter()
+    .next()
+    .and_then(Result::ok)
+    .unwrap_or_else(|| panic!("no JSON: {devices}"));
+    let node_id = output_text(&stack.exec(
+        "agent",
+        "node -e 'console.log(JSON.parse(require(\"fs\").readFileSync(\"/home/node/.sanctum-node/node/device-identity.json\")).deviceId)'",
+    ));
+    let mut paired: Vec<(String, String)> = listed["paired"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"))
+        .iter()
+        .map(|d| {
+            (
+                d["role"].as_str().unwrap_or("?").to_owned(),
+                d["deviceId"].as_str().unwrap_or("?").to_owned(),
+            )
+        })
+        .collect();
+    paired.sort();
+    assert_eq!(
+        paired,
+        vec![
+            ("node".to_owned(), node_id.trim().to_owned()),
+            ("operator".to_owned(), provisioned.trim().to_owned()),
+        ],
+        "{listed}"
+    );
+    assert_eq!(listed["pending"], serde_json::json!([]), "{listed}");
+
     // Published on loopback only.
     let ports = stack.inspect("guard", "{{json .HostConfig.PortBindings}}");
     assert!(ports.contains("\"HostIp\":\"127.0.0.1\""), "{ports}");

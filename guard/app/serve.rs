@@ -276,7 +276,8 @@ fn ensure_workspace(cfg: &Config, ws: &std::path::Path) -> Result<std::path::Pat
 }
 
 /// How long `serve` waits at start for the first posture check before serving with the gate
-/// shut (every decision a deny until the approver has checked).
+/// shut (every decision a deny until the approver has checked). Nothing listening at the
+/// gateway url ends the wait at once (a deployment may start the guard first).
 const POSTURE_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// Waits for the approver's first posture check: findings stop `serve` (unless overridden);
@@ -295,7 +296,7 @@ async fn first_posture(gate: &crate::engine::posture::PostureGate) -> Result<(),
                 return Err(ServeError::Posture(list));
             }
             PostureState::Unchecked { why } => {
-                if start.elapsed() >= POSTURE_WAIT {
+                if start.elapsed() >= POSTURE_WAIT || gate.unreachable() {
                     eprintln!("sanctum-guard: WARNING         gateway posture not checked yet ({why}): every decision is a deny until it is");
                     return Ok(());
                 }

@@ -97,6 +97,13 @@ enum Command {
         #[arg(long, global = true)]
         state_dir: Option<PathBuf>,
     },
+    /// Print the device id of the guard's gateway approver, creating its key (0600) when
+    /// missing: the one device to approve on the gateway (a deployment provisions it).
+    ApproverId {
+        /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
     /// The hash-chained audit log.
     Audit {
         #[command(subcommand)]
@@ -230,6 +237,31 @@ enum FrontCmd {
     },
     /// Withdraw NAME's door link (exit 0; 1 when there was none; 2 on error).
     Revoke { name: String },
+}
+
+fn approver_id(state_dir: Option<PathBuf>) -> ExitCode {
+    let dir = match state_dir_of(state_dir) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("approver-id: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = sanctum_guard::app::config::ensure_state_dir(&dir) {
+        eprintln!("approver-id: {e}");
+        return ExitCode::from(2);
+    }
+    // The same key `serve` uses for its approver connection (`<state-dir>/gateway/`).
+    match sanctum_guard::openclaw::identity::DeviceIdentity::load_or_create(&dir.join("gateway")) {
+        Ok(id) => {
+            println!("{}", id.device_id());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("approver-id: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn front_cmd(cmd: FrontCmd, state_dir: Option<PathBuf>) -> ExitCode {
@@ -844,6 +876,7 @@ pub fn main() -> ExitCode {
         Command::Audit { cmd } => audit_cmd(cmd),
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
         Command::Front { cmd, state_dir } => front_cmd(cmd, state_dir),
+        Command::ApproverId { state_dir } => approver_id(state_dir),
         Command::Egress {
             listen,
             allow,

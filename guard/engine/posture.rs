@@ -5,6 +5,7 @@
 
 use crate::openclaw::posture::Finding;
 use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 
 /// What the guard knows of the gateway's posture.
@@ -25,6 +26,9 @@ pub struct PostureGate {
     state: RwLock<PostureState>,
     /// False under `--allow-unsafe-posture`: findings are reported, decisions go on.
     enforce: bool,
+    /// Set when the approver found nothing listening at the gateway url: `serve` then stops
+    /// waiting for a first check that cannot come soon.
+    unreachable: AtomicBool,
 }
 
 impl PostureGate {
@@ -40,6 +44,7 @@ impl PostureGate {
         PostureGate {
             state: RwLock::new(state),
             enforce,
+            unreachable: AtomicBool::new(false),
         }
     }
 
@@ -61,6 +66,15 @@ impl PostureGate {
             .unwrap_or(PostureState::Unchecked {
                 why: "posture state unreadable".into(),
             })
+    }
+
+    /// The approver's last attempt found nothing listening (false once one connects).
+    pub fn set_unreachable(&self, yes: bool) {
+        self.unreachable.store(yes, Ordering::Relaxed);
+    }
+
+    pub fn unreachable(&self) -> bool {
+        self.unreachable.load(Ordering::Relaxed)
     }
 
     pub fn enforced(&self) -> bool {

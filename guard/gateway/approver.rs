@@ -103,6 +103,10 @@ pub async fn run(a: Arc<Approver>, mut shutdown: watch::Receiver<bool>) {
         let started = std::time::Instant::now();
         let ended = session(&a, &out, &mut rx, &waiting, shutdown.clone()).await;
         out.set_connected(false);
+        let refused = matches!(&ended, Err(SessionError::Ws(tokio_tungstenite::tungstenite::Error::Io(e)))
+            if matches!(e.kind(), std::io::ErrorKind::ConnectionRefused
+                | std::io::ErrorKind::HostUnreachable | std::io::ErrorKind::NetworkUnreachable));
+        a.posture.gate.set_unreachable(refused);
         out.drop_stale_calls(&mut rx);
         match ended {
             Ok(()) => return,
