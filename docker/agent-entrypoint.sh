@@ -14,13 +14,15 @@ socket_token_file=/run/secrets/socket-token
 
 log() { echo "agent-entrypoint: $*" >&2; }
 
-# `init-secrets`: the compose `init` service (root with CHOWN, FOWNER and DAC_OVERRIDE only, no
+# `init-secrets`: the compose `init` service (root with CHOWN, FOWNER, DAC_OVERRIDE and FSETID
+# (keeps the setgid bit it sets on a directory of another group) only, no
 # network, run once before anything else starts). Makes the
 # `secrets` volume 0750 node:10001 (the agent's user, the guard's group) and creates each
 # shared secret once (32 random bytes, hex), mode 0440; never overwrites one. Then provisions
 # the guard's approver device in the guard's own volume (0700, uid 10001, key 0600; the agent
 # never sees it) and publishes its public device id as `guard-device-id`: the one operator
-# device the gateway below approves.
+# device the gateway below approves. Last, gives the workspace volume to the agent's user and
+# sets the approvals socket directory's owner and mode.
 if [ "${1:-}" = init-secrets ]; then
   umask 0277
   d=/run/secrets
@@ -45,6 +47,13 @@ if [ "${1:-}" = init-secrets ]; then
   printf '%s\n' "$id" > "$d/.guard-device-id" && chmod 0440 "$d/.guard-device-id" \
     && chown 1000:10001 "$d/.guard-device-id" && mv "$d/.guard-device-id" "$d/guard-device-id"
   log "guard approver device $id"
+  # The workspace volume belongs to the agent (the guard mounts it read-only; whichever
+  # container mounts a new volume first would otherwise decide its owner).
+  chown 1000:1000 /workspace && chmod 0755 /workspace
+  # The approvals socket's directory: the guard's, group sanctum-socket (10002, which only the
+  # agent container is given), setgid so the socket the guard creates there gets that group.
+  # (A volume's first mount does not keep the image directory's mode.)
+  chown 10001:10002 /run/sanctum && chmod 2750 /run/sanctum
   exit 0
 fi
 

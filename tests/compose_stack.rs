@@ -1,16 +1,71 @@
 //! The compose deployment brought up for real (podman + the `docker-compose` Debian package)
 //! and checked from inside: the agent container's confinement (capabilities, no_new_privs,
 //! seccomp, read-only root, noexec tmp, no route out), who can reach whom on the three
-//! networks, and the guard's web prompt published on 127.0.0.1 only. Images are built from a
-//! locally imported Debian base. `SANCTUM_SKIP_COMPOSE=1` skips it for quick local runs (it says
+//! networks, and the guard's web prompt published on 127.0.0.1 only; then real agent turns
+//! (the scripted model as the provider, behind the egress proxy), each started from the web
+//! API's New Task: an autonomous read runs, a `write` tool call and a shell write each wait as
+//! a card and run once approved through the web API, a secret read never runs. Images are
+//! built from a locally imported Debian base. `SANCTUM_SKIP_COMPOSE=1` skips it for quick local runs (it says
 //! so); `tests/run` runs it.
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod support;
+use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use support::compose::*;
 use support::process::{output_text, wait_until};
+use support::web::{Login, WebClient};
+
+const MARKER: &str = "sanctum-e2e-readme-4f1c";
+const SECRET: &str = "sanctum-e2e-secret-9d2a";
+
+/// The deployment's OpenClaw config with the scripted model as its provider.
+fn openclaw_with_model() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("compose/openclaw.json");
+    let mut cfg: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    cfg["agents"] =
+        json!({"defaults":{"workspace":"/workspace","model":{"primary":"fake/fake-1"}}});
+    cfg["models"] = json!({"mode":"merge","providers":{"fake":{
+        "baseUrl": format!("http://{MODEL_ADDR}/v1"), "apiKey":"sk-fake", "api":"openai-completions",
+        "models":[{"id":"fake-1","name":"Fake","reasoning":false,"input":["text"],
+                   "contextWindow":128000,"maxTokens":4096}]}}});
+    cfg
+}
+
+/// A New Task whose scripted model calls tool `name` with `arguments`; its session key.
+fn new_task(web: &WebClient, login: &Login, name: &str, arguments: Value) -> String {
+    let message = format!("SCRIPT {}", json!({"name":name,"arguments":arguments}));
+    let r = web.call(
+        "POST",
+        "/api/agent/tasks",
+        Some(login),
+        Some(&json!({ "message": message }).to_string()),
+    );
+    assert_eq!(r.status, 202, "{r:?}");
+    r.json()["sessionKey"]
+        .as_str()
+        .expect("sessionKey")
+        .to_owned()
+}
+
+/// Every tool result the scripted model was shown so far.
+fn tool_results(stack: &Stack) -> String {
+    output_text(&stack.exec("model", "cat /tmp/model.jsonl 2>/dev/null || true"))
+}
+
+/// The pending card `pick` accepts, approved allow-once through the web API.
+fn approve(web: &WebClient, login: &Login, what: &str, pick: impl Fn(&Value) -> bool) {
+    let e = wait_until(what, Duration::from_secs(240), || {
+        web.pending(login).into_iter().find(|e| pick(e))
+    });
+    let r = web.decide(
+        login,
+        e["id"].as_str().expect("id"),
+        json!({"decision":"allow-once","hash":e["requestHash"]}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+}
 
 fn skipped() -> bool {
     if std::env::var_os("SANCTUM_SKIP_COMPOSE").is_some() {
@@ -46,7 +101,7 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         return;
     }
     base_image();
-    let stack = Stack::new("sanctumtest");
+    let stack = Stack::new("sanctumtest").with_model(&openclaw_with_model());
     let t = Instant::now();
     build_images(&stack.context());
     eprintln!(
@@ -228,6 +283,86 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         "{listed}"
     );
     assert_eq!(listed["pending"], serde_json::json!([]), "{listed}");
+
+    // Real agent turns, each a New Task on the web API (the guard's own gateway connection).
+    let web = WebClient { port: 8484 };
+    let link = std::fs::read_to_string(guard_state.join("web-login-link")).expect("login link");
+    let token = link.trim().rsplit_once("#t=").expect("token").1.to_owned();
+    let login = Login::from_answer(&web.login_with(&token));
+    let workspace = stack.volume_path("workspace");
+    std::fs::write(workspace.join("readme.txt"), MARKER).unwrap();
+    let home = stack.volume_path("agent-state");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), SECRET).unwrap();
+    let _ = std::process::Command::new("chown")
+        .args(["-R", "1000:1000"])
+        .arg(home.join(".ssh"))
+        .arg(workspace.join("readme.txt"))
+        .status();
+    let turn = Instant::now();
+    // An autonomous read (the `read` tool, asked by the plugin) runs by itself: its content
+    // reaches the model. (A shell read through the node is a card in this layout: the guard
+    // resolves programs in its own container, which has none of the agent's; see SECURITY.md.)
+    new_task(&web, &login, "read", json!({"path":"readme.txt"}));
+    wait_until(
+        "the autonomous read's output at the model",
+        Duration::from_secs(240),
+        || tool_results(&stack).contains(MARKER).then_some(()),
+    );
+    eprintln!(
+        "compose_stack: New Task -> autonomous read at the model in {:.1} s",
+        turn.elapsed().as_secs_f64()
+    );
+    // A `write` tool call (asked by the plugin) waits as a card; approved, its file appears.
+    new_task(
+        &web,
+        &login,
+        "write",
+        json!({"path":"from-tool.txt","content":"tool-wrote\n"}),
+    );
+    approve(&web, &login, "the write tool call's card", |e| {
+        e["action"]["kind"] == "tool" && e["action"]["name"] == "write"
+    });
+    wait_until("the approved tool write", Duration::from_secs(120), || {
+        (std::fs::read_to_string(workspace.join("from-tool.txt")).ok()? == "tool-wrote\n")
+            .then_some(())
+    });
+    // A shell write (the node host's system.run) waits as a card; approved, it runs.
+    new_task(
+        &web,
+        &login,
+        "exec",
+        json!({"command":"echo shell-wrote > from-shell.txt"}),
+    );
+    approve(&web, &login, "the shell write's card", |e| {
+        e["action"]["kind"] == "exec" && e["action"]["argv"].to_string().contains("from-shell.txt")
+    });
+    wait_until("the approved shell write", Duration::from_secs(120), || {
+        (std::fs::read_to_string(workspace.join("from-shell.txt")).ok()? == "shell-wrote\n")
+            .then_some(())
+    });
+    // A secret read never runs: denied at once, nothing of it reaches the model.
+    new_task(&web, &login, "read", json!({"path":"~/.ssh/id_rsa"}));
+    wait_until(
+        "the secret read's deny at the model",
+        Duration::from_secs(240),
+        || {
+            tool_results(&stack)
+                .contains("blocked by sanctum-guard (sensitive-path)")
+                .then_some(())
+        },
+    );
+    assert!(
+        !tool_results(&stack).contains(SECRET),
+        "the secret reached the model"
+    );
+    let audit = std::fs::read_to_string(guard_state.join("audit.jsonl")).unwrap();
+    assert!(!audit.contains(SECRET), "the secret is in the audit log");
+    assert!(
+        web.pending(&login).is_empty(),
+        "nothing left waiting: {:?}",
+        web.pending(&login)
+    );
 
     // Published on loopback only.
     let ports = stack.inspect("guard", "{{json .HostConfig.PortBindings}}");

@@ -597,3 +597,54 @@ fn agents_being_deleted_are_fenced_like_openclaw() {
         .unwrap();
     assert_eq!(store.read().unwrap().unwrap(), doc);
 }
+
+/// A state dir the deployment shares with the socket's group (compose: the approvals socket's
+/// directory) keeps group read and search and its setgid bit, and loses everything wider;
+/// the database's own dir and files stay private. Without the option it is tightened to 0700.
+#[test]
+fn a_group_shared_state_dir_keeps_its_group_and_nothing_wider() {
+    for (before, after) in [
+        (0o2750, 0o2750),
+        (0o2777, 0o2750),
+        (0o755, 0o750),
+        (0o700, 0o700),
+    ] {
+        let e = env();
+        std::fs::create_dir_all(&e.state).unwrap();
+        std::fs::set_permissions(&e.state, std::fs::Permissions::from_mode(before)).unwrap();
+        for era in [Era::Sqlite, Era::Json] {
+            let store = Store::open(&e.state, era).unwrap().shared_with_group(true);
+            store
+                .write(&sample_doc(&e.state.join("guard.sock")))
+                .unwrap();
+            assert_eq!(
+                e.state.metadata().unwrap().mode() & 0o7777,
+                after,
+                "{era:?} from {before:o}"
+            );
+        }
+        assert_eq!(
+            e.state.join("state").metadata().unwrap().mode() & 0o777,
+            0o700
+        );
+        for f in [
+            e.state.join("state").join("openclaw.sqlite"),
+            e.state.join(JSON_FILE),
+        ] {
+            if f.exists() {
+                assert_eq!(
+                    f.metadata().unwrap().mode() & 0o777,
+                    0o600,
+                    "{}",
+                    f.display()
+                );
+            }
+        }
+        // The same dir without the option: OpenClaw's 0700.
+        let store = Store::open(&e.state, Era::Sqlite).unwrap();
+        store
+            .write(&sample_doc(&e.state.join("guard.sock")))
+            .unwrap();
+        assert_eq!(e.state.metadata().unwrap().mode() & 0o7777, 0o700);
+    }
+}

@@ -76,7 +76,8 @@ fn open_sinks(cfg: &Config) -> Result<Sinks, ServeError> {
     };
     let (audit, report) = AuditLog::open_with(&cfg.audit_path(), &audit_opts)?;
     let (inbox, expired) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
-    let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
+    let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?
+        .shared_with_group(cfg.socket.group_connect);
     let token = match &cfg.socket.token_file {
         Some(f) => Some(super::secret_file::read_secret(f).map_err(ServeError::TokenFile)?),
         None => None,

@@ -7,8 +7,19 @@ use std::io::{Read, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
-/// Creates `dir` 0700 if missing; refuses a symlink or a non-directory; tightens it to 0700.
-pub(super) fn ensure_private_dir(dir: &Path) -> Result<(), StoreError> {
+/// How far [`ensure_private_dir`] tightens a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum DirAccess {
+    /// 0700, as OpenClaw keeps its state dir.
+    Private,
+    /// The deployment shares the dir with a group (the approvals socket's, `group_connect`):
+    /// group read and search, and a setgid bit it already has, are kept; nothing else is.
+    Group,
+}
+
+/// Creates `dir` 0700 if missing; refuses a symlink or a non-directory; tightens it to 0700
+/// (with [`DirAccess::Group`], to at most 2750, never wider than it was).
+pub(super) fn ensure_private_dir(dir: &Path, access: DirAccess) -> Result<(), StoreError> {
     match fs::symlink_metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             fs::DirBuilder::new()
@@ -22,6 +33,13 @@ pub(super) fn ensure_private_dir(dir: &Path) -> Result<(), StoreError> {
             return Err(StoreError::Symlink(dir.to_path_buf()))
         }
         Ok(meta) if !meta.is_dir() => return Err(StoreError::NotADirectory(dir.to_path_buf())),
+        Ok(meta) if access == DirAccess::Group => {
+            let want = (meta.mode() & 0o2750) | 0o700;
+            if meta.mode() & 0o7777 != want {
+                fs::set_permissions(dir, fs::Permissions::from_mode(want)).map_err(io_err(dir))?;
+            }
+            return Ok(());
+        }
         Ok(_) => {}
     }
     fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(io_err(dir))
@@ -48,9 +66,9 @@ pub(super) fn read_json_file(path: &Path) -> Result<Option<String>, StoreError> 
 
 /// Atomic write as OpenClaw's `writeExecApprovalsRaw`: dir 0700, a 0600 temp file created
 /// exclusively, fsync, rename over the target, which must not be a symlink or hard link.
-pub(super) fn write_json_file(path: &Path, raw: &str) -> Result<(), StoreError> {
+pub(super) fn write_json_file(path: &Path, raw: &str, access: DirAccess) -> Result<(), StoreError> {
     let dir = path.parent().ok_or(StoreError::NoStateDir)?;
-    ensure_private_dir(dir)?;
+    ensure_private_dir(dir, access)?;
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => {
             return Err(StoreError::Symlink(path.to_path_buf()))

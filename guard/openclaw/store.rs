@@ -4,7 +4,7 @@
 //! OpenClaw refuses exec approvals while it exists.
 
 use super::document::{ApprovalsDocument, DocumentError};
-use super::json_file::{ensure_private_dir, read_json_file, write_json_file};
+use super::json_file::{ensure_private_dir, read_json_file, write_json_file, DirAccess};
 pub use super::sqlite::normalize_agent_id;
 use super::sqlite::{
     assert_not_fenced, open_db, read_row, restrict_db_files, sqlite_row_exists, table_exists,
@@ -83,6 +83,8 @@ pub fn expand_home(path: &str, home: Option<&Path>) -> PathBuf {
 pub struct Store {
     state_dir: PathBuf,
     era: Era,
+    /// How the state dir itself is kept (its `state/` subdir is always private).
+    access: DirAccess,
 }
 
 impl Store {
@@ -106,7 +108,11 @@ impl Store {
         } else {
             if_missing
         };
-        Ok(Self { state_dir, era })
+        Ok(Self {
+            state_dir,
+            era,
+            access: DirAccess::Private,
+        })
     }
 
     pub fn era(&self) -> Era {
@@ -170,7 +176,7 @@ impl Store {
     pub fn write(&self, doc: &ApprovalsDocument) -> Result<(), StoreError> {
         let raw = doc.to_json_pretty()?;
         match self.era {
-            Era::Json => write_json_file(&self.path(), &raw),
+            Era::Json => write_json_file(&self.path(), &raw, self.access),
             Era::Sqlite => self
                 .sqlite_txn(|_current| Ok((doc.clone(), true)))
                 .map(|_| ()),
@@ -192,7 +198,7 @@ impl Store {
                     None => ApprovalsDocument::default(),
                 };
                 if change(&mut doc)? {
-                    write_json_file(&path, &doc.to_json_pretty()?)?;
+                    write_json_file(&path, &doc.to_json_pretty()?, self.access)?;
                 }
                 Ok(doc)
             }
@@ -200,12 +206,26 @@ impl Store {
         }
     }
 
+    /// Keeps the state dir open to its group (read and search, at most 2750) instead of
+    /// 0700: where the deployment shares it with the approvals socket's group
+    /// (`[socket] group_connect`). The database and the JSON file stay 0600.
+    pub fn shared_with_group(mut self, yes: bool) -> Self {
+        self.access = if yes {
+            DirAccess::Group
+        } else {
+            DirAccess::Private
+        };
+        self
+    }
+
     /// Opens (creating 0600 in a 0700 dir if needed) the database for a write.
     fn open_for_write(&self) -> Result<(Connection, PathBuf), StoreError> {
         let path = self.path();
         let dir = path.parent().unwrap_or(&self.state_dir).to_path_buf();
-        ensure_private_dir(&self.state_dir)?;
-        ensure_private_dir(&dir)?;
+        ensure_private_dir(&self.state_dir, self.access)?;
+        if dir != self.state_dir {
+            ensure_private_dir(&dir, DirAccess::Private)?;
+        }
         if !exists(&path)? {
             // Create the file 0600 ourselves so SQLite (and its -wal/-shm, which copy the
             // database's mode) never exists with a wider mode.

@@ -76,6 +76,7 @@ const server = http.createServer((req, res) => {
     res.end();
   });
 });
-server.listen(port, "127.0.0.1", () => {
+// Loopback unless $SCRIPTED_MODEL_HOST says otherwise (the compose test's model container).
+server.listen(port, process.env.SCRIPTED_MODEL_HOST || "127.0.0.1", () => {
   console.log(`listening ${server.address().port}`);
 });

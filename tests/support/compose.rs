@@ -14,6 +14,8 @@ use std::time::Duration;
 pub const BASE_IMAGE: &str = "localhost/debian:bookworm";
 /// The OpenClaw version the agent image carries (its .cache install is the build input).
 pub const OPENCLAW: &str = "2026.9.6";
+/// Where tests/data/compose/e2e.yml puts the scripted model (on the egress network).
+pub const MODEL_ADDR: &str = "172.30.78.10:8080";
 /// The images, as the compose file names them.
 pub const IMAGES: [(&str, &str); 3] = [
     ("sanctum/guard:local", "docker/guard.Dockerfile"),
@@ -126,6 +128,10 @@ pub struct Stack {
     pub dir: tempfile::TempDir,
     pub project: String,
     pub compose_file: PathBuf,
+    /// Further compose files merged over it (`-f` each, in order).
+    pub overrides: Vec<PathBuf>,
+    /// Extra environment for compose's own interpolation.
+    pub env: Vec<(String, String)>,
     socket: PathBuf,
     _service: ChildGuard,
 }
@@ -152,6 +158,8 @@ impl Stack {
         let ctx = stage_context(dir.path());
         Stack {
             compose_file: ctx.join("compose/docker-compose.yml"),
+            overrides: Vec::new(),
+            env: Vec::new(),
             project: project.to_owned(),
             socket,
             dir,
@@ -172,6 +180,11 @@ impl Stack {
             .envs(self.env())
             .arg("-f")
             .arg(&self.compose_file)
+            .args(
+                self.overrides
+                    .iter()
+                    .flat_map(|f| [std::ffi::OsStr::new("-f"), f.as_os_str()]),
+            )
             .args(args)
             .output()
             .expect("docker-compose (tests/setup.sh installs it)")
@@ -194,6 +207,30 @@ impl Stack {
             ("SANCTUM_SECCOMP_OPT".into(), "no-new-privileges".into()),
             ("SANCTUM_EGRESS_ALLOW".into(), "model.invalid:8080".into()),
         ]
+        .into_iter()
+        .filter(|(k, _)| !self.env.iter().any(|(o, _)| o == k))
+        .chain(self.env.iter().cloned())
+        .collect()
+    }
+
+    /// Adds the end-to-end pieces (tests/data/compose/e2e.yml): the scripted model as the
+    /// provider behind the egress proxy, and the agent's OpenClaw config `openclaw` (written
+    /// next to the compose file).
+    pub fn with_model(mut self, openclaw: &serde_json::Value) -> Stack {
+        let dir = self.context().join("compose/e2e");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(
+            repo().join("tests/js/scripted_model.mjs"),
+            dir.join("scripted_model.mjs"),
+        )
+        .unwrap();
+        std::fs::write(dir.join("openclaw.json"), openclaw.to_string()).unwrap();
+        let file = self.context().join("compose/e2e.yml");
+        std::fs::copy(repo().join("tests/data/compose/e2e.yml"), &file).unwrap();
+        self.overrides.push(file);
+        self.env
+            .push(("SANCTUM_EGRESS_ALLOW".into(), MODEL_ADDR.into()));
+        self
     }
 
     /// `up -d` without building (the images are built by [`build_images`]). Podman runs

@@ -147,13 +147,18 @@ impl Web {
     }
 
     /// The `Host` header value a browser sends.
+    /// The HTTP client of this prompt.
+    pub fn client(&self) -> WebClient {
+        WebClient { port: self.port }
+    }
+
     pub fn host(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        self.client().host()
     }
 
     /// The `Origin` header value a browser on the page sends.
     pub fn origin(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.client().origin()
     }
 
     /// Where serve writes the one-time login link.
@@ -169,6 +174,129 @@ impl Web {
             .expect("token in link")
             .1
             .to_owned()
+    }
+
+    /// A raw exchange: `extra` header lines (each without CRLF), optional body.
+    pub fn raw(&self, method: &str, path: &str, extra: &[String], body: Option<&[u8]>) -> Resp {
+        self.client().raw(method, path, extra, body)
+    }
+
+    /// [`WebClient::raw_from`].
+    pub fn raw_from(
+        &self,
+        src: Option<std::net::Ipv4Addr>,
+        method: &str,
+        path: &str,
+        extra: &[String],
+        body: Option<&[u8]>,
+    ) -> Resp {
+        self.client().raw_from(src, method, path, extra, body)
+    }
+
+    /// [`WebClient::call`].
+    pub fn call(
+        &self,
+        method: &str,
+        path: &str,
+        login: Option<&Login>,
+        body: Option<&str>,
+    ) -> Resp {
+        self.client().call(method, path, login, body)
+    }
+
+    /// [`WebClient::login_from`].
+    pub fn login_from(&self, src: std::net::Ipv4Addr, body: &serde_json::Value) -> Resp {
+        self.client().login_from(src, body)
+    }
+
+    /// [`WebClient::login_with`].
+    pub fn login_with(&self, token: &str) -> Resp {
+        self.client().login_with(token)
+    }
+
+    /// Signs in with the link file's token.
+    pub fn login(&self) -> Login {
+        Login::from_answer(&self.login_with(&self.link_token()))
+    }
+
+    /// A second person (or browser): a new link from the command line, then its sign-in.
+    pub fn login_new_link(&self) -> Login {
+        let link = self.new_link();
+        Login::from_answer(&self.login_with(link.rsplit_once("#t=").expect("t").1))
+    }
+
+    /// A new login link from the command line (what a person runs while serve runs).
+    pub fn new_link(&self) -> String {
+        let (code, out, err) = guard_cli(
+            &[
+                "web",
+                "login-link",
+                "--state-dir",
+                self.world.guard_state.to_str().expect("utf8"),
+            ],
+            &[],
+        );
+        assert_eq!(code, 0, "web login-link: {err}");
+        out.trim().to_owned()
+    }
+
+    /// Sends a `request` frame on a thread; the handle gives the reply line.
+    pub fn ask(&self, id: &str, command: &str) -> std::thread::JoinHandle<String> {
+        let sock = self.world.socket();
+        let line = request_line(TOKEN, id, command);
+        std::thread::spawn(move || raw_exchange(&sock, line.as_bytes(), false))
+    }
+
+    /// The pending requests as the signed-in page lists them.
+    pub fn pending(&self, login: &Login) -> Vec<serde_json::Value> {
+        self.client().pending(login)
+    }
+
+    /// Waits until the request with source id `req_id` is pending; returns its entry.
+    pub fn wait_pending(&self, login: &Login, req_id: &str) -> serde_json::Value {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if let Some(e) = self
+                .pending(login)
+                .into_iter()
+                .find(|e| e["requestId"] == req_id)
+            {
+                return e;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "request {req_id} never pending; serve log:\n{}",
+            self.serve.log()
+        );
+    }
+
+    /// Posts a decision for inbox entry `id`.
+    pub fn decide(&self, login: &Login, id: &str, body: serde_json::Value) -> Resp {
+        self.client().decide(login, id, body)
+    }
+
+    /// The audit log as it is now.
+    pub fn audit(&self) -> String {
+        std::fs::read_to_string(self.world.audit_path()).unwrap_or_default()
+    }
+}
+
+/// The minimal HTTP/1.1 client of a web prompt on 127.0.0.1:`port` (a test's own `serve`,
+/// or a deployment's published port).
+#[derive(Debug, Clone, Copy)]
+pub struct WebClient {
+    pub port: u16,
+}
+
+impl WebClient {
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The `Origin` header value a browser on the page sends.
+    pub fn origin(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 
     /// A raw exchange: `extra` header lines (each without CRLF), optional body.
@@ -253,63 +381,11 @@ impl Web {
         )
     }
 
-    /// Signs in with the link file's token.
-    pub fn login(&self) -> Login {
-        Login::from_answer(&self.login_with(&self.link_token()))
-    }
-
-    /// A second person (or browser): a new link from the command line, then its sign-in.
-    pub fn login_new_link(&self) -> Login {
-        let link = self.new_link();
-        Login::from_answer(&self.login_with(link.rsplit_once("#t=").expect("t").1))
-    }
-
-    /// A new login link from the command line (what a person runs while serve runs).
-    pub fn new_link(&self) -> String {
-        let (code, out, err) = guard_cli(
-            &[
-                "web",
-                "login-link",
-                "--state-dir",
-                self.world.guard_state.to_str().expect("utf8"),
-            ],
-            &[],
-        );
-        assert_eq!(code, 0, "web login-link: {err}");
-        out.trim().to_owned()
-    }
-
-    /// Sends a `request` frame on a thread; the handle gives the reply line.
-    pub fn ask(&self, id: &str, command: &str) -> std::thread::JoinHandle<String> {
-        let sock = self.world.socket();
-        let line = request_line(TOKEN, id, command);
-        std::thread::spawn(move || raw_exchange(&sock, line.as_bytes(), false))
-    }
-
     /// The pending requests as the signed-in page lists them.
     pub fn pending(&self, login: &Login) -> Vec<serde_json::Value> {
         let r = self.call("GET", "/api/requests?state=pending", Some(login), None);
         assert_eq!(r.status, 200, "{r:?}");
         r.json()["requests"].as_array().cloned().unwrap_or_default()
-    }
-
-    /// Waits until the request with source id `req_id` is pending; returns its entry.
-    pub fn wait_pending(&self, login: &Login, req_id: &str) -> serde_json::Value {
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(20) {
-            if let Some(e) = self
-                .pending(login)
-                .into_iter()
-                .find(|e| e["requestId"] == req_id)
-            {
-                return e;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!(
-            "request {req_id} never pending; serve log:\n{}",
-            self.serve.log()
-        );
     }
 
     /// Posts a decision for inbox entry `id`.
@@ -320,11 +396,6 @@ impl Web {
             Some(login),
             Some(&body.to_string()),
         )
-    }
-
-    /// The audit log as it is now.
-    pub fn audit(&self) -> String {
-        std::fs::read_to_string(self.world.audit_path()).unwrap_or_default()
     }
 }
 
