@@ -85,46 +85,36 @@ sanctum-guard node --gateway-url "ws://127.0.0.1:$SANCTUM_GATEWAY_PORT" \
   --workspace "$SANCTUM_WORKSPACE" --name sanctum-node &
 node=$!
 
-# Approve the node's command surface, once, for its own device id only.
-(
-  id_file="$SANCTUM_NODE_STATE/node/device-identity.json"
-  for _ in $(seq 1 600); do [ -s "$id_file" ] && break; sleep 0.5; done
-  node_id=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).deviceId)' "$id_file")
+# approve_pending KIND ID: approves, once, the pending pairing request of exactly the device
+# ID (KIND `nodes`: a node's command surface; `devices`: an operator device) and nothing else.
+approve_pending() {
+  local kind=$1 id=$2 listing=pending
+  [ "$kind" = devices ] && listing=list
   export OPENCLAW_GATEWAY_TOKEN; OPENCLAW_GATEWAY_TOKEN=$(cat "$gw_token_file")
-  for _ in $(seq 1 240); do
-    req=$(openclaw nodes pending --json 2>/dev/null | node -e '
+  for _ in $(seq 1 600); do
+    req=$(openclaw "$kind" "$listing" --json 2>/dev/null | node -e '
       let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{
         const at=d.search(/[\[{]/); if(at<0) return;
         let v; try { v=JSON.parse(d.slice(at)); } catch { return; }
         const list=Array.isArray(v)?v:(v.pending||[]);
-        const p=list.find(p=>p.nodeId===process.argv[1]); if(p) console.log(p.requestId);
-      })' "$node_id" || true)
+        const p=list.find(p=>(p.nodeId??p.deviceId)===process.argv[1]); if(p) console.log(p.requestId);
+      })' "$id" || true)
     if [ -n "$req" ]; then
-      openclaw nodes approve "$req" >/dev/null && { log "node $node_id approved"; exit 0; }
+      openclaw "$kind" approve "$req" >/dev/null && { log "$kind: $id approved"; return 0; }
     fi
     sleep 1
   done
-  log "node $node_id was never seen pending; exec will be refused until it is approved"
-) &
+  log "$kind: $id was never seen pending; it stays unapproved"
+}
 
-# Approve the guard's approver device, the one the deployment provisioned, and nothing else.
+# The node's command surface, for its own device id only.
 (
-  guard_id=$(cat /run/secrets/guard-device-id)
-  export OPENCLAW_GATEWAY_TOKEN; OPENCLAW_GATEWAY_TOKEN=$(cat "$gw_token_file")
-  for _ in $(seq 1 600); do
-    req=$(openclaw devices list --json 2>/dev/null | node -e '
-      let d="";process.stdin.on("data",c=>d+=c).on("end",()=>{
-        const at=d.search(/[\[{]/); if(at<0) return;
-        let v; try { v=JSON.parse(d.slice(at)); } catch { return; }
-        const p=(v.pending||[]).find(p=>p.deviceId===process.argv[1]); if(p) console.log(p.requestId);
-      })' "$guard_id" || true)
-    if [ -n "$req" ]; then
-      openclaw devices approve "$req" >/dev/null && { log "guard device $guard_id approved"; exit 0; }
-    fi
-    sleep 1
-  done
-  log "guard device $guard_id was never seen pending"
+  id_file="$SANCTUM_NODE_STATE/node/device-identity.json"
+  for _ in $(seq 1 600); do [ -s "$id_file" ] && break; sleep 0.5; done
+  approve_pending nodes "$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).deviceId)' "$id_file")"
 ) &
+# The guard's approver device, the one the deployment provisioned.
+approve_pending devices "$(cat /run/secrets/guard-device-id)" &
 
 trap 'kill "$gateway" "$node" 2>/dev/null' TERM INT
 wait -n "$gateway" "$node" || true
