@@ -1,4 +1,4 @@
-//! The posture check against the REAL OpenClaw 2026.9.6 gateway (issue 23 §3): `serve`
+//! The posture check against the REAL OpenClaw 2026.9.6 gateway: `serve`
 //! with a gateway url asks it for its effective config and plugins, and refuses to serve
 //! when OpenClaw could act without the guard (here: the test gateway has no Sanctum plugin
 //! and lets chat directives through), naming each finding; `--allow-unsafe-posture` serves
