@@ -90,12 +90,6 @@ pub struct ApproverState {
     pub seconds_ago: u64,
 }
 
-/// Reads the approver's status file from the configured state dir.
-fn approver_state() -> Option<ApproverState> {
-    let cfg = super::config::Config::load(&super::config::Overrides::default()).ok()?;
-    approver_state_in(&cfg.state_dir)
-}
-
 fn approver_state_in(state_dir: &std::path::Path) -> Option<ApproverState> {
     let text =
         std::fs::read_to_string(state_dir.join(crate::gateway::approver::STATUS_FILE)).ok()?;
@@ -268,6 +262,10 @@ pub fn check() -> DoctorReport {
         Ok(s) if !s.is_full() => problems.push("trial spawn not fully enforced".into()),
         Ok(_) => {}
     }
+    // What `serve` keeps about the gateway (approver pairing, posture) is in its state dir.
+    let state_dir = super::config::Config::load(&super::config::Overrides::default())
+        .ok()
+        .map(|c| c.state_dir);
     DoctorReport {
         kernel: nix::sys::utsname::uname()
             .map(|u| u.release().to_string_lossy().into_owned())
@@ -284,10 +282,8 @@ pub fn check() -> DoctorReport {
         problems,
         openclaw_node: openclaw_side(),
         layout: layout_warnings(),
-        gateway_approver: approver_state(),
-        gateway_posture: super::config::Config::load(&super::config::Overrides::default())
-            .ok()
-            .and_then(|c| posture_in(&c.state_dir)),
+        gateway_approver: state_dir.as_deref().and_then(approver_state_in),
+        gateway_posture: state_dir.as_deref().and_then(posture_in),
     }
 }
 

@@ -418,15 +418,12 @@ async fn start_front(
     Ok(())
 }
 
-/// The host of a `ws://` url (brackets of an IPv6 literal removed).
+/// The host of the gateway's url (the brackets of an IPv6 literal removed); None without a
+/// scheme or a host.
 fn url_host(url: &str) -> Option<String> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = match hostport.strip_prefix('[') {
-        Some(v6) => v6.split(']').next()?,
-        None => hostport.rsplit_once(':').map_or(hostport, |(h, _)| h),
-    };
+    let uri: tokio_tungstenite::tungstenite::http::Uri = url.parse().ok()?;
+    uri.scheme()?;
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
     (!host.is_empty()).then(|| host.to_owned())
 }
 

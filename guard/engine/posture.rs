@@ -53,10 +53,10 @@ impl PostureGate {
         Self::new(false, true)
     }
 
+    /// Records a check. A poisoned lock is still written: a finding must never be lost to a
+    /// panic elsewhere (the gate would stay open on an old `Safe`).
     pub fn set(&self, s: PostureState) {
-        if let Ok(mut g) = self.state.write() {
-            *g = s;
-        }
+        *self.state.write().unwrap_or_else(|p| p.into_inner()) = s;
     }
 
     pub fn state(&self) -> PostureState {
