@@ -26,7 +26,8 @@ pub struct Expect {
 /// One way around the guard.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
-    /// Stable name: `exec-host`, `elevated`, `plugin`, `directives`, `gateway-exposed`.
+    /// Stable name: `exec-host`, `exec-node`, `elevated`, `plugin`, `directives`,
+    /// `gateway-exposed`, `config`.
     pub code: &'static str,
     /// What the config says and why it matters.
     pub detail: String,
@@ -51,8 +52,12 @@ pub fn assess(config: &Value, plugins: &Value, expect: &Expect) -> Vec<Finding> 
         ));
         return out;
     }
+    let bound = cfg["tools"]["exec"]["node"]
+        .as_str()
+        .filter(|n| !n.is_empty());
     for (at, tools) in tool_sections(cfg) {
         exec_host(&at, tools, &mut out);
+        exec_node(&at, tools, bound, &mut out);
         elevated(&at, tools, &mut out);
     }
     plugin(cfg, plugins, &mut out);
@@ -101,6 +106,25 @@ fn exec_host(at: &str, tools: &Value, out: &mut Vec<Finding>) {
                 "{at}.exec.host is {host}: execs would run on the gateway, without the guard's node"
             ),
         )),
+    }
+}
+
+/// `tools.exec.node` binds execs to one node (the guard's node host): unbound, any node paired
+/// later could take them. An agent's section may only repeat the same node.
+fn exec_node(at: &str, tools: &Value, bound: Option<&str>, out: &mut Vec<Finding>) {
+    let node = &tools["exec"]["node"];
+    let ok = if at == "tools" {
+        bound.is_some()
+    } else {
+        node.is_null() || (bound.is_some() && node.as_str() == bound)
+    };
+    if !ok {
+        out.push(finding(
+            "exec-node",
+            format!(
+                "{at}.exec.node is {node}: execs are not bound to the one node host the guard decides for"
+            ),
+        ));
     }
 }
 

@@ -57,6 +57,13 @@ fn the_sanctum_posture_has_no_finding() {
     assert_eq!(codes(&cfg, &plugins), Vec::<&str>::new());
     set(&mut cfg, "gateway.bind", json!("loopback"));
     assert_eq!(codes(&cfg, &plugins), Vec::<&str>::new());
+    // An agent may repeat the exec settings.
+    set(
+        &mut cfg,
+        "agents.entries.main.tools.exec",
+        json!({"host":"node","node":"sanctum-node"}),
+    );
+    assert_eq!(codes(&cfg, &plugins), Vec::<&str>::new());
     // Elevated unset is off.
     set(&mut cfg, "tools.elevated", Value::Null);
     assert_eq!(codes(&cfg, &plugins), Vec::<&str>::new());
@@ -72,7 +79,24 @@ fn every_way_around_the_guard_is_found() {
         ("tools.exec.host", json!("Node"), "exec-host"),
         ("tools.exec.host", json!(["node"]), "exec-host"),
         ("tools.exec.host", Value::Null, "exec-host"),
-        ("tools.exec", Value::Null, "exec-host"),
+        ("tools.exec.node", Value::Null, "exec-node"),
+        ("tools.exec.node", json!(""), "exec-node"),
+        ("tools.exec.node", json!(["sanctum-node"]), "exec-node"),
+        (
+            "agents.entries.main.tools.exec.node",
+            json!("laptop"),
+            "exec-node",
+        ),
+        (
+            "agents.entries.ops.tools.exec.node",
+            json!("other-node"),
+            "exec-node",
+        ),
+        (
+            "agents.defaults.tools.exec.node",
+            json!("Sanctum-Node"),
+            "exec-node",
+        ),
         (
             "agents.entries.main.tools.exec.host",
             json!("gateway"),
@@ -184,4 +208,13 @@ fn several_findings_are_all_reported() {
     );
     let f = assess(&cfg, &plugins, &expect());
     assert!(f[0].detail.contains("\"gateway\""), "{}", f[0].detail);
+    // No exec settings at all: neither a node host nor a bound node.
+    let (mut cfg, plugins) = safe();
+    set(&mut cfg, "tools.exec", Value::Null);
+    assert_eq!(codes(&cfg, &plugins), vec!["exec-host", "exec-node"]);
+    // An agent in `agents.list` is judged like one in `agents.entries`.
+    let (mut cfg, plugins) = safe();
+    cfg["runtimeConfig"]["agents"]["list"] =
+        json!([{"id": "ops", "tools": {"exec": {"host": "gateway", "node": "laptop"}}}]);
+    assert_eq!(codes(&cfg, &plugins), vec!["exec-host", "exec-node"]);
 }
