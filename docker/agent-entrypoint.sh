@@ -21,7 +21,8 @@ log() { echo "agent-entrypoint: $*" >&2; }
 # shared secret once (32 random bytes, hex), mode 0440; never overwrites one. Then provisions
 # the guard's approver device in the guard's own volume (0700, uid 10001, key 0600; the agent
 # never sees it) and publishes its public device id as `guard-device-id`: the one operator
-# device the gateway below approves. Last, gives the workspace volume to the agent's user and
+# device the gateway below approves; and records this image's PATH directories for the guard
+# (`agent_filesystem` in guard.toml). Last, gives the workspace volume to the agent's user and
 # sets the approvals socket directory's owner and mode.
 if [ "${1:-}" = init-secrets ]; then
   umask 0277
@@ -42,6 +43,10 @@ if [ "${1:-}" = init-secrets ]; then
     chown 0:0 "$g" && chmod 0700 "$g"
     (umask 077 && sanctum-guard approver-id --state-dir "$g" >/dev/null)
   fi
+  # What the guard judges the node's commands with: this image's PATH directories (its root
+  # is read-only at run time, so they stay as recorded). Retaken at every start, so an
+  # upgraded image is never judged by an old snapshot.
+  sanctum-guard fs-snapshot --out "$g/agent-fs.json" /usr/local/bin /usr/bin /bin >&2
   chown -R 10001:10001 "$g" && chmod 0700 "$g"
   id=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).deviceId)' "$key")
   printf '%s\n' "$id" > "$d/.guard-device-id" && chmod 0440 "$d/.guard-device-id" \

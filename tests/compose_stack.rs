@@ -19,6 +19,8 @@ use support::web::{Login, WebClient};
 
 const MARKER: &str = "sanctum-e2e-readme-4f1c";
 const SECRET: &str = "sanctum-e2e-secret-9d2a";
+/// A name only `ls` of the workspace can tell the model.
+const LS_MARKER: &str = "ls-listed-7b2e.txt";
 
 /// The deployment's OpenClaw config with the scripted model as its provider.
 fn openclaw_with_model() -> Value {
@@ -301,8 +303,7 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         .status();
     let turn = Instant::now();
     // An autonomous read (the `read` tool, asked by the plugin) runs by itself: its content
-    // reaches the model. (A shell read through the node is a card in this layout: the guard
-    // resolves programs in its own container, which has none of the agent's; see SECURITY.md.)
+    // reaches the model.
     new_task(&web, &login, "read", json!({"path":"readme.txt"}));
     wait_until(
         "the autonomous read's output at the model",
@@ -312,6 +313,20 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
     eprintln!(
         "compose_stack: New Task -> autonomous read at the model in {:.1} s",
         turn.elapsed().as_secs_f64()
+    );
+    // A shell read through the node runs by itself too: the guard judges it with the agent
+    // image's programs (the snapshot `init` took), not with its own container's, which has none.
+    std::fs::write(workspace.join(LS_MARKER), "").unwrap();
+    let ls = Instant::now();
+    new_task(&web, &login, "exec", json!({"command":"ls"}));
+    wait_until(
+        "the autonomous shell read's output at the model",
+        Duration::from_secs(240),
+        || tool_results(&stack).contains(LS_MARKER).then_some(()),
+    );
+    eprintln!(
+        "compose_stack: New Task -> autonomous shell ls at the model in {:.1} s",
+        ls.elapsed().as_secs_f64()
     );
     // A `write` tool call (asked by the plugin) waits as a card; approved, its file appears.
     new_task(

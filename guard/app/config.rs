@@ -50,6 +50,7 @@ struct FileConfig {
     openclaw_state_dir: Option<PathBuf>,
     policy: Option<PathBuf>,
     workspace: Option<PathBuf>,
+    agent_filesystem: Option<PathBuf>,
     #[serde(default)]
     socket: SocketSection,
     #[serde(default)]
@@ -122,6 +123,9 @@ pub struct Config {
     pub policy: Option<PathBuf>,
     /// The deployment's writable workspace, when the config names one (see [`Config::workspace`]).
     pub workspace: Option<PathBuf>,
+    /// The snapshot of the agent container's filesystem (`sanctum-guard fs-snapshot`), when
+    /// the judged commands run there rather than beside the guard (compose).
+    pub agent_filesystem: Option<PathBuf>,
     /// `$HOME` of the guard's environment (expands `~` in OpenClaw's stored paths).
     pub home: Option<PathBuf>,
     pub socket: SocketSettings,
@@ -183,6 +187,7 @@ impl Config {
                 .or_else(|| env.path("SANCTUM_POLICY"))
                 .or(file.policy.clone()),
             workspace: layers::workspace(o, &env, &file)?,
+            agent_filesystem: layers::absolute("agent_filesystem", file.agent_filesystem.clone())?,
             home: env.path("HOME").filter(|h| h.is_absolute()),
             socket: layers::socket_settings(&env, &file.socket, &default.socket)?,
             deadlines: layers::deadlines(&env, &file.deadlines, &default.deadlines)?,
@@ -242,6 +247,7 @@ impl Config {
             workspace,
             agent_home,
             agent_path,
+            elsewhere: None,
         })
     }
 

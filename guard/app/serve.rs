@@ -46,6 +46,8 @@ pub enum ServeError {
     Signal(std::io::Error),
     #[error("socket token file: {0}")]
     TokenFile(super::secret_file::SecretFileError),
+    #[error("agent filesystem: {0}")]
+    AgentFilesystem(#[from] super::fs_snapshot::FsSnapshotError),
     #[error("workspace {path}: {message}")]
     Workspace {
         path: std::path::PathBuf,
@@ -55,6 +57,8 @@ pub enum ServeError {
 
 /// What `serve` opens before anything listens: the state it keeps and OpenClaw's settings.
 struct Sinks {
+    /// Entries of the agent's PATH the agent filesystem snapshot does not list.
+    agent_path_gaps: Vec<String>,
     audit: AuditLog,
     /// Records already in the audit log, for the startup lines.
     audit_records: u64,
@@ -83,8 +87,23 @@ fn open_sinks(cfg: &Config) -> Result<Sinks, ServeError> {
         None => None,
     };
     let sock = ensure_socket(&store, cfg.home.as_deref(), token)?;
-    let judge = Judge::load(cfg.judge_config()?, store)?;
+    let mut judge_cfg = cfg.judge_config()?;
+    let mut agent_path_gaps = Vec::new();
+    if let Some(f) = &cfg.agent_filesystem {
+        let host = crate::host_facts::HostFacts::shared();
+        let agent = super::fs_snapshot::load(f, &judge_cfg.workspace, host)?;
+        // A PATH entry the snapshot did not list holds no program the guard can vouch for.
+        for d in judge_cfg.agent_path.split(':') {
+            let listed = crate::policy::facts::Facts::list_dir(&agent, Path::new(d)).is_some();
+            if !listed && !agent_path_gaps.iter().any(|g| g == d) {
+                agent_path_gaps.push(d.to_owned());
+            }
+        }
+        judge_cfg.elsewhere = Some(std::sync::Arc::new(agent));
+    }
+    let judge = Judge::load(judge_cfg, store)?;
     Ok(Sinks {
+        agent_path_gaps,
         audit,
         audit_records: report.records,
         inbox,
@@ -115,6 +134,15 @@ fn print_startup(cfg: &Config, s: &Sinks, workspace: &Path, limits: &impl std::f
     );
     eprintln!("sanctum-guard: policy          {}", s.judge.policy_origin());
     eprintln!("sanctum-guard: workspace       {}", workspace.display());
+    if let Some(f) = &cfg.agent_filesystem {
+        eprintln!(
+            "sanctum-guard: agent fs        {} (commands are judged for the agent's container; socket exec frames are refused)",
+            f.display()
+        );
+    }
+    for d in &s.agent_path_gaps {
+        eprintln!("sanctum-guard: WARNING         the agent's PATH entry {d:?} is not in the agent fs snapshot: no program there runs by itself");
+    }
     eprintln!("sanctum-guard: socket          {}", s.sock.path.display());
     eprintln!(
         "sanctum-guard: allowed uids    {:?}",

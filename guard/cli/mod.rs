@@ -104,6 +104,17 @@ enum Command {
         #[arg(long)]
         state_dir: Option<PathBuf>,
     },
+    /// Record the agent container's PATH directories for a guard that runs elsewhere (its
+    /// `agent_filesystem`): every name in each DIR and the way to each link's target.
+    /// Exit 0, or 2 on error.
+    FsSnapshot {
+        /// Where to write it (JSON, mode 0644, replaced whole).
+        #[arg(long)]
+        out: PathBuf,
+        /// The directories to list (absolute): the agent's PATH entries.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+    },
     /// The hash-chained audit log.
     Audit {
         #[command(subcommand)]
@@ -186,6 +197,25 @@ enum WebCmd {
         #[arg(long)]
         force: bool,
     },
+}
+
+fn fs_snapshot(out: &Path, dirs: &[PathBuf]) -> ExitCode {
+    use sanctum_guard::app::fs_snapshot;
+    match fs_snapshot::take(dirs).and_then(|s| fs_snapshot::write(out, &s).map(|()| s)) {
+        Ok(s) => {
+            println!(
+                "recorded {} entries ({} directories listed) in {}",
+                s.entries.len(),
+                s.complete.len(),
+                out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("sanctum-guard fs-snapshot: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// The guard's state dir, resolved exactly as `serve` resolves it (flag, environment,
@@ -877,6 +907,7 @@ pub fn main() -> ExitCode {
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
         Command::Front { cmd, state_dir } => front_cmd(cmd, state_dir),
         Command::ApproverId { state_dir } => approver_id(state_dir),
+        Command::FsSnapshot { out, dirs } => fs_snapshot(&out, &dirs),
         Command::Egress {
             listen,
             allow,

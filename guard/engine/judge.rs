@@ -10,6 +10,7 @@ use crate::openclaw::resolve;
 use crate::openclaw::store::{Era, Store, StoreError};
 use crate::policy::allowlist::{CompiledAllowlist, Rule};
 use crate::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
+use crate::policy::facts::Facts;
 use crate::policy::file::{Policy, PolicyError};
 use crate::policy::request::DecisionKind;
 use crate::policy::request::Request;
@@ -60,7 +61,11 @@ struct Cached {
 /// The decide context of one agent: the deployment's home, PATH and workspace, OpenClaw's
 /// effective security/ask/askFallback and its compiled allowlist. Unknown enum spellings fail
 /// closed.
-fn context_for(dep: &Deployment, eff: &resolve::EffectivePolicy) -> DecideContext {
+fn context_for(
+    dep: &Deployment,
+    facts: &Arc<dyn Facts>,
+    eff: &resolve::EffectivePolicy,
+) -> DecideContext {
     let home = dep.agent_home.clone();
     let rules: Vec<Rule> = eff
         .allowlist
@@ -81,7 +86,7 @@ fn context_for(dep: &Deployment, eff: &resolve::EffectivePolicy) -> DecideContex
         ask_fallback: ExecSecurity::parse(v.ask_fallback.as_str()).unwrap_or(ExecSecurity::Deny),
         allowlist: CompiledAllowlist::compile(&rules, &home),
         home,
-        facts: crate::host_facts::HostFacts::shared(),
+        facts: facts.clone(),
     }
 }
 
@@ -103,6 +108,9 @@ pub struct JudgeConfig {
     /// The agent's home and PATH as the policy's host completion left them.
     pub agent_home: PathBuf,
     pub agent_path: String,
+    /// The filesystem the judged commands run on when it is not this host's (the agent's
+    /// container: `agent_filesystem`); such a judge resolves no plan to run itself.
+    pub elsewhere: Option<Arc<dyn Facts>>,
 }
 
 /// Policy + OpenClaw document + sandbox, as the engine calls them.
@@ -115,6 +123,10 @@ pub struct Judge {
     deployment: Deployment,
     /// The deployment's own secrets, unreadable in every profile.
     deny: DenyList,
+    /// What every decision asks about the filesystem.
+    facts: Arc<dyn Facts>,
+    /// Judged commands run on another host's filesystem (see [`JudgeConfig::elsewhere`]).
+    elsewhere: bool,
 }
 
 impl Judge {
@@ -181,6 +193,10 @@ impl Judge {
             profiles,
             deployment,
             deny,
+            elsewhere: cfg.elsewhere.is_some(),
+            facts: cfg
+                .elsewhere
+                .unwrap_or_else(crate::host_facts::HostFacts::shared),
         };
         o.reload();
         Ok(o)
@@ -249,7 +265,7 @@ impl Judge {
             Ok(doc) => resolve::resolve(doc, agent_id),
             Err(_) => resolve::EffectivePolicy::fail_closed(),
         };
-        let ctx = Arc::new(context_for(&self.deployment, &effective));
+        let ctx = Arc::new(context_for(&self.deployment, &self.facts, &effective));
         c.contexts.insert(agent_id.to_owned(), ctx.clone());
         ctx
     }
@@ -312,6 +328,9 @@ impl Judge {
 
     /// Resolves one run (see [`ExecPlan`]).
     pub fn plan(&self, input: &PlanInput) -> Result<ExecPlan, PlanError> {
+        if self.elsewhere {
+            return Err(PlanError::RunsElsewhere);
+        }
         ExecPlan::resolve(input, &self.deployment)
     }
 

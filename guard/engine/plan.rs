@@ -66,6 +66,8 @@ pub enum PlanError {
     NotFound(String),
     #[error("program {0} is not an executable file")]
     NotExecutable(PathBuf),
+    #[error("this guard judges commands that run in the agent's container (agent_filesystem); it runs none itself")]
+    RunsElsewhere,
 }
 
 impl PlanError {
@@ -77,6 +79,7 @@ impl PlanError {
             PlanError::Cwd { .. } | PlanError::CwdNotDir(_) => "cwd-unavailable",
             PlanError::Workspace { .. } => "workspace-unavailable",
             PlanError::NotFound(_) | PlanError::NotExecutable(_) => "program-not-found",
+            PlanError::RunsElsewhere => "runs-elsewhere",
         }
     }
 }

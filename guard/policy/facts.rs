@@ -2,6 +2,9 @@
 //! filesystem itself. The host implements [`Facts`] with real system calls (and caches);
 //! tests and fuzz targets use [`FakeFs`], an in-memory tree, so a decision is deterministic.
 //! A decision installs its facts for its duration (see [`super::fs_memo::Scope`]).
+//! [`agent_fs::AgentFs`] answers for a container the guard does not run in.
+
+pub mod agent_fs;
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};

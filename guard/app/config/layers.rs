@@ -135,13 +135,18 @@ pub(super) fn workspace(
         .clone()
         .or_else(|| env.path("SANCTUM_WORKSPACE"))
         .or(file.workspace.clone());
-    if let Some(w) = workspace.as_ref().filter(|w| !w.is_absolute()) {
+    absolute("workspace", workspace)
+}
+
+/// `p`, which must be absolute when given (a relative one would depend on the cwd).
+pub(super) fn absolute(name: &str, p: Option<PathBuf>) -> Result<Option<PathBuf>, ConfigError> {
+    if let Some(w) = p.as_ref().filter(|w| !w.is_absolute()) {
         return Err(ConfigError::Env {
-            name: "workspace".into(),
+            name: name.into(),
             message: format!("{} is not an absolute path", w.display()),
         });
     }
-    Ok(workspace)
+    Ok(p)
 }
 
 /// `[deadlines]`; only the margin has an environment variable.
