@@ -14,6 +14,8 @@ mod support;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use support::compose::*;
+use support::gateway::{open, WsClient};
+use support::guard::audit_file_with;
 use support::process::{output_text, wait_until};
 use support::web::{Login, WebClient};
 
@@ -203,6 +205,12 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         !connects(&stack, "agent", &guard_on_control, 8484),
         "the agent reached the guard's web port on control-net"
     );
+    for addr in ["172.30.76.2", guard_on_control.as_str()] {
+        assert!(
+            !connects(&stack, "agent", addr, 18790),
+            "the agent reached the front door on {addr}"
+        );
+    }
     // The one way out: the egress proxy refuses a destination off its allow-list, and says
     // so in its own audit log.
     let refused = output_text(&stack.exec(
@@ -377,6 +385,62 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         web.pending(&login).is_empty(),
         "nothing left waiting: {:?}",
         web.pending(&login)
+    );
+
+    // A person's client reaches the gateway through the front door only: a door link from the
+    // guard's CLI, the gateway token, and a device of its own that a person pairs once (the
+    // gateway sees the door's address: a remote device). An allowed method reaches the
+    // gateway; a refused one gets the door's FORBIDDEN, audited with the link's name.
+    let issued = std::process::Command::new("podman")
+        .args([
+            "exec",
+            &stack.container("guard"),
+            "sanctum-guard",
+            "front",
+            "link",
+        ])
+        .args(["--name", "e2e-ide", "--state-dir", "/var/lib/sanctum"])
+        .output()
+        .unwrap();
+    let door_path = output_text(&issued)
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("/door/")
+                .map(|s| format!("/door/{s}"))
+        })
+        .unwrap_or_else(|| panic!("no door link: {}", output_text(&issued)));
+    let door = format!("ws://127.0.0.1:18790{door_path}");
+    let gw_token = std::fs::read_to_string(stack.volume_path("secrets").join("gateway-token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let seed = [0x5a; 32];
+    let (_first, hello) = WsClient::operator_as(&door, &[], &gw_token, seed);
+    assert_eq!(hello["error"]["code"], "NOT_PAIRED", "{hello}");
+    let request = hello["error"]["details"]["requestId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no pairing request: {hello}"))
+        .to_owned();
+    let approved = stack.exec(
+        "agent",
+        &format!(
+            "OPENCLAW_GATEWAY_TOKEN=$(cat /run/secrets/gateway-token) openclaw devices approve {request}"
+        ),
+    );
+    assert!(approved.status.success(), "{}", output_text(&approved));
+    let (mut ide, hello) = WsClient::operator_as(&door, &[], &gw_token, seed);
+    assert_eq!(hello["ok"], true, "{hello}");
+    assert_eq!(ide.call("sessions.list", json!({}))["ok"], true);
+    let refused = ide.call("config.get", json!({}));
+    assert_eq!(refused["error"]["code"], "FORBIDDEN", "{refused}");
+    audit_file_with(
+        &guard_state.join("audit.jsonl"),
+        &["front-refusal", "e2e-ide", "config.get"],
+    );
+    assert!(
+        open("ws://127.0.0.1:18790/door/not-a-link").is_err(),
+        "the door let a client in without a link"
     );
 
     // Published on loopback only.

@@ -55,6 +55,8 @@ pub struct NodeOptions {
     pub decider_token_file: Option<PathBuf>,
     pub name: String,
     pub ask_timeout: Duration,
+    /// Further files and directories no run may read (`--deny-read`).
+    pub deny_read: Vec<PathBuf>,
     pub overrides: Overrides,
 }
 
@@ -121,6 +123,7 @@ pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
     cfg.secret_files.push(o.token_file.clone());
     cfg.secret_files
         .extend(o.decider_token_file.iter().cloned());
+    cfg.secret_files.extend(o.deny_read.iter().cloned());
     let token = read_token(&o.token_file)?;
     let node_dir = cfg.state_dir.join("node");
     let id = Arc::new(DeviceIdentity::load_or_create(&node_dir)?);

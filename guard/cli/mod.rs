@@ -639,6 +639,10 @@ struct NodeArgs {
     /// Longest wait for a human's decision, in seconds (within the gateway's invoke deadline).
     #[arg(long, default_value_t = 600)]
     ask_timeout: u64,
+    /// A file or directory no run may read, besides the node's own files (repeat): the
+    /// deployment's other secrets beside the node, e.g. the model key in /run/secrets.
+    #[arg(long = "deny-read", value_name = "PATH")]
+    deny_read: Vec<PathBuf>,
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -651,6 +655,7 @@ fn run_node(a: NodeArgs) -> ExitCode {
         decider_token_file: a.decider_token_file,
         name: a.name,
         ask_timeout: std::time::Duration::from_secs(a.ask_timeout),
+        deny_read: a.deny_read,
         overrides: sanctum_guard::app::config::Overrides {
             config: a.serve.config,
             state_dir: a.serve.state_dir,

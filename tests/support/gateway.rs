@@ -58,6 +58,19 @@ impl WsClient {
     }
 
     fn operator_once(url: &str, headers: &[(&str, &str)], token: &str) -> (WsClient, Value) {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).expect("random");
+        Self::operator_as(url, headers, token, seed)
+    }
+
+    /// Opens `url` and connects as an admin operator with the device of `seed`; the hello
+    /// payload, whatever it says (a remote device's first connect: `NOT_PAIRED`).
+    pub fn operator_as(
+        url: &str,
+        headers: &[(&str, &str)],
+        token: &str,
+        seed: [u8; 32],
+    ) -> (WsClient, Value) {
         let mut c = open_with(url, headers).expect("open");
         let challenge = c.wait(Duration::from_secs(20), |v| {
             v["event"] == "connect.challenge"
@@ -66,8 +79,6 @@ impl WsClient {
             .as_str()
             .expect("nonce")
             .to_owned();
-        let mut seed = [0u8; 32];
-        getrandom::fill(&mut seed).expect("random");
         let id = sanctum_guard::openclaw::identity::DeviceIdentity::from_seed(seed);
         let frame = sanctum_guard::gateway::approver::operator_connect(&id, token, &nonce);
         c.send_text(&frame);
