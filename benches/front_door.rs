@@ -179,6 +179,8 @@ fn main() {
     // echo and keeps retrying in the background (a few frames a second, noise here).
     let token = w.tmp.path().join("gw-token");
     std::fs::write(&token, "bench-gateway-token").expect("token");
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .expect("chmod token");
     let _serve = Serve::start(
         &w,
         &[("SANCTUM_LOG", "warn")],

@@ -36,6 +36,17 @@ if [ "${1:-}" = init-secrets ]; then
     chmod 0440 "$tmp" && chown 1000:10001 "$tmp" && mv "$tmp" "$f"
     log "created $f"
   done
+  # The model provider's key (compose secret `model-api-key`; empty: none): a copy for the
+  # agent's user alone, 0400 with one link, as OpenClaw's file SecretRef requires; the guard's
+  # group cannot read it. Replaced at every start, removed when no key is given.
+  src=/run/host-secrets/model-api-key
+  if [ -s "$src" ]; then
+    tmp=$(mktemp "$d/.model-api-key.XXXXXX")
+    cat "$src" > "$tmp" && chown 1000:1000 "$tmp" && chmod 0400 "$tmp" && mv -f "$tmp" "$d/model-api-key"
+    log "model key copied to $d/model-api-key"
+  else
+    rm -f "$d/model-api-key"
+  fi
   g=/var/lib/sanctum
   key=$g/gateway/device-identity.json
   if [ ! -s "$key" ]; then
@@ -87,7 +98,7 @@ done
 sanctum-guard node --gateway-url "ws://127.0.0.1:$SANCTUM_GATEWAY_PORT" \
   --token-file "$gw_token_file" --decider "$SANCTUM_SOCKET" \
   --decider-token-file "$socket_token_file" --state-dir "$SANCTUM_NODE_STATE" \
-  --workspace "$SANCTUM_WORKSPACE" --name sanctum-node &
+  --workspace "$SANCTUM_WORKSPACE" --deny-read /run/secrets --name sanctum-node &
 node=$!
 
 # approve_pending KIND ID: approves, once, the pending pairing request of exactly the device

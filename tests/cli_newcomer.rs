@@ -268,3 +268,41 @@ fn approver_id_prints_the_one_device_to_approve_and_keeps_it() {
     assert!(err.contains("4242"), "{err}");
     assert!(!theirs.join("gateway").exists());
 }
+
+/// A token file others can read authenticates anyone who reads it: `node` and `serve`'s
+/// gateway approver refuse it at start (exit 2) and say how to fix it.
+#[test]
+fn token_files_others_can_read_are_refused() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let token = w.tmp.path().join("gw-token");
+    std::fs::write(&token, "a-gateway-token").expect("token");
+    std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .expect("chmod");
+    let t = token.to_str().expect("utf8");
+    let (code, log) = Serve::start_fails(
+        &w,
+        &[
+            "--gateway-url",
+            "ws://127.0.0.1:9",
+            "--gateway-token-file",
+            t,
+        ],
+    );
+    assert_eq!(code, 2, "{log}");
+    assert!(log.contains("readable or writable by others"), "{log}");
+    let state = w.tmp.path().join("node-state");
+    let (code, out, err) = guard_cli(
+        &[
+            "node",
+            "--gateway-url",
+            "ws://127.0.0.1:9",
+            "--token-file",
+            t,
+            "--state-dir",
+            state.to_str().expect("utf8"),
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("chmod o-rwx"), "{err}");
+}

@@ -4,7 +4,8 @@
 //! networks, and the guard's web prompt published on 127.0.0.1 only; then real agent turns
 //! (the scripted model as the provider, behind the egress proxy), each started from the web
 //! API's New Task: an autonomous read runs, a `write` tool call and a shell write each wait as
-//! a card and run once approved through the web API, a secret read never runs. Images are
+//! a card and run once approved through the web API, a secret read never runs; the model key
+//! arrives from a file, is in no environment, and an approved reader of it fails. Images are
 //! built from a locally imported Debian base. `SANCTUM_SKIP_COMPOSE=1` skips it for quick local runs (it says
 //! so); `tests/run` runs it.
 // Test code: a panic is the failure report, and tests may read their environment.
@@ -31,7 +32,8 @@ fn openclaw_with_model() -> Value {
     cfg["agents"] =
         json!({"defaults":{"workspace":"/workspace","model":{"primary":"fake/fake-1"}}});
     cfg["models"] = json!({"mode":"merge","providers":{"fake":{
-        "baseUrl": format!("http://{MODEL_ADDR}/v1"), "apiKey":"sk-fake", "api":"openai-completions",
+        "baseUrl": format!("http://{MODEL_ADDR}/v1"), "api":"openai-completions",
+        "apiKey":{"source":"file","provider":"model_key","id":"value"},
         "models":[{"id":"fake-1","name":"Fake","reasoning":false,"input":["text"],
                    "contextWindow":128000,"maxTokens":4096}]}}});
     cfg
@@ -205,6 +207,30 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         !connects(&stack, "agent", &guard_on_control, 8484),
         "the agent reached the guard's web port on control-net"
     );
+    // The gateway listens on the agent's control-net address and loopback only: the Scout,
+    // beside the agent on execution-net, reaches it on neither of the agent's addresses.
+    let agent_on_execution = stack.inspect(
+        "agent",
+        &format!(
+            "{{{{(index .NetworkSettings.Networks \"{}_execution-net\").IPAddress}}}}",
+            stack.project
+        ),
+    );
+    assert!(
+        agent_on_execution.starts_with("172.30.77."),
+        "{agent_on_execution}"
+    );
+    wait_until(
+        "the gateway on its control-net address",
+        Duration::from_secs(180),
+        || connects(&stack, "agent", "172.30.75.4", 18789).then_some(()),
+    );
+    for addr in [agent_on_execution.as_str(), "172.30.75.4"] {
+        assert!(
+            !connects(&stack, "scout", addr, 18789),
+            "the Scout reached the gateway on {addr}"
+        );
+    }
     for addr in ["172.30.76.2", guard_on_control.as_str()] {
         assert!(
             !connects(&stack, "agent", addr, 18790),
@@ -379,8 +405,47 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         !tool_results(&stack).contains(SECRET),
         "the secret reached the model"
     );
+    // The model key is a file: every turn above reached the model with it (the scripted model
+    // answers 401 without it), it is in no process's environment in the agent container, and
+    // an approved program that reads it is stopped by the node's sandbox (--deny-read).
+    assert!(
+        !tool_results(&stack).contains("unauthorized"),
+        "a model call went without the key"
+    );
+    let environ = output_text(&stack.exec(
+        "agent",
+        "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'",
+    ));
+    assert!(!environ.is_empty(), "no environment was read");
+    assert!(
+        !environ.contains(MODEL_KEY),
+        "the model key is in an environment"
+    );
+    let reader = "perl -e 'open(my $f, \"<\", join(\"/\", \"/run/secrets\", \"model-api-key\")) or do { print \"read-failed: $!\\n\"; exit 0 }; print \"key: \", <$f>'";
+    new_task(&web, &login, "exec", json!({ "command": reader }));
+    approve(&web, &login, "the key reader's card", |e| {
+        e["action"]["kind"] == "exec" && e["action"]["argv"].to_string().contains("model-api-key")
+    });
+    let asked = Instant::now();
+    while !tool_results(&stack).contains("read-failed: Permission denied") {
+        let seen = tool_results(&stack);
+        assert!(
+            asked.elapsed() < Duration::from_secs(120),
+            "no refused read of the key at the model; its last requests:\n{}",
+            seen.get(seen.len().saturating_sub(3000)..).unwrap_or(&seen)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(
+        !tool_results(&stack).contains(MODEL_KEY),
+        "the model key reached the model"
+    );
     let audit = std::fs::read_to_string(guard_state.join("audit.jsonl")).unwrap();
     assert!(!audit.contains(SECRET), "the secret is in the audit log");
+    assert!(
+        !audit.contains(MODEL_KEY),
+        "the model key is in the audit log"
+    );
     assert!(
         web.pending(&login).is_empty(),
         "nothing left waiting: {:?}",

@@ -192,7 +192,7 @@ fn a_node_exec_under_the_sanctum_config_is_asked_once() {
     let (_model, model_port, _log) = start_model(&dir);
     let gw = Gateway::start(&dir, model_port, json!({}));
     let token = dir.join("gw-token-approver");
-    std::fs::write(&token, GW_TOKEN).expect("token");
+    support::process::write_secret(&token, GW_TOKEN);
     let url = format!("ws://127.0.0.1:{}", gw.port);
     let serve = Serve::start(
         &w,

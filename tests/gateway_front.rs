@@ -45,7 +45,7 @@ fn the_front_door_lets_through_only_what_the_filter_allows() {
     let dir = w.tmp.path().to_path_buf();
     let mut gw = Gateway::start(&dir, 9, json!({}));
     let token = dir.join("gw-token");
-    std::fs::write(&token, GW_TOKEN).expect("token");
+    support::process::write_secret(&token, GW_TOKEN);
     let front_port = free_port();
     let web = format!("127.0.0.1:{}", free_port());
     let front = format!("127.0.0.1:{front_port}");
@@ -290,7 +290,7 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
     let (_model, model_port, model_log) = start_model(&dir);
     let gw = Gateway::start(&dir, model_port, json!({}));
     let token = dir.join("gw-token");
-    std::fs::write(&token, GW_TOKEN).expect("token");
+    support::process::write_secret(&token, GW_TOKEN);
     let front = format!("127.0.0.1:{}", free_port());
     let upstream = format!("ws://127.0.0.1:{}", gw.port);
     let serve = Serve::start(

@@ -15,7 +15,7 @@ const TOKEN: &str = "gw-posture-socket-token-0123456789";
 
 fn gateway_args(w: &World, port: u16) -> Vec<String> {
     let token = w.tmp.path().join("gw-token");
-    std::fs::write(&token, GW_TOKEN).expect("token");
+    support::process::write_secret(&token, GW_TOKEN);
     vec![
         "--web-listen".into(),
         "off".into(),

@@ -22,13 +22,8 @@ use tokio::sync::watch;
 pub enum NodeError {
     #[error("config: {0}")]
     Config(#[from] ConfigError),
-    #[error("{path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{0} is empty")]
-    EmptyToken(PathBuf),
+    #[error("token file: {0}")]
+    TokenFile(#[from] super::secret_file::SecretFileError),
     #[error("state dir: {0}")]
     StateDir(String),
     #[error("device identity: {0}")]
@@ -61,15 +56,7 @@ pub struct NodeOptions {
 }
 
 fn read_token(path: &Path) -> Result<String, NodeError> {
-    let t = std::fs::read_to_string(path).map_err(|source| NodeError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let t = t.trim().to_owned();
-    if t.is_empty() {
-        return Err(NodeError::EmptyToken(path.to_path_buf()));
-    }
-    Ok(t)
+    Ok(super::secret_file::read_secret(path)?)
 }
 
 /// The decider: `--decider SOCKET` (token from the file, else from OpenClaw's approvals

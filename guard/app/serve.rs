@@ -348,16 +348,8 @@ fn start_approver(
     let (Some(url), Some(token_file)) = (&cfg.gateway.url, &cfg.gateway.token_file) else {
         return Ok(None);
     };
-    let token = std::fs::read_to_string(token_file)
-        .map_err(|e| ServeError::Gateway(format!("{}: {e}", token_file.display())))?
-        .trim()
-        .to_owned();
-    if token.is_empty() {
-        return Err(ServeError::Gateway(format!(
-            "{}: empty token",
-            token_file.display()
-        )));
-    }
+    let token = super::secret_file::read_secret(token_file)
+        .map_err(|e| ServeError::Gateway(e.to_string()))?;
     let identity =
         crate::openclaw::identity::DeviceIdentity::load_or_create(&cfg.state_dir.join("gateway"))
             .map_err(|e| ServeError::Gateway(e.to_string()))?;

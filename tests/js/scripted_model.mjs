@@ -6,6 +6,8 @@
 // so a test sees what reached the agent. Prints "listening <port>" when ready.
 // A message without a script line gets $SCRIPTED_MODEL_DEFAULT (a script line's JSON) when set,
 // so a recipe written for people ("List my workspace with ls") drives a real turn too.
+// With $SCRIPTED_MODEL_KEY set, a request without `Authorization: Bearer <that key>` gets 401
+// (and a log line saying so, without the header): a provider whose key must arrive.
 // Usage: node scripted_model.mjs <port> <logfile>
 import http from "node:http";
 import fs from "node:fs";
@@ -46,6 +48,13 @@ const server = http.createServer((req, res) => {
   let body = "";
   req.on("data", (c) => (body += c));
   req.on("end", () => {
+    const key = process.env.SCRIPTED_MODEL_KEY;
+    if (key && req.headers.authorization !== `Bearer ${key}`) {
+      if (log) fs.appendFileSync(log, JSON.stringify({ unauthorized: req.url }) + "\n");
+      res.writeHead(401, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: "invalid api key", type: "invalid_request_error" } }));
+      return;
+    }
     if (req.method === "GET") {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ object: "list", data: [{ id: "fake-1", object: "model" }] }));

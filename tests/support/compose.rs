@@ -16,6 +16,9 @@ pub const BASE_IMAGE: &str = "localhost/debian:bookworm";
 pub const OPENCLAW: &str = "2026.9.6";
 /// Where tests/data/compose/e2e.yml puts the scripted model (on the egress network).
 pub const MODEL_ADDR: &str = "172.30.78.10:8080";
+/// The model key the deployment is given as a file; the scripted model requires it
+/// (`SCRIPTED_MODEL_KEY` in tests/data/compose/e2e.yml).
+pub const MODEL_KEY: &str = "sk-e2e-file-secret-51c7";
 /// The images, as the compose file names them.
 pub const IMAGES: [(&str, &str); 3] = [
     ("sanctum/guard:local", "docker/guard.Dockerfile"),
@@ -230,6 +233,16 @@ impl Stack {
         self.overrides.push(file);
         self.env
             .push(("SANCTUM_EGRESS_ALLOW".into(), MODEL_ADDR.into()));
+        // The deployment's model key file, as a user gives it: theirs (root's here), 0600.
+        // Outside the build context: no image layer ever holds it.
+        let key = self.dir.path().join("model-api-key");
+        std::fs::write(&key, format!("{MODEL_KEY}\n")).unwrap();
+        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        self.env.push((
+            "SANCTUM_MODEL_KEY_FILE".into(),
+            key.to_string_lossy().into_owned(),
+        ));
         self
     }
 

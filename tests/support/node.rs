@@ -318,7 +318,7 @@ impl NodeProc {
         extra: &[&str],
     ) -> NodeProc {
         let token = dir.join("gw-token");
-        std::fs::write(&token, GW_TOKEN).expect("token");
+        super::process::write_secret(&token, GW_TOKEN);
         let log = dir.join(format!("node-{}.log", now_ms()));
         let mut c = match wrapper.split_first() {
             Some((first, rest)) => {

@@ -225,3 +225,10 @@ pub const GIT_READS: [(&[&str], &str); 3] = [
     (&["git", "log", "--oneline"], "second-commit"),
     (&["git", "diff", "--stat"], "a.txt | 1 +"),
 ];
+
+/// Writes a token file as a deployment must: 0600 (the guard refuses one others can read).
+pub fn write_secret(path: &Path, text: &str) {
+    std::fs::write(path, text).expect("secret file");
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .expect("chmod secret file");
+}

@@ -96,7 +96,7 @@ impl Web {
     /// Returns once the approver is connected.
     pub fn approver_of(world: World, gateway_port: u16, extra: &[&str]) -> Web {
         let token = world.tmp.path().join("gw-token");
-        std::fs::write(&token, super::node::GW_TOKEN).expect("token");
+        super::process::write_secret(&token, super::node::GW_TOKEN);
         let port = free_port();
         let listen = format!("127.0.0.1:{port}");
         let url = format!("ws://127.0.0.1:{gateway_port}");
