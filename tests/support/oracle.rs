@@ -55,6 +55,8 @@ const WS_FILES: &[(&str, &str)] = &[
     ("package.json", "{\"name\": \"x\"}\n"),
     ("README.md", "# x\nfoo bar\n"),
     ("app/.env.example", "API_KEY=\n"),
+    // A repository may carry an ignore file that whitelists a hidden secret for `rg`.
+    ("app/.ignore", "!.env\n"),
     ("app/main.py", "print(1)\n"),
     ("app/lib/util.py", "\n"),
     ("docs/guide.md", "guide\n"),

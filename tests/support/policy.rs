@@ -218,6 +218,8 @@ pub fn attack_world() -> AgentHome {
             // A dotenv file below the root: secret by name wherever it is.
             ("app/.env", "API_KEY=SGMARK-app-env"),
             ("app/.env.example", "API_KEY="),
+            // What a cloned repository may carry: `rg` then reads the hidden secret.
+            ("app/.ignore", "!.env\n"),
             ("app/main.py", "print(1)\n"),
             ("app/lib/util.py", "\n"),
             // A secret by name that is not hidden: `rg` skips dotfiles but reads this one.

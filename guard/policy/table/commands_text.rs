@@ -74,9 +74,98 @@ pub(super) fn grep(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, 
             k.recursive_names(c, f);
             if !names_only {
                 k.walk_below(c, f, &walk);
+                if !hidden {
+                    hidden_secrets_below(k, c, f, &walk, &rg_types(&parsed));
+                }
             }
         }
     }
+}
+
+/// `rg` skips hidden entries only until an ignore file whitelists one (`!.env` in a
+/// `.ignore`, `.rgignore` or `.gitignore` below or above, or the global excludes file), which a
+/// cloned repository can carry and which no walk here can fully see: a hidden secret below is
+/// a person's call.
+fn hidden_secrets_below(
+    k: &Checker,
+    c: &mut Classification,
+    f: &Word,
+    walk: &Walk,
+    types: &Option<Vec<&'static str>>,
+) {
+    let keep = |name: &str| match types {
+        Some(exts) => exts.iter().any(|e| name.ends_with(e)),
+        None => true,
+    };
+    let mut hidden = Classification::default();
+    k.walk_below(
+        &mut hidden,
+        f,
+        &Walk {
+            hidden: true,
+            keep: &keep,
+            ..*walk
+        },
+    );
+    if let Some(hit) = hidden
+        .findings
+        .iter()
+        .find(|x| x.category == Category::SensitivePath)
+    {
+        c.add(
+            Category::Unanalysable,
+            "ignore-whitelist",
+            format!(
+                "`rg` skips hidden files unless an ignore file whitelists them; {}",
+                hit.reason.message
+            ),
+        );
+    }
+}
+
+/// The file endings `rg -t TYPE…` limits a search to, when every type is a built-in one
+/// named here and nothing redefines types (`--type-add`, `--type-clear`) or excludes them
+/// (`-T`: the rest is then searched); `None`: every file may be searched.
+fn rg_types(parsed: &super::grammar::Parsed) -> Option<Vec<&'static str>> {
+    const TYPES: &[(&str, &[&str])] = &[
+        ("py", &[".py", ".pyi"]),
+        ("rust", &[".rs"]),
+        ("js", &[".js", ".mjs", ".cjs", ".jsx", ".vue"]),
+        ("ts", &[".ts", ".tsx", ".cts", ".mts"]),
+        ("go", &[".go"]),
+        ("java", &[".java", ".jsp", ".jspx", ".properties"]),
+        ("c", &[".c", ".h", ".H", ".cats"]),
+        (
+            "md",
+            &[
+                ".md",
+                ".markdown",
+                ".mdown",
+                ".mdwn",
+                ".mkd",
+                ".mkdn",
+                ".mdx",
+                ".ron",
+            ],
+        ),
+        (
+            "sh",
+            &[".sh", ".bash", ".zsh", ".ksh", ".csh", ".tcsh", ".fish"],
+        ),
+    ];
+    if ["type-add", "type-clear", "type-not"]
+        .iter()
+        .any(|o| parsed.has(o))
+    {
+        return None;
+    }
+    let mut exts = Vec::new();
+    for v in parsed.values("type") {
+        let name = v.value.as_deref()?;
+        let (_, e) = TYPES.iter().find(|(t, _)| *t == name)?;
+        exts.extend_from_slice(e);
+    }
+    (!exts.is_empty()).then_some(exts)
 }
 
 /// One sed command of a script: addresses, `!`, then a command that only prints, deletes,
