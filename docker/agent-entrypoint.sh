@@ -36,7 +36,7 @@ if [ "${1:-}" = init-secrets ]; then
     chmod 0440 "$tmp" && chown 1000:10001 "$tmp" && mv "$tmp" "$f"
     log "created $f"
   done
-  # The model provider's key (compose secret `model-api-key`; empty: none): a copy for the
+  # The model provider's key (SANCTUM_MODEL_KEY_FILE, mounted here only; empty: none): a copy for the
   # agent's user alone, 0400 with one link, as OpenClaw's file SecretRef requires; the guard's
   # group cannot read it. Replaced at every start, removed when no key is given.
   src=/run/host-secrets/model-api-key

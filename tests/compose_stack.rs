@@ -207,6 +207,47 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         !connects(&stack, "agent", &guard_on_control, 8484),
         "the agent reached the guard's web port on control-net"
     );
+    // The Scout browses through its own network (a default route there), which no other
+    // service is on: from it, neither the guard (web prompt, front door) nor the gateway is
+    // reachable, and its DevTools listen on the execution-net address only.
+    let scout_routes = output_text(&stack.exec("scout", "cat /proc/net/route"));
+    assert!(
+        scout_routes
+            .lines()
+            .skip(1)
+            .any(|l| l.split_whitespace().nth(1) == Some("00000000")),
+        "the Scout has no way out:\n{scout_routes}"
+    );
+    for (addr, port) in [
+        ("172.30.76.2", 8484),
+        ("172.30.76.2", 18790),
+        ("172.30.75.2", 8484),
+        ("172.30.75.3", 3128),
+    ] {
+        assert!(
+            !connects(&stack, "scout", addr, port),
+            "the Scout reached {addr}:{port}"
+        );
+    }
+    let scout_out = stack.inspect(
+        "scout",
+        &format!(
+            "{{{{(index .NetworkSettings.Networks \"{}_scout-egress-net\").IPAddress}}}}",
+            stack.project
+        ),
+    );
+    assert!(
+        !scout_out.is_empty(),
+        "the Scout has no scout-egress-net address"
+    );
+    assert!(
+        std::net::TcpStream::connect_timeout(
+            &format!("{scout_out}:9222").parse().unwrap(),
+            Duration::from_secs(3)
+        )
+        .is_err(),
+        "DevTools answer on the Scout's way out ({scout_out})"
+    );
     // The gateway listens on the agent's control-net address and loopback only: the Scout,
     // beside the agent on execution-net, reaches it on neither of the agent's addresses.
     let agent_on_execution = stack.inspect(
