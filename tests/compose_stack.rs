@@ -91,6 +91,33 @@ fn status_field(status: &str, key: &str) -> String {
         .to_owned()
 }
 
+/// `service`'s address on the project's network `net` (empty when it has none).
+fn address_on(stack: &Stack, service: &str, net: &str) -> String {
+    let field = format!(
+        "{{{{(index .NetworkSettings.Networks \"{}_{net}\").IPAddress}}}}",
+        stack.project
+    );
+    stack.inspect(service, &field)
+}
+
+/// A New Task whose tool call runs by itself: its output (`marker`) reaches the model; the
+/// seconds it took.
+fn autonomous_turn(
+    stack: &Stack,
+    web: &WebClient,
+    login: &Login,
+    what: &str,
+    (tool, arguments): (&str, Value),
+    marker: &str,
+) -> f64 {
+    let t = Instant::now();
+    new_task(web, login, tool, arguments);
+    wait_until(what, Duration::from_secs(240), || {
+        tool_results(stack).contains(marker).then_some(())
+    });
+    t.elapsed().as_secs_f64()
+}
+
 /// A TCP connect from `service`'s container, by bash's /dev/tcp (3 s at most).
 fn connects(stack: &Stack, service: &str, host: &str, port: u16) -> bool {
     let script = format!("timeout 3 bash -c '</dev/tcp/{host}/{port}' 2>/dev/null && echo OPEN");
@@ -195,13 +222,7 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         !connects(&stack, "agent", "172.30.76.2", 8484),
         "the agent reached the guard's web prompt"
     );
-    let guard_on_control = stack.inspect(
-        "guard",
-        &format!(
-            "{{{{(index .NetworkSettings.Networks \"{}_control-net\").IPAddress}}}}",
-            stack.project
-        ),
-    );
+    let guard_on_control = address_on(&stack, "guard", "control-net");
     assert_eq!(guard_on_control, "172.30.75.2");
     assert!(
         !connects(&stack, "agent", &guard_on_control, 8484),
@@ -229,13 +250,7 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
             "the Scout reached {addr}:{port}"
         );
     }
-    let scout_out = stack.inspect(
-        "scout",
-        &format!(
-            "{{{{(index .NetworkSettings.Networks \"{}_scout-egress-net\").IPAddress}}}}",
-            stack.project
-        ),
-    );
+    let scout_out = address_on(&stack, "scout", "scout-egress-net");
     assert!(
         !scout_out.is_empty(),
         "the Scout has no scout-egress-net address"
@@ -250,13 +265,7 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
     );
     // The gateway listens on the agent's control-net address and loopback only: the Scout,
     // beside the agent on execution-net, reaches it on neither of the agent's addresses.
-    let agent_on_execution = stack.inspect(
-        "agent",
-        &format!(
-            "{{{{(index .NetworkSettings.Networks \"{}_execution-net\").IPAddress}}}}",
-            stack.project
-        ),
-    );
+    let agent_on_execution = address_on(&stack, "agent", "execution-net");
     assert!(
         agent_on_execution.starts_with("172.30.77."),
         "{agent_on_execution}"
@@ -376,33 +385,29 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         .arg(home.join(".ssh"))
         .arg(workspace.join("readme.txt"))
         .status();
-    let turn = Instant::now();
     // An autonomous read (the `read` tool, asked by the plugin) runs by itself: its content
     // reaches the model.
-    new_task(&web, &login, "read", json!({"path":"readme.txt"}));
-    wait_until(
+    let secs = autonomous_turn(
+        &stack,
+        &web,
+        &login,
         "the autonomous read's output at the model",
-        Duration::from_secs(240),
-        || tool_results(&stack).contains(MARKER).then_some(()),
+        ("read", json!({"path":"readme.txt"})),
+        MARKER,
     );
-    eprintln!(
-        "compose_stack: New Task -> autonomous read at the model in {:.1} s",
-        turn.elapsed().as_secs_f64()
-    );
+    eprintln!("compose_stack: New Task -> autonomous read at the model in {secs:.1} s");
     // A shell read through the node runs by itself too: the guard judges it with the agent
     // image's programs (the snapshot `init` took), not with its own container's, which has none.
     std::fs::write(workspace.join(LS_MARKER), "").unwrap();
-    let ls = Instant::now();
-    new_task(&web, &login, "exec", json!({"command":"ls"}));
-    wait_until(
+    let secs = autonomous_turn(
+        &stack,
+        &web,
+        &login,
         "the autonomous shell read's output at the model",
-        Duration::from_secs(240),
-        || tool_results(&stack).contains(LS_MARKER).then_some(()),
+        ("exec", json!({"command":"ls"})),
+        LS_MARKER,
     );
-    eprintln!(
-        "compose_stack: New Task -> autonomous shell ls at the model in {:.1} s",
-        ls.elapsed().as_secs_f64()
-    );
+    eprintln!("compose_stack: New Task -> autonomous shell ls at the model in {secs:.1} s");
     // A `write` tool call (asked by the plugin) waits as a card; approved, its file appears.
     new_task(
         &web,

@@ -8,17 +8,15 @@
 use crate::policy::facts::agent_fs::{
     AgentFs, Entry, Object, Snapshot, SnapshotError, MAX_ENTRIES, SNAPSHOT_VERSION,
 };
-use crate::policy::facts::Facts;
+use crate::policy::facts::{resolve_with, Facts, Step};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Largest snapshot file read (a Debian image's PATH directories take ~100 KB).
 const MAX_FILE: u64 = 64 * 1024 * 1024;
-/// Symlinks followed on one way before it is given up (the kernel's limit).
-const MAX_LINKS: usize = 40;
 
 #[derive(Debug, thiserror::Error)]
 pub enum FsSnapshotError {
@@ -87,44 +85,21 @@ impl Taker {
     /// Resolves `p` as the kernel would, recording every object on the way; the resolved
     /// path, or `None` when the way ends (missing, a loop, a name under a file).
     fn follow(&mut self, p: &Path) -> Result<Option<PathBuf>, FsSnapshotError> {
-        let mut pending: Vec<PathBuf> = p
-            .components()
-            .rev()
-            .map(|c| PathBuf::from(c.as_os_str()))
-            .collect();
-        let mut cur = PathBuf::from("/");
-        let mut links = 0;
-        while let Some(name) = pending.pop() {
-            match Path::new(&name).components().next() {
-                Some(Component::RootDir) => cur = PathBuf::from("/"),
-                Some(Component::ParentDir) => {
-                    cur.pop();
-                }
-                Some(Component::Normal(n)) => {
-                    let next = cur.join(n);
-                    match self.record(&next)? {
-                        None => return Ok(None),
-                        Some(Object::Link { target }) => {
-                            links += 1;
-                            if links > MAX_LINKS {
-                                return Ok(None);
-                            }
-                            pending.extend(
-                                target
-                                    .components()
-                                    .rev()
-                                    .map(|c| PathBuf::from(c.as_os_str())),
-                            );
-                        }
-                        Some(Object::Dir { .. }) => cur = next,
-                        Some(_) if pending.is_empty() => cur = next,
-                        Some(_) => return Ok(None),
-                    }
-                }
-                _ => {}
+        let mut failed = None;
+        let resolved = resolve_with(p, true, |next| match self.record(next) {
+            Ok(None) => Step::Missing,
+            Ok(Some(Object::Link { target })) => Step::Link(target),
+            Ok(Some(Object::Dir { .. })) => Step::Dir,
+            Ok(Some(_)) => Step::Leaf,
+            Err(e) => {
+                failed = Some(e);
+                Step::Unknown
             }
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(resolved.ok()),
         }
-        Ok(Some(cur))
     }
 
     /// Every name in directory `d` (already resolved), and the way to each link's target.

@@ -147,7 +147,7 @@ pub struct FakeFs {
 }
 
 /// Symlinks followed before a look-up gives up (the kernel's limit).
-const MAX_LINKS: usize = 40;
+pub const MAX_LINKS: usize = 40;
 
 impl FakeFs {
     pub fn new() -> Self {
@@ -187,50 +187,84 @@ impl FakeFs {
     /// The node `p` names with every symlink on the way resolved (the last one too when
     /// `follow`), and its resolved path.
     fn walk(&self, p: &Path, follow: bool) -> Option<(PathBuf, &Node)> {
-        if !p.is_absolute() {
-            return None;
-        }
-        let mut pending: Vec<PathBuf> = p
-            .components()
-            .rev()
-            .map(|c| PathBuf::from(c.as_os_str()))
-            .collect();
-        let mut cur = PathBuf::from("/");
-        let mut links = 0;
-        while let Some(name) = pending.pop() {
-            match Path::new(&name).components().next() {
-                Some(Component::RootDir) => cur = PathBuf::from("/"),
-                Some(Component::CurDir) | None => {}
-                Some(Component::ParentDir) => {
-                    cur.pop();
-                }
-                Some(Component::Normal(n)) => {
-                    let next = cur.join(n);
-                    match self.nodes.get(&next)? {
-                        Node::Link(t) if follow || !pending.is_empty() => {
-                            links += 1;
-                            if links > MAX_LINKS {
-                                return None;
-                            }
-                            let t = if t.is_absolute() {
-                                t.clone()
-                            } else {
-                                cur.join(t)
-                            };
-                            pending
-                                .extend(t.components().rev().map(|c| PathBuf::from(c.as_os_str())));
-                        }
-                        Node::Dir => cur = next,
-                        _ if !pending.is_empty() => return None,
-                        _ => cur = next,
-                    }
-                }
-                Some(Component::Prefix(_)) => return None,
-            }
-        }
+        let cur = resolve_with(p, follow, |next| match self.nodes.get(next) {
+            None => Step::Missing,
+            Some(Node::Dir) => Step::Dir,
+            Some(Node::Link(t)) => Step::Link(t.clone()),
+            Some(Node::File(_)) => Step::Leaf,
+        })
+        .ok()?;
         let node = self.nodes.get(&cur)?;
         Some((cur, node))
     }
+}
+
+/// What one component of a walk is, to the source the walk asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    Dir,
+    Link(PathBuf),
+    /// Anything that is neither (a file, a device): nothing can be below it.
+    Leaf,
+    Missing,
+    Unknown,
+}
+
+/// Why a walk stopped short of its path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Missing,
+    Unknown,
+}
+
+/// Resolves absolute `p` component by component as the kernel does, asking `look` what
+/// each component is: `..` drops the last component, every symlink on the way is expanded
+/// (the last one too when `follow`), at most [`MAX_LINKS`] of them, and a name below a leaf
+/// is missing (`ENOTDIR`). The resolved path; a relative `p` is unknown.
+pub fn resolve_with(
+    p: &Path,
+    follow: bool,
+    mut look: impl FnMut(&Path) -> Step,
+) -> Result<PathBuf, Stop> {
+    if !p.is_absolute() {
+        return Err(Stop::Unknown);
+    }
+    let parts = |p: &Path| {
+        p.components()
+            .rev()
+            .map(|c| PathBuf::from(c.as_os_str()))
+            .collect::<Vec<_>>()
+    };
+    let mut pending = parts(p);
+    let mut cur = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(name) = pending.pop() {
+        match Path::new(&name).components().next() {
+            Some(Component::RootDir) => cur = PathBuf::from("/"),
+            Some(Component::CurDir) | None => {}
+            Some(Component::ParentDir) => {
+                cur.pop();
+            }
+            Some(Component::Normal(n)) => {
+                let next = cur.join(n);
+                match look(&next) {
+                    Step::Link(t) if follow || !pending.is_empty() => {
+                        links += 1;
+                        if links > MAX_LINKS {
+                            return Err(Stop::Missing);
+                        }
+                        pending.extend(parts(&t));
+                    }
+                    Step::Dir | Step::Link(_) => cur = next,
+                    Step::Leaf if pending.is_empty() => cur = next,
+                    Step::Leaf | Step::Missing => return Err(Stop::Missing),
+                    Step::Unknown => return Err(Stop::Unknown),
+                }
+            }
+            Some(Component::Prefix(_)) => return Err(Stop::Unknown),
+        }
+    }
+    Ok(cur)
 }
 
 fn meta_of(n: &Node) -> Meta {

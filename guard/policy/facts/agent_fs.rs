@@ -7,7 +7,7 @@
 //! the guard's own filesystem would be wrong both ways: the guard's container has none of the
 //! agent's programs, and its `/tmp` is not the agent's.
 
-use super::{Facts, Kind, LinkStatus, Meta};
+use super::{resolve_with, Facts, Kind, LinkStatus, Meta, Step, Stop};
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use serde::{Deserialize, Serialize};
 use std::path::{Component, Path, PathBuf};
@@ -17,8 +17,6 @@ use std::sync::Arc;
 pub const SNAPSHOT_VERSION: u32 = 1;
 /// Entries one snapshot may hold (the agent image's PATH directories hold a few thousand).
 pub const MAX_ENTRIES: usize = 1_000_000;
-/// Symlinks followed before a look-up gives up (the kernel's limit).
-const MAX_LINKS: usize = 40;
 
 /// One object of the snapshot, as `lstat` (and `readlink`) saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,68 +190,23 @@ impl AgentFs {
     }
 
     /// What `p` names with every symlink on the way resolved (the last one too when
-    /// `follow`), and its resolved path. A relative `p` is unknown.
+    /// `follow`): its resolved path, `lstat` there and the link's target if it is one.
     fn walk(&self, p: &Path, follow: bool) -> Result<(PathBuf, Meta, Option<PathBuf>), Look> {
-        if !p.is_absolute() {
-            return Err(Look::Unknown);
+        let cur = resolve_with(p, follow, |next| match self.look(next) {
+            Look::Is(_, Some(t)) => Step::Link(t),
+            Look::Is(m, None) if m.is_dir() => Step::Dir,
+            Look::Is(..) => Step::Leaf,
+            Look::Missing => Step::Missing,
+            Look::Unknown => Step::Unknown,
+        })
+        .map_err(|e| match e {
+            Stop::Missing => Look::Missing,
+            Stop::Unknown => Look::Unknown,
+        })?;
+        match self.look(&cur) {
+            Look::Is(m, t) => Ok((cur, m, t)),
+            other => Err(other),
         }
-        let mut pending: Vec<PathBuf> = p
-            .components()
-            .rev()
-            .map(|c| PathBuf::from(c.as_os_str()))
-            .collect();
-        let mut cur = PathBuf::from("/");
-        let mut last = (
-            Meta {
-                kind: Kind::Dir,
-                mode: 0o755,
-            },
-            None,
-        );
-        let mut links = 0;
-        while let Some(name) = pending.pop() {
-            match Path::new(&name).components().next() {
-                Some(Component::RootDir) => {
-                    cur = PathBuf::from("/");
-                    last = match self.look(&cur) {
-                        Look::Is(m, t) => (m, t),
-                        other => return Err(other),
-                    };
-                }
-                Some(Component::CurDir) | None => {}
-                Some(Component::ParentDir) => {
-                    cur.pop();
-                    last = match self.look(&cur) {
-                        Look::Is(m, t) => (m, t),
-                        other => return Err(other),
-                    };
-                }
-                Some(Component::Normal(n)) => {
-                    if !last.0.is_dir() {
-                        // A name under a file: ENOTDIR, nothing there.
-                        return Err(Look::Missing);
-                    }
-                    let next = cur.join(n);
-                    match self.look(&next) {
-                        Look::Is(_, Some(t)) if follow || !pending.is_empty() => {
-                            links += 1;
-                            if links > MAX_LINKS {
-                                return Err(Look::Missing);
-                            }
-                            pending
-                                .extend(t.components().rev().map(|c| PathBuf::from(c.as_os_str())));
-                        }
-                        Look::Is(m, t) => {
-                            cur = next;
-                            last = (m, t);
-                        }
-                        other => return Err(other),
-                    }
-                }
-                Some(Component::Prefix(_)) => return Err(Look::Unknown),
-            }
-        }
-        Ok((cur, last.0, last.1))
     }
 }
 
