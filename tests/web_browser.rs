@@ -27,6 +27,16 @@ async fn card_id(c: &Client, needle: &str) -> String {
         .to_owned()
 }
 
+/// Visible one-line fields whose placeholder is wider than the room inside them (measured in
+/// the field's own font): `[]` when every placeholder fits.
+const PLACEHOLDERS_CUT: &str = "const g = document.createElement('canvas').getContext('2d'); \
+    return [...document.querySelectorAll('input[placeholder]')] \
+      .filter(i => i.offsetParent !== null) \
+      .map(i => { const s = getComputedStyle(i); g.font = s.font; \
+        return { field: i.id || i.getAttribute('aria-label'), text: g.measureText(i.placeholder).width, \
+                 room: i.clientWidth - parseFloat(s.paddingLeft) - parseFloat(s.paddingRight) }; }) \
+      .filter(x => x.text > x.room + 1);";
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn web_prompt_in_chromium() {
     // Long enough for the steps below on a loaded machine; the expiry step waits it out.
@@ -174,6 +184,8 @@ async fn web_prompt_in_chromium() {
     .await;
     shot(&c, "inbox-phone.png").await;
     assert_eq!(phone_fits, json!(true), "page wider than a phone");
+    let cut = js(&c, PLACEHOLDERS_CUT, vec![]).await;
+    assert_eq!(cut, json!([]), "placeholders cut at phone width");
     c.set_window_size(1280, 1000).await.expect("desktop");
 
     // Deny with a reason: typed in the card, sent with the Deny button.
@@ -495,6 +507,8 @@ async fn web_prompt_in_chromium() {
     .await;
     shot(&c, "history-desktop.png").await;
     c.set_window_size(390, 844).await.expect("phone");
+    let cut = js(&c, PLACEHOLDERS_CUT, vec![]).await;
+    assert_eq!(cut, json!([]), "History placeholders cut at phone width");
     shot(&c, "history-phone.png").await;
     c.set_window_size(1280, 1000).await.expect("desktop");
 

@@ -87,7 +87,7 @@
     const reasons = el('ul', { class: 'reasons' });
     for (const r of e.reasons || []) reasons.appendChild(el('li', {}, el('code', {}, vis(r.code)), ' ', vis(r.message)));
     const reason = el('input', { class: 'reason', type: 'text', maxlength: '500',
-      placeholder: 'Reason for denying (optional; the agent sees it)', 'aria-label': 'Reason for denying' });
+      placeholder: 'Reason (optional; the agent sees it)', 'aria-label': 'Reason for denying' });
     const offered = e.offered || [];
     // Accessible names carry the command, so a screen reader says what each button decides.
     const what = SG.visText(e.summary).slice(0, 160);
