@@ -15,11 +15,16 @@ use support::node::*;
 
 const TOKEN: &str = "agent-fs-token-0123456789abcdefghij";
 
-fn node_request(id: &str, argv: &[&str]) -> String {
+fn node_request(w: &World, id: &str, argv: &[&str]) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let ws = w.oc_state.join("workspace");
+    std::fs::create_dir_all(&ws).expect("workspace");
+    let m = std::fs::metadata(&ws).expect("stat workspace");
     json!({"type":"request","token":TOKEN,"id":id,"request":{"command":argv.join(" "),
         "cwd":"/tmp","host":"node","agentId":"main","sessionKey":"agent:main:n",
         "commandArgv":argv,"envKeys":[],"source":"node","runId":"run-1","nodeId":"node-x",
-        "timeoutMs":1_500,"nodeVerdict":{"kind":"allow","reasons":[]}}})
+        "timeoutMs":1_500,"nodeVerdict":{"kind":"allow","reasons":[],
+        "workspace":{"dev":m.dev(),"ino":m.ino()}}}})
     .to_string()
         + "\n"
 }
@@ -71,7 +76,7 @@ fn decision_of(w: &World, snap: &Value, id: &str, argv: &[&str]) -> (Value, Vec<
     let serve = Serve::start(w, &[], &["--config", cfg.to_str().expect("utf8")]);
     let r = first_json(&raw_exchange(
         &w.socket(),
-        node_request(id, argv).as_bytes(),
+        node_request(w, id, argv).as_bytes(),
         false,
     ));
     drop(serve);

@@ -12,13 +12,23 @@ use support::node::*;
 
 const TOKEN: &str = "node-socket-token-0123456789abcdef";
 
-fn node_request(token: &str, id: &str, argv: &[&str], wait_ms: u64) -> String {
+fn node_request(w: &World, token: &str, id: &str, argv: &[&str], wait_ms: u64) -> String {
     json!({"type":"request","token":token,"id":id,"request":{"command":argv.join(" "),
         "cwd":"/tmp","host":"node","agentId":"main","sessionKey":"agent:main:n",
         "commandArgv":argv,"envKeys":[],"source":"node","runId":"run-1","nodeId":"node-x",
-        "timeoutMs":wait_ms,"nodeVerdict":{"kind":"allow","reasons":[]}}})
+        "timeoutMs":wait_ms,
+        "nodeVerdict":{"kind":"allow","reasons":[],"workspace":workspace_stamp(w)}}})
     .to_string()
         + "\n"
+}
+
+/// The guard's workspace as the node names it (`stat`'s device and inode): the same directory.
+fn workspace_stamp(w: &World) -> Value {
+    use std::os::unix::fs::MetadataExt;
+    let ws = w.oc_state.join("workspace");
+    std::fs::create_dir_all(&ws).expect("workspace");
+    let m = std::fs::metadata(&ws).expect("stat workspace");
+    json!({"dev": m.dev(), "ino": m.ino()})
 }
 
 /// What the node saw on its own filesystem counts: the sidecar's answer is never laxer than
@@ -35,8 +45,10 @@ fn the_nodes_own_verdict_is_a_floor() {
         ))
     };
     let base = |id: &str| -> Value {
-        serde_json::from_str(node_request(TOKEN, id, &["/bin/sh", "-lc", "ls /usr"], 1_500).trim())
-            .expect("json")
+        serde_json::from_str(
+            node_request(&w, TOKEN, id, &["/bin/sh", "-lc", "ls /usr"], 1_500).trim(),
+        )
+        .expect("json")
     };
     assert_eq!(
         ask(base("f0"))["decision"],
@@ -61,6 +73,19 @@ fn the_nodes_own_verdict_is_a_floor() {
         "nobody answered a gated request: {r}"
     );
     assert_eq!(r["reason"], "approval-timeout", "{r}");
+    // A node whose workspace is another directory than this guard's: the guard's view of
+    // workspace paths does not count, so nothing is autonomous.
+    let mut elsewhere = base("f4");
+    elsewhere["request"]["nodeVerdict"]["workspace"]["ino"] = json!(1);
+    let r = ask(elsewhere);
+    assert_eq!(r["reason"], "approval-timeout", "{r}");
+    let mut unstamped = base("f5");
+    unstamped["request"]["nodeVerdict"]
+        .as_object_mut()
+        .expect("obj")
+        .remove("workspace");
+    let r = ask(unstamped);
+    assert_eq!(r["reason"], "approval-timeout", "{r}");
     let mut none = base("f3");
     none["request"]
         .as_object_mut()
@@ -71,7 +96,7 @@ fn the_nodes_own_verdict_is_a_floor() {
         r["reason"], "approval-timeout",
         "no node verdict, no autonomy: {r}"
     );
-    audit_with(&w, &["node-facts-missing"]);
+    audit_with(&w, &["node-facts-missing", "workspace-unverified"]);
 }
 
 #[test]
@@ -81,6 +106,7 @@ fn node_requests_get_verdicts_with_reason_and_profile() {
     let ask = |line: String| first_json(&raw_exchange(&w.socket(), line.as_bytes(), false));
 
     let r = ask(node_request(
+        &w,
         TOKEN,
         "a1",
         &["/bin/sh", "-lc", "ls /usr"],
@@ -96,7 +122,14 @@ fn node_requests_get_verdicts_with_reason_and_profile() {
 
     // Blocked whatever the display text says: the argv is judged.
     let mut line: Value = serde_json::from_str(
-        node_request(TOKEN, "a2", &["/bin/sh", "-lc", "cat /etc/shadow"], 10_000).trim(),
+        node_request(
+            &w,
+            TOKEN,
+            "a2",
+            &["/bin/sh", "-lc", "cat /etc/shadow"],
+            10_000,
+        )
+        .trim(),
     )
     .expect("json");
     line["request"]["command"] = json!("ls");
@@ -105,6 +138,7 @@ fn node_requests_get_verdicts_with_reason_and_profile() {
     assert_eq!(r["reason"], "sensitive-path", "{r}");
 
     let r = ask(node_request(
+        &w,
         "wrong-token",
         "a3",
         &["/bin/sh", "-lc", "ls"],
@@ -114,7 +148,7 @@ fn node_requests_get_verdicts_with_reason_and_profile() {
     assert_eq!(r["reason"], "token", "{r}");
 
     let mut line: Value =
-        serde_json::from_str(node_request(TOKEN, "a4", &["ls"], 10_000).trim()).expect("json");
+        serde_json::from_str(node_request(&w, TOKEN, "a4", &["ls"], 10_000).trim()).expect("json");
     line["request"]["commandArgv"] = json!([]);
     let r = ask(line.to_string() + "\n");
     assert_eq!(
@@ -125,6 +159,7 @@ fn node_requests_get_verdicts_with_reason_and_profile() {
     // Gated: the node's wait bounds the decision (fallback deny once it is over) ...
     let started = Instant::now();
     let r = ask(node_request(
+        &w,
         TOKEN,
         "a5",
         &["/bin/sh", "-lc", "echo x > /tmp/never"],
@@ -139,13 +174,15 @@ fn node_requests_get_verdicts_with_reason_and_profile() {
 
     // ... and a person approves through the real CLI within it.
     let sock = w.socket();
-    let asker = std::thread::spawn(move || {
-        first_json(&raw_exchange(
-            &sock,
-            node_request(TOKEN, "a6", &["/bin/sh", "-lc", "echo x > /tmp/f"], 60_000).as_bytes(),
-            false,
-        ))
-    });
+    let line = node_request(
+        &w,
+        TOKEN,
+        "a6",
+        &["/bin/sh", "-lc", "echo x > /tmp/f"],
+        60_000,
+    );
+    let asker =
+        std::thread::spawn(move || first_json(&raw_exchange(&sock, line.as_bytes(), false)));
     let (inbox_id, req) = wait_until("the pending entry", Duration::from_secs(30), || {
         pending(&w.guard_state)
             .into_iter()

@@ -56,8 +56,9 @@ impl SocketDecider {
     /// A deny unless the sidecar says `allow-once`/`allow-always` for this very request id.
     /// `mine` is the node's own verdict on the plan (its kind and reasons go with the
     /// request: the sidecar's verdict is never laxer).
-    pub async fn ask(&self, a: &Ask, mine: &Verdict) -> Answer {
-        let node_verdict = json!({"kind":mine.kind,"reasons":mine.reasons});
+    pub async fn ask(&self, a: &Ask, mine: &Verdict, workspace: &std::path::Path) -> Answer {
+        let stamp = crate::socket::wire::WorkspaceStamp::of(workspace);
+        let node_verdict = json!({"kind":mine.kind,"reasons":mine.reasons,"workspace":stamp});
         let frame = json!({"type":"request","token":self.token,"id":a.id,"request":{
             "command":a.command_text,"cwd":a.cwd,"host":"node","agentId":a.agent_id,
             "sessionKey":a.session_key,"commandArgv":a.argv,"envKeys":a.env_keys,"envShown":a.env,
@@ -246,7 +247,7 @@ async fn decide_remote(r: &Remote, a: &Ask, req: &Request, plan: &ExecPlan, conn
     // cancels the request as gone.
     let mut verdict = r.judge.decide_plan(req, plan);
     let mut answer = tokio::select! {
-        answer = r.socket.ask(a, &verdict) => answer,
+        answer = r.socket.ask(a, &verdict, &r.judge.deployment().workspace) => answer,
         _ = conn.gone() => Answer::deny("requester-gone"),
     };
     let stricter_here = match verdict.kind {

@@ -7,7 +7,7 @@
 use super::auth::Peer;
 use super::decision::peer_id;
 use super::peer::PeerLink;
-use super::wire::{NodeVerdict, Reply, RequestFrame};
+use super::wire::{NodeVerdict, Reply, RequestFrame, WorkspaceStamp};
 use crate::audit::event::{AuditEvent, Origin, Requester, RunOutcome};
 use crate::engine::ask::{self, Ask, Outcome};
 use crate::engine::decision::{deny_text, now_ms};
@@ -77,7 +77,8 @@ pub async fn on_node_request(
         node_id: a.node_id.clone(),
         run_id: a.run_id.clone(),
     };
-    let verdict = stricter(engine.judge().decide(&req), r.node_verdict.as_ref());
+    let here = WorkspaceStamp::of(&engine.judge().deployment().workspace);
+    let verdict = stricter(engine.judge().decide(&req), r.node_verdict.as_ref(), here);
     let (decision, verdict) = engine
         .decide_verdict(&requester, &req, verdict, shutdown, async move {
             link.gone().await;
@@ -110,9 +111,12 @@ pub async fn on_node_request(
 /// The stricter of this guard's verdict and the node's. Paths are resolved where the command
 /// runs, which this guard may not see (another container or mount namespace): a node that
 /// sends no verdict of its own is never answered autonomously from this filesystem.
-fn stricter(mut mine: Verdict, node: Option<&NodeVerdict>) -> Verdict {
+fn stricter(
+    mut mine: Verdict,
+    node: Option<&NodeVerdict>,
+    here: Option<WorkspaceStamp>,
+) -> Verdict {
     let (kind, reasons) = match node {
-        Some(n) => (n.kind, n.reasons.clone()),
         None => (
             VerdictKind::Ask,
             vec![Reason::new(
@@ -120,6 +124,21 @@ fn stricter(mut mine: Verdict, node: Option<&NodeVerdict>) -> Verdict {
                 "the node sent no verdict of its own; this guard cannot see its filesystem",
             )],
         ),
+        // This guard judged workspace paths on its own filesystem: only sound when the
+        // node's workspace is the very directory this guard sees.
+        Some(n) if n.workspace.is_none() || n.workspace != here => {
+            let mut reasons = n.reasons.clone();
+            reasons.push(Reason::new(
+                "workspace-unverified",
+                "the node's workspace is not the directory this guard sees (device and inode differ, or one is unknown): its paths were judged elsewhere",
+            ));
+            let kind = match n.kind {
+                VerdictKind::Deny => VerdictKind::Deny,
+                _ => VerdictKind::Ask,
+            };
+            (kind, reasons)
+        }
+        Some(n) => (n.kind, n.reasons.clone()),
     };
     let rank = |k: VerdictKind| match k {
         VerdictKind::Allow => 0,
@@ -167,5 +186,82 @@ mod tests {
             Some(json!({"requestId":1}))
         )
         .is_none());
+    }
+
+    /// The answer is never laxer than the node's verdict, and this guard's own view of the
+    /// workspace counts only for the very directory the node judged.
+    #[test]
+    fn the_node_verdict_and_its_workspace_are_floors() {
+        use VerdictKind::{Allow, Ask, Deny};
+        let ws = WorkspaceStamp { dev: 1, ino: 2 };
+        let other = WorkspaceStamp { dev: 1, ino: 3 };
+        let node = |kind, workspace| NodeVerdict {
+            kind,
+            reasons: vec![],
+            workspace,
+        };
+        // (this guard's verdict, the node's, this guard's workspace, result, reason code)
+        type Row<'a> = (
+            VerdictKind,
+            Option<NodeVerdict>,
+            Option<WorkspaceStamp>,
+            VerdictKind,
+            Option<&'a str>,
+        );
+        let rows: &[Row] = &[
+            (Allow, Some(node(Allow, Some(ws))), Some(ws), Allow, None),
+            (Ask, Some(node(Allow, Some(ws))), Some(ws), Ask, None),
+            (Allow, Some(node(Ask, Some(ws))), Some(ws), Ask, None),
+            (Allow, Some(node(Deny, Some(ws))), Some(ws), Deny, None),
+            (Allow, None, Some(ws), Ask, Some("node-facts-missing")),
+            (
+                Allow,
+                Some(node(Allow, None)),
+                Some(ws),
+                Ask,
+                Some("workspace-unverified"),
+            ),
+            (
+                Allow,
+                Some(node(Allow, Some(other))),
+                Some(ws),
+                Ask,
+                Some("workspace-unverified"),
+            ),
+            (
+                Allow,
+                Some(node(Allow, Some(ws))),
+                None,
+                Ask,
+                Some("workspace-unverified"),
+            ),
+            (
+                Allow,
+                Some(node(Deny, Some(other))),
+                Some(ws),
+                Deny,
+                Some("workspace-unverified"),
+            ),
+            (Deny, Some(node(Allow, Some(other))), Some(ws), Deny, None),
+        ];
+        for (i, (mine, n, here, want, code)) in rows.iter().enumerate() {
+            let v = Verdict {
+                kind: *mine,
+                category: crate::policy::verdict::Category::Read,
+                reasons: vec![],
+                offered: vec![],
+                segments: vec![],
+                profile: None,
+            };
+            let got = stricter(v, n.as_ref(), *here);
+            assert_eq!(got.kind, *want, "row {i}");
+            if let Some(code) = code {
+                assert!(
+                    got.reasons.iter().any(|r| r.code == *code),
+                    "row {i}: {:?}",
+                    got.reasons
+                );
+            }
+        }
     }
 }
