@@ -46,7 +46,16 @@ fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
     let (_model, model_port, model_log) = start_model(&dir);
     let gw = Gateway::start(&dir, model_port, json!({}));
     let front = format!("127.0.0.1:{}", free_port());
-    let web = Web::approver_of(w, gw.port, &["--front-listen", &front]);
+    let web = Web::approver_of(
+        w,
+        gw.port,
+        &[
+            "--front-listen",
+            &front,
+            "--workspace",
+            ws.to_str().expect("utf8"),
+        ],
+    );
     let _node = NodeProc::start_for_guard(&dir, &gw, &web.world, &ws);
 
     // Refusals, before anything reaches the gateway.

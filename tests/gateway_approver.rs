@@ -198,6 +198,8 @@ fn a_node_exec_under_the_sanctum_config_is_asked_once() {
         &w,
         &[],
         &[
+            "--workspace",
+            ws.to_str().expect("utf8"),
             "--web-listen",
             "off",
             "--gateway-url",

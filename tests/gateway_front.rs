@@ -293,10 +293,15 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
     support::process::write_secret(&token, GW_TOKEN);
     let front = format!("127.0.0.1:{}", free_port());
     let upstream = format!("ws://127.0.0.1:{}", gw.port);
+    // The guard's node below works in this workspace: the sidecar's is the same directory.
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
     let serve = Serve::start(
         &w,
         &[],
         &[
+            "--workspace",
+            ws.to_str().expect("utf8"),
             "--web-listen",
             "off",
             "--front-listen",
@@ -384,8 +389,6 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
 
     // session/cancel through the door: a turn running `sleep 31` on the guard's node stops,
     // and its exec was decided once (by the node's request; the approver saw no second one).
-    let ws = dir.join("ws");
-    std::fs::create_dir_all(&ws).expect("ws");
     let node = NodeProc::start_for_guard(&dir, &gw, &w, &ws);
     let script = json!({"name":"exec","arguments":{"command":"sleep 31"}});
     let prompt = json!({"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{

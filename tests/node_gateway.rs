@@ -23,10 +23,11 @@ fn has(results: &[String], needle: &str) -> bool {
 fn agent_execs_go_through_the_guard_node_with_the_guards_verdicts() {
     let _one = one_gateway_at_a_time();
     let w = World::full(TOKEN);
-    let serve = Serve::start(&w, &[], &[]);
     let dir = w.tmp.path().to_path_buf();
     let ws = dir.join("ws");
     std::fs::create_dir_all(ws.join("sub")).expect("ws");
+    // The sidecar's workspace is the node's (one directory: the node's stamp matches).
+    let serve = Serve::start(&w, &[], &["--workspace", ws.to_str().expect("utf8")]);
     std::fs::write(ws.join(MARKER), "").expect("marker");
     let (_model, model_port, model_log) = start_model(&dir);
     let gw = Gateway::start(&dir, model_port, json!({}));
