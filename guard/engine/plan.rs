@@ -29,6 +29,26 @@ pub struct Deployment {
     pub agent_path: String,
 }
 
+/// A directory's identity: the same (device, inode) in two mount namespaces is one directory
+/// of one filesystem (a volume both containers mount).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+pub struct WorkspaceStamp {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+impl WorkspaceStamp {
+    /// `dir`'s identity; `None` when it cannot be read.
+    pub fn of(dir: &std::path::Path) -> Option<WorkspaceStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(dir).ok().filter(|m| m.is_dir())?;
+        Some(WorkspaceStamp {
+            dev: m.dev(),
+            ino: m.ino(),
+        })
+    }
+}
+
 /// What a door was asked to run.
 #[derive(Debug, Clone, Default)]
 pub struct PlanInput {

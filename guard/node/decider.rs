@@ -57,7 +57,7 @@ impl SocketDecider {
     /// `mine` is the node's own verdict on the plan (its kind and reasons go with the
     /// request: the sidecar's verdict is never laxer).
     pub async fn ask(&self, a: &Ask, mine: &Verdict, workspace: &std::path::Path) -> Answer {
-        let stamp = crate::socket::wire::WorkspaceStamp::of(workspace);
+        let stamp = crate::engine::plan::WorkspaceStamp::of(workspace);
         let node_verdict = json!({"kind":mine.kind,"reasons":mine.reasons,"workspace":stamp});
         let frame = json!({"type":"request","token":self.token,"id":a.id,"request":{
             "command":a.command_text,"cwd":a.cwd,"host":"node","agentId":a.agent_id,

@@ -7,10 +7,11 @@
 use super::auth::Peer;
 use super::decision::peer_id;
 use super::peer::PeerLink;
-use super::wire::{NodeVerdict, Reply, RequestFrame, WorkspaceStamp};
+use super::wire::{NodeVerdict, Reply, RequestFrame};
 use crate::audit::event::{AuditEvent, Origin, Requester, RunOutcome};
 use crate::engine::ask::{self, Ask, Outcome};
 use crate::engine::decision::{deny_text, now_ms};
+use crate::engine::plan::WorkspaceStamp;
 use crate::engine::Engine;
 use crate::policy::request::{DecidedBy, DecisionKind};
 use crate::policy::verdict::{Reason, Verdict, VerdictKind};

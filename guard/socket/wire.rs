@@ -138,27 +138,7 @@ pub struct NodeVerdict {
     /// The node's workspace directory as `stat` names it there: the sidecar trusts its own
     /// view of workspace paths only when its workspace is this very directory.
     #[serde(default)]
-    pub workspace: Option<WorkspaceStamp>,
-}
-
-/// A directory's identity: the same (device, inode) in two mount namespaces is one directory
-/// of one filesystem (a volume both containers mount).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-pub struct WorkspaceStamp {
-    pub dev: u64,
-    pub ino: u64,
-}
-
-impl WorkspaceStamp {
-    /// `dir`'s identity; `None` when it cannot be read.
-    pub fn of(dir: &std::path::Path) -> Option<WorkspaceStamp> {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(dir).ok().filter(|m| m.is_dir())?;
-        Some(WorkspaceStamp {
-            dev: m.dev(),
-            ino: m.ino(),
-        })
-    }
+    pub workspace: Option<crate::engine::plan::WorkspaceStamp>,
 }
 
 /// The parts of OpenClaw's `systemRunPlan` that name the command.
