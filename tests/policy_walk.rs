@@ -47,8 +47,10 @@ fn dotenv_files_at_any_depth_block_recursive_reads() {
         ("find deep -exec cat {} +", Deny),
         ("find deep | xargs cat", Deny),
         ("tar -c deep | wc -c", Deny),
-        // rg skips hidden files; templates are not secrets; find's -name filter holds.
-        ("rg x deep", Allow),
+        // rg skips hidden files only until an ignore file whitelists one: a person decides.
+        ("rg x deep", Ask),
+        // Templates are not secrets; find's -name filter holds.
+        ("rg x src", Allow),
         ("grep -r x tpl", Allow),
         ("grep -r x src", Allow),
         ("find deep -name '*.rs' -exec cat {} +", Allow),
