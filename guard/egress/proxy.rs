@@ -204,7 +204,8 @@ async fn splice(mut a: TcpStream, mut b: TcpStream, idle: Duration) -> (u64, u64
     (up, down)
 }
 
-/// Serves one client connection, auditing what it decided.
+/// Serves one client connection, auditing what it decided: a refusal's record is written
+/// before the client hears it, an allow's before a byte reaches the destination.
 async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, audit: AuditLog) {
     let mut rec = EgressRecord {
         phase: "decided",
@@ -228,8 +229,8 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, audit
         Ok(x) => x,
         Err((status, why)) => {
             rec.reason = why.into();
-            answer(&mut s, status, why).await;
             let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
+            answer(&mut s, status, why).await;
             return;
         }
     };
@@ -237,16 +238,17 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, audit
     rec.target = format!("{}:{}", ask.host, ask.port);
     let Some(rule) = matching(&opts.rules, &ask.host, ask.port) else {
         rec.reason = "destination not on the egress allow-list".into();
-        answer(&mut s, 403, &rec.reason).await;
+        let why = rec.reason.clone();
         let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
+        answer(&mut s, 403, &why).await;
         return;
     };
     let up = match connect(rule, &ask.host, ask.port, opts.head_timeout).await {
         Ok(u) => u,
         Err(why) => {
-            rec.reason = why;
-            answer(&mut s, 502, &rec.reason).await;
+            rec.reason = why.clone();
             let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
+            answer(&mut s, 502, &why).await;
             return;
         }
     };
