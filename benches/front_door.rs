@@ -2,7 +2,8 @@
 //! reached directly, through nginx as a WebSocket reverse proxy, and through the guard's door
 //! (which parses and filters every frame). 100 connections each send 1 KB `chat.history`
 //! requests one after another and wait for the echo; the figures are messages per second and
-//! the round trip's p50/p99, with the latency each proxy adds over the direct path.
+//! the round trip's p50/p99, with the latency each proxy adds over the direct path; five
+//! rounds, the two proxies' order alternating, medians reported.
 //! Targets (issue): the door's throughput >= nginx's, its p99 <= 1.5x nginx's.
 //! Needs nginx (`apt-get install nginx-light`); without it the nginx column is skipped.
 // Bench code: a panic is the failure report, and benches may read their environment.
@@ -19,6 +20,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 const CONNECTIONS: usize = 100;
 const MESSAGES: usize = 200;
+const ROUNDS: usize = 5;
 
 /// Echoes every text frame back, for as long as the client stays.
 async fn echo_upstream(port: u16) {
@@ -87,17 +89,15 @@ async fn load(url: &str) -> (Vec<u64>, Duration) {
 }
 
 struct Figures {
-    name: &'static str,
     per_sec: f64,
     p50: u64,
     p99: u64,
 }
 
-fn figures(name: &'static str, (mut rtts, wall): (Vec<u64>, Duration)) -> Figures {
+fn figures((mut rtts, wall): (Vec<u64>, Duration)) -> Figures {
     rtts.sort_unstable();
     let at = |q: f64| rtts[((rtts.len() as f64 * q) as usize).min(rtts.len() - 1)];
     Figures {
-        name,
         per_sec: rtts.len() as f64 / wall.as_secs_f64(),
         p50: at(0.50),
         p99: at(0.99),
@@ -209,7 +209,10 @@ fn main() {
     let nginx_port = free_port();
     let ngx = nginx(w.tmp.path(), nginx_port, echo);
 
-    // One warm-up pass each, then the measured runs, alternated so drift hits all alike.
+    // One warm-up pass each, then ROUNDS measured rounds. Within a round the order of the two
+    // proxies alternates, so drift and the machine's other load hit both alike; the figures
+    // are each column's median over the rounds, and the ratios are the medians of the
+    // per-round ratios (each ratio compares two runs made back to back).
     let direct_url = format!("ws://127.0.0.1:{echo}/");
     let nginx_url = format!("ws://127.0.0.1:{nginx_port}/");
     rt.block_on(load(&direct_url));
@@ -217,32 +220,74 @@ fn main() {
     if ngx.is_some() {
         rt.block_on(load(&nginx_url));
     }
-    let direct = figures("direct", rt.block_on(load(&direct_url)));
-    let via_nginx = ngx
-        .as_ref()
-        .map(|_| figures("nginx", rt.block_on(load(&nginx_url))));
-    let via_door = figures("door", rt.block_on(load(&door)));
+    let mut direct = Vec::new();
+    let mut via_nginx = Vec::new();
+    let mut via_door = Vec::new();
+    for round in 0..ROUNDS {
+        direct.push(figures(rt.block_on(load(&direct_url))));
+        let n = || figures(rt.block_on(load(&nginx_url)));
+        let d = || figures(rt.block_on(load(&door)));
+        if ngx.is_none() {
+            via_door.push(d());
+        } else if round % 2 == 0 {
+            via_nginx.push(n());
+            via_door.push(d());
+        } else {
+            via_door.push(d());
+            via_nginx.push(n());
+        }
+    }
 
-    println!("front_door: {CONNECTIONS} connections x {MESSAGES} messages of ~1 KB (chat.history)");
-    for f in [Some(&direct), via_nginx.as_ref(), Some(&via_door)]
-        .into_iter()
-        .flatten()
-    {
+    println!(
+        "front_door: {CONNECTIONS} connections x {MESSAGES} messages of ~1 KB (chat.history), \
+         median of {ROUNDS} rounds"
+    );
+    let direct_p99 = median(direct.iter().map(|f| f.p99 as f64));
+    for (name, runs) in [
+        ("direct", &direct),
+        ("nginx", &via_nginx),
+        ("door", &via_door),
+    ] {
+        if runs.is_empty() {
+            continue;
+        }
+        let p99 = median(runs.iter().map(|f| f.p99 as f64));
         println!(
-            "  {:<7} {:>9.0} msg/s   p50 {:>6} µs   p99 {:>6} µs   added p99 {:>6} µs",
-            f.name,
-            f.per_sec,
-            f.p50,
-            f.p99,
-            f.p99.saturating_sub(direct.p99)
+            "  {:<7} {:>9.0} msg/s   p50 {:>6.0} µs   p99 {:>6.0} µs   added p99 {:>6.0} µs",
+            name,
+            median(runs.iter().map(|f| f.per_sec)),
+            median(runs.iter().map(|f| f.p50 as f64)),
+            p99,
+            (p99 - direct_p99).max(0.0),
         );
     }
-    match via_nginx {
-        Some(n) => println!(
-            "  door/nginx: throughput {:.2}x (target >= 1), p99 {:.2}x (target <= 1.5)",
-            via_door.per_sec / n.per_sec,
-            via_door.p99 as f64 / n.p99.max(1) as f64
-        ),
-        None => println!("  nginx: skipped (not installed: apt-get install nginx-light)"),
+    if via_nginx.is_empty() {
+        println!("  nginx: skipped (not installed: apt-get install nginx-light)");
+        return;
     }
+    let pairs = || via_door.iter().zip(&via_nginx);
+    let throughput: Vec<f64> = pairs().map(|(d, n)| d.per_sec / n.per_sec).collect();
+    let p99: Vec<f64> = pairs()
+        .map(|(d, n)| d.p99 as f64 / n.p99.max(1) as f64)
+        .collect();
+    let list = |v: &[f64]| {
+        v.iter()
+            .map(|r| format!("{r:.2}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    println!(
+        "  door/nginx: throughput {:.2}x (target >= 1; rounds {}), p99 {:.2}x (target <= 1.5; rounds {})",
+        median(throughput.iter().copied()),
+        list(&throughput),
+        median(p99.iter().copied()),
+        list(&p99),
+    );
+}
+
+/// The median of some figures (the upper one of an even count).
+fn median(v: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = v.collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }

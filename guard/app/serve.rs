@@ -434,7 +434,29 @@ async fn start_front(
             sessions.get(id).map(|s| s.identity)
         })),
     );
-    tokio::spawn(crate::gateway::front::serve(front, listener, shutdown));
+    // The door is a data path whose load grows with its clients: it runs on a runtime of
+    // its own with two workers (as nginx runs two), so a burst of frames neither waits for
+    // nor delays the decisions on the main loop.
+    let listener = listener
+        .into_std()
+        .map_err(|e| ServeError::Gateway(format!("front door {listen}: {e}")))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("front-door")
+        .enable_all()
+        .build()
+        .map_err(|e| ServeError::Gateway(format!("front door runtime: {e}")))?;
+    std::thread::Builder::new()
+        .name("front-door".into())
+        .spawn(move || {
+            rt.block_on(async move {
+                match tokio::net::TcpListener::from_std(listener) {
+                    Ok(l) => crate::gateway::front::serve(front, l, shutdown).await,
+                    Err(e) => tracing::error!(error = %e, "front door listener"),
+                }
+            })
+        })
+        .map_err(|e| ServeError::Gateway(format!("front door thread: {e}")))?;
     Ok(())
 }
 

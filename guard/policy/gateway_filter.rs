@@ -8,7 +8,9 @@
 //! shape not understood — is a refusal.
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// The filter's tables (policy file `[gateway]`).
@@ -68,16 +70,65 @@ fn forbidden(reason: &'static str, message: String) -> FrameVerdict {
     }
 }
 
+/// A client frame as the door reads it: the fields the filter needs, borrowed from the text
+/// (params stay raw text, decoded only for the methods whose params are judged), so a frame
+/// that is forwarded is never built into a tree. A duplicated field is a refusal, not a
+/// guess at which copy the gateway would use.
+#[derive(Debug, Deserialize)]
+pub struct ClientFrame<'a> {
+    #[serde(rename = "type", borrow)]
+    pub kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub id: Option<&'a RawValue>,
+    #[serde(borrow)]
+    pub method: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub params: Option<&'a RawValue>,
+}
+
+/// Why a frame could not be read at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("frame is not JSON")]
+    NotJson,
+    #[error("frame is not a request object: {0}")]
+    Shape(String),
+}
+
+impl<'a> ClientFrame<'a> {
+    pub fn parse(text: &'a str) -> Result<Self, FrameError> {
+        serde_json::from_str(text).map_err(|e| {
+            if serde_json::from_str::<serde::de::IgnoredAny>(text).is_err() {
+                FrameError::NotJson
+            } else {
+                FrameError::Shape(e.to_string())
+            }
+        })
+    }
+
+    /// Whether this is the `connect` request (which the door passes byte for byte).
+    pub fn is_connect(&self) -> bool {
+        self.kind.as_deref() == Some("req") && self.method.as_deref() == Some("connect")
+    }
+
+    /// The request id as a JSON value, for an error answer (null when absent).
+    pub fn id_value(&self) -> Value {
+        self.id
+            .and_then(|r| serde_json::from_str(r.get()).ok())
+            .unwrap_or(Value::Null)
+    }
+}
+
 /// Judges one client frame after `connect` (which the door passes byte for byte).
-pub fn judge_frame(t: &GatewayTables, frame: &Value) -> FrameVerdict {
-    if frame["type"] != "req" {
+pub fn judge_frame(t: &GatewayTables, frame: &ClientFrame<'_>) -> FrameVerdict {
+    if frame.kind.as_deref() != Some("req") {
         return FrameVerdict::Refuse {
             code: "INVALID_REQUEST",
             reason: "not-a-request",
             message: "only request frames are accepted".into(),
         };
     }
-    let Some(method) = frame["method"].as_str() else {
+    let Some(method) = frame.method.as_deref() else {
         return FrameVerdict::Refuse {
             code: "INVALID_REQUEST",
             reason: "no-method",
@@ -90,10 +141,19 @@ pub fn judge_frame(t: &GatewayTables, frame: &Value) -> FrameVerdict {
             format!("sanctum-guard: method {method} is not allowed through the front door"),
         );
     }
-    let params = &frame["params"];
+    let judged = |f: fn(&GatewayTables, &Value) -> FrameVerdict| {
+        let params = match frame.params {
+            None => Value::Null,
+            Some(raw) => match serde_json::from_str(raw.get()) {
+                Ok(v) => v,
+                Err(_) => return forbidden("params-refused", "params are not JSON".into()),
+            },
+        };
+        f(t, &params)
+    };
     match method {
-        "sessions.patch" => patch_keys(t, params),
-        "chat.send" => chat_message(t, params),
+        "sessions.patch" => judged(patch_keys),
+        "chat.send" => judged(chat_message),
         _ => FrameVerdict::Forward,
     }
 }
@@ -176,6 +236,19 @@ mod tests {
         embedded_default().gateway().clone()
     }
 
+    /// Judges a frame as the door does: from its text.
+    fn judge(t: &GatewayTables, v: &Value) -> FrameVerdict {
+        let text = v.to_string();
+        match ClientFrame::parse(&text) {
+            Ok(f) => judge_frame(t, &f),
+            Err(e) => FrameVerdict::Refuse {
+                code: "INVALID_REQUEST",
+                reason: "unreadable",
+                message: e.to_string(),
+            },
+        }
+    }
+
     fn req(method: &str, params: Value) -> Value {
         json!({"type":"req","id":"1","method":method,"params":params})
     }
@@ -206,7 +279,7 @@ mod tests {
             } else {
                 json!({})
             };
-            assert_eq!(judge_frame(&t(), &req(m, p)), FrameVerdict::Forward, "{m}");
+            assert_eq!(judge(&t(), &req(m, p)), FrameVerdict::Forward, "{m}");
         }
     }
 
@@ -240,7 +313,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    judge_frame(&t(), &req(m, json!({}))),
+                    judge(&t(), &req(m, json!({}))),
                     FrameVerdict::Refuse {
                         code: "FORBIDDEN",
                         ..
@@ -255,7 +328,7 @@ mod tests {
             json!("x"),
         ] {
             assert!(
-                matches!(judge_frame(&t(), &bad), FrameVerdict::Refuse { .. }),
+                matches!(judge(&t(), &bad), FrameVerdict::Refuse { .. }),
                 "{bad}"
             );
         }
@@ -267,7 +340,7 @@ mod tests {
             "sessions.patch",
             json!({"key":"k","thinkingLevel":"low","fastMode":true}),
         );
-        assert_eq!(judge_frame(&t(), &ok), FrameVerdict::Forward);
+        assert_eq!(judge(&t(), &ok), FrameVerdict::Forward);
         for k in [
             "permissionMode",
             "sandboxMode",
@@ -277,12 +350,12 @@ mod tests {
         ] {
             let f = req("sessions.patch", json!({"key":"k", k: "full"}));
             assert!(
-                matches!(judge_frame(&t(), &f), FrameVerdict::Refuse { .. }),
+                matches!(judge(&t(), &f), FrameVerdict::Refuse { .. }),
                 "{k}"
             );
         }
         assert!(matches!(
-            judge_frame(&t(), &req("sessions.patch", json!([1]))),
+            judge(&t(), &req("sessions.patch", json!([1]))),
             FrameVerdict::Refuse { .. }
         ));
     }
@@ -308,7 +381,7 @@ mod tests {
             let f = req("chat.send", json!({"sessionKey":"s","message":m}));
             assert!(
                 matches!(
-                    judge_frame(&t(), &f),
+                    judge(&t(), &f),
                     FrameVerdict::Refuse {
                         reason: "chat-directive",
                         ..
@@ -325,9 +398,60 @@ mod tests {
             "hi!",
         ] {
             let f = req("chat.send", json!({"message":m}));
-            assert_eq!(judge_frame(&t(), &f), FrameVerdict::Forward, "{m:?}");
+            assert_eq!(judge(&t(), &f), FrameVerdict::Forward, "{m:?}");
         }
         let f = req("chat.send", json!({"message":{"text":"/exec"}}));
+        assert!(matches!(judge(&t(), &f), FrameVerdict::Refuse { .. }));
+    }
+
+    #[test]
+    fn frames_are_judged_from_their_text() {
+        let parse = ClientFrame::parse;
+        assert_eq!(parse("{nope").err(), Some(FrameError::NotJson));
+        assert_eq!(parse("").err(), Some(FrameError::NotJson));
+        // Valid JSON but not a request object, or a field given twice: unreadable, refused.
+        for text in [
+            r#""x""#,
+            r#"[1,2]"#,
+            r#"{"type":"req","id":"1","method":"status","method":"config.set"}"#,
+            r#"{"type":"req","type":"event","id":"1","method":"status"}"#,
+            r#"{"type":7,"id":"1","method":"status"}"#,
+        ] {
+            assert!(matches!(parse(text), Err(FrameError::Shape(_))), "{text}");
+        }
+        // Escapes are read as the gateway reads them.
+        let f = parse(r#"{"type":"req","id":"1","method":"config\u002eset","params":{}}"#)
+            .expect("frame");
+        assert!(matches!(
+            judge_frame(&t(), &f),
+            FrameVerdict::Refuse {
+                reason: "method-refused",
+                ..
+            }
+        ));
+        let f = parse(
+            r#"{"type":"req","id":"1","method":"chat.send","params":{"message":"\u002fexec ask=off"}}"#,
+        )
+        .expect("frame");
+        assert!(matches!(
+            judge_frame(&t(), &f),
+            FrameVerdict::Refuse {
+                reason: "chat-directive",
+                ..
+            }
+        ));
+        // A directive hidden in a duplicated params key: the gateway's JSON.parse keeps the
+        // last one, and so does the filter.
+        let f = parse(
+            r#"{"type":"req","id":"1","method":"chat.send","params":{"message":"hi","message":"/exec ask=off"}}"#,
+        )
+        .expect("frame");
         assert!(matches!(judge_frame(&t(), &f), FrameVerdict::Refuse { .. }));
+        // The id comes back as it was sent, for the error answer.
+        let f = parse(r#"{"type":"req","id":{"n":[1]},"method":"x"}"#).expect("frame");
+        assert_eq!(f.id_value(), json!({"n":[1]}));
+        assert!(!f.is_connect());
+        let f = parse(r#"{"type":"req","id":"c","method":"connect","params":{}}"#).expect("c");
+        assert!(f.is_connect());
     }
 }
