@@ -39,6 +39,30 @@ fn openclaw_with_model() -> Value {
     cfg
 }
 
+/// Defence in depth: the deployment's OpenClaw config takes away every tool the guard's
+/// default policy blocks, so such a call is refused by OpenClaw before the plugin is asked.
+#[test]
+fn the_deployment_denies_every_tool_the_policy_blocks() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("compose/openclaw.json");
+    let cfg: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let deny: Vec<&str> = cfg["tools"]["deny"]
+        .as_array()
+        .expect("tools.deny")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let missing: Vec<&str> = sanctum_guard::policy::tools::BLOCKED_TOOLS
+        .iter()
+        .map(|(name, _)| *name)
+        .filter(|name| !deny.contains(name))
+        .collect();
+    assert_eq!(
+        missing,
+        Vec::<&str>::new(),
+        "compose/openclaw.json tools.deny lacks these"
+    );
+}
+
 /// A New Task whose scripted model calls tool `name` with `arguments`; its session key.
 fn new_task(web: &WebClient, login: &Login, name: &str, arguments: Value) -> String {
     let message = format!("SCRIPT {}", json!({"name":name,"arguments":arguments}));
