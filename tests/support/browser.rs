@@ -38,13 +38,26 @@ pub fn chromedriver() -> Driver {
 }
 
 pub async fn browser(d: &Driver, profile: &std::path::Path) -> Client {
+    browser_with(d, profile, &[]).await
+}
+
+/// [`browser`] with more Chromium flags.
+pub async fn browser_with(d: &Driver, profile: &std::path::Path, extra: &[&str]) -> Client {
+    let mut args = vec![
+        "--headless=new".to_owned(),
+        "--no-sandbox".into(),
+        "--disable-gpu".into(),
+        "--disable-dev-shm-usage".into(),
+        "--window-size=1280,1000".into(),
+        "--hide-scrollbars".into(),
+        "--lang=en-US".into(),
+        format!("--user-data-dir={}", profile.display()),
+    ];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
     let mut caps = serde_json::Map::new();
     caps.insert(
         "goog:chromeOptions".into(),
-        json!({"binary": "/usr/bin/chromium", "args": [
-            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-            "--window-size=1280,1000", "--hide-scrollbars", "--lang=en-US",
-            format!("--user-data-dir={}", profile.display())]}),
+        json!({"binary": "/usr/bin/chromium", "args": args}),
     );
     ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
         .capabilities(caps)
@@ -82,13 +95,22 @@ pub async fn until(c: &Client, what: &str, script: &str, args: Vec<Value>) {
     );
 }
 
+/// Clicks the element `css` names, scrolled into view first and after the next frame is laid
+/// out: a card out of view is not rendered (`content-visibility: auto`) until then, and
+/// chromedriver would find its buttons not interactable.
 pub async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css))
+    let e = c
+        .find(Locator::Css(css))
         .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
-        .click()
-        .await
-        .expect("click");
+        .unwrap_or_else(|e| panic!("{css}: {e}"));
+    c.execute(
+        "arguments[0].scrollIntoView({block: 'center'}); \
+         return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))));",
+        vec![serde_json::to_value(&e).expect("element")],
+    )
+    .await
+    .expect("scroll into view");
+    e.click().await.expect("click");
 }
 
 pub async fn shot(c: &Client, name: &str) -> PathBuf {
@@ -96,4 +118,89 @@ pub async fn shot(c: &Client, name: &str) -> PathBuf {
     let p = shots().join(name);
     std::fs::write(&p, png).expect("write screenshot");
     p
+}
+
+/// Memory of one Chromium renderer process, in KiB.
+#[derive(Debug, Clone, Copy)]
+pub struct RendererMem {
+    pub pid: i32,
+    /// VmRSS from /proc/PID/status.
+    pub rss_kib: u64,
+    /// Pss from /proc/PID/smaps_rollup (pages shared with other Chromium processes counted
+    /// in proportion), when the kernel provides it.
+    pub pss_kib: Option<u64>,
+    /// Private_Clean + Private_Dirty from smaps_rollup: the pages only this process holds
+    /// (close to what Chromium's task manager calls the tab's memory footprint).
+    pub private_kib: Option<u64>,
+    /// Chromium's own UI (`--top-chrome-webui`) or an extension rather than a web page.
+    pub ui: bool,
+}
+
+/// Every Chromium `--type=renderer` process descended from this test process (chromedriver
+/// and the browser it starts are children of the test), found through /proc.
+pub fn renderers() -> Vec<RendererMem> {
+    let mut parent = std::collections::HashMap::new();
+    let mut renderer_pids = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // Fields after the command name (which may hold spaces) start after the last ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(ppid) = ppid {
+            parent.insert(pid, ppid);
+        }
+        // Chromium rewrites its process title: the arguments are separated by spaces there,
+        // not by NULs.
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let mut args = cmdline.split(|b| *b == 0 || *b == b' ');
+        let (mut renderer, mut ui) = (false, false);
+        for arg in args.by_ref() {
+            renderer |= arg == b"--type=renderer";
+            ui |= arg == b"--top-chrome-webui" || arg == b"--extension-process";
+        }
+        if renderer {
+            renderer_pids.push((pid, ui));
+        }
+    }
+    let me = std::process::id() as i32;
+    let ours = |mut pid: i32| {
+        while let Some(&pp) = parent.get(&pid) {
+            if pp == me {
+                return true;
+            }
+            if pp <= 1 {
+                return false;
+            }
+            pid = pp;
+        }
+        false
+    };
+    let kib = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    };
+    renderer_pids
+        .into_iter()
+        .filter(|(p, _)| ours(*p))
+        .filter_map(|(pid, ui)| {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+            let rollup =
+                std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+            Some(RendererMem {
+                pid,
+                rss_kib: kib(&status, "VmRSS:")?,
+                pss_kib: kib(&rollup, "Pss:"),
+                private_kib: kib(&rollup, "Private_Clean:")
+                    .zip(kib(&rollup, "Private_Dirty:"))
+                    .map(|(c, d)| c + d),
+                ui,
+            })
+        })
+        .collect()
 }
