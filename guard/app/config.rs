@@ -41,6 +41,8 @@ pub enum ConfigError {
     NoHome(&'static str),
     #[error("the embedded default config has no {0} (a build mistake)")]
     MissingDefault(&'static str),
+    #[error("{0}")]
+    RunAs(String),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -51,6 +53,7 @@ struct FileConfig {
     policy: Option<PathBuf>,
     workspace: Option<PathBuf>,
     agent_filesystem: Option<PathBuf>,
+    run_as: Option<String>,
     #[serde(default)]
     socket: SocketSection,
     #[serde(default)]
@@ -126,6 +129,8 @@ pub struct Config {
     /// The snapshot of the agent container's filesystem (`sanctum-guard fs-snapshot`), when
     /// the judged commands run there rather than beside the guard (compose).
     pub agent_filesystem: Option<PathBuf>,
+    /// The uid and gid every run takes (a guard running as root); None: the guard's own.
+    pub run_as: Option<crate::sandbox::RunAs>,
     /// `$HOME` of the guard's environment (expands `~` in OpenClaw's stored paths).
     pub home: Option<PathBuf>,
     pub socket: SocketSettings,
@@ -188,6 +193,12 @@ impl Config {
                 .or(file.policy.clone()),
             workspace: layers::workspace(o, &env, &file)?,
             agent_filesystem: layers::absolute("agent_filesystem", file.agent_filesystem.clone())?,
+            run_as: env
+                .text("SANCTUM_RUN_AS")
+                .or(file.run_as.clone())
+                .map(|t| crate::sandbox::RunAs::parse(&t))
+                .transpose()
+                .map_err(|e| ConfigError::RunAs(e.to_string()))?,
             home: env.path("HOME").filter(|h| h.is_absolute()),
             socket: layers::socket_settings(&env, &file.socket, &default.socket)?,
             deadlines: layers::deadlines(&env, &file.deadlines, &default.deadlines)?,
@@ -248,6 +259,7 @@ impl Config {
             agent_home,
             agent_path,
             elsewhere: None,
+            run_as: self.run_as,
         })
     }
 

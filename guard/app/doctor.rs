@@ -123,26 +123,14 @@ impl ApproverState {
     }
 }
 
-/// What the deployment's layout leaves open: runs under the guard's own uid, and the socket's
-/// `request` frames, whose commands OpenClaw runs itself.
+/// What the deployment's layout leaves open: runs that own the guard's files (under its
+/// own uid, or a `run_as` uid that owns the state dir), and the socket's `request` frames,
+/// whose commands OpenClaw runs itself.
 fn layout_warnings() -> Vec<String> {
-    use std::os::unix::fs::MetadataExt;
     let mut out = Vec::new();
     let uid = nix::unistd::getuid().as_raw();
     if let Ok(cfg) = super::config::Config::load(&super::config::Overrides::default()) {
-        let owned = std::fs::metadata(&cfg.state_dir)
-            .map(|m| m.uid() == uid)
-            .unwrap_or(true);
-        if owned {
-            out.push(format!(
-                "runs execute as this uid ({uid}), which owns the guard's state dir {}: an \
-                 approved workspace-write run can change the guard's files (chmod/utime its \
-                 state dir, audit key and log, inbox, tokens); Landlock does not cover metadata. \
-                 Autonomous runs cannot (seccomp refuses it). Run the agent's commands under \
-                 another uid (the compose layout) to close this.",
-                cfg.state_dir.display()
-            ));
-        }
+        out.extend(run_identity_warning(&cfg, uid));
     }
     out.push(
         "socket `request` frames: the guard only answers, OpenClaw runs the command itself, \
@@ -151,6 +139,30 @@ fn layout_warnings() -> Vec<String> {
             .into(),
     );
     out
+}
+
+/// Whether approved runs can change the guard's files: they can when they run as the uid
+/// that owns the guard's state dir (Landlock does not cover chmod/utime).
+fn run_identity_warning(cfg: &super::config::Config, guard_uid: u32) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(&cfg.state_dir).map(|m| m.uid()).ok();
+    match cfg.run_as {
+        None if owner.is_none_or(|o| o == guard_uid) => Some(format!(
+            "runs execute as this uid ({guard_uid}), which owns the guard's state dir {}: an \
+             approved workspace-write run can change the guard's files (chmod/utime its state \
+             dir, audit key and log, inbox, tokens); Landlock does not cover metadata. \
+             Autonomous runs cannot (seccomp refuses it). Set run_as (serve as root) or run \
+             the agent's commands under another uid (the compose layout) to close this.",
+            cfg.state_dir.display()
+        )),
+        Some(r) if owner == Some(r.uid) => Some(format!(
+            "run_as uid {} owns the guard's state dir {}: approved runs can change the \
+             guard's files; the state dir must belong to the guard",
+            r.uid,
+            cfg.state_dir.display()
+        )),
+        _ => None,
+    }
 }
 
 /// OpenClaw's config (`<state>/openclaw.json`) against this machine's node identity.

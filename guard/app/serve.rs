@@ -134,6 +134,17 @@ fn print_startup(cfg: &Config, s: &Sinks, workspace: &Path, limits: &impl std::f
     );
     eprintln!("sanctum-guard: policy          {}", s.judge.policy_origin());
     eprintln!("sanctum-guard: workspace       {}", workspace.display());
+    match s.judge.run_as() {
+        // Commands judged for the agent's container run there, not here.
+        _ if cfg.agent_filesystem.is_some() => {}
+        Some(r) => eprintln!(
+            "sanctum-guard: runs as         uid {} gid {} (not the guard's: runs cannot change its files)",
+            r.uid, r.gid
+        ),
+        None => eprintln!(
+            "sanctum-guard: runs as         the guard's own uid (approved runs can chmod its files; see doctor)"
+        ),
+    }
     if let Some(f) = &cfg.agent_filesystem {
         eprintln!(
             "sanctum-guard: agent fs        {} (commands are judged for the agent's container; socket exec frames are refused)",

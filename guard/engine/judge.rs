@@ -111,6 +111,8 @@ pub struct JudgeConfig {
     /// The filesystem the judged commands run on when it is not this host's (the agent's
     /// container: `agent_filesystem`); such a judge resolves no plan to run itself.
     pub elsewhere: Option<Arc<dyn Facts>>,
+    /// The identity every run takes (`run_as`); None: the guard's own uid.
+    pub run_as: Option<sandbox::RunAs>,
 }
 
 /// Policy + OpenClaw document + sandbox, as the engine calls them.
@@ -127,6 +129,7 @@ pub struct Judge {
     facts: Arc<dyn Facts>,
     /// Judged commands run on another host's filesystem (see [`JudgeConfig::elsewhere`]).
     elsewhere: bool,
+    run_as: Option<sandbox::RunAs>,
 }
 
 impl Judge {
@@ -181,6 +184,10 @@ impl Judge {
             }
             deny.push(p)?;
         }
+        // A run identity the guard cannot take stops the start, rather than running as itself.
+        if let Some(r) = &cfg.run_as {
+            r.check_switchable()?;
+        }
         let o = Judge {
             policy,
             policy_origin,
@@ -194,12 +201,18 @@ impl Judge {
             deployment,
             deny,
             elsewhere: cfg.elsewhere.is_some(),
+            run_as: cfg.run_as,
             facts: cfg
                 .elsewhere
                 .unwrap_or_else(crate::host_facts::HostFacts::shared),
         };
         o.reload();
         Ok(o)
+    }
+
+    /// The identity runs take (`run_as`), when not the guard's own.
+    pub fn run_as(&self) -> Option<sandbox::RunAs> {
+        self.run_as
     }
 
     /// What no run may read: the deployment's secrets and the policy's sensitive list.
@@ -385,8 +398,9 @@ impl Judge {
             .profiles
             .get(&name)
             .ok_or_else(|| JudgeError::NoProfile(name.clone()))?;
-        let profile =
-            spec.resolve_with(&plan.workspace, &self.deployment.agent_home, &self.deny)?;
+        let profile = spec
+            .resolve_with(&plan.workspace, &self.deployment.agent_home, &self.deny)?
+            .with_run_as(self.run_as)?;
         if autonomous {
             plan.neutralise_git();
         }

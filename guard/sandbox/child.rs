@@ -26,6 +26,8 @@ pub struct ChildPlan {
     /// Highest capability number of this kernel (/proc/sys/kernel/cap_last_cap).
     pub cap_last: u32,
     pub parent_pid: libc::pid_t,
+    /// The uid and gid the run takes (`run_as`), with no supplementary groups.
+    pub run_as: Option<(libc::uid_t, libc::gid_t)>,
 }
 
 /// The steps of a child's life before exec, in order.
@@ -42,6 +44,8 @@ pub enum Stage {
     Rlimits,
     CloseFds,
     Capabilities,
+    /// Taking the run's uid and gid (`run_as`).
+    Identity,
     NoNewPrivs,
     Landlock,
     Seccomp,
@@ -50,7 +54,7 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 13] = [
+    pub const ALL: [Stage; 14] = [
         Stage::Signals,
         Stage::Stdio,
         Stage::Chdir,
@@ -60,6 +64,7 @@ impl Stage {
         Stage::Rlimits,
         Stage::CloseFds,
         Stage::Capabilities,
+        Stage::Identity,
         Stage::NoNewPrivs,
         Stage::Landlock,
         Stage::Seccomp,
@@ -77,6 +82,7 @@ impl Stage {
             Stage::Rlimits => "rlimits",
             Stage::CloseFds => "close fds",
             Stage::Capabilities => "capabilities",
+            Stage::Identity => "run identity",
             Stage::NoNewPrivs => "no_new_privs",
             Stage::Landlock => "landlock",
             Stage::Seccomp => "seccomp",
@@ -249,6 +255,25 @@ impl ChildPlan {
                         Stage::Capabilities,
                     )?;
                 }
+            }
+            // The run's identity while CAP_SETGID/CAP_SETUID still hold; leaving uid 0
+            // clears the permitted set too (no NO_SETUID_FIXUP), and capset below empties
+            // whatever is left either way. Raw syscalls, never libc's wrappers: those
+            // broadcast the change to every thread of the process, and this child shares
+            // the guard's memory and so its thread list (see launch.rs).
+            if let Some((uid, gid)) = self.run_as {
+                check(
+                    libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>()),
+                    Stage::Identity,
+                )?;
+                check(
+                    libc::syscall(libc::SYS_setresgid, gid, gid, gid),
+                    Stage::Identity,
+                )?;
+                check(
+                    libc::syscall(libc::SYS_setresuid, uid, uid, uid),
+                    Stage::Identity,
+                )?;
             }
             let mut hdr = CapHeader {
                 version: LINUX_CAPABILITY_VERSION_3,

@@ -5,6 +5,7 @@
 pub mod child;
 pub mod cli;
 pub mod env;
+pub mod identity;
 pub mod integrity;
 pub mod kernel;
 pub mod landlock_cache;
@@ -21,6 +22,7 @@ pub mod tmpdir;
 pub mod trace;
 pub mod ws_secrets;
 
+pub use identity::RunAs;
 pub use integrity::{IntegrityEvent, ScanLimits};
 pub use launch::{ChildIo, ChildStdio, SpawnError};
 pub use process::ConfinedChild;

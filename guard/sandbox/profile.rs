@@ -75,6 +75,22 @@ pub struct ResolvedProfile {
     pub timeout: Duration,
     /// The private temp dir, removed when the last clone of this profile is dropped.
     pub tmp: Option<Arc<PrivateTmp>>,
+    /// The identity the run takes (`run_as`); None: the guard's own.
+    pub run_as: Option<super::RunAs>,
+}
+
+impl ResolvedProfile {
+    /// The run takes `run_as`'s identity; its private tmp becomes that identity's (0700), so
+    /// the run can use it and nobody else can.
+    pub fn with_run_as(mut self, run_as: Option<super::RunAs>) -> Result<Self, SandboxError> {
+        if let (Some(r), Some(tmp)) = (run_as, &self.tmp) {
+            std::os::unix::fs::chown(tmp.path(), Some(r.uid), Some(r.gid)).map_err(|e| {
+                SandboxError::Profile(format!("private tmp {}: {e}", tmp.path().display()))
+            })?;
+        }
+        self.run_as = run_as;
+        Ok(self)
+    }
 }
 
 /// OpenClaw's own secrets at the top of its state dir: config (tokens), stored credentials,
@@ -265,6 +281,7 @@ impl ProfileSpec {
             allow_degraded: self.allow_degraded,
             timeout: Duration::from_secs(self.timeout_secs),
             tmp,
+            run_as: None,
         })
     }
 

@@ -114,6 +114,7 @@ pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
         drop_bounding: drop_bounding && !kernel::bounding_set_empty_everywhere(),
         cap_last: kernel::cap_last_cap(),
         parent_pid: std::process::id() as libc::pid_t,
+        run_as: profile.run_as.map(|r| (r.uid, r.gid)),
     };
     Ok(Prepared {
         plan: Arc::new(plan),
