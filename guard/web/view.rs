@@ -84,8 +84,9 @@ pub fn run_outcomes(audit: &Path) -> HashMap<String, Value> {
     }
     let text = String::from_utf8_lossy(&buf);
     for line in text.lines().skip(usize::from(start > 0)) {
-        let node_run = line.contains("\"kind\":\"exec-outcome\"");
-        if !node_run && !line.contains("\"kind\":\"exec\"") {
+        let kind = record_kind(line);
+        let node_run = kind == Some("exec-outcome");
+        if !node_run && kind != Some("exec") {
             continue;
         }
         let Ok(v) = serde_json::from_str::<Value>(line) else {
@@ -115,4 +116,56 @@ pub fn run_outcomes(audit: &Path) -> HashMap<String, Value> {
         );
     }
     out
+}
+
+/// The record's own kind: the first `"kind":"…"` of the line, since a record is written
+/// `{"seq":N,"ts":"…","ts_ms":N,"kind":"…","fields":{…}}`. A kind quoted inside the fields (every
+/// request record holds `"action":{"kind":"exec",…}`) is not the record's: at 10,000 pending
+/// those records fill the tail, and parsing each made every History load cost tens of ms.
+fn record_kind(line: &str) -> Option<&str> {
+    const KEY: &str = "\"kind\":\"";
+    let rest = &line[line.find(KEY)? + KEY.len()..];
+    rest.split('"').next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{record_kind, run_outcomes};
+
+    #[test]
+    fn the_record_kind_is_the_first_and_a_quoted_exec_is_no_run() {
+        for (line, want) in [
+            (
+                r#"{"seq":1,"ts":"t","ts_ms":1,"kind":"exec","fields":{"id":"a"}}"#,
+                Some("exec"),
+            ),
+            (
+                r#"{"seq":2,"ts":"t","ts_ms":1,"kind":"request","fields":{"action":{"kind":"exec"}}}"#,
+                Some("request"),
+            ),
+            (
+                r#"{"seq":3,"ts":"t","ts_ms":1,"kind":"exec-outcome","fields":{}}"#,
+                Some("exec-outcome"),
+            ),
+            ("torn", None),
+        ] {
+            assert_eq!(record_kind(line), want, "{line}");
+        }
+        // A request record that quotes an exec action (and names an id) is not a run outcome.
+        let dir = tempfile::tempdir().expect("tmp");
+        let log = dir.path().join("audit.jsonl");
+        std::fs::write(
+            &log,
+            concat!(
+                r#"{"seq":1,"ts":"t","ts_ms":1,"kind":"request","fields":{"id":"q","action":{"kind":"exec"}}}"#,
+                "\n",
+                r#"{"seq":2,"ts":"t","ts_ms":2,"kind":"exec","fields":{"id":"r","exitCode":0}}"#,
+                "\n"
+            ),
+        )
+        .expect("log");
+        let runs = run_outcomes(&log);
+        assert_eq!(runs.keys().collect::<Vec<_>>(), ["r"], "{runs:?}");
+        assert_eq!(runs["r"]["exitCode"], 0);
+    }
 }
