@@ -140,6 +140,13 @@ impl Serve {
     /// `serve` on the world's dirs with `extra_args`; its stderr is a pipe (see `spawn`).
     pub fn command(w: &World, extra_args: &[&str]) -> Command {
         let mut cmd = Command::new(guard_bin());
+        if let Some(uid) = super::process::guard_uid() {
+            // The world becomes the guard's, and the test (root) may still connect, as may
+            // the guard's own uid (its node).
+            super::process::give_to_guard(w.tmp.path());
+            super::process::as_guard(&mut cmd);
+            cmd.env("SANCTUM_SOCKET_ALLOWED_UIDS", format!("0,{uid}"));
+        }
         cmd.arg("serve")
             .arg("--state-dir")
             .arg(&w.guard_state)

@@ -328,6 +328,15 @@ impl NodeProc {
             }
             None => Command::new(guard_bin()),
         };
+        // An unprivileged node (SANCTUM_TEST_GUARD_UID) owns its state and workspace.
+        super::process::give_to_guard(dir);
+        super::process::give_to_guard(state);
+        super::process::give_to_guard(workspace);
+        if super::process::guard_uid().is_some() {
+            // An unprivileged user has a home of its own (root's is not readable).
+            super::process::as_guard(&mut c);
+            c.env("HOME", dir);
+        }
         c.arg("node")
             .args(["--gateway-url", &format!("ws://127.0.0.1:{port}")])
             .arg("--token-file")

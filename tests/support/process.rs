@@ -14,9 +14,45 @@ pub fn guard_bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_sanctum-guard")))
 }
 
+/// The uid the guard (serve, node, its CLI) runs as: `SANCTUM_TEST_GUARD_UID`, so the socket
+/// and node suites can be run with the guard unprivileged while the test stays root (tests/run
+/// does); unset, the test's own uid.
+pub fn guard_uid() -> Option<u32> {
+    std::env::var("SANCTUM_TEST_GUARD_UID")
+        .ok()
+        .and_then(|v| v.parse().ok())
+}
+
+/// Runs `cmd` as [`guard_uid`] (its gid the same number), when set.
+pub fn as_guard(cmd: &mut Command) {
+    if let Some(uid) = guard_uid() {
+        std::os::unix::process::CommandExt::uid(cmd, uid);
+        std::os::unix::process::CommandExt::gid(cmd, uid);
+    }
+}
+
+/// Hands `dir` and everything in it to [`guard_uid`], when set: what the test (root)
+/// prepared becomes the guard's, as a deployment's files are.
+pub fn give_to_guard(dir: &Path) {
+    let Some(uid) = guard_uid() else { return };
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&p) else {
+            continue;
+        };
+        std::os::unix::fs::lchown(&p, Some(uid), Some(uid)).expect("chown to the guard's uid");
+        if meta.is_dir() {
+            if let Ok(rd) = std::fs::read_dir(&p) {
+                stack.extend(rd.flatten().map(|e| e.path()));
+            }
+        }
+    }
+}
+
 /// Runs `sanctum-guard` with args, returning (exit code, stdout, stderr).
 pub fn guard_cli(args: &[&str], env: &[(&str, &str)]) -> (i32, String, String) {
     let mut c = Command::new(guard_bin());
+    as_guard(&mut c);
     c.args(args);
     for (k, v) in env {
         c.env(k, v);
@@ -37,6 +73,10 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         .current_dir(dir)
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        // The repository may belong to the guard's uid (SANCTUM_TEST_GUARD_UID).
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "safe.directory")
+        .env("GIT_CONFIG_VALUE_0", "*")
         .env("GIT_AUTHOR_NAME", "t")
         .env("GIT_AUTHOR_EMAIL", "t@t")
         .env("GIT_COMMITTER_NAME", "t")
