@@ -191,6 +191,16 @@ async fn inbox_tab_at_10000_pending_stays_under_300_mb() {
     .await;
     eprintln!("web_scale_browser: the tab shows {shown}");
     assert!(shown[0].as_u64().unwrap_or(0) > 0, "no cards: {shown}");
+    // The badge and the title count every pending request, not the cards of the page.
+    let counted = "return [document.getElementById('pending-count').textContent, document.title]";
+    let count = js(&c, counted, vec![]).await;
+    assert_eq!(count[0], json!(PENDING.to_string()), "{count}");
+    assert!(
+        count[1]
+            .as_str()
+            .is_some_and(|t| t.starts_with(&format!("({PENDING})"))),
+        "{count}"
+    );
     let loaded = measure(&c, "10,000 pending loaded").await;
 
     // History, then back to the inbox.
@@ -247,6 +257,15 @@ async fn inbox_tab_at_10000_pending_stays_under_300_mb() {
         "live-added cards",
         "return [...document.querySelectorAll('li.card.pending')].filter(n => n.textContent.includes('sg-live-add')).length === 10",
         vec![],
+    )
+    .await;
+    // 20 decided and 10 gone among the shown cards, 10 new: the count follows.
+    let live_total = (PENDING - 20 - 10 + 10).to_string();
+    until(
+        &c,
+        "the live count",
+        "return document.getElementById('pending-count').textContent === arguments[0]",
+        vec![json!(live_total)],
     )
     .await;
     // Let the tab settle (countdowns tick every 250 ms) before the last figure.

@@ -212,8 +212,11 @@
     document.getElementById('key-always').hidden = !(c && (c.entry.offered || []).includes('allow-always'));
   }
 
+  // Pending requests the last load counted but did not fetch (beyond the shown pages): the
+  // badge and title count them too, so 10,000 pending never reads as 500.
+  let beyond = 0;
   function refreshCount() {
-    const n = [...cards.values()].filter((c) => !c.done).length;
+    const n = [...cards.values()].filter((c) => !c.done).length + beyond;
     document.getElementById('pending-count').textContent = String(n);
     document.getElementById('empty').hidden = cards.size > 0;
     document.title = (n ? '(' + n + ') ' : '') + 'Inbox · sanctum-guard';
@@ -255,6 +258,7 @@
       }
     }
     r.data.requests.forEach(add);
+    beyond = Math.max(0, r.data.total - r.data.requests.length);
     const more = document.getElementById('more');
     more.hidden = complete;
     document.getElementById('more-text').textContent = complete ? '' :
