@@ -68,13 +68,7 @@ async fn web_prompt_in_chromium() {
     .await;
     assert_eq!(totp, json!("none"), "the TOTP field shows without TOTP");
     click(&c, "#signin").await;
-    until(
-        &c,
-        "live inbox",
-        "const l = document.getElementById('live'); return !!l && l.classList.contains('on')",
-        vec![],
-    )
-    .await;
+    until_live(&c, "live inbox").await;
     // The link is used up: a second browser cannot use it.
     assert_eq!(
         w.login_with(link.trim().rsplit_once("#t=").expect("t").1)
@@ -411,13 +405,7 @@ async fn web_prompt_in_chromium() {
     let link = w.new_link();
     c.goto(&link).await.expect("goto new link");
     click(&c, "#signin").await;
-    until(
-        &c,
-        "live inbox again",
-        "const l = document.getElementById('live'); return !!l && l.classList.contains('on')",
-        vec![],
-    )
-    .await;
+    until_live(&c, "live inbox again").await;
 
     // History: who decided, why; filters; the audit chain check.
     c.goto(&format!("{}/history", w.base))

@@ -165,13 +165,7 @@ async fn inbox_tab_at_10000_pending_stays_under_300_mb() {
     c.goto(&w.new_link()).await.expect("goto link");
     measure(&c, "the sign-in page (for comparison)").await;
     click(&c, "#signin").await;
-    until(
-        &c,
-        "live inbox",
-        "const l = document.getElementById('live'); return !!l && l.classList.contains('on')",
-        vec![],
-    )
-    .await;
+    until_live(&c, "live inbox").await;
     // The first page of cards and the true total, not the page's length.
     let shows_total = "return document.querySelectorAll('li.card.pending').length > 0 && \
         document.getElementById('more-text').textContent.includes('of ' + arguments[0] + ' pending')";
@@ -216,13 +210,7 @@ async fn inbox_tab_at_10000_pending_stays_under_300_mb() {
     .await;
     c.back().await.expect("back");
     until(&c, "the inbox again", shows_total, vec![json!(PENDING)]).await;
-    until(
-        &c,
-        "live again",
-        "const l = document.getElementById('live'); return !!l && l.classList.contains('on')",
-        vec![],
-    )
-    .await;
+    until_live(&c, "live again").await;
 
     // Live events while the tab is open: 20 decisions made elsewhere, 10 clients that go away,
     // 10 new requests.

@@ -95,6 +95,13 @@ pub async fn until(c: &Client, what: &str, script: &str, args: Vec<Value>) {
     );
 }
 
+/// Waits until the page's event stream is live (the `#live` marker is on).
+pub async fn until_live(c: &Client, what: &str) {
+    let live =
+        "const l = document.getElementById('live'); return !!l && l.classList.contains('on')";
+    until(c, what, live, vec![]).await;
+}
+
 /// Clicks the element `css` names, scrolled into view first and after the next frame is laid
 /// out: a card out of view is not rendered (`content-visibility: auto`) until then, and
 /// chromedriver would find its buttons not interactable.
