@@ -203,6 +203,15 @@ fn git_read(
             "http-read",
             "`git ls-remote` asks a remote for its refs",
         );
+        // The address is vetted like curl's when the command names an http(s) URL; a
+        // remote's name (or none: origin) is an address kept in the repository's config,
+        // and ssh, git, file or a path reach what no http rule describes.
+        match rest_words.iter().map(v).find(|w| !w.starts_with('-')) {
+            Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
+                super::http_target::check(c, url);
+            }
+            _ => remote_unvetted(c, "git ls-remote"),
+        }
     }
     // `git stash show`, `git remote get-url`, ...: the options follow the second word.
     let words = if matches!(sub, "stash" | "remote" | "worktree" | "submodule")
@@ -224,6 +233,7 @@ fn git_read(
             "http-read",
             "`git remote show` asks the remote",
         );
+        remote_unvetted(c, "git remote show");
     }
     if parsed.has("no-index") && sub != "check-ignore" {
         read_files(seg, k, c, &parsed.operands);
@@ -233,6 +243,19 @@ fn git_read(
         k.recursive_read(c, &Word::literal("."));
     }
     what_it_prints(k, c, sub, &parsed);
+}
+
+/// A remote reached at an address the command does not show: never autonomous.
+fn remote_unvetted(c: &mut Classification, what: &str) {
+    c.add(
+        Category::Unanalysable,
+        "git-remote-unvetted",
+        format!(
+            "`{what}` reaches a remote whose address is not an http(s) URL in the command \
+             (a remote's name lives in the repository's config); only a public http(s) \
+             name is asked autonomously"
+        ),
+    );
 }
 
 /// What a subcommand that changes something does: category, finding, and why (after
