@@ -227,8 +227,9 @@ impl ChildPlan {
     /// As [`ChildPlan::apply`].
     #[inline(always)]
     unsafe fn drop_capabilities(&self) -> Result<(), Failure> {
-        // SAFETY: prctl on integers; capset on `hdr` and `data`, which live on this stack
-        // frame for the call.
+        // SAFETY: prctl, setresgid and setresuid on integers; setgroups with a count of 0
+        // and a null list (the kernel reads nothing); capset on `hdr` and `data`, which live
+        // on this stack frame for the call.
         unsafe {
             let _ = libc::prctl(libc::PR_SET_SECUREBITS, SECUREBITS);
             check(
