@@ -203,15 +203,6 @@ fn git_read(
             "http-read",
             "`git ls-remote` asks a remote for its refs",
         );
-        // The address is vetted like curl's when the command names an http(s) URL; a
-        // remote's name (or none: origin) is an address kept in the repository's config,
-        // and ssh, git, file or a path reach what no http rule describes.
-        match rest_words.iter().map(v).find(|w| !w.starts_with('-')) {
-            Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
-                super::http_target::check(c, url);
-            }
-            _ => remote_unvetted(c, "git ls-remote"),
-        }
     }
     // `git stash show`, `git remote get-url`, ...: the options follow the second word.
     let words = if matches!(sub, "stash" | "remote" | "worktree" | "submodule")
@@ -227,6 +218,18 @@ fn git_read(
     let Some(parsed) = judge(k, c, &format!("git {sub}"), g, words) else {
         return;
     };
+    if sub == "ls-remote" {
+        // The remote is the first operand (the grammar knows which options take a value).
+        // Its address is vetted like curl's when it is an http(s) URL; a remote's name (or
+        // none: origin) is an address kept in the repository's config, and ssh, git, file
+        // or a path reach what no http rule describes.
+        match parsed.operands.first().map(|w| v(w)) {
+            Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
+                super::http_target::check(c, url);
+            }
+            _ => remote_unvetted(c, "git ls-remote"),
+        }
+    }
     if sub == "remote" && first == "show" && !parsed.has("-n") {
         c.add(
             Category::HttpRead,
