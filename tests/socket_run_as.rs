@@ -4,7 +4,7 @@
 //! tokens. Shown against the real `serve` through the socket: an autonomous run and an
 //! approved run both carry the configured identity with no supplementary groups; the approved
 //! run writes the workspace and its private tmp, and its chmod of the guard's state dir and
-//! utime of its audit log are refused by the kernel; an identity the guard cannot separate stops the start.
+//! utime of its audit log are refused by the kernel, as is a signal to the guard; an identity the guard cannot separate stops the start.
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
@@ -100,8 +100,10 @@ fn runs_take_the_configured_identity_and_cannot_touch_the_guards_files() {
         "id -u; touch {ws}/approved; echo touch=$?; echo x > \"$TMPDIR/probe\" && echo tmp=ok; \
          s=$(echo {hidden} | base64 -d); \
          perl -e 'chmod(0777, $ARGV[0]) or die \"chmod: $!\\n\"' \"$s\"; echo chmod=$?; \
-         touch -d 2000-01-01 \"$s/audit.jsonl\"; echo utime=$?",
+         touch -d 2000-01-01 \"$s/audit.jsonl\"; echo utime=$?; \
+         kill -0 {guard} 2>/dev/null; echo signal=$?",
         ws = ws.display(),
+        guard = serve.pid(),
     );
     let (sock, cwd) = (w.socket(), ws.clone());
     let client = std::thread::spawn(move || exec(&sock, &["/bin/sh", "-c", &script], &cwd));
@@ -144,6 +146,10 @@ fn runs_take_the_configured_identity_and_cannot_touch_the_guards_files() {
     // Refused by the kernel for ownership, not by anything else on the way.
     let err = v["payload"]["stderr"].as_str().expect("stderr");
     assert!(err.contains("chmod: Operation not permitted"), "{v}");
+    assert!(
+        lines.contains(&"signal=1"),
+        "the run may not signal the guard: {v}"
+    );
     let made = std::fs::metadata(ws.join("approved")).expect("the approved run wrote");
     assert_eq!((made.uid(), made.gid()), (RUN_UID, RUN_GID));
     assert_eq!(

@@ -210,12 +210,7 @@ impl Store {
 
     /// Entries matching `filter`, oldest first.
     pub fn list(&self, filter: StateFilter) -> Result<Vec<Entry>, InboxError> {
-        let (clause, arg) = match filter {
-            StateFilter::All => ("?1 = ''", String::new()),
-            StateFilter::Pending => ("state = ?1", State::Pending.as_str().to_owned()),
-            StateFilter::Resolved => ("state <> ?1", State::Pending.as_str().to_owned()),
-            StateFilter::Only(s) => ("state = ?1", s.as_str().to_owned()),
-        };
+        let (clause, arg, _) = page_parts(filter);
         let mut stmt = self.conn.prepare(&format!(
             "SELECT {COLUMNS} FROM requests WHERE {clause} ORDER BY created_ms, id"
         ))?;
@@ -429,7 +424,7 @@ impl RawRow {
     }
 }
 
-/// A page query's filter clause, its one argument, and its order.
+/// A filter's clause and its one argument (`?1`), and the order a page of it is read in.
 fn page_parts(filter: StateFilter) -> (&'static str, String, &'static str) {
     match filter {
         StateFilter::All => (

@@ -16,7 +16,7 @@ impl RunAs {
     /// `NAME` (its primary group), `NAME:GROUP`, or numeric `UID:GID`. Root (uid or gid 0) is
     /// refused: a run as root would own everything the separation is meant to keep from it.
     pub fn parse(text: &str) -> Result<RunAs, SandboxError> {
-        let bad = |why: String| SandboxError::Profile(format!("run_as {text:?}: {why}"));
+        let bad = |why: String| SandboxError::RunAs(format!("run_as {text:?}: {why}"));
         let (user, group) = match text.trim().split_once(':') {
             Some((u, g)) => (u, Some(g)),
             None => (text.trim(), None),
@@ -55,13 +55,13 @@ impl RunAs {
     pub fn check_switchable(&self) -> Result<(), SandboxError> {
         let me = Uid::effective();
         if self.uid == me.as_raw() {
-            return Err(SandboxError::Profile(format!(
+            return Err(SandboxError::RunAs(format!(
                 "run_as uid {} is the guard's own uid: runs would own the guard's files",
                 self.uid
             )));
         }
         if !me.is_root() {
-            return Err(SandboxError::Profile(format!(
+            return Err(SandboxError::RunAs(format!(
                 "run_as {}:{} needs the guard to run as root (it switches each run's uid); \
                  this guard runs as uid {me}",
                 self.uid, self.gid

@@ -36,6 +36,9 @@ pub use status::{EnforcementStatus, Level};
 pub enum SandboxError {
     #[error("profile: {0}")]
     Profile(String),
+    /// A `run_as` identity that cannot be taken (its text says which and why).
+    #[error("{0}")]
+    RunAs(String),
     #[error("landlock: {0}")]
     Landlock(String),
     #[error("kernel lacks {missing} required by the profile (Landlock ABI {abi}); set allow_degraded to run anyway")]
