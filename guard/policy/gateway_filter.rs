@@ -409,6 +409,15 @@ mod tests {
         let parse = ClientFrame::parse;
         assert_eq!(parse("{nope").err(), Some(FrameError::NotJson));
         assert_eq!(parse("").err(), Some(FrameError::NotJson));
+        // Two values in one frame: the gateway's JSON.parse refuses it, and so does the door
+        // (the second one never rides along behind an allowed first).
+        for text in [
+            r#"{"type":"req","id":"1","method":"status"} {"type":"req","method":"config.set"}"#,
+            r#"{"type":"req","id":"1","method":"status"},{"method":"config.set"}"#,
+            "{\"type\":\"req\",\"id\":\"1\",\"method\":\"status\"}\u{0}",
+        ] {
+            assert_eq!(parse(text).err(), Some(FrameError::NotJson), "{text}");
+        }
         // Valid JSON but not a request object, or a field given twice: unreadable, refused.
         for text in [
             r#""x""#,
@@ -416,8 +425,27 @@ mod tests {
             r#"{"type":"req","id":"1","method":"status","method":"config.set"}"#,
             r#"{"type":"req","type":"event","id":"1","method":"status"}"#,
             r#"{"type":7,"id":"1","method":"status"}"#,
+            r#"{"type":"req","id":"1","method":["config.set"]}"#,
+            r#"{"type":"req","id":"1","method":{"name":"status"}}"#,
         ] {
             assert!(matches!(parse(text), Err(FrameError::Shape(_))), "{text}");
+        }
+        // A method that is null or missing is no method: refused.
+        for text in [
+            r#"{"type":"req","id":"1","method":null}"#,
+            r#"{"type":"req","id":"1"}"#,
+        ] {
+            let f = parse(text).expect("frame");
+            assert!(
+                matches!(
+                    judge_frame(&t(), &f),
+                    FrameVerdict::Refuse {
+                        reason: "no-method",
+                        ..
+                    }
+                ),
+                "{text}"
+            );
         }
         // Escapes are read as the gateway reads them.
         let f = parse(r#"{"type":"req","id":"1","method":"config\u002eset","params":{}}"#)
