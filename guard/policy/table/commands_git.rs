@@ -203,6 +203,7 @@ fn git_read(
             "http-read",
             "`git ls-remote` asks a remote for its refs",
         );
+        remote_unvetted(c, "git ls-remote");
     }
     // `git stash show`, `git remote get-url`, ...: the options follow the second word.
     let words = if matches!(sub, "stash" | "remote" | "worktree" | "submodule")
@@ -218,18 +219,6 @@ fn git_read(
     let Some(parsed) = judge(k, c, &format!("git {sub}"), g, words) else {
         return;
     };
-    if sub == "ls-remote" {
-        // The remote is the first operand (the grammar knows which options take a value).
-        // Its address is vetted like curl's when it is an http(s) URL; a remote's name (or
-        // none: origin) is an address kept in the repository's config, and ssh, git, file
-        // or a path reach what no http rule describes.
-        match parsed.operands.first().map(|w| v(w)) {
-            Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
-                super::http_target::check(c, url);
-            }
-            _ => remote_unvetted(c, "git ls-remote"),
-        }
-    }
     if sub == "remote" && first == "show" && !parsed.has("-n") {
         c.add(
             Category::HttpRead,
@@ -248,15 +237,16 @@ fn git_read(
     what_it_prints(k, c, sub, &parsed);
 }
 
-/// A remote reached at an address the command does not show: never autonomous.
+/// Asking a remote is never autonomous: git reads the user's credentials for it (`~/.netrc`,
+/// credential helpers; the oracle saw `git ls-remote https://…` read `.netrc`) and sends them,
+/// and a remote's name is an address kept in the repository's config that no rule vets.
 fn remote_unvetted(c: &mut Classification, what: &str) {
     c.add(
         Category::Unanalysable,
-        "git-remote-unvetted",
+        "git-remote",
         format!(
-            "`{what}` reaches a remote whose address is not an http(s) URL in the command \
-             (a remote's name lives in the repository's config); only a public http(s) \
-             name is asked autonomously"
+            "`{what}` asks a remote with the user's git credentials, at an address the guard \
+             does not vet"
         ),
     );
 }
