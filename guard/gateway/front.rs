@@ -6,11 +6,14 @@
 //! gateway's challenge and the client's `connect` pass byte for byte (the device signature
 //! covers them); every later client frame passes the pure method filter and is forwarded as
 //! received or refused in the gateway's own error shape, audited with who was refused.
-//! Approval events are the guard's to answer and are not passed down. Bad input closes that
-//! client only: oversized frames 1009, binary 1003, a flood 1008, an unreachable upstream
-//! 1011; invalid JSON gets an error; past the connection cap the upgrade is refused (503).
+//! The gateway's frames pass down as received (`relay`), except approval events, which are
+//! the guard's to answer. Bad input closes that client only: oversized frames 1009, binary
+//! 1003, a flood 1008, an unreachable upstream 1011; invalid JSON gets an error; past the
+//! connection cap the upgrade is refused (503).
 
 use super::links;
+use super::relay::{Incoming, OP_CLOSE, OP_PONG, OP_TEXT};
+use super::upstream::{self, Upward};
 use crate::audit::event::{AuditEvent, FrontRefusal};
 use crate::audit::AuditLog;
 use crate::policy::gateway_filter::{
@@ -23,13 +26,15 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
+use tokio_tungstenite::WebSocketStream;
 
 /// The door's limits and where it forwards to.
 #[derive(Debug, Clone)]
@@ -252,14 +257,9 @@ async fn client(
         return;
     }
     let Ok(mut down) = accepted else { return };
-    let up = tokio_tungstenite::connect_async_with_config(
-        front.settings.upstream.as_str(),
-        Some(cfg),
-        true, // no Nagle delay: each frame is a whole request, sent as soon as judged
-    )
-    .await;
-    let mut up = match up {
-        Ok((up, _)) => up,
+    let max = front.settings.max_frame_bytes;
+    let (mut up, mut frames) = match upstream::connect(&front.settings.upstream, max).await {
+        Ok(c) => c,
         Err(e) => {
             let msg = format!("upstream unavailable: {e}");
             front
@@ -269,11 +269,12 @@ async fn client(
             return;
         }
     };
-    // One task owns both sockets whole (no split halves and their locks): each select arm
-    // reads one socket, and its body writes to the other once the read is done.
+    // One task owns both sockets whole (no split halves, no locks): each select arm reads one
+    // socket, and its body writes whole frames, done before the next read (no interleaving).
     let mut bucket = Bucket::new(front.settings.rate_per_sec, front.settings.rate_burst);
     let mut connected = false;
     let mut shutdown = shutdown;
+    let mut to_gateway = Upward::new();
     loop {
         tokio::select! {
             m = down.next() => {
@@ -290,11 +291,11 @@ async fn client(
                     }
                 };
                 match step {
-                    Step::Up(m) => if up.send(m).await.is_err() { break },
+                    Step::Up(t) => if to_gateway.send(&mut up, OP_TEXT, t.as_str().as_bytes()).await.is_err() { break },
                     Step::Down(m) => if down.send(m).await.is_err() { break },
                     Step::None => {}
                     Step::End(c) => {
-                        let _ = up.send(Message::Close(None)).await;
+                        let _ = to_gateway.send(&mut up, OP_CLOSE, &[]).await;
                         if let Some(c) = c {
                             if down.send(c).await.is_ok() {
                                 linger(&mut down).await;
@@ -304,20 +305,20 @@ async fn client(
                     }
                 }
             }
-            m = up.next() => {
-                match m {
-                    Some(Ok(Message::Text(t))) => {
-                        if is_approval_event(t.as_str()) { continue; }
-                        if down.send(Message::Text(t)).await.is_err() { break }
+            f = frames.next(&mut up) => {
+                match f {
+                    Ok(Some(Incoming::Data(raw))) => if pass_down(&mut down, raw).await.is_err() { break },
+                    Ok(Some(Incoming::Ping(p))) => if to_gateway.send(&mut up, OP_PONG, p).await.is_err() { break },
+                    Ok(Some(Incoming::Close { raw, payload })) => {
+                        let _ = pass_down(&mut down, raw).await;
+                        let _ = to_gateway.send(&mut up, OP_CLOSE, payload.get(..2).unwrap_or(&[])).await;
+                        break;
                     }
-                    Some(Ok(Message::Close(c))) => { let _ = down.send(Message::Close(c)).await; break }
-                    Some(Ok(Message::Binary(b))) => if down.send(Message::Binary(b)).await.is_err() { break },
-                    Some(Ok(_)) => {}
-                    Some(Err(e)) => {
+                    Err(e) => {
                         let _ = down.send(close(CloseCode::Error, &format!("upstream: {e}"))).await;
                         break;
                     }
-                    None => { let _ = down.send(close(CloseCode::Error, "upstream closed")).await; break }
+                    Ok(None) => { let _ = down.send(close(CloseCode::Error, "upstream closed")).await; break }
                 }
             }
             _ = shutdown.changed() => {
@@ -326,6 +327,14 @@ async fn client(
             }
         }
     }
+}
+
+/// Writes a gateway frame to the client as received. tungstenite's own writes (the door's
+/// responses, its pongs to the client's pings) are flushed whole first, so this lands on a
+/// frame boundary.
+async fn pass_down(down: &mut WebSocketStream<TcpStream>, raw: &[u8]) -> Result<(), ()> {
+    down.flush().await.map_err(|_| ())?;
+    down.get_mut().write_all(raw).await.map_err(|_| ())
 }
 
 /// Longest the door waits for a refused client to answer its close frame.
@@ -344,7 +353,8 @@ where
 
 /// What one client message leads to.
 enum Step {
-    Up(Message),
+    /// A judged text message, for the gateway.
+    Up(Utf8Bytes),
     Down(Message),
     None,
     End(Option<Message>),
@@ -356,19 +366,6 @@ fn error_close(e: &WsError) -> Message {
         WsError::Capacity(_) => close(CloseCode::Size, "frame too large"),
         _ => close(CloseCode::Protocol, "protocol error"),
     }
-}
-
-fn is_approval_event(text: &str) -> bool {
-    // Cheap test first: most frames are not approval events.
-    if !text.contains("approval.") {
-        return false;
-    }
-    serde_json::from_str::<Value>(text).is_ok_and(|v| {
-        v["type"] == "event"
-            && v["event"].as_str().is_some_and(|e| {
-                e.starts_with("exec.approval.") || e.starts_with("plugin.approval.")
-            })
-    })
 }
 
 /// The error response the gateway itself would send.
@@ -426,7 +423,7 @@ async fn from_client(
     if !*connected {
         if frame.is_connect() {
             *connected = true;
-            return Step::Up(Message::Text(text.clone()));
+            return Step::Up(text.clone());
         }
         front
             .refuse(
@@ -444,7 +441,7 @@ async fn from_client(
         ));
     }
     match judge_frame(&front.tables, &frame) {
-        FrameVerdict::Forward => Step::Up(Message::Text(text.clone())),
+        FrameVerdict::Forward => Step::Up(text.clone()),
         FrameVerdict::Refuse {
             code,
             reason,
@@ -499,21 +496,5 @@ mod tests {
         let mut b = Bucket::new(1, 3);
         assert!(b.take() && b.take() && b.take());
         assert!(!b.take());
-    }
-
-    #[test]
-    fn only_approval_events_are_held_back() {
-        assert!(is_approval_event(
-            r#"{"type":"event","event":"exec.approval.requested","payload":{}}"#
-        ));
-        assert!(is_approval_event(
-            r#"{"type":"event","event":"plugin.approval.resolved"}"#
-        ));
-        assert!(!is_approval_event(
-            r#"{"type":"event","event":"chat","payload":{"t":"exec.approval."}}"#
-        ));
-        assert!(!is_approval_event(
-            r#"{"type":"res","id":"1","ok":true,"payload":{"m":"exec.approval.get"}}"#
-        ));
     }
 }

@@ -2,7 +2,8 @@
 //! answers every `exec.approval.requested` / `plugin.approval.requested` with the engine's
 //! decision; `approval` turns those events into engine requests and decisions into resolve
 //! frames. `front`: the front door every human client (ACP, IDEs, chat pages) passes; door
-//! `links` authenticate clients and the policy's method filter judges each frame. The
+//! `links` authenticate clients and the policy's method filter judges each frame, and
+//! `relay` passes the gateway's frames down as received, over `upstream`'s connection. The
 //! gateway-protocol pieces shared with the node host (device identity, handshake) live in
 //! `crate::openclaw`.
 
@@ -11,4 +12,6 @@ pub mod approver;
 pub mod front;
 pub mod links;
 pub mod posture_check;
+pub mod relay;
 pub mod rpc;
+pub mod upstream;
