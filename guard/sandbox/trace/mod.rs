@@ -57,6 +57,9 @@ pub struct Scene {
     pub path: String,
     /// Wall-clock limit; past it every traced process is killed.
     pub timeout: Duration,
+    /// Further variables, set after the fixed ones (the guard's git settings for an
+    /// autonomous run, or values a labeller tries).
+    pub env: Vec<(String, String)>,
 }
 
 struct Job {

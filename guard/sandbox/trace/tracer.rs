@@ -59,6 +59,7 @@ pub(super) fn run(scene: &Scene, command: &str) -> Result<Record, TraceError> {
         .env("LOGNAME", "nobody")
         .env("LANG", "C.UTF-8")
         .env("TERM", "dumb")
+        .envs(scene.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&scene.workspace)
         .stdin(Stdio::null())
         .stdout(Stdio::from(out_wr))
