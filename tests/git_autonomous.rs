@@ -65,6 +65,13 @@ fn repository_config_is_checked_wherever_git_looks() {
         bare.display().to_string(),
         ws.display().to_string(),
     );
+    // A repository nested in the workspace, entered by `cd` inside the shell text.
+    let nested = ws.join("vendor/lib");
+    std::fs::create_dir_all(&nested).expect("nested");
+    git_repo_with_history(&nested);
+    let mut text = std::fs::read_to_string(nested.join(".git/config")).expect("config");
+    text.push_str(&evil_cfg);
+    std::fs::write(nested.join(".git/config"), &text).expect("config");
     let (gd, xp) = (format!("--git-dir={eg}"), format!("--exec-path={wsd}"));
     let cases: Vec<(&str, Vec<&str>, &Path, Value)> = vec![
         ("-C", vec!["git", "-C", &e, "status"], &ws, json!({})),
@@ -106,6 +113,18 @@ fn repository_config_is_checked_wherever_git_looks() {
             json!({ "GIT_DIR": eg }),
         ),
         ("--exec-path", vec!["git", &xp, "status"], &ws, json!({})),
+        (
+            "cd into a nested repository",
+            vec!["sh", "-c", "cd vendor/lib && git status"],
+            &ws,
+            json!({}),
+        ),
+        (
+            "env -C into a nested repository",
+            vec!["sh", "-c", "env -C vendor/lib git log --oneline"],
+            &ws,
+            json!({}),
+        ),
     ];
     for (name, argv, cwd, env) in &cases {
         let v = exec(&w.socket(), argv, cwd, env.clone());

@@ -45,6 +45,9 @@ pub fn protective_env() -> BTreeMap<String, String> {
         ("GIT_CONFIG_NOSYSTEM", "1"),
         ("GIT_CONFIG_GLOBAL", "/dev/null"),
         ("GIT_TERMINAL_PROMPT", "0"),
+        // `git status` and `git diff` refresh the index when they can: a write to
+        // `.git/index` a read must not make.
+        ("GIT_OPTIONAL_LOCKS", "0"),
         ("GIT_PAGER", "cat"),
         ("PAGER", "cat"),
         ("GIT_EDITOR", "false"),
@@ -181,6 +184,20 @@ const PLAIN_GIT_KEYS: &[&str] = &[
     "advice.*",
 ];
 
+/// The git directory `place` reads when it is not inside `workspace` (canonical): one found
+/// above the workspace, or named by a `.git` file or `--git-dir` elsewhere. Git would read
+/// and list outside the workspace. `Ok(None)`: inside, or no repository at all.
+pub fn repository_outside(
+    place: &Place,
+    workspace: &Path,
+) -> Result<Option<PathBuf>, std::io::Error> {
+    let dir = match place {
+        Place::Discover(dir) => find_git_dir(dir)?,
+        Place::GitDir(g) => Some(g.clone()),
+    };
+    Ok(dir.filter(|g| !g.canonicalize().is_ok_and(|c| c.starts_with(workspace))))
+}
+
 /// The first key of the repository configs `place` reads that is not plain, if any
 /// (`Ok(None)` when there is no repository or its config is plain). Unreadable config is `Err`.
 pub fn config_not_plain(place: &Place) -> Result<Option<String>, std::io::Error> {
@@ -311,6 +328,48 @@ fn configs_of(gitdir: &Path) -> Result<Vec<PathBuf>, std::io::Error> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_repository_outside_the_workspace_is_named() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let root = t.path().canonicalize().expect("canonical");
+        let mkrepo = |d: &Path| {
+            for sub in ["objects", "refs"] {
+                std::fs::create_dir_all(d.join(".git").join(sub)).expect("mkdir");
+            }
+            std::fs::write(d.join(".git/HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+        };
+        // The workspace inside another repository (a home directory kept in git).
+        let outer = root.join("home");
+        let ws = outer.join("ws");
+        std::fs::create_dir_all(ws.join("src")).expect("ws");
+        mkrepo(&outer);
+        let d = |p: &Path| Place::Discover(p.to_path_buf());
+        let out = |p: &Place| repository_outside(p, &ws).expect("readable");
+        assert_eq!(out(&d(&ws.join("src"))), Some(outer.join(".git")));
+        assert_eq!(
+            out(&Place::GitDir(outer.join(".git"))),
+            Some(outer.join(".git"))
+        );
+        // Its own repository: inside.
+        mkrepo(&ws);
+        assert_eq!(out(&d(&ws.join("src"))), None);
+        // A `.git` file naming a git directory elsewhere (a worktree of another clone).
+        std::fs::remove_dir_all(ws.join(".git")).expect("rm");
+        std::fs::write(
+            ws.join(".git"),
+            format!("gitdir: {}\n", outer.join(".git").display()),
+        )
+        .expect(".git file");
+        assert_eq!(out(&d(&ws)), Some(outer.join(".git")));
+        // No repository anywhere above.
+        let lone = root.join("lone");
+        std::fs::create_dir_all(&lone).expect("lone");
+        assert_eq!(
+            repository_outside(&d(&lone), &lone).expect("readable"),
+            None
+        );
+    }
+
     use super::*;
 
     #[test]

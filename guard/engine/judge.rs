@@ -366,7 +366,7 @@ impl Judge {
             ))
         } else {
             git_segments(&v)
-                .find_map(|argv| git_reason(argv, plan))
+                .find_map(|(argv, cwds)| git_reason(argv, cwds, plan))
                 .map(|m| Reason::new("git-config", m))
         };
         if let Some(r) = why {
@@ -434,8 +434,8 @@ fn autonomous_profile(v: &Verdict) -> &'static str {
     }
 }
 
-/// The argv of every segment of the verdict that runs git.
-fn git_segments(v: &Verdict) -> impl Iterator<Item = &[String]> {
+/// The argv of every segment of the verdict that runs git, and the directories it may run in.
+fn git_segments(v: &Verdict) -> impl Iterator<Item = (&[String], Option<&[String]>)> {
     v.segments.iter().filter_map(|s| {
         let by_path = s
             .resolved_path
@@ -445,25 +445,45 @@ fn git_segments(v: &Verdict) -> impl Iterator<Item = &[String]> {
             .argv
             .first()
             .is_some_and(|a| a.rsplit('/').next() == Some("git"));
-        (by_path || by_name).then_some(s.argv.as_slice())
+        (by_path || by_name).then_some((s.argv.as_slice(), s.cwds.as_deref()))
     })
 }
 
-/// Why the git command line `argv` of `plan` may run a program of a repository's choosing:
-/// every repository config it reads (`-C`, `--git-dir`, `--work-tree`, `GIT_DIR`, a bare
-/// repository) must be inert.
-fn git_reason(argv: &[String], plan: &ExecPlan) -> Option<String> {
-    let places = match git::places(argv, &plan.cwd, &plan.env) {
-        Ok(p) => p,
-        Err(why) => return Some(why),
+/// Why the git command line `argv` of `plan`, run in one of `cwds` (`None`: the plan's cwd;
+/// `cd sub && git diff` runs in `sub`), may run a program of a repository's choosing or
+/// read outside the workspace: every repository it reads (`-C`, `--git-dir`, `--work-tree`,
+/// `GIT_DIR`, a bare repository, one found above the directory) must be inside the
+/// workspace, with inert config.
+fn git_reason(argv: &[String], cwds: Option<&[String]>, plan: &ExecPlan) -> Option<String> {
+    let dirs: Vec<std::path::PathBuf> = match cwds {
+        None => vec![plan.cwd.clone()],
+        Some([]) => return Some("git runs in a directory that is not known".into()),
+        Some(c) => c.iter().map(std::path::PathBuf::from).collect(),
     };
-    places
-        .iter()
-        .find_map(|place| match git::config_not_plain(place) {
-            Ok(None) => None,
-            Ok(Some(key)) => Some(format!(
-                "the repository's config sets {key}, which this guard does not know to be inert"
-            )),
-            Err(e) => Some(format!("the repository's config cannot be read: {e}")),
+    dirs.iter().find_map(|cwd| {
+        let places = match git::places(argv, cwd, &plan.env) {
+            Ok(p) => p,
+            Err(why) => return Some(why),
+        };
+        places.iter().find_map(|place| {
+            match git::repository_outside(place, &plan.workspace) {
+                Ok(Some(g)) => {
+                    return Some(format!(
+                        "the repository {} is outside the workspace",
+                        g.display()
+                    ))
+                }
+                Ok(None) => {}
+                Err(e) => return Some(format!("the repository cannot be found: {e}")),
+            }
+            match git::config_not_plain(place) {
+                Ok(None) => None,
+                Ok(Some(key)) => Some(format!(
+                    "the repository's config sets {key}, which this guard does not know to be \
+                     inert"
+                )),
+                Err(e) => Some(format!("the repository's config cannot be read: {e}")),
+            }
         })
+    })
 }

@@ -119,6 +119,7 @@ impl Scored {
                 category,
                 verdict: status.into(),
                 reasons,
+                cwds: None,
             },
             status,
             gated,
@@ -347,6 +348,7 @@ fn score_segment(
 ) -> Scored {
     let mut c = table::classify_segment(&seg, t);
     gates::variable_secrets(policy, ctx, &seg, &mut c);
+    gates::named_secrets_not_understood(policy, ctx, &seg, &mut c);
     let (mut status, category, mut reasons, gated) = score(policy, &c);
     let mut allowlisted = false;
     // OpenClaw fails the analysis of a segment with a redirection or a substitution.
@@ -393,6 +395,12 @@ fn score_segment(
             category,
             verdict: status.into(),
             reasons,
+            cwds: Some(
+                seg.cwds
+                    .iter()
+                    .map(|d| d.to_string_lossy().into_owned())
+                    .collect(),
+            ),
         },
         status,
         gated,

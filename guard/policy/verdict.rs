@@ -81,6 +81,10 @@ pub struct SegmentVerdict {
     pub category: Category,
     pub verdict: VerdictKind,
     pub reasons: Vec<Reason>,
+    /// The directories a segment of shell text may run in (a `cd` before it adds one; empty:
+    /// not known). `None` for a request judged whole, which runs in its own cwd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwds: Option<Vec<String>>,
 }
 
 /// The policy's answer to one request.

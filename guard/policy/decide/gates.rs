@@ -1,6 +1,6 @@
 //! What `decide()` adds to the command table's findings: constructs the shell analysis
-//! found not inert, and words whose possible
-//! values (from variables the text assigns) reach a secret.
+//! found not inert, words whose possible values (from variables the text assigns) reach a
+//! secret, and secrets named by a command the table did not understand.
 
 use super::DecideContext;
 use crate::policy::file::Policy;
@@ -31,11 +31,7 @@ pub(super) fn variable_secrets(
     seg: &Segment,
     c: &mut Classification,
 ) {
-    if matches!(
-        seg.program.as_deref(),
-        Some("echo" | "printf" | "test" | "[" | "[[" | ":" | "true" | "false")
-    ) && seg.redirects.is_empty()
-    {
+    if print_only(seg) {
         return;
     }
     let words = seg
@@ -69,4 +65,63 @@ pub(super) fn variable_secrets(
             }
         }
     }
+}
+
+/// A segment the command table did not understand (an unknown option, a word it cannot see)
+/// that names a secret in one of its static words is blocked: its reading of that word is
+/// unknown, so what the word names decides. Understood commands are judged by their rows
+/// alone (`grep -n .env README.md` searches for the text `.env`).
+pub(super) fn named_secrets_not_understood(
+    policy: &Policy,
+    ctx: &DecideContext,
+    seg: &Segment,
+    c: &mut Classification,
+) {
+    let not_understood = c
+        .findings
+        .iter()
+        .any(|f| f.category == Category::Unanalysable);
+    let blocked = c
+        .findings
+        .iter()
+        .any(|f| f.category == Category::SensitivePath);
+    if !not_understood || blocked || print_only(seg) {
+        return;
+    }
+    let words = seg
+        .argv
+        .iter()
+        .skip(1)
+        .chain(seg.redirects.iter().map(|r| &r.target));
+    for value in words.filter_map(|w| w.value.as_deref()) {
+        for cwd in seg
+            .cwds
+            .iter()
+            .chain(seg.cwds.is_empty().then_some(&ctx.cwd))
+        {
+            let pctx = PathContext {
+                home: ctx.home.clone(),
+                cwd: cwd.clone(),
+            };
+            let path = value.split_once('=').map_or(value, |(_, v)| v);
+            for p in [value, path] {
+                if let Some(hit) = policy.sensitive().glob_may_match(p, &pctx) {
+                    c.add(
+                        Category::SensitivePath,
+                        "sensitive-path",
+                        format!("names {p} (sensitive: {hit}) in a command not understood"),
+                    );
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Programs that only print their words (and redirect nothing): naming a secret is harmless.
+fn print_only(seg: &Segment) -> bool {
+    matches!(
+        seg.program.as_deref(),
+        Some("echo" | "printf" | "test" | "[" | "[[" | ":" | "true" | "false")
+    ) && seg.redirects.is_empty()
 }

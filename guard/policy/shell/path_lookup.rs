@@ -38,7 +38,19 @@ pub(super) fn trusted_location(name: &str, resolved: Option<&Path>) -> bool {
         .is_some_and(|dir| super::TRUSTED_DIRS.iter().any(|t| dir == Path::new(t)))
 }
 
+/// Bash's standard PATH for `command -p` (glibc's `confstr(_CS_PATH)`, `getconf PATH`).
+pub(super) const STD_PATH: &str = "/bin:/usr/bin";
+
 impl Analyser<'_> {
+    /// [`Self::resolve`], or for a bare name under `command -p` the look-up on [`STD_PATH`].
+    pub(super) fn resolve_for(&mut self, name: &str, std_path: bool) -> Resolved {
+        if std_path && !name.contains('/') {
+            let found = fs_memo::which(name, STD_PATH, &self.ctx.cwd);
+            return (true, found.path, found.real);
+        }
+        self.resolve(name)
+    }
+
     /// Is `name` a program the command table may trust by its basename, and where is it?
     /// [`Self::resolve_uncached`], memoised for the analysis (stat calls dominate).
     pub(super) fn resolve(&mut self, name: &str) -> Resolved {

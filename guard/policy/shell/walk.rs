@@ -30,6 +30,8 @@ pub(crate) struct Env {
     pub redirects: Vec<Redirect>,
     /// Environment assignments of enclosing wrappers (`env FOO=1 sh -c …`).
     pub env_assignments: Vec<String>,
+    /// `command -p`: the next program is looked up on the standard PATH, not the agent's.
+    pub std_path: bool,
 }
 
 impl Env {
@@ -41,6 +43,7 @@ impl Env {
             stdin: Stdin::Inherited,
             redirects: Vec::new(),
             env_assignments: Vec::new(),
+            std_path: false,
         }
     }
 

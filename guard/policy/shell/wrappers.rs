@@ -36,11 +36,22 @@ impl Analyser<'_> {
                 self.problem(text, "the command name is not static", &env);
                 return;
             };
-            if !self.trusted_name(name) || (self.functions.contains(name) && !name.contains('/')) {
+            let trusted = if env.std_path {
+                self.resolve_for(name, true).0
+            } else {
+                self.trusted_name(name)
+            };
+            // `command -p NAME` skips functions and looks NAME up on the standard PATH.
+            let function = self.functions.contains(name) && !name.contains('/') && !env.std_path;
+            if !trusted || function {
                 break;
             }
+            let std_path = std::mem::take(&mut env.std_path);
             match self.peel(basename(name), &argv, &mut env, text) {
-                Step::Done => break,
+                Step::Done => {
+                    env.std_path = std_path;
+                    break;
+                }
                 Step::Handled => return,
                 Step::Next(next) => argv = next,
             }
@@ -90,9 +101,9 @@ impl Analyser<'_> {
             .first()
             .and_then(|w| w.value.as_deref())
             .unwrap_or_default();
-        let (trusted, resolved, resolved_real) = self.resolve(name);
+        let (trusted, resolved, resolved_real) = self.resolve_for(name, env.std_path);
         let base = basename(name);
-        seg.function_call = !name.contains('/') && self.functions.contains(name);
+        seg.function_call = !name.contains('/') && self.functions.contains(name) && !env.std_path;
         seg.trusted_location = trusted_location(name, resolved.as_deref());
         seg.program = Some(base.to_string());
         seg.trusted_name = trusted;

@@ -65,6 +65,10 @@ pub(super) fn git(seg: &Segment, k: &Checker, c: &mut Classification, args: &[Wo
         // `git -C DIR` runs in DIR (the segment's directories are already DIR): a tree
         // that holds a secret (`git -C ~`, `git -C ..`) is blocked, whatever git reads.
         k.recursive_names(c, &Word::literal("."));
+    } else {
+        // Git works on the repository of its working directory, which `cd` or `env -C`
+        // may have moved out of the workspace.
+        k.read(c, &Word::literal("."));
     }
     let rest: Vec<&str> = rest_words.iter().map(v).collect();
     if let Some(g) = read_grammar(sub, &rest) {

@@ -118,6 +118,15 @@ pub(super) fn read_program(
         return;
     };
     let ops = &parsed.operands;
+    // With no operand these list the working directory, which `cd` or `env -C` may have
+    // moved out of the workspace.
+    let dot = Word::literal(".");
+    let cwd = [&dot];
+    let ops = if ops.is_empty() && matches!(p, "ls" | "dir" | "vdir" | "du" | "tree") {
+        &cwd[..]
+    } else {
+        &ops[..]
+    };
     match kind {
         Operands::Files => read_files(seg, k, c, ops),
         Operands::NotFiles => {}

@@ -75,9 +75,10 @@ impl Analyser<'_> {
         Ok(command_from(rest, i))
     }
 
-    /// `env -S TEXT ARGS…`: TEXT is split as shell words, then ARGS follow.
+    /// `env -S TEXT ARGS…`: TEXT is split into words that env itself parses next, as it does
+    /// (options and `NAME=value` first, then the command), then ARGS follow.
     fn env_split(&mut self, split: &str, args: &[Word], env: &Env) -> Peeled {
-        let mut joined = String::new();
+        let mut joined = String::from("env ");
         for w in env_split_string(split)? {
             joined.push_str(&quote(&w));
             joined.push(' ');
@@ -106,9 +107,9 @@ impl Analyser<'_> {
             // These forms print, or act on other processes: they run no command.
             "command" if has(&seen, &["-v", "-V"]) => return Ok(Step::Done),
             "ionice" if has(&seen, &["-p", "-P", "-u"]) => return Ok(Step::Done),
-            "command" if has(&seen, &["-p"]) => self.gate(Some(
-                "`command -p` looks the program up on a default PATH, not the agent's".into(),
-            )),
+            // Bash looks the program up on the standard PATH (`getconf PATH`) instead; the
+            // program's own environment keeps the agent's PATH.
+            "command" if has(&seen, &["-p"]) => env.std_path = true,
             "time" => {
                 if let Some(out) = value_of(&seen, &["-o", "--output"]) {
                     env.redirects.push(Redirect {
