@@ -191,6 +191,9 @@ impl<'a> Checker<'a> {
                         return;
                     }
                 }
+                if outside {
+                    self.glob_outside(c, v);
+                }
                 return;
             }
         }
@@ -212,6 +215,32 @@ impl<'a> Checker<'a> {
                     );
                     return;
                 }
+            }
+        }
+    }
+
+    /// A glob reads the directory bash expands it in (its static part up to the last `/`
+    /// before the first wildcard) and every name it matches below: outside the workspace and
+    /// the system directories, or climbing out with `..` after a wildcard, that is a person's
+    /// call, whether it matches now or not.
+    fn glob_outside(&self, c: &mut Classification, v: &str) {
+        let head_len = v.find(['*', '?', '[', '{']).unwrap_or(v.len());
+        let head = &v[..head_len];
+        let dir = head.rfind('/').map_or(".", |i| &head[..=i]);
+        let climbs = v[head_len..].split('/').any(|part| part == "..");
+        for ctx in self.ctxs() {
+            let p = paths::absolute(dir, ctx);
+            if climbs || !self.readable_alone(&p) {
+                c.add(
+                    Category::Unanalysable,
+                    "read-outside-workspace",
+                    format!(
+                        "the glob {} reads {} outside the workspace and the system directories",
+                        short(v),
+                        short(&p.to_string_lossy())
+                    ),
+                );
+                return;
             }
         }
     }
