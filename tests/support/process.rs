@@ -11,7 +11,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 pub fn guard_bin() -> PathBuf {
     std::env::var_os("SANCTUM_TEST_GUARD_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_sanctum-guard")))
+        // `option_env!`: the fuzz crate compiles this file too, and has no guard binary.
+        .or_else(|| option_env!("CARGO_BIN_EXE_sanctum-guard").map(PathBuf::from))
+        .expect("SANCTUM_TEST_GUARD_BIN or a test binary's CARGO_BIN_EXE_sanctum-guard")
 }
 
 /// The uid the guard (serve, node, its CLI) runs as: `SANCTUM_TEST_GUARD_UID`, so the socket
