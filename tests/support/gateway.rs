@@ -86,6 +86,16 @@ impl WsClient {
         (c, hello)
     }
 
+    /// Reads until the peer closes the connection; the close as text.
+    pub fn close_reason(&mut self) -> String {
+        for _ in 0..60 {
+            if let Some(Err(e)) = self.read() {
+                return e;
+            }
+        }
+        panic!("no close");
+    }
+
     pub fn send_text(&mut self, text: &str) {
         self.ws.send(Message::text(text)).expect("send");
     }
