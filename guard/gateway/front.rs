@@ -11,6 +11,7 @@
 //! 1003, a flood 1008, an unreachable upstream 1011; invalid JSON gets an error; past the
 //! connection cap the upgrade is refused (503).
 
+use super::bucket::Bucket;
 use super::links;
 use super::relay::{Incoming, OP_CLOSE, OP_PONG, OP_TEXT};
 use super::upstream::{self, Upward};
@@ -25,7 +26,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -258,7 +259,8 @@ async fn client(
     }
     let Ok(mut down) = accepted else { return };
     let max = front.settings.max_frame_bytes;
-    let (mut up, mut frames) = match upstream::connect(&front.settings.upstream, max).await {
+    let (mut up, mut frames) = match upstream::connect(&front.settings.upstream, max, UPGRADE).await
+    {
         Ok(c) => c,
         Err(e) => {
             let msg = format!("upstream unavailable: {e}");
@@ -336,6 +338,9 @@ async fn pass_down(down: &mut WebSocketStream<TcpStream>, raw: &[u8]) -> Result<
     down.flush().await.map_err(|_| ())?;
     down.get_mut().write_all(raw).await.map_err(|_| ())
 }
+
+/// Longest the door waits for the gateway's upgrade (then: 1011 to the client).
+const UPGRADE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Longest the door waits for a refused client to answer its close frame.
 const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
@@ -452,49 +457,5 @@ async fn from_client(
                 .await;
             Step::Down(error_res(&frame.id_value(), code, &message))
         }
-    }
-}
-
-/// A token bucket: `rate` frames per second, up to `burst` at once.
-struct Bucket {
-    rate: f64,
-    burst: f64,
-    tokens: f64,
-    at: Instant,
-}
-
-impl Bucket {
-    fn new(rate: u32, burst: u32) -> Self {
-        Bucket {
-            rate: f64::from(rate),
-            burst: f64::from(burst.max(1)),
-            tokens: f64::from(burst.max(1)),
-            at: Instant::now(),
-        }
-    }
-
-    fn take(&mut self) -> bool {
-        let now = Instant::now();
-        self.tokens =
-            (self.tokens + now.duration_since(self.at).as_secs_f64() * self.rate).min(self.burst);
-        self.at = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_bucket_allows_the_burst_then_the_rate() {
-        let mut b = Bucket::new(1, 3);
-        assert!(b.take() && b.take() && b.take());
-        assert!(!b.take());
     }
 }

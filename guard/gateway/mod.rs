@@ -9,6 +9,7 @@
 
 pub mod approval;
 pub mod approver;
+mod bucket;
 pub mod front;
 pub mod links;
 pub mod posture_check;

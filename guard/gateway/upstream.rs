@@ -7,6 +7,7 @@
 
 use super::relay::GatewayFrames;
 use bytes::BytesMut;
+use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite;
@@ -35,11 +36,24 @@ pub enum UpstreamError {
     Missing(&'static str),
     #[error("the gateway offered {0}, which the door does not ask for")]
     Unasked(&'static str),
+    #[error("no upgrade from the gateway within {0:?}")]
+    TimedOut(Duration),
 }
 
-/// Connects and upgrades to `url`; the socket, and a reader holding what came after the
-/// response, whose frames are limited to `max` bytes.
-pub async fn connect(url: &str, max: usize) -> Result<(TcpStream, GatewayFrames), UpstreamError> {
+/// Connects and upgrades to `url` within `within` (a gateway that never answers must not
+/// hold the client, and its connection slot, forever); the socket, and a reader holding what
+/// came after the response, whose frames are limited to `max` bytes.
+pub async fn connect(
+    url: &str,
+    max: usize,
+    within: Duration,
+) -> Result<(TcpStream, GatewayFrames), UpstreamError> {
+    tokio::time::timeout(within, upgrade(url, max))
+        .await
+        .unwrap_or(Err(UpstreamError::TimedOut(within)))
+}
+
+async fn upgrade(url: &str, max: usize) -> Result<(TcpStream, GatewayFrames), UpstreamError> {
     let req = url.into_client_request()?;
     let uri = req.uri().clone();
     if uri.scheme_str() != Some("ws") {
@@ -193,6 +207,23 @@ mod tests {
             .expect("parse")
             .is_complete());
         check(&resp, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=").map_err(|e| e.to_string())
+    }
+
+    #[tokio::test]
+    async fn a_gateway_that_never_answers_the_upgrade_times_out() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("ws://{}", l.local_addr().expect("addr"));
+        let held = tokio::spawn(async move { l.accept().await });
+        let within = Duration::from_millis(200);
+        let r = connect(&url, 1024, within).await;
+        assert!(
+            matches!(r, Err(UpstreamError::TimedOut(_))),
+            "{:?}",
+            r.err()
+        );
+        drop(held);
     }
 
     #[test]
