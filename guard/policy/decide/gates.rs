@@ -34,35 +34,15 @@ pub(super) fn variable_secrets(
     if print_only(seg) {
         return;
     }
-    let words = seg
-        .argv
-        .iter()
-        .skip(1)
-        .chain(seg.redirects.iter().map(|r| &r.target));
-    for w in words.filter(|w| w.value.is_none()) {
-        for cand in &w.candidates {
-            for cwd in seg
-                .cwds
-                .iter()
-                .chain(seg.cwds.is_empty().then_some(&ctx.cwd))
-            {
-                let pctx = PathContext {
-                    home: ctx.home.clone(),
-                    cwd: cwd.clone(),
-                };
-                // An option's attached value (`--file=$f`) names a path too.
-                let path = cand.split_once('=').map_or(cand.as_str(), |(_, v)| v);
-                for p in [cand.as_str(), path] {
-                    if let Some(hit) = policy.sensitive().glob_may_match(p, &pctx) {
-                        c.add(
-                            Category::SensitivePath,
-                            "sensitive-path",
-                            format!("{} may expand to {p} (sensitive: {hit})", w.source),
-                        );
-                        return;
-                    }
-                }
-            }
+    for w in words(seg).filter(|w| w.value.is_none()) {
+        let values = w.candidates.iter().map(String::as_str);
+        if let Some((p, hit)) = first_secret(policy, ctx, seg, values) {
+            c.add(
+                Category::SensitivePath,
+                "sensitive-path",
+                format!("{} may expand to {p} (sensitive: {hit})", w.source),
+            );
+            return;
         }
     }
 }
@@ -77,45 +57,57 @@ pub(super) fn named_secrets_not_understood(
     seg: &Segment,
     c: &mut Classification,
 ) {
-    let not_understood = c
-        .findings
-        .iter()
-        .any(|f| f.category == Category::Unanalysable);
-    let blocked = c
-        .findings
-        .iter()
-        .any(|f| f.category == Category::SensitivePath);
-    if !not_understood || blocked || print_only(seg) {
+    let has = |cat: Category| c.findings.iter().any(|f| f.category == cat);
+    if !has(Category::Unanalysable) || has(Category::SensitivePath) || print_only(seg) {
         return;
     }
-    let words = seg
-        .argv
+    let values = words(seg).filter_map(|w| w.value.as_deref());
+    if let Some((p, hit)) = first_secret(policy, ctx, seg, values) {
+        c.add(
+            Category::SensitivePath,
+            "sensitive-path",
+            format!("names {p} (sensitive: {hit}) in a command not understood"),
+        );
+    }
+}
+
+/// The segment's operands and redirection targets.
+fn words(seg: &Segment) -> impl Iterator<Item = &crate::policy::shell::Word> {
+    seg.argv
         .iter()
         .skip(1)
-        .chain(seg.redirects.iter().map(|r| &r.target));
-    for value in words.filter_map(|w| w.value.as_deref()) {
-        for cwd in seg
-            .cwds
-            .iter()
-            .chain(seg.cwds.is_empty().then_some(&ctx.cwd))
-        {
+        .chain(seg.redirects.iter().map(|r| &r.target))
+}
+
+/// The first of `values` (or its part after `=`: an option's attached value names a path
+/// too) that names a sensitive path from any directory the segment may run in, and the
+/// entry it matched.
+fn first_secret<'v>(
+    policy: &Policy,
+    ctx: &DecideContext,
+    seg: &Segment,
+    values: impl Iterator<Item = &'v str>,
+) -> Option<(&'v str, String)> {
+    let dirs: Vec<&std::path::PathBuf> = seg
+        .cwds
+        .iter()
+        .chain(seg.cwds.is_empty().then_some(&ctx.cwd))
+        .collect();
+    for value in values {
+        let path = value.split_once('=').map_or(value, |(_, v)| v);
+        for cwd in &dirs {
             let pctx = PathContext {
                 home: ctx.home.clone(),
-                cwd: cwd.clone(),
+                cwd: (*cwd).clone(),
             };
-            let path = value.split_once('=').map_or(value, |(_, v)| v);
             for p in [value, path] {
                 if let Some(hit) = policy.sensitive().glob_may_match(p, &pctx) {
-                    c.add(
-                        Category::SensitivePath,
-                        "sensitive-path",
-                        format!("names {p} (sensitive: {hit}) in a command not understood"),
-                    );
-                    return;
+                    return Some((p, hit));
                 }
             }
         }
     }
+    None
 }
 
 /// Programs that only print their words (and redirect nothing): naming a secret is harmless.
