@@ -227,6 +227,10 @@ pub const HELPERS: &[(&str, &str)] = &[
     ("tar", "/usr/bin/bzip2"),
     ("tar", "/usr/bin/xz"),
     ("tar", "/usr/bin/zstd"),
+    // Debian's zcat and zless are shell scripts over gzip (and less).
+    ("zcat", "/usr/bin/gzip"),
+    ("zless", "/usr/bin/gzip"),
+    ("zless", "/usr/bin/less"),
     // git's porcelain written in shell (`git submodule`) and its exec-path lookups.
     ("git", "/usr/bin/dash"),
     ("git", "/usr/bin/sed"),
