@@ -15,7 +15,7 @@ mod support;
 use futures_util::{SinkExt, StreamExt};
 use std::time::{Duration, Instant};
 use support::guard::{Serve, World};
-use support::process::{free_port, guard_cli, ChildGuard};
+use support::process::{free_port, ChildGuard};
 use tokio_tungstenite::tungstenite::Message;
 
 const CONNECTIONS: usize = 100;
@@ -198,13 +198,7 @@ fn main() {
         ],
     );
     wait_port(front);
-    let state = w.guard_state.to_str().expect("utf8").to_owned();
-    let (code, path, err) = guard_cli(
-        &["front", "link", "--name", "bench", "--state-dir", &state],
-        &[],
-    );
-    assert_eq!(code, 0, "front link: {err}");
-    let door = format!("ws://127.0.0.1:{front}{}", path.trim());
+    let door = support::gateway::door_link(&w.guard_state, &format!("127.0.0.1:{front}"), "bench");
 
     let nginx_port = free_port();
     let ngx = nginx(w.tmp.path(), nginx_port, echo);

@@ -13,7 +13,7 @@ mod support;
 
 use serde_json::json;
 use std::time::Duration;
-use support::gateway::{open, WsClient};
+use support::gateway::{door_link, open, WsClient};
 use support::node::*;
 use tokio_tungstenite::tungstenite::{self, Message};
 
@@ -64,13 +64,7 @@ fn the_front_door_lets_through_only_what_the_filter_allows() {
             .contains("gateway approver connected")
             .then_some(())
     });
-    let state = w.guard_state.to_str().expect("utf8").to_owned();
-    let (code, path, err) = guard_cli(
-        &["front", "link", "--name", "alice", "--state-dir", &state],
-        &[],
-    );
-    assert_eq!(code, 0, "{err}");
-    let door = format!("ws://{front}{}", path.trim());
+    let door = door_link(&w.guard_state, &front, "alice");
 
     // No link, a wrong link: 401 before the upgrade.
     assert_eq!(status_of(open(&format!("ws://{front}/"))), 401);
@@ -243,7 +237,8 @@ fn the_front_door_lets_through_only_what_the_filter_allows() {
 
     // Revoked: 401 at once. (The door frees the dropped clients' slots when it sees their
     // connections close; until then it may still answer 503 "full", checked first.)
-    let (code, _, err) = guard_cli(&["front", "revoke", "alice", "--state-dir", &state], &[]);
+    let state = w.guard_state.to_str().expect("utf8");
+    let (code, _, err) = guard_cli(&["front", "revoke", "alice", "--state-dir", state], &[]);
     assert_eq!(code, 0, "{err}");
     let status = wait_until(
         "the dropped clients' slots freed",
@@ -256,14 +251,10 @@ fn the_front_door_lets_through_only_what_the_filter_allows() {
     assert_eq!(status, 401);
 
     // Upstream down: 1011 with the reason.
-    let (code, path, _) = guard_cli(
-        &["front", "link", "--name", "bob", "--state-dir", &state],
-        &[],
-    );
-    assert_eq!(code, 0);
+    let bob = door_link(&w.guard_state, &front, "bob");
     drop(c);
     gw.child.kill9();
-    let mut d = open(&format!("ws://{front}{}", path.trim())).expect("upgrade");
+    let mut d = open(&bob).expect("upgrade");
     let why = d.close_reason();
     assert!(why.contains("Error") && why.contains("upstream"), "{why}");
 }
@@ -303,13 +294,7 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
             "--allow-unsafe-posture",
         ],
     );
-    let state = w.guard_state.to_str().expect("utf8").to_owned();
-    let (code, path, err) = guard_cli(
-        &["front", "link", "--name", "ide", "--state-dir", &state],
-        &[],
-    );
-    assert_eq!(code, 0, "{err}");
-    let door = format!("ws://{front}{}", path.trim());
+    let door = door_link(&w.guard_state, &front, "ide");
     let mut acp = oc(&gw.home, &gw.state)
         .args(["acp", "--url", &door, "--token", GW_TOKEN])
         .stdin(Stdio::piped())

@@ -9,7 +9,7 @@ mod support;
 
 use serde_json::json;
 use std::time::Duration;
-use support::gateway::{open, WsClient};
+use support::gateway::{door_link, open, WsClient};
 use support::node::*;
 use tokio_tungstenite::tungstenite::{self, Message};
 
@@ -120,13 +120,7 @@ fn the_door_relays_gateway_frames_whole_and_holds_back_fragmented_approvals() {
             "--allow-unsafe-posture",
         ],
     );
-    let state = w.guard_state.to_str().expect("utf8").to_owned();
-    let (code, path, err) = guard_cli(
-        &["front", "link", "--name", "relay", "--state-dir", &state],
-        &[],
-    );
-    assert_eq!(code, 0, "{err}");
-    let door = format!("ws://{front}{}", path.trim());
+    let door = door_link(&w.guard_state, &front, "relay");
     let scene = |id: &str| {
         let mut c = wait_until("the door", Duration::from_secs(20), || open(&door).ok());
         c.send_text(&json!({"type":"req","id":id,"method":"connect","params":{}}).to_string());

@@ -7,6 +7,18 @@ use std::time::{Duration, Instant};
 use tokio_tungstenite::tungstenite::stream::MaybeTlsStream;
 use tokio_tungstenite::tungstenite::{self, Message, WebSocket};
 
+/// A new door link named `name`, made with the guard's CLI on the state dir `state`: the
+/// `ws://` URL of the front door listening on `front` (`HOST:PORT`) for it.
+pub fn door_link(state: &std::path::Path, front: &str, name: &str) -> String {
+    let state = state.to_str().expect("utf8 state dir");
+    let (code, path, err) = super::process::guard_cli(
+        &["front", "link", "--name", name, "--state-dir", state],
+        &[],
+    );
+    assert_eq!(code, 0, "front link {name}: {err}");
+    format!("ws://{front}{}", path.trim())
+}
+
 /// One client connection.
 pub struct WsClient {
     pub ws: WebSocket<MaybeTlsStream<TcpStream>>,
