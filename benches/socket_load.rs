@@ -182,7 +182,7 @@ fn main() {
     let line = format!(
         "{}\n",
         serde_json::json!({"type":"request","token":token,"id":"bench",
-            "request":{"command":"ls -la","cwd":"/tmp","agentId":"main"}})
+            "request":{"command":"ls -la","cwd":"/usr","agentId":"main"}})
     );
     let line = Arc::new(line.into_bytes());
     let mut warm = Vec::new();

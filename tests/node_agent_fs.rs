@@ -21,7 +21,7 @@ fn node_request(w: &World, id: &str, argv: &[&str]) -> String {
     std::fs::create_dir_all(&ws).expect("workspace");
     let m = std::fs::metadata(&ws).expect("stat workspace");
     json!({"type":"request","token":TOKEN,"id":id,"request":{"command":argv.join(" "),
-        "cwd":"/tmp","host":"node","agentId":"main","sessionKey":"agent:main:n",
+        "cwd":"/usr","host":"node","agentId":"main","sessionKey":"agent:main:n",
         "commandArgv":argv,"envKeys":[],"source":"node","runId":"run-1","nodeId":"node-x",
         "timeoutMs":1_500,"nodeVerdict":{"kind":"allow","reasons":[],
         "workspace":{"dev":m.dev(),"ino":m.ino()}}}})
@@ -129,7 +129,7 @@ fn node_commands_are_judged_on_the_agents_filesystem() {
         "{started}"
     );
     let request_json = json!({"command":["/usr/bin/uname","-s"],"rawCommand":"/usr/bin/uname -s",
-        "cwd":"/tmp","agentId":"main","sessionKey":"agent:main:x"})
+        "cwd":"/usr","agentId":"main","sessionKey":"agent:main:x"})
     .to_string();
     let r = send_exec(&w.socket(), TOKEN, &request_json);
     assert_eq!(r["ok"], false, "{r}");

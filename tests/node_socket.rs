@@ -14,7 +14,7 @@ const TOKEN: &str = "node-socket-token-0123456789abcdef";
 
 fn node_request(w: &World, token: &str, id: &str, argv: &[&str], wait_ms: u64) -> String {
     json!({"type":"request","token":token,"id":id,"request":{"command":argv.join(" "),
-        "cwd":"/tmp","host":"node","agentId":"main","sessionKey":"agent:main:n",
+        "cwd":"/usr","host":"node","agentId":"main","sessionKey":"agent:main:n",
         "commandArgv":argv,"envKeys":[],"source":"node","runId":"run-1","nodeId":"node-x",
         "timeoutMs":wait_ms,
         "nodeVerdict":{"kind":"allow","reasons":[],"workspace":workspace_stamp(w)}}})

@@ -30,7 +30,7 @@ fn good_request_is_allowed(w: &World) {
 }
 
 fn exec_request_json(argv: &[&str]) -> String {
-    serde_json::json!({"command":argv,"rawCommand":argv.join(" "),"cwd":"/tmp","env":null,
+    serde_json::json!({"command":argv,"rawCommand":argv.join(" "),"cwd":"/usr","env":null,
         "timeoutMs":5000,"needsScreenRecording":false,"agentId":"main","sessionKey":"agent:main:main",
         "approvalDecision":null})
     .to_string()

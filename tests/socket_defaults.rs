@@ -81,7 +81,7 @@ fn no_flags_no_config_works_and_never_prints_the_token() {
         NEW,
         &sock,
         &token,
-        &json!({"command":"ls","cwd":"/tmp"}),
+        &json!({"command":"ls","cwd":"/usr"}),
         5000,
     );
     assert_eq!(got, json!("allow-once"));

@@ -13,7 +13,7 @@ use support::socket::*;
 const TOKEN: &str = "forms-test-token-0123456789abcdef";
 
 fn request(w: &World, id: &str, body: Value) -> Value {
-    let mut req = json!({"cwd":"/tmp","agentId":"main","sessionKey":"agent:main:main",
+    let mut req = json!({"cwd":"/usr","agentId":"main","sessionKey":"agent:main:main",
                          "security":"allowlist","ask":"on-miss"});
     for (k, v) in body.as_object().expect("obj") {
         req[k] = v.clone();
@@ -91,7 +91,7 @@ fn request_frames_whose_forms_disagree_are_denied() {
         ),
         (
             "plan agrees",
-            json!({"command":"ls","commandArgv":["ls"],"systemRunPlan":{"argv":["ls"],"commandText":"ls","cwd":"/tmp"}}),
+            json!({"command":"ls","commandArgv":["ls"],"systemRunPlan":{"argv":["ls"],"commandText":"ls","cwd":"/usr"}}),
             "allow-once",
             false,
         ),

@@ -37,7 +37,7 @@ fn run_basic(version: &'static str) {
     let w = World::new(version, TOKEN, &["/usr/bin/uname"]);
     let _serve = Serve::start(&w, &[], &[]);
     let sock = w.socket();
-    let req = |cmd: &str| json!({"command": cmd, "cwd": "/tmp", "agentId": "main"});
+    let req = |cmd: &str| json!({"command": cmd, "cwd": "/usr", "agentId": "main"});
 
     assert_eq!(
         real_request(version, &sock, TOKEN, &req("ls"), 5000),

@@ -383,6 +383,11 @@ fn score_segment(
             }
         }
     }
+    let is_git = seg.program.as_deref() == Some("git")
+        || seg
+            .resolved
+            .as_deref()
+            .is_some_and(|p| p.file_name().is_some_and(|n| n == "git"));
     Scored {
         verdict: SegmentVerdict {
             argv: seg.argv.iter().map(|w| w.display().to_string()).collect(),
@@ -395,12 +400,14 @@ fn score_segment(
             category,
             verdict: status.into(),
             reasons,
-            cwds: Some(
+            // Only git's are read (the engine checks the repository of each); others would
+            // cost an allocation per segment on the hot path for nothing.
+            cwds: is_git.then(|| {
                 seg.cwds
                     .iter()
                     .map(|d| d.to_string_lossy().into_owned())
-                    .collect(),
-            ),
+                    .collect()
+            }),
         },
         status,
         gated,

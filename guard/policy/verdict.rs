@@ -81,8 +81,8 @@ pub struct SegmentVerdict {
     pub category: Category,
     pub verdict: VerdictKind,
     pub reasons: Vec<Reason>,
-    /// The directories a segment of shell text may run in (a `cd` before it adds one; empty:
-    /// not known). `None` for a request judged whole, which runs in its own cwd.
+    /// For a git segment of shell text, the directories it may run in (a `cd` before it adds
+    /// one; empty: not known). `None` otherwise; a request judged whole runs in its own cwd.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwds: Option<Vec<String>>,
 }

@@ -54,10 +54,12 @@ pub fn first_json(reply: &str) -> serde_json::Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("reply {line:?}: {e}"))
 }
 
-/// A `request` frame for agent `main` as OpenClaw's client sends it (allowlist, on-miss).
+/// A `request` frame for agent `main` as OpenClaw's client sends it (allowlist, on-miss), run
+/// in `/usr`: a system directory, so a listing of the cwd (`ls`) is a read the guard may let
+/// run by itself (in `/tmp`, outside the workspace, it would ask a person).
 pub fn request_line(token: &str, id: &str, command: &str) -> String {
     serde_json::json!({"type":"request","token":token,"id":id,
-        "request":{"command":command,"cwd":"/tmp","agentId":"main","sessionKey":"agent:main:main",
+        "request":{"command":command,"cwd":"/usr","agentId":"main","sessionKey":"agent:main:main",
                    "security":"allowlist","ask":"on-miss"}})
     .to_string()
         + "\n"
