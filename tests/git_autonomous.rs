@@ -72,6 +72,10 @@ fn repository_config_is_checked_wherever_git_looks() {
     let mut text = std::fs::read_to_string(nested.join(".git/config")).expect("config");
     text.push_str(&evil_cfg);
     std::fs::write(nested.join(".git/config"), &text).expect("config");
+    // A plain repository where `-C vendor/lib` applied twice would land: the check must
+    // read the one git reads, not this one.
+    std::fs::create_dir_all(nested.join("vendor/lib")).expect("inner");
+    git_repo_with_history(&nested.join("vendor/lib"));
     let (gd, xp) = (format!("--git-dir={eg}"), format!("--exec-path={wsd}"));
     let cases: Vec<(&str, Vec<&str>, &Path, Value)> = vec![
         ("-C", vec!["git", "-C", &e, "status"], &ws, json!({})),
@@ -116,6 +120,12 @@ fn repository_config_is_checked_wherever_git_looks() {
         (
             "cd into a nested repository",
             vec!["sh", "-c", "cd vendor/lib && git status"],
+            &ws,
+            json!({}),
+        ),
+        (
+            "git -C into a nested repository, in shell text",
+            vec!["sh", "-c", "git -C vendor/lib status"],
             &ws,
             json!({}),
         ),

@@ -98,6 +98,26 @@ pub fn places(
     cwd: &Path,
     env: &BTreeMap<String, String>,
 ) -> Result<Vec<Place>, String> {
+    places_from(argv, cwd, env, true)
+}
+
+/// [`places`] for a `cwd` that already has the command line's `-C` options applied (the
+/// shell analysis's directories of a git segment): applying them twice would check
+/// `sub/sub` for `git -C sub`, a repository git never reads.
+pub fn places_in(
+    argv: &[String],
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+) -> Result<Vec<Place>, String> {
+    places_from(argv, cwd, env, false)
+}
+
+fn places_from(
+    argv: &[String],
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+    apply_c: bool,
+) -> Result<Vec<Place>, String> {
     let mut dir = cwd.to_path_buf();
     let mut git_dir = env.get("GIT_DIR").map(PathBuf::from);
     let mut work_tree = env.get("GIT_WORK_TREE").map(PathBuf::from);
@@ -112,7 +132,7 @@ pub fn places(
         match name {
             "-C" => {
                 let v = value().unwrap_or_default();
-                if !v.is_empty() {
+                if apply_c && !v.is_empty() {
                     dir = dir.join(v);
                 }
             }

@@ -455,13 +455,17 @@ fn git_segments(v: &Verdict) -> impl Iterator<Item = (&[String], Option<&[String
 /// `GIT_DIR`, a bare repository, one found above the directory) must be inside the
 /// workspace, with inert config.
 fn git_reason(argv: &[String], cwds: Option<&[String]>, plan: &ExecPlan) -> Option<String> {
-    let dirs: Vec<std::path::PathBuf> = match cwds {
-        None => vec![plan.cwd.clone()],
+    // The analysis's directories already follow `-C`; the plan's cwd does not.
+    let (dirs, find): (Vec<std::path::PathBuf>, fn(_, _, _) -> _) = match cwds {
+        None => (vec![plan.cwd.clone()], git::places),
         Some([]) => return Some("git runs in a directory that is not known".into()),
-        Some(c) => c.iter().map(std::path::PathBuf::from).collect(),
+        Some(c) => (
+            c.iter().map(std::path::PathBuf::from).collect(),
+            git::places_in,
+        ),
     };
     dirs.iter().find_map(|cwd| {
-        let places = match git::places(argv, cwd, &plan.env) {
+        let places = match find(argv, cwd, &plan.env) {
             Ok(p) => p,
             Err(why) => return Some(why),
         };
