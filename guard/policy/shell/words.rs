@@ -7,6 +7,7 @@ use super::walk::{children, is_statement, kind, named_children, Analyser, Env};
 use super::{Stdin, Word};
 use tree_sitter::Node;
 
+mod printed;
 mod quoting;
 use quoting::{ansi_c, double_quoted, unquoted};
 
@@ -335,8 +336,15 @@ impl Analyser<'_> {
         depth: usize,
     ) {
         let text = &src[node.byte_range()];
-        b.known = false;
-        b.substitution = true;
+        // `$(echo WORD)`: its commands are still analysed below; the word's value is known.
+        let folded = self.folded(node, src, b.quoted);
+        match &folded {
+            Some(v) => b.value.push_str(v),
+            None => {
+                b.known = false;
+                b.substitution = true;
+            }
+        }
         self.gate(listing_substitution_gate(text, b.quoted));
         if kind(node) == "process_substitution" {
             b.process_substitution = true;
