@@ -177,6 +177,8 @@ fn variables_bound_once_to_a_literal_are_known() {
         ),
         (r#"for f in a b; do wc "$f"; done"#, "wc", "b", false),
         (r#"for f in a; do wc "x-$f"; done"#, "wc", "x-a", false),
+        // A literal echo's output is known (words/printed.rs).
+        (r#"f=$(echo a); cat "$f""#, "cat", "a", false),
     ] {
         assert_eq!(
             arg_of(text, prog, 1),
@@ -201,7 +203,8 @@ fn variables_anything_else_may_change_are_not_known() {
         r#"true && f=a.txt; cat "$f""#,
         r#"cat "$f"; f=a.txt"#,
         r#"f=a.txt cat "$f""#,
-        r#"f=$(echo a); cat "$f""#,
+        r#"f=$(cat a); cat "$f""#,
+        r#"f=$(echo -e a); cat "$f""#,
         r#"f='a b'; cat $f"#,
         r#"f='*'; cat $f"#,
         r#"_=a; cat "$_""#,
