@@ -239,6 +239,43 @@ fn autonomous_profile_reads_the_workspace_and_system_only() {
     }
 }
 
+/// A private tmp is reused from run to run (its Landlock layer with it), and a run never sees
+/// what an earlier one left there: files, directories, links, a changed mode.
+#[test]
+fn a_reused_private_tmp_starts_empty() {
+    use sanctum_guard::policy::profile::AUTONOMOUS_PROFILE;
+    let root = tempfile::tempdir().expect("tmp");
+    let root = root.path().canonicalize().expect("canon");
+    let (home, ws) = (root.join("home"), root.join("ws"));
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::create_dir_all(&ws).expect("ws");
+    let spec = &sandbox::builtin_profiles()[AUTONOMOUS_PROFILE];
+    let deny = sandbox::DenyList::default();
+    let mut seen = Vec::new();
+    for i in 0..6 {
+        let profile = spec.resolve_with(&ws, &home, &deny).expect("resolve");
+        let script = format!(
+            "ls -A \"$TMPDIR\"; echo left-{i} > \"$TMPDIR/f\"; mkdir -p \"$TMPDIR/d/e\"; \
+             ln -s /etc \"$TMPDIR/l\"; chmod 755 \"$TMPDIR\"; echo \"dir=$TMPDIR\""
+        );
+        let out = run(&profile, &ws, &script);
+        let dir = out
+            .stdout
+            .strip_prefix("dir=")
+            .unwrap_or_else(|| panic!("run {i} saw an earlier run's files: {out:?}"))
+            .trim()
+            .to_string();
+        seen.push(dir);
+    }
+    let mut distinct = seen.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert!(
+        distinct.len() < seen.len(),
+        "no directory was reused: {seen:?}"
+    );
+}
+
 /// The figure for the workspace secret scan: a 100,000-file tree (1,000 directories of 100
 /// files, a few secrets), scanned cold, then re-validated from the cache, and the whole
 /// resolve + prepare of the autonomous profile. `cargo test --test autonomous_containment

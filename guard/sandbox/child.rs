@@ -16,7 +16,7 @@ pub struct Rlimit {
 /// Everything the child applies, built in the parent.
 #[derive(Debug)]
 pub struct ChildPlan {
-    /// The base Landlock layer (roots, network, scopes), cached unless it names a private tmp.
+    /// The base Landlock layer (roots, network, scopes), cached (a pooled private tmp keeps its inode).
     pub landlock: Option<std::sync::Arc<OwnedFd>>,
     /// The cached layer capping deny_read and protected paths (shared between spawns).
     pub landlock_limits: Option<std::sync::Arc<OwnedFd>>,

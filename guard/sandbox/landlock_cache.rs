@@ -15,8 +15,8 @@
 //!   rebuilds when identity (dev, inode) or a timestamp differs. A listed directory replaced
 //!   as a whole changes its inode, and its parent is listed too (walks start at `/`).
 //!
-//! Base layers (one rule per root, network ports, scopes) are cached too, except when a
-//! profile names a per-run private tmp. A base layer grants each root's rights to the inode
+//! Base layers (one rule per root, network ports, scopes) are cached too; a private tmp is
+//! a root like any other, reused from a pool (`tmpdir`) with its inode. A base layer grants each root's rights to the inode
 //! the root's path named when it was opened (last component not followed), so a cached one
 //! equals a fresh build exactly when every root path still names the same inode (dev, inode),
 //! or still names nothing; each use checks that with one lstat per root. The ruleset pins

@@ -178,8 +178,8 @@ fn grant_limited(
 /// The two Landlock layers of a profile. A process is confined by both, and Landlock allows
 /// an access only if every layer does, so the effective rights are their intersection:
 /// - `base`: the roots (read, write) with their rights, network ports and scopes; one rule
-///   per root. Cached while every root names the same inode, except when it names a per-run
-///   private tmp (see `landlock_cache`).
+///   per root. Cached while every root names the same inode (a pooled private tmp keeps
+///   its inode; see `landlock_cache` and `tmpdir`).
 /// - `limits`: every right on `/` except below the deny_read (no rights) and protected
 ///   (read rights) paths. It is the expensive part (a walk granting every sibling of each
 ///   limited path's ancestors) and depends only on the limit paths, so it is cached.
@@ -363,17 +363,14 @@ fn build_base(
     Ok((into_fd(created)?, idents))
 }
 
-/// The base layer, from the cache unless the profile has a per-run private tmp (which makes
-/// every base layer different: nothing to reuse).
+/// The base layer, from the cache. A private tmp is one of its roots: pooled directories
+/// (`tmpdir`) keep their path and inode from run to run, so their layers are reused too.
 fn base_layer(
     profile: &ResolvedProfile,
     roots: &[(PathBuf, BitFlags<AccessFs>)],
     ports: &[u16],
     r: &Rights,
 ) -> Result<Arc<OwnedFd>, SandboxError> {
-    if profile.tmp.is_some() {
-        return Ok(Arc::new(build_base(roots, ports, r)?.0));
-    }
     let key = landlock_cache::BaseKey {
         abi: r.kernel_abi,
         degraded: profile.allow_degraded,
