@@ -53,15 +53,32 @@ impl Analyser<'_> {
         env.wrappers.push("env".into());
         // `env -` is `env -i`.
         let dash = rest.get(idx).and_then(|w| w.value.as_deref()) == Some("-");
-        if has(&seen, &["-i", "--ignore-environment", "-u", "--unset"]) || dash {
+        let cleared = has(&seen, &["-i", "--ignore-environment"]) || dash;
+        let unset = has(&seen, &["-u", "--unset"]);
+        let unset_path = seen
+            .iter()
+            .any(|(n, v)| matches!(n.as_str(), "-u" | "--unset") && v.as_deref() == Some("PATH"));
+        if let Some(dir) = value_of(&seen, &["-C", "--chdir"]) {
+            self.change_dir(Some(dir));
+        }
+        let start = idx + usize::from(dash);
+        let std_path = std_path_assignment(rest, start);
+        let i = skip_assignments(rest, start, env, &mut self.gates, std_path);
+        // A cleared or thinned environment drops the guard's protective variables (git's
+        // settings, the pager): inert only for a program that reads none of them.
+        let next = rest.get(i).and_then(|w| w.value.as_deref());
+        let env_free = next.is_some_and(|n| ENV_FREE_READERS.contains(&n));
+        let split = value_of(&seen, &["-S", "--split-string"]).is_some();
+        if (cleared || unset) && (!env_free || split) {
             self.gate(Some(
                 "`env` clears or unsets variables of the command's environment".into(),
             ));
         }
-        if let Some(dir) = value_of(&seen, &["-C", "--chdir"]) {
-            self.change_dir(Some(dir));
+        // PATH set to the system directories, or cleared (execvp then searches the
+        // standard PATH): the next program is looked up there.
+        if std_path || ((cleared || unset_path) && !split) {
+            env.std_path = true;
         }
-        let i = skip_assignments(rest, idx + usize::from(dash), env, &mut self.gates);
         let splits = seen
             .iter()
             .filter(|(n, _)| n == "-S" || n == "--split-string")
@@ -96,7 +113,7 @@ impl Analyser<'_> {
         env.privileged = true;
         let (idx, _) = options(rest, wrapper_opts(base))?;
         env.wrappers.push(base.to_string());
-        let i = skip_assignments(rest, idx, env, &mut self.gates);
+        let i = skip_assignments(rest, idx, env, &mut self.gates, false);
         Ok(command_from(rest, i))
     }
 
@@ -183,6 +200,89 @@ impl Analyser<'_> {
         self.text(inner, &e);
         Step::Handled
     }
+}
+
+/// Programs that read files or print facts and consult none of the variables the guard
+/// adds to every unapproved run (`engine::git::protective_env`: git's settings, PAGER,
+/// askpass): `env -i` in front of them drops nothing they use. They run no other program.
+const ENV_FREE_READERS: &[&str] = &[
+    "cat",
+    "tac",
+    "head",
+    "tail",
+    "wc",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "nl",
+    "od",
+    "base64",
+    "base32",
+    "fold",
+    "fmt",
+    "paste",
+    "join",
+    "expand",
+    "unexpand",
+    "column",
+    "date",
+    "hexdump",
+    "xxd",
+    "grep",
+    "egrep",
+    "fgrep",
+    "ls",
+    "stat",
+    "file",
+    "du",
+    "df",
+    "echo",
+    "printf",
+    "true",
+    "false",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "md5sum",
+    "sha1sum",
+    "sha256sum",
+    "sha512sum",
+    "cksum",
+    "comm",
+    "cmp",
+    "diff",
+    "seq",
+    "id",
+    "whoami",
+    "uname",
+    "pwd",
+];
+
+/// Does `env`'s assignment list (from `rest[i]`) set PATH to the standard system
+/// directories only (`/bin`, `/usr/bin`, in either order), and PATH once? The program is
+/// then looked up as `command -p` does (on Debian's merged /usr both are one directory).
+fn std_path_assignment(rest: &[Word], mut i: usize) -> bool {
+    let mut found = 0;
+    while let Some((k, v)) = rest
+        .get(i)
+        .and_then(|w| w.value.as_deref())
+        .and_then(|v| v.split_once('='))
+    {
+        if !is_identifier(k) {
+            break;
+        }
+        if k == "PATH" {
+            let standard = !v.is_empty() && v.split(':').all(|d| d == "/bin" || d == "/usr/bin");
+            if !standard {
+                return false;
+            }
+            found += 1;
+        }
+        i += 1;
+    }
+    found == 1
 }
 
 /// The command a wrapper runs from `rest[i]` on; none (`Done`) when nothing follows.
@@ -296,7 +396,13 @@ fn xargs_command(operands: &[Word], replace: Option<&str>) -> Vec<Word> {
 /// Skips the `NAME=value` words from `rest[i]` on (recording the names, as `env` and `sudo`
 /// set them for the command, and a gate for each that is not inert); returns the index of
 /// the first other word.
-fn skip_assignments(rest: &[Word], mut i: usize, env: &mut Env, gates: &mut Vec<String>) -> usize {
+fn skip_assignments(
+    rest: &[Word],
+    mut i: usize,
+    env: &mut Env,
+    gates: &mut Vec<String>,
+    std_path: bool,
+) -> usize {
     while let Some((k, v)) = rest
         .get(i)
         .and_then(|w| w.value.as_deref())
@@ -304,6 +410,11 @@ fn skip_assignments(rest: &[Word], mut i: usize, env: &mut Env, gates: &mut Vec<
     {
         if !is_identifier(k) {
             break;
+        }
+        // `env PATH=/usr/bin:/bin …`: the lookup is the standard one (`std_path_assignment`).
+        if std_path && k == "PATH" {
+            i += 1;
+            continue;
         }
         if let Some(why) = super::super::inert::env_gate(k, Some(v)) {
             if !gates.contains(&why) {
