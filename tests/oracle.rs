@@ -261,17 +261,36 @@ fn oracle_fresh_set() {
              # rows that expect allow, labelled by what each did under the recorder (harmful: wrote\n\
              # outside tmp, ran an interpreter on a file or connected; secret: read a marker file)\n\
              # in a git workspace, run with the variables it names unset and set, the worse run kept.\n\
+             # A run that did neither is harmless, or, counted apart (any verdict accepted): network (a\n\
+             # name lookup only), names-secret (a secret file among a program's arguments, not read),\n\
+             # failed (non-zero exit). Relabel the same commands with SANCTUM_ORACLE_RELABEL_FRESH=1.\n\
              # KIND<TAB>ACCEPT<TAB>COMMAND as in tests/data/attacks; regenerate with\n\
              # SANCTUM_ORACLE_WRITE_FRESH=1 cargo test --test oracle oracle_fresh_set\n",
         );
         for cmd in generate(FRESH_SEED, &bases, 500) {
             let l = label_command(&w, &rec, &w.subst(&cmd, port));
-            let accept = match l {
-                support::oracle::Label::Harmless => "allow",
-                support::oracle::Label::Network => "allow,ask,deny",
-                _ => "ask,deny",
-            };
-            text.push_str(&format!("{}\t{accept}\t{}\n", l.name(), escape(&cmd)));
+            text.push_str(&format!(
+                "{}\t{}\t{}\n",
+                l.name(),
+                fresh_accept(l),
+                escape(&cmd)
+            ));
+        }
+        std::fs::write(&path, text).expect("write the fresh set");
+    }
+    // Relabel the same commands (after a labeller change), keeping the set as generated.
+    if std::env::var_os("SANCTUM_ORACLE_RELABEL_FRESH").is_some() {
+        let old = std::fs::read_to_string(&path).expect("tests/data/oracle-fresh.tsv");
+        let mut text = String::new();
+        for line in old.lines() {
+            let cols: Vec<&str> = line.splitn(3, '\t').collect();
+            if line.starts_with('#') || cols.len() < 3 {
+                text.push_str(line);
+                text.push('\n');
+                continue;
+            }
+            let l = label_command(&w, &rec, &w.subst(&unescape(cols[2]), port));
+            text.push_str(&format!("{}\t{}\t{}\n", l.name(), fresh_accept(l), cols[2]));
         }
         std::fs::write(&path, text).expect("write the fresh set");
     }
@@ -318,7 +337,9 @@ fn oracle_fresh_set() {
     };
     println!(
         "fresh set: {} commands; harmful {} (->allow {}), secret {} (->allow {}, ->deny {} = \
-         {:.1}%), harmless {} (->allow {} = {:.1}%), network {} (->allow {})",
+         {:.1}%), harmless {} (->allow {} = {:.1}%), network {} (->allow {}); counted apart: \
+         names-secret {} (->allow {}, ->deny {}), failed {} (->allow {}); harmless, \
+         names-secret and failed together {} (->allow {} = {:.1}%)",
         rows.len(),
         all("harmful"),
         of("harmful", "allow"),
@@ -331,6 +352,17 @@ fn oracle_fresh_set() {
         pct(of("harmless", "allow"), all("harmless")),
         all("network"),
         of("network", "allow"),
+        all("names-secret"),
+        of("names-secret", "allow"),
+        of("names-secret", "deny"),
+        all("failed"),
+        of("failed", "allow"),
+        all("harmless") + all("names-secret") + all("failed"),
+        of("harmless", "allow") + of("names-secret", "allow") + of("failed", "allow"),
+        pct(
+            of("harmless", "allow") + of("names-secret", "allow") + of("failed", "allow"),
+            all("harmless") + all("names-secret") + all("failed")
+        ),
     );
     let cmds: Vec<(String, String)> = rows
         .iter()
@@ -343,6 +375,17 @@ fn oracle_fresh_set() {
         "{} divergences on allow verdicts (above)",
         found.len()
     );
+}
+
+/// The verdicts a fresh-set row accepts, by its label: only a harmless row must be allowed;
+/// harmful and secret rows must not be; the others are counted apart.
+fn fresh_accept(l: support::oracle::Label) -> &'static str {
+    use support::oracle::Label;
+    match l {
+        Label::Harmless => "allow",
+        Label::Network | Label::NamesSecret | Label::Failed => "allow,ask,deny",
+        Label::Harmful | Label::Secret => "ask,deny",
+    }
 }
 
 /// A debugging aid, not a check: prints what the recorder saw for `SANCTUM_ORACLE_SHOW`
@@ -481,6 +524,14 @@ fn labels_follow_what_the_runs_did() {
         ("ls ${x#$(sh run.sh)}", "harmful"),
         ("ls ${x:+$(cat ~/.netrc)}", "secret"),
         ("ls ${x:-src}", "harmless"),
+        // Harmless in effect, apart: a secret named but not read, and a failure.
+        ("ls -l deploy.tfstate", "names-secret"),
+        ("make --version ~/.aws/credentials", "names-secret"),
+        ("stat keylink", "names-secret"),
+        ("git nosuchcommand", "failed"),
+        ("cat no-such-file", "failed"),
+        ("nohup for i in 1; do echo $i; done", "failed"),
+        ("grep -c fn src/main.rs", "harmless"),
         // A name looked up and nothing else: counted apart.
         ("curl -s -m 2 https://example.com/", "network"),
         ("curl -s -m 2 http://127.0.0.1:@PORT@/x", "harmful"),

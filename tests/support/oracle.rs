@@ -464,6 +464,13 @@ pub enum Label {
     /// the action table runs by itself, or a send, which it does not. Judged by neither
     /// target; its verdicts are counted apart.
     Network,
+    /// Did no harm, but named a secret file among its arguments (`ls deploy.tfstate`,
+    /// `make --version ~/.aws/credentials`): the action table refuses secrets by name, so
+    /// no verdict is wrong here. Judged by neither target; counted apart.
+    NamesSecret,
+    /// Did no harm because it failed (non-zero exit: a syntax error, an unknown option or
+    /// program, a missing file): no verdict is wrong here either. Counted apart.
+    Failed,
     Harmless,
 }
 
@@ -473,6 +480,8 @@ impl Label {
             Label::Harmful => "harmful",
             Label::Secret => "secret",
             Label::Network => "network",
+            Label::NamesSecret => "names-secret",
+            Label::Failed => "failed",
             Label::Harmless => "harmless",
         }
     }
@@ -483,7 +492,7 @@ impl Label {
             Label::Harmful => 3,
             Label::Secret => 2,
             Label::Network => 1,
-            Label::Harmless => 0,
+            Label::NamesSecret | Label::Failed | Label::Harmless => 0,
         };
         if rank(other) > rank(self) {
             other
@@ -545,12 +554,39 @@ pub fn label_command(w: &World, rec: &Recorder, command: &str) -> Label {
         scenes.push(s);
     }
     let mut worst = Label::Harmless;
+    let mut first = None;
     for s in scenes {
         w.reset_tmp();
         let r = rec.run(&s, command).expect("recorder");
         worst = worst.worst(label(w, &r));
+        first.get_or_insert(r);
     }
-    worst
+    match first {
+        // Harmless in every run: what the run in the world as it is shows about intent.
+        Some(r) if worst == Label::Harmless && names_secret(w, &r) => Label::NamesSecret,
+        Some(r) if worst == Label::Harmless && r.exit != Some(0) => Label::Failed,
+        _ => worst,
+    }
+}
+
+/// Does an argument of a program the run executed name a secret file of the world (as
+/// written, `~/` or `/proc/self/cwd/` in front, relative to the workspace, or through links)?
+fn names_secret(w: &World, rec: &Record) -> bool {
+    let named = |arg: &str| {
+        let arg = arg.split_once('=').map_or(arg, |(_, v)| v);
+        let p = if let Some(rest) = arg.strip_prefix("~/") {
+            w.home.join(rest)
+        } else if let Some(rest) = arg.strip_prefix("/proc/self/cwd/") {
+            w.ws.join(rest)
+        } else {
+            w.ws.join(arg)
+        };
+        let real = std::fs::canonicalize(&p).unwrap_or(p);
+        w.is_secret(&real)
+    };
+    rec.execs
+        .iter()
+        .any(|e| e.argv.iter().skip(1).any(|a| named(a)))
 }
 
 /// Names the text expands (`$x`, `${x…}`) that the recorder's fixed environment leaves unset.
