@@ -218,6 +218,34 @@ fn sensitive_path_must_stay_blocked() {
 }
 
 #[test]
+fn secret_in_tree_is_never_autonomous_and_keeps_the_carve_out() {
+    assert_err(
+        "version = 1\n[categories.secret-in-tree]\nstatus = \"autonomous\"\n",
+        3,
+        10,
+        &["secret-in-tree", "gated"],
+    );
+    assert_err(
+        "version = 1\n[categories.secret-in-tree]\nprofile = \"workspace-write\"\n",
+        3,
+        11,
+        &["secret-in-tree", "autonomous-read"],
+    );
+    assert_err(
+        "version = 1\n[categories.secret-in-tree]\nprofile = \"\"\n",
+        3,
+        11,
+        &["secret-in-tree", "unreadable"],
+    );
+    for ok in [
+        "version = 1\n[categories.secret-in-tree]\nstatus = \"blocked\"\n",
+        "version = 1\n[categories.secret-in-tree]\nprofile = \"autonomous-http-read\"\n",
+    ] {
+        assert!(parse(ok, "t").is_ok(), "{ok}");
+    }
+}
+
+#[test]
 fn commands_cannot_lift_blocked_programs() {
     assert_err(
         "version = 1\n[[commands]]\nprogram = \"sudo\"\ncategory = \"read\"\n",

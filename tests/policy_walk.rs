@@ -86,3 +86,65 @@ fn names_xargs_would_split_gate_find_pipes() {
         assert_eq!(verdict(fs.clone(), cmd), want, "{cmd}");
     }
 }
+
+/// A recursive read past a secret it does not name asks a person only where the guard runs
+/// it under a profile that keeps the secret unreadable (node host, socket `exec`, with the
+/// autonomous profile); anywhere else, or when the run would get another profile, it is
+/// denied as the secret read it would be.
+#[test]
+fn a_read_past_a_secret_asks_only_where_the_guard_contains_it() {
+    use sanctum_guard::policy::request::Source;
+    let fs = base()
+        .file("/w/src/a.rs", 0o644)
+        .file("/w/deep/.env", 0o600)
+        .file("/home/a/.ssh/id_rsa", 0o600)
+        .link("/w/keys", "/home/a/.ssh");
+    let policy = embedded_default()
+        .with_agent_home(Path::new("/home/a"))
+        .unwrap();
+    let judge = |cmd: &str, source: Source| {
+        let mut ctx = DecideContext::new(
+            Path::new("/home/a"),
+            PATH,
+            Path::new("/w"),
+            Arc::new(fs.clone()),
+        );
+        ctx.workspace = Some("/w".into());
+        let mut req = cli_request(cmd, Path::new("/w"));
+        req.who.source = source;
+        decide(&policy, &ctx, &req)
+    };
+    for cmd in ["grep -r x .", "grep -rn x deep", "grep -R x ."] {
+        for source in [Source::Node, Source::SocketExec] {
+            let v = judge(cmd, source);
+            assert_eq!(v.kind, Ask, "{cmd} {source:?}: {v:?}");
+            assert_eq!(v.profile.as_deref(), Some("autonomous-read"), "{cmd}");
+            assert!(
+                v.reasons.iter().any(|r| r.code == "secret-in-tree"),
+                "{cmd}: {v:?}"
+            );
+        }
+        for source in [Source::SocketRequest, Source::Gateway, Source::Cli] {
+            let v = judge(cmd, source);
+            assert_eq!(v.kind, Deny, "{cmd} {source:?}: {v:?}");
+            assert_eq!(v.reasons[0].code, "secret-in-tree-uncontained", "{cmd}");
+        }
+    }
+    // The run would get the write's profile, which reads the workspace's secrets.
+    for cmd in ["grep -r x . > out.txt", "touch b; grep -r x deep"] {
+        let v = judge(cmd, Source::Node);
+        assert_eq!(v.kind, Deny, "{cmd}: {v:?}");
+        assert_eq!(v.reasons[0].code, "secret-in-tree-uncontained", "{cmd}");
+    }
+    // The walk decides the profile: the whole run is kept from the secret (and from writing).
+    let v = judge("grep -r x deep; touch b", Source::Node);
+    assert_eq!(
+        (v.kind, v.profile.as_deref()),
+        (Ask, Some("autonomous-read"))
+    );
+    // Naming the secret is still the sensitive read it is, wherever the run.
+    for cmd in ["grep -r x deep/.env", "cat deep/.env", "grep -r x keys/"] {
+        assert_eq!(judge(cmd, Source::Node).kind, Deny, "{cmd}");
+    }
+    assert_eq!(judge("grep -r x src", Source::Node).kind, Allow);
+}

@@ -177,3 +177,31 @@ fn autonomous_git_reads_run() {
         assert!(out.contains(want), "{argv:?}: {v}");
     }
 }
+
+/// A recursive read past a secret asks a person; approved, it runs under the autonomous
+/// profile, so the secret stays unreadable while the rest of the tree is searched.
+#[test]
+fn an_approved_read_past_a_secret_cannot_read_it() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let _serve = Serve::start(&w, &[], &[]);
+    let dir = w.guard_state.to_str().expect("utf8").to_owned();
+    let ws = w.oc_state.join("workspace");
+    std::fs::create_dir_all(ws.join("src/deep")).expect("dirs");
+    std::fs::write(ws.join("src/a.txt"), "needle here\n").expect("a");
+    std::fs::write(ws.join("src/deep/.env"), "KEY=needle-MARK-4d1e\n").expect("env");
+    support::process::give_to_guard(&ws);
+    let (sock, cwd) = (w.socket(), ws.clone());
+    let client =
+        std::thread::spawn(move || exec(&sock, &["grep", "-r", "needle", "src"], &cwd, 30_000));
+    let id = wait_pending_ids(&w, Duration::from_secs(10))[0].clone();
+    let (code, out, err) = guard_cli(&["inbox", "approve", &id, "--state-dir", &dir], &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    let v = client.join().expect("client");
+    assert_eq!(v["ok"], true, "{v}");
+    let stdout = v["payload"]["stdout"].as_str().unwrap_or_default();
+    let stderr = v["payload"]["stderr"].as_str().unwrap_or_default();
+    assert!(stdout.contains("src/a.txt:needle here"), "{v}");
+    assert!(!stdout.contains("MARK-4d1e") && !stderr.contains("MARK-4d1e"), "{v}");
+    assert!(stderr.contains("Permission denied"), "{v}");
+    audit_with(&w, &["secret-in-tree"]);
+}

@@ -9,7 +9,7 @@ use super::env::{self, EnvName};
 use super::facts::Facts;
 use super::file::Policy;
 use super::fs_memo;
-use super::request::{Action, DecisionKind, ExecAction, Request, Status};
+use super::request::{Action, DecisionKind, ExecAction, Request, Source, Status};
 use super::shell::{self, Analysis, Segment, ShellContext};
 use super::table::{self, Classification, TableContext};
 use super::verdict::{Category, Reason, SegmentVerdict, Verdict, VerdictKind};
@@ -218,6 +218,7 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
         );
     }
     request_env(&mut verdict, &exec.env_keys);
+    secret_in_tree(&mut verdict, req.who.source);
     // OpenClaw's `ask` says when it consults the guard; the guard is that approver, so
     // `ask=always` does not make a person answer what the table runs by itself (DESIGN §2).
     // It only narrows what a person may answer: OpenClaw offers no allow-always then.
@@ -301,6 +302,42 @@ fn score_exec(
         scored.push(whole(&c));
     }
     scored
+}
+
+/// A read that walks past a secret (`secret-in-tree`) asks a person only where the guard
+/// itself runs the command (node host, socket `exec`) under a profile that keeps the
+/// workspace's secrets unreadable (the autonomous ones: siblings granted, secrets not).
+/// Where OpenClaw runs it (the socket's `request` frame, the gateway), or where the run
+/// would get another profile (the verdict is decided by a write in the same text), the
+/// secret would be read: denied, as the sensitive read it then is.
+fn secret_in_tree(verdict: &mut Verdict, source: Source) {
+    use super::profile::{AUTONOMOUS_HTTP_PROFILE, AUTONOMOUS_PROFILE};
+    let walks = verdict
+        .segments
+        .iter()
+        .any(|s| s.reasons.iter().any(|r| r.code == "secret-in-tree"));
+    if !walks || verdict.kind != VerdictKind::Ask {
+        return;
+    }
+    let contained = matches!(source, Source::SocketExec | Source::Node);
+    let profile = verdict.profile.as_deref();
+    let keeps_secrets = matches!(profile, Some(AUTONOMOUS_PROFILE | AUTONOMOUS_HTTP_PROFILE));
+    if contained && keeps_secrets {
+        return;
+    }
+    verdict.category = Category::SensitivePath;
+    verdict.offered.clear();
+    deny(
+        verdict,
+        "secret-in-tree-uncontained",
+        if contained {
+            "it reads a tree that holds a secret, and the run's sandbox profile would not keep \
+             that file unreadable"
+        } else {
+            "it reads a tree that holds a secret, and the guard does not run this command \
+             itself, so nothing would keep that file unreadable"
+        },
+    );
 }
 
 /// Environment the request sets is data to judge: only inert names run by themselves.

@@ -27,7 +27,7 @@ pub const DEFAULT_POLICY: &str = include_str!("default-policy.toml");
 pub const DEFAULT_ORIGIN: &str = "<embedded default-policy.toml>";
 
 /// Every category, in table order.
-pub const ALL_CATEGORIES: [Category; 19] = [
+pub const ALL_CATEGORIES: [Category; 20] = [
     Category::Read,
     Category::Enumerate,
     Category::Browse,
@@ -44,6 +44,7 @@ pub const ALL_CATEGORIES: [Category; 19] = [
     Category::DestructiveDelete,
     Category::SkillInstall,
     Category::SensitivePath,
+    Category::SecretInTree,
     Category::ApprovalsOff,
     Category::ConfigChange,
     Category::Unanalysable,
@@ -70,6 +71,7 @@ const fn _all_categories_listed(c: Category) {
         | Category::DestructiveDelete
         | Category::SkillInstall
         | Category::SensitivePath
+        | Category::SecretInTree
         | Category::ApprovalsOff
         | Category::ConfigChange
         | Category::Unanalysable => {}

@@ -26,6 +26,10 @@ pub enum Category {
     DestructiveDelete,
     SkillInstall,
     SensitivePath,
+    /// A recursive read over a tree that holds a secret it does not name (`grep -r foo .`
+    /// with a `.env` below): a person's call, and only where the guard runs it under a
+    /// profile that keeps the secret unreadable (see `decide::secret_in_tree`).
+    SecretInTree,
     ApprovalsOff,
     ConfigChange,
     /// Text the analyser could not understand: gated, never autonomous.

@@ -1,7 +1,7 @@
 //! Building a [`Policy`] from layers: each layer laid over the earlier ones (the embedded
 //! default first), then every layer's values validated against the merged result.
 
-use super::raw::{RawCommand, RawPolicy};
+use super::raw::{RawCategory, RawCommand, RawPolicy};
 use super::{
     category_name, CategoryRule, CommandOverride, Policy, PolicyError, ALL_CATEGORIES,
     PROTECTED_DIRS, PROTECTED_PROGRAMS,
@@ -165,6 +165,9 @@ fn validate_categories(
                 ));
             }
         }
+        if *cat == Category::SecretInTree {
+            secret_in_tree_rule(text, origin, rule)?;
+        }
         if let Some(profile) = &rule.profile {
             let name = profile.get_ref();
             if !name.is_empty() && !profiles.contains_key(name) {
@@ -179,6 +182,35 @@ fn validate_categories(
                     ),
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+/// `secret-in-tree` runs a read that walks past a secret: never by itself, and when a person
+/// approves it, only under a profile that keeps the workspace's secrets unreadable.
+fn secret_in_tree_rule(text: &str, origin: &str, rule: &RawCategory) -> Result<(), PolicyError> {
+    use crate::policy::profile::{AUTONOMOUS_HTTP_PROFILE, AUTONOMOUS_PROFILE};
+    if let Some(status) = &rule.status {
+        if *status.get_ref() == Status::Autonomous {
+            return Err(PolicyError::at(
+                origin,
+                text,
+                status.span(),
+                "categories.secret-in-tree.status must be \"gated\" or \"blocked\": a read that walks past a secret is a person's call",
+            ));
+        }
+    }
+    if let Some(profile) = &rule.profile {
+        if ![AUTONOMOUS_PROFILE, AUTONOMOUS_HTTP_PROFILE].contains(&profile.get_ref().as_str()) {
+            return Err(PolicyError::at(
+                origin,
+                text,
+                profile.span(),
+                format!(
+                    "categories.secret-in-tree.profile must be {AUTONOMOUS_PROFILE:?} or {AUTONOMOUS_HTTP_PROFILE:?}: only they keep the workspace's secrets unreadable"
+                ),
+            ));
         }
     }
     Ok(())

@@ -110,7 +110,7 @@ fn hidden_secrets_below(
     if let Some(hit) = hidden
         .findings
         .iter()
-        .find(|x| x.category == Category::SensitivePath)
+        .find(|x| matches!(x.category, Category::SensitivePath | Category::SecretInTree))
     {
         c.add(
             Category::Unanalysable,

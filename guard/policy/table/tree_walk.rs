@@ -4,7 +4,7 @@
 //! splits names at blanks and quotes). A tree over the bound gates. The walk asks the
 //! decision's facts (`fs_memo`), never the filesystem.
 
-use super::paths_check::{sensitive, short, Checker};
+use super::paths_check::{short, Checker};
 use super::Classification;
 use crate::policy::fs_memo;
 use crate::policy::paths;
@@ -108,7 +108,7 @@ impl Checker<'_> {
                     }
                     let kept = (o.keep)(&name);
                     if o.dotenv && kept && crate::policy::paths::is_secret_file_name(&name) {
-                        sensitive(c, &path.to_string_lossy(), ".env");
+                        in_tree(c, &path.to_string_lossy(), ".env");
                         return;
                     }
                     if meta.is_dir() {
@@ -122,7 +122,7 @@ impl Checker<'_> {
                             .matches(&target)
                             .or_else(|| sens.contains_sensitive(&target))
                         {
-                            sensitive(c, &path.to_string_lossy(), &hit);
+                            in_tree(c, &path.to_string_lossy(), &hit);
                             return;
                         }
                     }
@@ -130,6 +130,20 @@ impl Checker<'_> {
             }
         }
     }
+}
+
+/// A secret the walk passes but the command does not name: a person's call where the guard
+/// runs it with the secret unreadable (`decide` denies it anywhere else).
+fn in_tree(c: &mut Classification, what: &str, hit: &str) {
+    c.add(
+        Category::SecretInTree,
+        "secret-in-tree",
+        format!(
+            "reads a tree that holds {} (sensitive: {hit}); run in the guard's sandbox, that \
+             file stays unreadable",
+            short(what)
+        ),
+    );
 }
 
 fn split_finding(c: &mut Classification, what: &str) {
