@@ -263,26 +263,24 @@ const ENV_FREE_READERS: &[&str] = &[
 /// Does `env`'s assignment list (from `rest[i]`) set PATH to the standard system
 /// directories only (`/bin`, `/usr/bin`, in either order), and PATH once? The program is
 /// then looked up as `command -p` does (on Debian's merged /usr both are one directory).
-fn std_path_assignment(rest: &[Word], mut i: usize) -> bool {
-    let mut found = 0;
-    while let Some((k, v)) = rest
-        .get(i)
-        .and_then(|w| w.value.as_deref())
-        .and_then(|v| v.split_once('='))
-    {
-        if !is_identifier(k) {
-            break;
+fn std_path_assignment(rest: &[Word], i: usize) -> bool {
+    let mut paths = assignments(rest, i).filter(|(k, _)| *k == "PATH");
+    match (paths.next(), paths.next()) {
+        (Some((_, v)), None) => {
+            !v.is_empty() && v.split(':').all(|d| d == "/bin" || d == "/usr/bin")
         }
-        if k == "PATH" {
-            let standard = !v.is_empty() && v.split(':').all(|d| d == "/bin" || d == "/usr/bin");
-            if !standard {
-                return false;
-            }
-            found += 1;
-        }
-        i += 1;
+        _ => false,
     }
-    found == 1
+}
+
+/// The leading `NAME=value` words of `rest[i..]`.
+fn assignments(rest: &[Word], i: usize) -> impl Iterator<Item = (&str, &str)> {
+    rest.get(i..).unwrap_or_default().iter().map_while(|w| {
+        w.value
+            .as_deref()?
+            .split_once('=')
+            .filter(|(k, _)| is_identifier(k))
+    })
 }
 
 /// The command a wrapper runs from `rest[i]` on; none (`Done`) when nothing follows.
@@ -403,17 +401,10 @@ fn skip_assignments(
     gates: &mut Vec<String>,
     std_path: bool,
 ) -> usize {
-    while let Some((k, v)) = rest
-        .get(i)
-        .and_then(|w| w.value.as_deref())
-        .and_then(|v| v.split_once('='))
-    {
-        if !is_identifier(k) {
-            break;
-        }
+    for (k, v) in assignments(rest, i) {
+        i += 1;
         // `env PATH=/usr/bin:/bin …`: the lookup is the standard one (`std_path_assignment`).
         if std_path && k == "PATH" {
-            i += 1;
             continue;
         }
         if let Some(why) = super::super::inert::env_gate(k, Some(v)) {
@@ -422,7 +413,6 @@ fn skip_assignments(
             }
         }
         env.env_assignments.push(k.to_string());
-        i += 1;
     }
     i
 }
