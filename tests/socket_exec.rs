@@ -201,7 +201,10 @@ fn an_approved_read_past_a_secret_cannot_read_it() {
     let stdout = v["payload"]["stdout"].as_str().unwrap_or_default();
     let stderr = v["payload"]["stderr"].as_str().unwrap_or_default();
     assert!(stdout.contains("src/a.txt:needle here"), "{v}");
-    assert!(!stdout.contains("MARK-4d1e") && !stderr.contains("MARK-4d1e"), "{v}");
+    assert!(
+        !stdout.contains("MARK-4d1e") && !stderr.contains("MARK-4d1e"),
+        "{v}"
+    );
     assert!(stderr.contains("Permission denied"), "{v}");
     audit_with(&w, &["secret-in-tree"]);
 }
