@@ -193,6 +193,51 @@ mod tests {
         assert!(e.contains("HTTP/1.1"), "{e}");
     }
 
+    /// What the door answers `request` (pipelined with `behind`) with `check`, and what
+    /// `accept` returned.
+    async fn answer(
+        request: &str,
+        behind: &[u8],
+        check: impl FnOnce(&Request) -> Result<(), Refusal>,
+    ) -> (String, Result<BytesMut, HandshakeError>) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let mut c = TcpStream::connect(l.local_addr().expect("addr"))
+            .await
+            .expect("connect");
+        c.write_all(&[request.as_bytes(), behind].concat())
+            .await
+            .expect("write");
+        let (mut s, _) = l.accept().await.expect("accept");
+        let r = accept(&mut s, Duration::from_secs(5), check).await;
+        drop(s);
+        let mut got = String::new();
+        c.read_to_string(&mut got).await.expect("read");
+        (got, r)
+    }
+
+    /// 101 with the key's accept value, the pipelined bytes kept; a refusal's status; 400
+    /// for a request that is not an upgrade.
+    #[tokio::test]
+    async fn the_door_answers_the_upgrade_itself() {
+        let (got, r) = answer(UPGRADE, b"\x81\x80frame", |_| Ok(())).await;
+        assert!(got.starts_with("HTTP/1.1 101 "), "{got}");
+        assert!(got.contains("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+        assert_eq!(&r.expect("upgraded")[..], b"\x81\x80frame");
+        let (got, r) = answer(UPGRADE, b"", |_| {
+            Err((StatusCode::UNAUTHORIZED, "a door link is required\n"))
+        })
+        .await;
+        assert!(got.starts_with("HTTP/1.1 401 Unauthorized\r\n"), "{got}");
+        assert!(got.ends_with("\r\n\r\na door link is required\n"), "{got}");
+        assert!(matches!(r, Err(HandshakeError::Refused(_))));
+        let plain = "GET /door/x HTTP/1.1\r\nHost: h\r\n\r\n";
+        let (got, r) = answer(plain, b"", |_| panic!("not checked")).await;
+        assert!(got.starts_with("HTTP/1.1 400 "), "{got}");
+        assert!(matches!(r, Err(HandshakeError::Bad(_))));
+    }
+
     /// A client that never finishes its request is dropped at the deadline, with no answer.
     #[tokio::test]
     async fn a_request_never_finished_times_out() {
