@@ -6,12 +6,18 @@
 //! gateway's challenge and the client's `connect` pass byte for byte (the device signature
 //! covers them); every later client frame passes the pure method filter and is forwarded as
 //! received or refused in the gateway's own error shape, audited with who was refused.
-//! The gateway's frames pass down as received (`relay`), except approval events, which are
-//! the guard's to answer. Bad input closes that client only: oversized frames 1009, binary
-//! 1003, a flood 1008, an unreachable upstream 1011; invalid JSON gets an error; past the
-//! connection cap the upgrade is refused (503).
+//! Both legs are frame-level, nothing is decoded and re-encoded: the client's frames are read
+//! by `client_leg` and go up as the client's own masked bytes once judged; the gateway's pass
+//! down as received (`relay`), except approval events, which are the guard's to answer. The
+//! upgrade is the door's own (`handshake`), so a first frame pipelined behind it is kept.
+//! Bad input closes that client only: oversized frames 1009, binary 1003, a protocol error
+//! 1002, text that is not UTF-8 1007, a flood or a frame left unfinished 1008, an unreachable
+//! upstream 1011; invalid JSON gets an error; past the connection cap the upgrade is refused
+//! (503), and an upgrade request not finished in time is dropped.
 
 use super::bucket::Bucket;
+use super::client_leg::{close_frame, server_frame, ClientError, ClientFrames, FromClient};
+use super::handshake::{self, Refusal};
 use super::links;
 use super::relay::{Incoming, OP_CLOSE, OP_PONG, OP_TEXT};
 use super::upstream::{self, Upward};
@@ -20,22 +26,18 @@ use crate::audit::AuditLog;
 use crate::policy::gateway_filter::{
     judge_frame, ClientFrame, FrameError, FrameVerdict, GatewayTables,
 };
-use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
+use std::io;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-
-use tokio::io::AsyncWriteExt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::handshake::server::Request;
 use tokio_tungstenite::tungstenite::http::StatusCode;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
-use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
-use tokio_tungstenite::WebSocketStream;
 
 /// The door's limits and where it forwards to.
 #[derive(Debug, Clone)]
@@ -144,11 +146,6 @@ pub async fn serve(front: Arc<Front>, listener: TcpListener, mut shutdown: watch
     }
 }
 
-/// How much one socket read asks for. tungstenite zero-fills this much before every read
-/// (128 KiB by default: a third of the door's time went to that memset); most gateway frames
-/// are under 2 KiB, and a larger one still arrives whole over several reads.
-const READ_CHUNK: usize = 2 * 1024;
-
 /// Releases a connection slot when the client ends.
 struct Slot<'a>(&'a AtomicUsize);
 
@@ -156,15 +153,6 @@ impl Drop for Slot<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-/// A refused upgrade: its status and body.
-type Refusal = (StatusCode, &'static str);
-
-fn http_error((status, body): Refusal) -> ErrorResponse {
-    let mut r = ErrorResponse::new(Some(body.to_owned()));
-    *r.status_mut() = status;
-    r
 }
 
 /// Why the upgrade was refused (for the audit log).
@@ -175,13 +163,7 @@ struct Gate {
 }
 
 /// The pre-upgrade checks: the connection cap, the door link, the Origin.
-fn check_upgrade(
-    front: &Front,
-    req: &Request,
-    full: bool,
-    gate: &Mutex<Gate>,
-) -> Result<(), Refusal> {
-    let mut g = gate.lock().unwrap_or_else(|p| p.into_inner());
+fn check_upgrade(front: &Front, req: &Request, full: bool, g: &mut Gate) -> Result<(), Refusal> {
     if full {
         g.refused = Some(("too-many-connections", "the front door is full".into()));
         return Err((StatusCode::SERVICE_UNAVAILABLE, "too many connections\n"));
@@ -213,61 +195,55 @@ fn check_upgrade(
     Ok(())
 }
 
-fn close(code: CloseCode, reason: &str) -> Message {
-    Message::Close(Some(CloseFrame {
-        code,
-        reason: reason.to_owned().into(),
-    }))
+/// The door's writes to its client: whole server frames (unmasked), one write each.
+struct Down {
+    out: Vec<u8>,
+}
+
+impl Down {
+    async fn frame(&mut self, io: &mut TcpStream, opcode: u8, payload: &[u8]) -> io::Result<()> {
+        server_frame(&mut self.out, opcode, payload);
+        io.write_all(&self.out).await
+    }
+
+    async fn close(&mut self, io: &mut TcpStream, code: u16, reason: &str) -> io::Result<()> {
+        close_frame(&mut self.out, code, reason);
+        io.write_all(&self.out).await
+    }
 }
 
 /// One client: the upgrade checks, the upstream connection, then both directions.
-#[allow(clippy::result_large_err)] // the handshake callback's error type is tungstenite's
 async fn client(
     front: Arc<Front>,
-    stream: TcpStream,
+    mut down: TcpStream,
     peer: SocketAddr,
     shutdown: watch::Receiver<bool>,
 ) {
     // Frames are forwarded one by one as they are judged; Nagle would hold a small one back.
-    let _ = stream.set_nodelay(true);
+    let _ = down.set_nodelay(true);
     let n = front.conns.fetch_add(1, Ordering::Relaxed);
     let _slot = Slot(&front.conns);
     let full = n >= front.settings.max_connections;
-    let cfg = WebSocketConfig::default()
-        .read_buffer_size(READ_CHUNK)
-        .max_message_size(Some(front.settings.max_frame_bytes))
-        .max_frame_size(Some(front.settings.max_frame_bytes));
-    let gate = Mutex::new(Gate::default());
-    let accepted = tokio_tungstenite::accept_hdr_async_with_config(
-        stream,
-        |req: &Request, resp: Response| {
-            check_upgrade(&front, req, full, &gate)
-                .map(|()| resp)
-                .map_err(http_error)
-        },
-        Some(cfg),
-    )
+    let mut gate = Gate::default();
+    let accepted = handshake::accept(&mut down, HANDSHAKE, |req| {
+        check_upgrade(&front, req, full, &mut gate)
+    })
     .await;
-    let (who, refused) = {
-        let g = gate.lock().unwrap_or_else(|p| p.into_inner());
-        (g.who.clone(), g.refused.clone())
-    };
-    let who_name = who.clone().unwrap_or_else(|| "unauthenticated".into());
-    if let Some((reason, message)) = refused {
-        front.refuse(&who_name, peer, None, reason, &message).await;
+    let who = gate.who.unwrap_or_else(|| "unauthenticated".into());
+    if let Some((reason, message)) = gate.refused {
+        front.refuse(&who, peer, None, reason, &message).await;
         return;
     }
-    let Ok(mut down) = accepted else { return };
+    let Ok(already) = accepted else { return };
     let max = front.settings.max_frame_bytes;
+    let mut to_client = Down { out: Vec::new() };
     let (mut up, mut frames) = match upstream::connect(&front.settings.upstream, max, UPGRADE).await
     {
         Ok(c) => c,
         Err(e) => {
             let msg = format!("upstream unavailable: {e}");
-            front
-                .refuse(&who_name, peer, None, "upstream-down", &msg)
-                .await;
-            let _ = down.send(close(CloseCode::Error, &msg)).await;
+            front.refuse(&who, peer, None, "upstream-down", &msg).await;
+            let _ = to_client.close(&mut down, 1011, &msg).await;
             return;
         }
     };
@@ -277,29 +253,57 @@ async fn client(
     let mut connected = false;
     let mut shutdown = shutdown;
     let mut to_gateway = Upward::new();
+    let mut from = ClientFrames::new(already, max, FRAME_DEADLINE);
     loop {
         tokio::select! {
-            m = down.next() => {
+            m = from.next(&mut down) => {
                 let step = match m {
-                    None => Step::End(None),
-                    Some(Err(e)) => Step::End(Some(error_close(&e))),
-                    Some(Ok(m)) => {
-                        if !bucket.take() {
-                            front.refuse(&who_name, peer, None, "rate-limited", "too many frames").await;
-                            Step::End(Some(close(CloseCode::Policy, "rate limit exceeded")))
-                        } else {
-                            from_client(&front, &who_name, peer, m, &mut connected).await
+                    Ok(None) | Err(ClientError::Io(_) | ClientError::Truncated) => Step::End(None),
+                    Err(e) => {
+                        if matches!(e, ClientError::Binary) {
+                            front.refuse(&who, peer, None, "binary-frame", &e.to_string()).await;
                         }
+                        let code = e.close_code().unwrap_or(1002);
+                        Step::End(Some((code, e.to_string())))
+                    }
+                    Ok(Some(_)) if !bucket.take() => {
+                        front.refuse(&who, peer, None, "rate-limited", "too many frames").await;
+                        Step::End(Some((1008, "rate limit exceeded".into())))
+                    }
+                    Ok(Some(FromClient::Message { raw, text })) => {
+                        match judge(&front, &who, peer, text, &mut connected).await {
+                            None => match up.write_all(raw).await {
+                                Ok(()) => Step::Next,
+                                Err(_) => Step::Gone,
+                            },
+                            Some(answer) => match to_client.frame(&mut down, OP_TEXT, answer.as_bytes()).await {
+                                Ok(()) => Step::Next,
+                                Err(_) => Step::Gone,
+                            },
+                        }
+                    }
+                    Ok(Some(FromClient::Ping(p))) => match to_client.frame(&mut down, OP_PONG, p).await {
+                        Ok(()) => Step::Next,
+                        Err(_) => Step::Gone,
+                    },
+                    Ok(Some(FromClient::Pong)) => Step::Next,
+                    Ok(Some(FromClient::Close(code))) => {
+                        // The close handshake: the door answers with the client's code.
+                        let _ = to_gateway.send(&mut up, OP_CLOSE, &[]).await;
+                        let _ = match code {
+                            Some(c) => to_client.close(&mut down, c, "").await,
+                            None => to_client.frame(&mut down, OP_CLOSE, &[]).await,
+                        };
+                        break;
                     }
                 };
                 match step {
-                    Step::Up(t) => if to_gateway.send(&mut up, OP_TEXT, t.as_str().as_bytes()).await.is_err() { break },
-                    Step::Down(m) => if down.send(m).await.is_err() { break },
-                    Step::None => {}
+                    Step::Next => {}
+                    Step::Gone => break,
                     Step::End(c) => {
                         let _ = to_gateway.send(&mut up, OP_CLOSE, &[]).await;
-                        if let Some(c) = c {
-                            if down.send(c).await.is_ok() {
+                        if let Some((code, reason)) = c {
+                            if to_client.close(&mut down, code, &reason).await.is_ok() {
                                 linger(&mut down).await;
                             }
                         }
@@ -309,108 +313,77 @@ async fn client(
             }
             f = frames.next(&mut up) => {
                 match f {
-                    Ok(Some(Incoming::Data(raw))) => if pass_down(&mut down, raw).await.is_err() { break },
+                    Ok(Some(Incoming::Data(raw))) => if down.write_all(raw).await.is_err() { break },
                     Ok(Some(Incoming::Ping(p))) => if to_gateway.send(&mut up, OP_PONG, p).await.is_err() { break },
                     Ok(Some(Incoming::Close { raw, payload })) => {
-                        let _ = pass_down(&mut down, raw).await;
+                        let _ = down.write_all(raw).await;
                         let _ = to_gateway.send(&mut up, OP_CLOSE, payload.get(..2).unwrap_or(&[])).await;
                         break;
                     }
                     Err(e) => {
-                        let _ = down.send(close(CloseCode::Error, &format!("upstream: {e}"))).await;
+                        let _ = to_client.close(&mut down, 1011, &format!("upstream: {e}")).await;
                         break;
                     }
-                    Ok(None) => { let _ = down.send(close(CloseCode::Error, "upstream closed")).await; break }
+                    Ok(None) => { let _ = to_client.close(&mut down, 1011, "upstream closed").await; break }
                 }
             }
             _ = shutdown.changed() => {
-                let _ = down.send(close(CloseCode::Away, "guard stopping")).await;
+                let _ = to_client.close(&mut down, 1001, "guard stopping").await;
                 break;
             }
         }
     }
 }
 
-/// Writes a gateway frame to the client as received. tungstenite's own writes (the door's
-/// responses, its pongs to the client's pings) are flushed whole first, so this lands on a
-/// frame boundary.
-async fn pass_down(down: &mut WebSocketStream<TcpStream>, raw: &[u8]) -> Result<(), ()> {
-    down.flush().await.map_err(|_| ())?;
-    down.get_mut().write_all(raw).await.map_err(|_| ())
-}
+/// Longest a client may take over its upgrade request (then it is dropped, its slot freed).
+const HANDSHAKE: Duration = Duration::from_secs(10);
+
+/// Longest a client may take over one frame, or one fragmented message, once begun (1008).
+const FRAME_DEADLINE: Duration = Duration::from_secs(30);
 
 /// Longest the door waits for the gateway's upgrade (then: 1011 to the client).
-const UPGRADE: std::time::Duration = std::time::Duration::from_secs(10);
+const UPGRADE: Duration = Duration::from_secs(10);
 
-/// Longest the door waits for a refused client to answer its close frame.
-const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+/// Longest the door waits for a refused client to go after its close frame.
+const LINGER: Duration = Duration::from_secs(2);
 
-/// After the door's close frame: drops what the client still sends until it answers the
-/// close (or [`LINGER`] passes). Closing the socket with the client's frames unread makes
-/// the kernel send a reset, which can destroy the close frame before the client reads why.
-async fn linger<S>(rx: &mut S)
-where
-    S: futures_util::Stream<Item = Result<Message, WsError>> + Unpin,
-{
-    let drain = async { while let Some(Ok(_)) = rx.next().await {} };
+/// After the door's close frame: ends its side of the connection, then drops what the
+/// client still sends until it closes its side too (or [`LINGER`] passes). Closing the socket
+/// with the client's bytes unread makes the kernel send a reset, which can destroy the close
+/// frame before the client reads why.
+async fn linger(io: &mut TcpStream) {
+    let _ = io.shutdown().await;
+    let drain = async {
+        let mut sink = [0u8; 8192];
+        while matches!(io.read(&mut sink).await, Ok(n) if n > 0) {}
+    };
     let _ = tokio::time::timeout(LINGER, drain).await;
 }
 
-/// What one client message leads to.
+/// What one client frame leads to.
 enum Step {
-    /// A judged text message, for the gateway.
-    Up(Utf8Bytes),
-    Down(Message),
-    None,
-    End(Option<Message>),
-}
-
-/// The close for a read error: oversized 1009, anything else a protocol error.
-fn error_close(e: &WsError) -> Message {
-    match e {
-        WsError::Capacity(_) => close(CloseCode::Size, "frame too large"),
-        _ => close(CloseCode::Protocol, "protocol error"),
-    }
+    Next,
+    /// A socket is gone: stop.
+    Gone,
+    /// Close the client (with this code and reason) and the gateway.
+    End(Option<(u16, String)>),
 }
 
 /// The error response the gateway itself would send.
-fn error_res(id: &Value, code: &str, message: &str) -> Message {
-    Message::text(
-        json!({"type":"res","id":id,"ok":false,"error":{"code":code,"message":message}})
-            .to_string(),
-    )
+fn error_res(id: &Value, code: &str, message: &str) -> String {
+    json!({"type":"res","id":id,"ok":false,"error":{"code":code,"message":message}}).to_string()
 }
 
-/// One client message: the first must be `connect` (passed byte for byte); later ones are
-/// filtered; binary is refused (1003).
-async fn from_client(
+/// One client text message: the first must be `connect` (passed byte for byte); later ones
+/// are filtered. None: forward it as received; else the door's answer to the client.
+async fn judge(
     front: &Front,
     who: &str,
     peer: SocketAddr,
-    m: Message,
+    text: &str,
     connected: &mut bool,
-) -> Step {
-    let text = match m {
-        Message::Text(t) => t,
-        Message::Binary(_) => {
-            front
-                .refuse(
-                    who,
-                    peer,
-                    None,
-                    "binary-frame",
-                    "binary frames are not accepted",
-                )
-                .await;
-            return Step::End(Some(close(
-                CloseCode::Unsupported,
-                "binary frames are not accepted",
-            )));
-        }
-        Message::Close(_) => return Step::End(None),
-        _ => return Step::None,
-    };
-    let frame = match ClientFrame::parse(text.as_str()) {
+) -> Option<String> {
+    let frame = match ClientFrame::parse(text) {
         Ok(f) => f,
         Err(e) => {
             let reason = match e {
@@ -418,7 +391,7 @@ async fn from_client(
                 FrameError::Shape(_) => "not-a-request",
             };
             front.refuse(who, peer, None, reason, &e.to_string()).await;
-            return Step::Down(error_res(
+            return Some(error_res(
                 &Value::Null,
                 "INVALID_REQUEST",
                 &format!("sanctum-guard: {e}"),
@@ -428,7 +401,7 @@ async fn from_client(
     if !*connected {
         if frame.is_connect() {
             *connected = true;
-            return Step::Up(text.clone());
+            return None;
         }
         front
             .refuse(
@@ -439,14 +412,14 @@ async fn from_client(
                 "the first frame must be connect",
             )
             .await;
-        return Step::Down(error_res(
+        return Some(error_res(
             &frame.id_value(),
             "INVALID_REQUEST",
             "sanctum-guard: connect first",
         ));
     }
     match judge_frame(&front.tables, &frame) {
-        FrameVerdict::Forward => Step::Up(text.clone()),
+        FrameVerdict::Forward => None,
         FrameVerdict::Refuse {
             code,
             reason,
@@ -455,7 +428,7 @@ async fn from_client(
             front
                 .refuse(who, peer, frame.method.as_deref(), reason, &message)
                 .await;
-            Step::Down(error_res(&frame.id_value(), code, &message))
+            Some(error_res(&frame.id_value(), code, &message))
         }
     }
 }
