@@ -98,7 +98,11 @@ fn a_read_past_a_secret_asks_only_where_the_guard_contains_it() {
         .file("/w/src/a.rs", 0o644)
         .file("/w/deep/.env", 0o600)
         .file("/home/a/.ssh/id_rsa", 0o600)
-        .link("/w/keys", "/home/a/.ssh");
+        .link("/w/sub/keys", "/home/a/.ssh")
+        .file("/usr/share/app/.env", 0o644)
+        .file("/usr/share/app/a.txt", 0o644)
+        .file("/etc/app/key.txt", 0o600)
+        .link("/w/etc-link", "/usr/share/app/.env");
     let policy = embedded_default()
         .with_agent_home(Path::new("/home/a"))
         .unwrap();
@@ -114,7 +118,7 @@ fn a_read_past_a_secret_asks_only_where_the_guard_contains_it() {
         req.who.source = source;
         decide(&policy, &ctx, &req)
     };
-    for cmd in ["grep -r x .", "grep -rn x deep", "grep -R x ."] {
+    for cmd in ["grep -r x .", "grep -rn x deep", "grep -R x sub"] {
         for source in [Source::Node, Source::SocketExec] {
             let v = judge(cmd, source);
             assert_eq!(v.kind, Ask, "{cmd} {source:?}: {v:?}");
@@ -142,9 +146,76 @@ fn a_read_past_a_secret_asks_only_where_the_guard_contains_it() {
         (v.kind, v.profile.as_deref()),
         (Ask, Some("autonomous-read"))
     );
+    // A secret the autonomous profile would read (a `.env` under /usr, which it grants):
+    // denied wherever the run.
+    for cmd in [
+        "grep -r x /usr/share/app",
+        "grep -R x .",
+        "grep -r x /usr/share",
+    ] {
+        let v = judge(cmd, Source::Node);
+        assert_eq!(v.kind, Deny, "{cmd}: {v:?}");
+        assert!(
+            v.reasons.iter().all(|r| r.code != "secret-in-tree"),
+            "{cmd}: {v:?}"
+        );
+    }
     // Naming the secret is still the sensitive read it is, wherever the run.
-    for cmd in ["grep -r x deep/.env", "cat deep/.env", "grep -r x keys/"] {
+    for cmd in [
+        "grep -r x deep/.env",
+        "cat deep/.env",
+        "grep -r x sub/keys/",
+    ] {
         assert_eq!(judge(cmd, Source::Node).kind, Deny, "{cmd}");
     }
     assert_eq!(judge("grep -r x src", Source::Node).kind, Allow);
+}
+
+/// `grep -R` reads what a link below points at as if it were there: a directory is walked
+/// (once, however many links lead to it), and one outside the workspace and the system
+/// directories is a person's call (before, `grep -R x .` over a link to `/srv/app` ran by
+/// itself, and a link to another workspace directory hid the `.env` in it).
+#[test]
+fn a_followed_link_is_walked_where_it_leads() {
+    use sanctum_guard::policy::request::Source;
+    let fs = base()
+        .file("/w/src/a.rs", 0o644)
+        .file("/w/deep/.env", 0o600)
+        .link("/w/src/to-deep", "/w/deep")
+        .file("/srv/app/a.txt", 0o644)
+        .link("/w/out/to-srv", "/srv/app")
+        .file("/w/plain/a.txt", 0o644)
+        .link("/w/plain/again", "/w/plain");
+    let policy = embedded_default()
+        .with_agent_home(Path::new("/home/a"))
+        .unwrap();
+    let judge = |cmd: &str, source: Source| {
+        let mut ctx = DecideContext::new(
+            Path::new("/home/a"),
+            PATH,
+            Path::new("/w"),
+            Arc::new(fs.clone()),
+        );
+        ctx.workspace = Some("/w".into());
+        let mut req = cli_request(cmd, Path::new("/w"));
+        req.who.source = source;
+        decide(&policy, &ctx, &req)
+    };
+    let v = judge("grep -R x src", Source::Node);
+    assert_eq!(v.kind, Ask, "{v:?}");
+    assert!(
+        v.reasons.iter().any(|r| r.code == "secret-in-tree"),
+        "{v:?}"
+    );
+    assert_eq!(judge("grep -R x src", Source::SocketRequest).kind, Deny);
+    let v = judge("grep -R x out", Source::Node);
+    assert_eq!(v.kind, Ask, "{v:?}");
+    assert!(
+        v.reasons.iter().any(|r| r.code == "read-outside-workspace"),
+        "{v:?}"
+    );
+    // A link back to where it is: walked once, nothing else found.
+    assert_eq!(judge("grep -R x plain", Source::Node).kind, Allow);
+    // Not followed without -R.
+    assert_eq!(judge("grep -r x out", Source::Node).kind, Allow);
 }

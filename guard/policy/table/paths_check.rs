@@ -248,7 +248,7 @@ impl<'a> Checker<'a> {
     /// May a run read `p` by itself? Only inside the workspace or the system directories,
     /// checked as written and with its symlinks resolved: elsewhere (the rest of the home,
     /// `/tmp`, `/srv`, other users) the sensitive list would be the only wall.
-    fn readable_alone(&self, p: &Path) -> bool {
+    pub(super) fn readable_alone(&self, p: &Path) -> bool {
         let inside = |q: &Path| q.starts_with(self.t.workspace) || in_read_system_dir(q);
         let lexical = paths::lexical_clean_cow(p);
         if !inside(&lexical) {

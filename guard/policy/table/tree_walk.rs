@@ -4,13 +4,13 @@
 //! splits names at blanks and quotes). A tree over the bound gates. The walk asks the
 //! decision's facts (`fs_memo`), never the filesystem.
 
-use super::paths_check::{short, Checker};
+use super::paths_check::{sensitive, short, Checker};
 use super::Classification;
 use crate::policy::fs_memo;
 use crate::policy::paths;
 use crate::policy::shell::Word;
 use crate::policy::verdict::Category;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Most entries one decision's walks look at.
 const MAX_ENTRIES: usize = 20_000;
@@ -74,6 +74,10 @@ impl Checker<'_> {
             return;
         };
         let mut budget = MAX_ENTRIES;
+        let mut noted = false;
+        // Directories reached through a followed link, walked once (a link to an ancestor
+        // would loop).
+        let mut seen = std::collections::HashSet::new();
         for ctx in self.ctxs() {
             let root = paths::absolute(v, ctx);
             if o.split_names && splits(v) {
@@ -108,8 +112,12 @@ impl Checker<'_> {
                     }
                     let kept = (o.keep)(&name);
                     if o.dotenv && kept && crate::policy::paths::is_secret_file_name(&name) {
-                        in_tree(c, &path.to_string_lossy(), ".env");
-                        return;
+                        // A secret kept unreadable does not end the walk: one further on
+                        // might not be.
+                        if !self.past_secret(c, &path, &path, ".env", &mut noted) {
+                            return;
+                        }
+                        continue;
                     }
                     if meta.is_dir() {
                         if depth < o.max_depth {
@@ -122,8 +130,31 @@ impl Checker<'_> {
                             .matches(&target)
                             .or_else(|| sens.contains_sensitive(&target))
                         {
-                            in_tree(c, &path.to_string_lossy(), &hit);
-                            return;
+                            if !self.past_secret(c, &path, &target, &hit, &mut noted) {
+                                return;
+                            }
+                        } else if o.follow {
+                            // Followed, the link's target is read (a directory: walked) as
+                            // if it were here; outside the workspace and the system
+                            // directories that is a person's call.
+                            if !self.readable_alone(&target) {
+                                c.add(
+                                    Category::Unanalysable,
+                                    "read-outside-workspace",
+                                    format!(
+                                        "follows {} to {}, outside the workspace and the \
+                                         system directories",
+                                        short(&path.to_string_lossy()),
+                                        short(&target.to_string_lossy())
+                                    ),
+                                );
+                                return;
+                            }
+                            let is_dir =
+                                fs_memo::symlink_metadata(&target).is_some_and(|m| m.is_dir());
+                            if is_dir && depth < o.max_depth && seen.insert(target.clone()) {
+                                stack.push((target, depth + 1));
+                            }
                         }
                     }
                 }
@@ -132,18 +163,52 @@ impl Checker<'_> {
     }
 }
 
-/// A secret the walk passes but the command does not name: a person's call where the guard
-/// runs it with the secret unreadable (`decide` denies it anywhere else).
-fn in_tree(c: &mut Classification, what: &str, hit: &str) {
-    c.add(
-        Category::SecretInTree,
-        "secret-in-tree",
-        format!(
-            "reads a tree that holds {} (sensitive: {hit}); run in the guard's sandbox, that \
-             file stays unreadable",
-            short(what)
-        ),
-    );
+impl Checker<'_> {
+    /// A secret the walk passes (`path`, reaching `real`) but the command does not name.
+    /// A person's call (`secret-in-tree`) when the autonomous profile keeps `real`
+    /// unreadable: a secret-named file in the workspace (its scan denies each one), or a
+    /// file under HOME outside the workspace (never granted). Anywhere else (a `.env` under
+    /// `/usr` or `/etc`, which that profile reads) it is the sensitive read it would be.
+    /// Returns whether it was kept (a finding is recorded for the first only: `noted`).
+    fn past_secret(
+        &self,
+        c: &mut Classification,
+        path: &Path,
+        real: &Path,
+        hit: &str,
+        noted: &mut bool,
+    ) -> bool {
+        let real = fs_memo::canonicalize(real).unwrap_or_else(|| real.to_path_buf());
+        let ws = fs_memo::canonicalize(self.t.workspace)
+            .unwrap_or_else(|| self.t.workspace.to_path_buf());
+        let home = fs_memo::canonicalize(self.t.home).unwrap_or_else(|| self.t.home.to_path_buf());
+        let named = real
+            .file_name()
+            .is_some_and(|n| crate::policy::paths::is_secret_file_name(&n.to_string_lossy()));
+        let kept = if real.starts_with(&ws) {
+            named
+        } else {
+            real.starts_with(&home) && !ws.starts_with(&real)
+        };
+        let what = path.to_string_lossy();
+        if !kept {
+            sensitive(c, &what, hit);
+            return false;
+        }
+        if std::mem::replace(noted, true) {
+            return true;
+        }
+        c.add(
+            Category::SecretInTree,
+            "secret-in-tree",
+            format!(
+                "reads a tree that holds {} (sensitive: {hit}); run in the guard's sandbox, \
+                 that file stays unreadable",
+                short(&what)
+            ),
+        );
+        true
+    }
 }
 
 fn split_finding(c: &mut Classification, what: &str) {
