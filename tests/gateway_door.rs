@@ -274,7 +274,14 @@ fn the_door_forwards_client_frames_as_received_and_ends_only_a_broken_client() {
     a.send(&masked_frame(true, 8, b"\x03\xe8bye", 0));
     assert_eq!(a.next(), Some((8, 1000u16.to_be_bytes().to_vec())));
     assert_eq!(a.next(), None, "the connection ends");
-    let seen = seen_by_gateway(&received, "a-connect");
+    // The gateway records what it reads on its own thread: its close may land just after
+    // the client saw the connection end.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut seen = seen_by_gateway(&received, "a-connect");
+    while seen.last().map(|f| f.opcode) != Some(8) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        seen = seen_by_gateway(&received, "a-connect");
+    }
     assert_eq!(
         seen.last().map(|f| f.opcode),
         Some(8),

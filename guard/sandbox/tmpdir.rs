@@ -78,12 +78,17 @@ impl PrivateTmp {
 }
 
 impl Pool {
-    /// Takes an idle directory that is still ours: the same inode, a directory, not a link.
+    /// Takes an idle directory that is still ours: a directory (not a link), the same inode
+    /// and owner, mode 0700. Else it is removed (a link itself, never followed).
     fn take(&'static self) -> Option<PrivateTmp> {
         loop {
             let idle = self.0.lock().ok()?.pop()?;
-            let same = std::fs::symlink_metadata(&idle.path)
-                .is_ok_and(|m| m.is_dir() && m.ino() == idle.ino && m.mode() & 0o7777 == 0o700);
+            let same = std::fs::symlink_metadata(&idle.path).is_ok_and(|m| {
+                m.is_dir()
+                    && m.ino() == idle.ino
+                    && m.uid() == idle.uid
+                    && m.mode() & 0o7777 == 0o700
+            });
             if same {
                 return Some(PrivateTmp {
                     path: idle.path,
@@ -173,7 +178,9 @@ mod tests {
         paths.dedup();
         assert_eq!(paths.len(), 3);
         drop(again);
-        // A directory replaced while idle is not handed out.
+        // A directory replaced while idle, or opened up, is not handed out. (Replaced by a
+        // link here: a directory removed and made again may get the same inode number, which
+        // only the guard's own identity could do in the sticky temp dir anyway.)
         let idle_now: Vec<PathBuf> = TEST_POOL
             .0
             .lock()
@@ -182,15 +189,22 @@ mod tests {
             .map(|i| i.path.clone())
             .collect();
         assert_eq!(idle_now.len(), 3);
-        for q in &idle_now {
-            std::fs::remove_dir(q).unwrap();
-            std::fs::create_dir(q).unwrap();
-            std::fs::set_permissions(q, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::fs::remove_dir(&idle_now[0]).unwrap();
+        symlink(outside.path(), &idle_now[0]).unwrap();
+        for q in &idle_now[1..] {
+            std::fs::set_permissions(q, std::fs::Permissions::from_mode(0o777)).unwrap();
         }
         let fresh = create();
         assert!(!idle_now.contains(&fresh.path().to_path_buf()));
+        assert!(
+            outside.path().join("keep").exists(),
+            "the link was not followed"
+        );
         for q in &idle_now {
-            assert!(!q.exists(), "a replaced directory is removed: {q:?}");
+            assert!(
+                std::fs::symlink_metadata(q).is_err(),
+                "a replaced or opened directory is removed: {q:?}"
+            );
         }
     }
 }
