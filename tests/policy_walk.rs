@@ -87,6 +87,27 @@ fn names_xargs_would_split_gate_find_pipes() {
     }
 }
 
+/// The whole verdict for `cmd` in /w on `fs`, asked by `source`.
+fn judge_from(
+    fs: &FakeFs,
+    cmd: &str,
+    source: sanctum_guard::policy::request::Source,
+) -> sanctum_guard::policy::verdict::Verdict {
+    let policy = embedded_default()
+        .with_agent_home(Path::new("/home/a"))
+        .unwrap();
+    let mut ctx = DecideContext::new(
+        Path::new("/home/a"),
+        PATH,
+        Path::new("/w"),
+        Arc::new(fs.clone()),
+    );
+    ctx.workspace = Some("/w".into());
+    let mut req = cli_request(cmd, Path::new("/w"));
+    req.who.source = source;
+    decide(&policy, &ctx, &req)
+}
+
 /// A recursive read past a secret it does not name asks a person only where the guard runs
 /// it under a profile that keeps the secret unreadable (node host, socket `exec`, with the
 /// autonomous profile); anywhere else, or when the run would get another profile, it is
@@ -103,21 +124,7 @@ fn a_read_past_a_secret_asks_only_where_the_guard_contains_it() {
         .file("/usr/share/app/a.txt", 0o644)
         .file("/etc/app/key.txt", 0o600)
         .link("/w/etc-link", "/usr/share/app/.env");
-    let policy = embedded_default()
-        .with_agent_home(Path::new("/home/a"))
-        .unwrap();
-    let judge = |cmd: &str, source: Source| {
-        let mut ctx = DecideContext::new(
-            Path::new("/home/a"),
-            PATH,
-            Path::new("/w"),
-            Arc::new(fs.clone()),
-        );
-        ctx.workspace = Some("/w".into());
-        let mut req = cli_request(cmd, Path::new("/w"));
-        req.who.source = source;
-        decide(&policy, &ctx, &req)
-    };
+    let judge = |cmd: &str, source: Source| judge_from(&fs, cmd, source);
     for cmd in ["grep -r x .", "grep -rn x deep", "grep -R x sub"] {
         for source in [Source::Node, Source::SocketExec] {
             let v = judge(cmd, source);
@@ -186,21 +193,7 @@ fn a_followed_link_is_walked_where_it_leads() {
         .link("/w/out/to-srv", "/srv/app")
         .file("/w/plain/a.txt", 0o644)
         .link("/w/plain/again", "/w/plain");
-    let policy = embedded_default()
-        .with_agent_home(Path::new("/home/a"))
-        .unwrap();
-    let judge = |cmd: &str, source: Source| {
-        let mut ctx = DecideContext::new(
-            Path::new("/home/a"),
-            PATH,
-            Path::new("/w"),
-            Arc::new(fs.clone()),
-        );
-        ctx.workspace = Some("/w".into());
-        let mut req = cli_request(cmd, Path::new("/w"));
-        req.who.source = source;
-        decide(&policy, &ctx, &req)
-    };
+    let judge = |cmd: &str, source: Source| judge_from(&fs, cmd, source);
     let v = judge("grep -R x src", Source::Node);
     assert_eq!(v.kind, Ask, "{v:?}");
     assert!(

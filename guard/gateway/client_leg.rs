@@ -102,16 +102,8 @@ pub fn parse_client_header(buf: &[u8], max: usize) -> Result<Option<ClientHeader
     if b1 & 0x80 == 0 {
         return Err(ClientError::Unmasked);
     }
-    let (at, payload) = match b1 & 0x7F {
-        126 => match buf.get(2..4) {
-            Some(b) => (4, u64::from(u16::from_be_bytes([b[0], b[1]]))),
-            None => return Ok(None),
-        },
-        127 => match buf.get(2..10).and_then(|b| <[u8; 8]>::try_from(b).ok()) {
-            Some(b) => (10, u64::from_be_bytes(b)),
-            None => return Ok(None),
-        },
-        n => (2, u64::from(n)),
+    let Some((at, payload)) = super::relay::payload_length(buf) else {
+        return Ok(None);
     };
     if (at == 4 && payload < 126) || (at == 10 && payload <= 0xFFFF) {
         return Err(ClientError::NonMinimal);
@@ -323,18 +315,7 @@ fn close_code(payload: &[u8]) -> Result<Option<u16>, ClientError> {
 fn unmask_into(out: &mut Vec<u8>, payload: &[u8], mask: [u8; 4]) {
     let start = out.len();
     out.extend_from_slice(payload);
-    // Eight bytes at a time, as upstream.rs masks.
-    let [a, b, c, d] = mask;
-    let wide = u64::from_ne_bytes([a, b, c, d, a, b, c, d]);
-    let mut words = out[start..].chunks_exact_mut(8);
-    for w in &mut words {
-        let mut x = [0; 8];
-        x.copy_from_slice(w);
-        w.copy_from_slice(&(u64::from_ne_bytes(x) ^ wide).to_ne_bytes());
-    }
-    for (i, b) in words.into_remainder().iter_mut().enumerate() {
-        *b ^= mask[i & 3];
-    }
+    super::relay::apply_mask(&mut out[start..], mask);
 }
 
 /// Replaces `out` with one whole server frame (unmasked, FIN set) of `payload`.

@@ -73,16 +73,8 @@ pub fn parse_header(buf: &[u8], max: usize) -> Result<Option<Header>, RelayError
     if !matches!(opcode, 0..=2 | 8..=10) {
         return Err(RelayError::Opcode(opcode));
     }
-    let (len, payload) = match b1 & 0x7F {
-        126 => match buf.get(2..4) {
-            Some(b) => (4, u64::from(u16::from_be_bytes([b[0], b[1]]))),
-            None => return Ok(None),
-        },
-        127 => match buf.get(2..10).and_then(|b| <[u8; 8]>::try_from(b).ok()) {
-            Some(b) => (10, u64::from_be_bytes(b)),
-            None => return Ok(None),
-        },
-        n => (2, u64::from(n)),
+    let Some((len, payload)) = payload_length(buf) else {
+        return Ok(None);
     };
     if opcode >= OP_CLOSE && (!fin || payload > 125) {
         return Err(RelayError::Control);
@@ -262,6 +254,37 @@ pub fn is_approval_event(payload: &[u8]) -> bool {
                 e.starts_with("exec.approval.") || e.starts_with("plugin.approval.")
             })
     })
+}
+
+/// The payload length a frame header declares and the bytes it takes up to there (2, 4 or
+/// 10); None while those bytes are not all in `buf`. Both legs' readers use it.
+pub(super) fn payload_length(buf: &[u8]) -> Option<(usize, u64)> {
+    match buf.get(1)? & 0x7F {
+        126 => buf
+            .get(2..4)
+            .map(|b| (4, u64::from(u16::from_be_bytes([b[0], b[1]])))),
+        127 => buf
+            .get(2..10)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(|b| (10, u64::from_be_bytes(b))),
+        n => Some((2, u64::from(n))),
+    }
+}
+
+/// XORs `bytes` with the 4-byte `mask` from its first byte (masking and unmasking are the
+/// same), eight bytes at a time: a byte loop was the door's costliest function of its own.
+pub(super) fn apply_mask(bytes: &mut [u8], mask: [u8; 4]) {
+    let [a, b, c, d] = mask;
+    let wide = u64::from_ne_bytes([a, b, c, d, a, b, c, d]);
+    let mut words = bytes.chunks_exact_mut(8);
+    for w in &mut words {
+        let mut x = [0; 8];
+        x.copy_from_slice(w);
+        w.copy_from_slice(&(u64::from_ne_bytes(x) ^ wide).to_ne_bytes());
+    }
+    for (i, b) in words.into_remainder().iter_mut().enumerate() {
+        *b ^= mask[i & 3];
+    }
 }
 
 #[cfg(test)]

@@ -181,18 +181,7 @@ fn masked_frame(out: &mut Vec<u8>, opcode: u8, payload: &[u8], mask: [u8; 4]) {
     out.extend_from_slice(&mask);
     let start = out.len();
     out.extend_from_slice(payload);
-    // Eight bytes at a time (a byte loop was the door's costliest function of its own).
-    let [a, b, c, d] = mask;
-    let wide = u64::from_ne_bytes([a, b, c, d, a, b, c, d]);
-    let mut words = out[start..].chunks_exact_mut(8);
-    for w in &mut words {
-        let mut x = [0; 8];
-        x.copy_from_slice(w);
-        w.copy_from_slice(&(u64::from_ne_bytes(x) ^ wide).to_ne_bytes());
-    }
-    for (i, b) in words.into_remainder().iter_mut().enumerate() {
-        *b ^= mask[i & 3];
-    }
+    super::relay::apply_mask(&mut out[start..], mask);
 }
 
 #[cfg(test)]
