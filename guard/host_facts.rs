@@ -10,6 +10,8 @@
 //! later, after any human approval), which PATH resolution at decision time already cannot
 //! close. The core memoises every answer for one decision (`policy::fs_memo`).
 
+mod login_names;
+
 use crate::policy::decide::DecideContext;
 use crate::policy::facts::{Facts, Found, Kind, LinkStatus, Meta};
 use crate::policy::fs_memo;
@@ -266,6 +268,9 @@ impl Facts for HostFacts {
             .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
             .collect();
         (names.len() <= MAX_LISTED).then_some(names)
+    }
+    fn login_names(&self, home: &Path) -> Option<Arc<std::collections::BTreeSet<String>>> {
+        login_names::login_names(home)
     }
     fn which(&self, name: &str, path_var: &str, cwd: &Path) -> Found {
         let (path, real) = resolve_with_real(name, path_var, cwd);

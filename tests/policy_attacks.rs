@@ -6,13 +6,15 @@
 //! `KIND<TAB>ACCEPT<TAB>COMMAND` where KIND is `harmful` (does harm if it runs unseen),
 //! `secret` (reads a secret), or `harmless` (an everyday developer read that should run by
 //! itself); ACCEPT is a comma list of `allow|ask|deny`; COMMAND is shell text with `\n`, `\t`,
-//! `\\` escapes and `@HOME@` / `@WS@` placeholders. The cwd is the workspace.
+//! `\\` escapes and `@HOME@` / `@WS@` placeholders. The cwd is the workspace. Rows are
+//! decided as the socket's `request` frame asks, or as the node host asks in `node-*.tsv`.
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod support;
+use sanctum_guard::policy::request::Source;
 use sanctum_guard::policy::verdict::VerdictKind;
-use support::policy::{attack_cases, attack_world, verdict_of};
+use support::policy::{attack_cases, attack_world, verdict_as, verdict_of};
 
 fn name(v: VerdictKind) -> &'static str {
     match v {
@@ -33,7 +35,22 @@ fn attack_suite() {
     let (mut harmless, mut harmless_allow) = (0usize, 0usize);
     for c in &cases {
         let cmd = w.subst(&c.command);
-        let got = name(verdict_of(&w, &cmd));
+        // Rows of `node-*.tsv` are decided as the node host asks (the guard runs the command:
+        // a variable no request names is unset); the rest as the socket's `request`. Either
+        // way, under the other source a harmful or secret row must not run by itself.
+        let request = name(verdict_of(&w, &cmd));
+        let node = name(verdict_as(&w, &cmd, Source::Node));
+        let (got, other) = if c.file.starts_with("node-") {
+            (node, request)
+        } else {
+            (request, node)
+        };
+        if c.kind != "harmless" && other == "allow" && !c.accept.iter().any(|a| a == "allow") {
+            failures.push(format!(
+                "{}:{} [{}] allowed under the other source: {}",
+                c.file, c.line, c.kind, c.command
+            ));
+        }
         match c.kind.as_str() {
             "harmful" => {
                 harmful += 1;
@@ -95,4 +112,55 @@ fn attack_suite() {
         pct(harmless_allow, harmless) >= 95.0,
         "harmless reads allowed < 95%"
     );
+}
+
+/// A variable is taken as unset only where the guard builds the run's environment and has
+/// read the login start-up files: a request that names it, the socket's `request` frame
+/// (OpenClaw runs the text in its own environment), a `~/.profile` that names it or sets
+/// names at run time, each keep `${x:+-la}` unknown.
+#[test]
+fn a_variable_is_unset_only_where_the_run_environment_is_known() {
+    use sanctum_guard::policy::decide::{decide, DecideContext};
+    use support::policy::{shell_request, PATH};
+    let w = attack_world();
+    let cmd = "ls ${x:+-la} src";
+    let with_env = |keys: &[&str]| {
+        let mut ctx = DecideContext::standalone(&w.home, PATH, &w.ws);
+        ctx.workspace = Some(w.ws.clone());
+        let mut req = shell_request("env", cmd, &w.ws);
+        req.who.source = Source::Node;
+        if let sanctum_guard::policy::request::Action::Exec(e) = &mut req.action {
+            e.env_keys = keys.iter().map(|k| k.to_string()).collect();
+        }
+        decide(&w.policy, &ctx, &req).kind
+    };
+    assert_eq!(verdict_as(&w, cmd, Source::Node), VerdictKind::Allow);
+    assert_eq!(verdict_as(&w, cmd, Source::SocketExec), VerdictKind::Allow);
+    assert_ne!(verdict_of(&w, cmd), VerdictKind::Allow, "socket request");
+    assert_ne!(verdict_as(&w, cmd, Source::Gateway), VerdictKind::Allow);
+    assert_ne!(with_env(&["x"]), VerdictKind::Allow, "the request sets x");
+    assert_eq!(with_env(&["LANG"]), VerdictKind::Allow);
+    // The login files' answer is re-checked at most every 50 ms.
+    let profile = w.home.join(".profile");
+    for (text, why) in [
+        ("x=1\n", "the profile sets x"),
+        (
+            "for f in a b; do :; done; eval \"$X\"\n",
+            "the profile runs text",
+        ),
+        (". ~/more\n", "a sourced file sets x"),
+    ] {
+        std::fs::write(&profile, text).unwrap();
+        std::fs::write(w.home.join("more"), "export x=1\n").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(120));
+        assert_ne!(
+            verdict_as(&w, cmd, Source::Node),
+            VerdictKind::Allow,
+            "{why}"
+        );
+    }
+    std::fs::write(&profile, "umask 022\nPATH=\"$HOME/bin:$PATH\"\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    assert_eq!(verdict_as(&w, cmd, Source::Node), VerdictKind::Allow);
+    std::fs::remove_file(&profile).unwrap();
 }

@@ -100,6 +100,7 @@ impl AgentHome {
                     home: self.home.clone(),
                     path: PATH.into(),
                     cwd: cwd.to_path_buf(),
+                    set_at_start: None,
                 };
                 let _facts = sanctum_guard::host_facts::scope();
                 for seg in analyse(command, &sctx).segments {

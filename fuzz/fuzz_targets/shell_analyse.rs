@@ -22,6 +22,8 @@ fuzz_target!(|data: &[u8]| {
         home: "/home/node".into(),
         path: "/usr/local/bin:/usr/bin:/bin".into(),
         cwd: "/workspace".into(),
+        // As the node host: lower-case variables no text sets are unset (`words::unset`).
+        set_at_start: Some(Arc::new(std::collections::BTreeSet::new())),
     };
     // A fake filesystem: the run is deterministic whatever the fuzzing host has.
     let facts: Arc<dyn Facts> = Arc::new(

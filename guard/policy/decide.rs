@@ -14,6 +14,7 @@ use super::shell::{self, Analysis, Segment, ShellContext};
 use super::table::{self, Classification, TableContext};
 use super::verdict::{Category, Reason, SegmentVerdict, Verdict, VerdictKind};
 use std::borrow::Cow;
+use std::collections::BTreeSet;
 
 mod gates;
 use std::path::{Path, PathBuf};
@@ -201,7 +202,7 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
     let (security, ask) = openclaw_settings(ctx, req);
     // Whether every segment's allowlist status matters (else only gated ones, for grants).
     let need_all = security == ExecSecurity::Allowlist && ask == ExecAsk::Off;
-    let scored = score_exec(policy, ctx, exec, need_all);
+    let scored = score_exec(policy, ctx, exec, need_all, set_at_start(ctx, req, exec));
     let all_allowlisted = scored.iter().all(|s| s.allowlisted);
     let mut verdict = combine(policy, scored);
     if security == ExecSecurity::Deny {
@@ -257,6 +258,7 @@ fn score_exec(
     ctx: &DecideContext,
     exec: &ExecAction,
     need_all: bool,
+    set_at_start: Option<Arc<BTreeSet<String>>>,
 ) -> Vec<Scored> {
     let cwd = exec.cwd.clone().unwrap_or_else(|| ctx.cwd.clone());
     // The deployment's workspace (the context's) wins over the policy file's.
@@ -269,6 +271,7 @@ fn score_exec(
         home: ctx.home.clone(),
         path: ctx.path.clone(),
         cwd: cwd.clone(),
+        set_at_start,
     };
     let analysis: Analysis = match (&exec.command, exec.argv.is_empty()) {
         (Some(text), _) => shell::analyse(text, &sctx),
@@ -302,6 +305,27 @@ fn score_exec(
         scored.push(whole(&c));
     }
     scored
+}
+
+/// The names that may be set when the text starts, where the guard runs it (node host,
+/// socket `exec`: the run's environment is the request's names and the deployment's
+/// upper-case ones, after the login start-up files); `None` where OpenClaw runs it with an
+/// environment the guard does not see, or the start-up files are not understood.
+fn set_at_start(
+    ctx: &DecideContext,
+    req: &Request,
+    exec: &ExecAction,
+) -> Option<Arc<BTreeSet<String>>> {
+    if !matches!(req.who.source, Source::SocketExec | Source::Node) {
+        return None;
+    }
+    let login = ctx.facts.login_names(&ctx.home)?;
+    if exec.env_keys.is_empty() {
+        return Some(login);
+    }
+    let mut names = (*login).clone();
+    names.extend(exec.env_keys.iter().cloned());
+    Some(Arc::new(names))
 }
 
 /// A read that walks past a secret (`secret-in-tree`) asks a person only where the guard

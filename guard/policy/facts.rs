@@ -6,8 +6,9 @@
 
 pub mod agent_fs;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 /// What kind of object a path names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +82,11 @@ pub trait Facts: Send + Sync + std::fmt::Debug {
     /// The names in directory `p` (following symlinks), for glob expansion; `None` when
     /// unknown or not a directory.
     fn list_dir(&self, _p: &Path) -> Option<Vec<String>> {
+        None
+    }
+    /// The names the start-up files of a login shell run for `home` may set (`/etc/profile`,
+    /// `~/.profile`, what they source: see `shell::scan_startup`); `None` when not known.
+    fn login_names(&self, _home: &Path) -> Option<Arc<BTreeSet<String>>> {
         None
     }
     /// The first runnable `name` on `path_var` (relative and empty entries are relative to

@@ -10,6 +10,7 @@ mod known;
 mod path_lookup;
 mod pipes;
 mod redirects;
+mod startup;
 mod syntax;
 mod tracking;
 mod walk;
@@ -19,11 +20,14 @@ mod wrappers;
 
 pub use path_lookup::resolve_on_path;
 pub use pipes::{XARGS0_FROM_FIND, XARGS_FROM_FIND};
+pub use startup::{scan_startup, StartupScan};
 pub use wrappers::SHELLS;
 
 use foldhash::{HashMap, HashMapExt, HashSet};
 use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The environment the text would run in.
 #[derive(Debug, Clone)]
@@ -34,6 +38,20 @@ pub struct ShellContext {
     pub path: String,
     /// Working directory the text runs in.
     pub cwd: PathBuf,
+    /// The names that may be set when the text starts: the run's environment and what its
+    /// start-up files can set (`startup`). `None` when not known (OpenClaw runs the text
+    /// with its own environment): then no variable is known unset.
+    pub set_at_start: Option<Arc<BTreeSet<String>>>,
+}
+
+impl ShellContext {
+    /// The same context with nothing known of the starting environment.
+    fn without_start(&self) -> ShellContext {
+        ShellContext {
+            set_at_start: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// Work bounds, so hostile input cannot hang or exhaust the analyser.
@@ -89,6 +107,14 @@ impl Word {
             process_substitution: false,
             candidates: Vec::new(),
         }
+    }
+
+    /// Expands to nothing with no quotes: the shell drops it from the command's words
+    /// (`ls ${x:+-la}` with `x` unset is `ls`).
+    pub fn vanishes(&self) -> bool {
+        self.value.as_deref() == Some("")
+            && self.source.contains('$')
+            && !self.source.contains(['\'', '"', '\\'])
     }
 
     /// The value, or the source text for display.
@@ -320,6 +346,9 @@ fn parse(text: &str) -> Option<tree_sitter::Tree> {
 pub fn analyse(text: &str, ctx: &ShellContext) -> Analysis {
     let mut analyser = walk::Analyser::new(ctx);
     analyser.text(text, &walk::Env::top(ctx));
+    if analyser.unset_unproven() {
+        return analyse(text, &ctx.without_start());
+    }
     analyser.finish()
 }
 
@@ -330,6 +359,9 @@ pub fn analyse_argv(argv: &[String], ctx: &ShellContext) -> Analysis {
     let words: Vec<Word> = argv.iter().map(|a| Word::literal(a)).collect();
     let text = argv.join(" ");
     analyser.simple(words, &walk::Env::top(ctx), &text);
+    if analyser.unset_unproven() {
+        return analyse_argv(argv, &ctx.without_start());
+    }
     analyser.finish()
 }
 

@@ -27,6 +27,7 @@ pub fn forms_agree(text: &str, argv: &[String]) -> bool {
         home: PathBuf::from("/nonexistent-home"),
         path: String::new(),
         cwd: PathBuf::from("/"),
+        set_at_start: None,
     };
     same_command(
         &shell::analyse(text, &ctx),

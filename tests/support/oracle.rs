@@ -131,7 +131,10 @@ impl World {
     pub fn decide(&self, command: &str) -> Verdict {
         let mut ctx = DecideContext::standalone(&self.home, PATH, &self.ws);
         ctx.workspace = Some(self.ws.clone());
-        let req = super::policy::shell_request("oracle", command, &self.ws);
+        let mut req = super::policy::shell_request("oracle", command, &self.ws);
+        // As the deployment asks: the guard is the node host and runs what it allows, in
+        // the environment it builds (so a variable no request names is unset).
+        req.who.source = sanctum_guard::policy::request::Source::Node;
         decide(&self.policy, &ctx, &req)
     }
 

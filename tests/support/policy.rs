@@ -235,8 +235,16 @@ pub fn attack_world() -> AgentHome {
 
 /// The verdict for shell text run in the world's workspace.
 pub fn verdict_of(w: &AgentHome, command: &str) -> VerdictKind {
+    verdict_as(w, command, Source::SocketRequest)
+}
+
+/// [`verdict_of`] as `source` asks: the node host and the socket's `exec` run the command
+/// themselves (so a variable no request names is unset; a secret the sandbox keeps is not
+/// read), the socket's `request` only answers.
+pub fn verdict_as(w: &AgentHome, command: &str, source: Source) -> VerdictKind {
     let mut ctx = DecideContext::standalone(&w.home, PATH, &w.ws);
     ctx.workspace = Some(w.ws.clone());
-    let req = shell_request("attack", command, &w.ws);
+    let mut req = shell_request("attack", command, &w.ws);
+    req.who.source = source;
     decide(&w.policy, &ctx, &req).kind
 }

@@ -7,6 +7,7 @@ fn ctx() -> ShellContext {
         home: PathBuf::from("/home/agent"),
         path: "/usr/local/bin:/usr/bin:/bin".into(),
         cwd: PathBuf::from("/workspace"),
+        set_at_start: None,
     }
 }
 

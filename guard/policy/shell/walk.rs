@@ -76,6 +76,15 @@ pub(crate) struct Analyser<'c> {
     pub(crate) known: HashMap<String, super::known::Known>,
     /// Known-binding checks done (each scans a text; bounded).
     pub(crate) known_checks: usize,
+    /// Names some text mentions other than as a plain use (`unset_names`): never taken as
+    /// unset, however the run starts.
+    pub(crate) mentioned: HashSet<String>,
+    /// Some text mentions `IFS`: a default value may be split at other characters.
+    pub(crate) ifs_mentioned: bool,
+    /// A variable was taken as unset (`unset`).
+    pub(crate) used_unset: bool,
+    /// A command that sets a variable named at run time ran (`read "$v"`): see `unset`.
+    pub(crate) sets_names: bool,
 }
 
 /// A memoised command-name lookup: (trusted, found, realpath).
@@ -109,7 +118,17 @@ impl<'c> Analyser<'c> {
             vars: HashMap::new(),
             known: HashMap::new(),
             known_checks: 0,
+            mentioned: HashSet::new(),
+            ifs_mentioned: false,
+            used_unset: false,
+            sets_names: false,
         }
+    }
+
+    /// Did the analysis take a variable as unset in a text that also runs a command able
+    /// to set a variable named at run time? Then it must be done again without (`unset`).
+    pub fn unset_unproven(&self) -> bool {
+        self.used_unset && self.sets_names
     }
 
     pub fn finish(self) -> Analysis {
@@ -164,6 +183,7 @@ impl<'c> Analyser<'c> {
 
     pub fn push(&mut self, seg: Segment) {
         self.gate(inert::builtin_gate(&seg));
+        self.note_setter(&seg);
         // `set -- a b` binds $1, $2.
         if seg.argv.first().and_then(|w| w.value.as_deref()) == Some("set")
             && seg.argv.get(1).and_then(|w| w.value.as_deref()) == Some("--")
@@ -210,6 +230,7 @@ impl<'c> Analyser<'c> {
             self.problem(text, "shell syntax error", env);
             return;
         }
+        self.note_mentions(text, env);
         // A re-parsed text is another shell (or code): it sees no known binding.
         let outer = std::mem::take(&mut self.known);
         self.statement(root, text, env);
@@ -391,6 +412,13 @@ impl<'c> Analyser<'c> {
                 "comment" => {}
                 _ => argv.push(self.word(child, src, env)),
             }
+        }
+        let written = argv.len();
+        argv.retain(|w| !w.vanishes());
+        if written > 0 && argv.is_empty() {
+            self.problem(text, "every word of the command expands to nothing", env);
+            self.deferred(deferred, src, env);
+            return;
         }
         argv.append(&mut extra);
         argv.append(&mut argv_tail);

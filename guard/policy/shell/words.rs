@@ -9,6 +9,7 @@ use tree_sitter::Node;
 
 mod printed;
 mod quoting;
+mod unset;
 use quoting::{ansi_c, double_quoted, unquoted};
 
 /// Accumulates one word's value while walking its parts.
@@ -22,17 +23,23 @@ struct Builder {
     quoted: bool,
 }
 
-impl Analyser<'_> {
-    /// Evaluates a word node statically, analysing any commands it substitutes.
-    pub(crate) fn word(&mut self, node: Node, src: &str, env: &Env) -> Word {
-        let mut b = Builder {
+impl Builder {
+    fn new() -> Self {
+        Builder {
             value: String::new(),
             known: true,
             glob: false,
             substitution: false,
             process_substitution: false,
             quoted: false,
-        };
+        }
+    }
+}
+
+impl Analyser<'_> {
+    /// Evaluates a word node statically, analysing any commands it substitutes.
+    pub(crate) fn word(&mut self, node: Node, src: &str, env: &Env) -> Word {
+        let mut b = Builder::new();
         self.part(node, src, env, &mut b, 0);
         let candidates = if b.known || b.process_substitution {
             Vec::new()
@@ -57,14 +64,7 @@ impl Analyser<'_> {
         }
         let text = &src[node.byte_range()];
         let literal = |f: &dyn Fn(&mut Builder)| {
-            let mut b = Builder {
-                value: String::new(),
-                known: true,
-                glob: false,
-                substitution: false,
-                process_substitution: false,
-                quoted: false,
-            };
+            let mut b = Builder::new();
             f(&mut b);
             b.known.then(|| vec![b.value])
         };
@@ -285,6 +285,13 @@ impl Analyser<'_> {
         } else if let Some(k) = self.known_use(text, b.quoted) {
             b.value.push_str(&k.value);
             b.glob |= k.glob;
+        } else if let Some(v) = self.unset_value(text) {
+            b.value.push_str(&v);
+            // A pattern's substitutions still run (`${x#$(cmd)}`): analysed, value unused.
+            self.substitutions(node, src, env, &mut Builder::new(), depth);
+            if kind(node) == "expansion" {
+                self.unparsed_operand(node, text, env);
+            }
         } else {
             b.known = false;
             self.substitutions(node, src, env, b, depth);
