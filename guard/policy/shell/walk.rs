@@ -79,8 +79,9 @@ pub(crate) struct Analyser<'c> {
     /// Names some text mentions other than as a plain use (`unset_names`): never taken as
     /// unset, however the run starts.
     pub(crate) mentioned: HashSet<String>,
-    /// Some text mentions `IFS`: a default value may be split at other characters.
-    pub(crate) ifs_mentioned: bool,
+    /// Nothing is taken as unset: some text mentions `IFS` (a default may be split at other
+    /// characters), or runs in a shell that sets lower-case names of its own (zsh's `path`).
+    pub(crate) no_unset: bool,
     /// A variable was taken as unset (`unset`).
     pub(crate) used_unset: bool,
     /// A command that sets a variable named at run time ran (`read "$v"`): see `unset`.
@@ -119,7 +120,7 @@ impl<'c> Analyser<'c> {
             known: HashMap::new(),
             known_checks: 0,
             mentioned: HashSet::new(),
-            ifs_mentioned: false,
+            no_unset: false,
             used_unset: false,
             sets_names: false,
         }

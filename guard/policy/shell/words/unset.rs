@@ -10,7 +10,8 @@
 //!   mentions it other than as a plain use (`$x`, `${x}`, `${x-…}`, `${x:-…}`, `${x+…}`,
 //!   `${x:+…}`, `${x#…}`, `${x%…}`), so nothing in it assigns, reads into, exports or loops
 //!   over it; and no wrapper assigns it for the text (`env x=1 sh -c …`);
-//! - no text mentions `IFS` (a default is split at IFS characters when unquoted).
+//! - no text mentions `IFS` (a default is split at IFS characters when unquoted), and none
+//!   runs in a shell other than sh, dash and bash (zsh sets `path`, `status`, … itself).
 //!
 //! A child shell cannot set its parent's variables, and the builtins that set a variable
 //! named at run time in the same shell (`eval`, `source`, `read "$v"`, `printf -v`) gate
@@ -18,7 +19,7 @@
 //! blanks, globs or `~`), so splitting and globbing leave it as it is.
 
 use super::super::walk::{Analyser, Env};
-use super::super::{basename, Segment};
+use super::super::{basename, Segment, SHELLS};
 
 /// Is `b` a character of a shell variable name?
 fn name_byte(b: u8) -> bool {
@@ -64,8 +65,12 @@ impl Analyser<'_> {
         if self.ctx.set_at_start.is_none() {
             return;
         }
-        if text.contains("IFS") {
-            self.ifs_mentioned = true;
+        let own_names = |w: &String| {
+            let shell = w.split(' ').next().unwrap_or_default();
+            SHELLS.contains(&shell) && !["sh", "bash", "dash"].contains(&shell)
+        };
+        if text.contains("IFS") || env.wrappers.iter().any(own_names) {
+            self.no_unset = true;
         }
         self.mentioned.extend(env.env_assignments.iter().cloned());
         let bytes = text.as_bytes();
@@ -119,7 +124,7 @@ impl Analyser<'_> {
             && !name.starts_with(|c: char| c.is_ascii_digit())
             && name.bytes().all(name_byte)
             && name.bytes().any(|b| b.is_ascii_lowercase())
-            && !self.ifs_mentioned
+            && !self.no_unset
             && !self.mentioned.contains(name)
             && self
                 .ctx
