@@ -91,6 +91,13 @@ fn bench(c: &mut Criterion) {
     c.bench_function("decide/5-segment pipeline, 10k allowlist", |b| {
         b.iter(|| decide(black_box(&policy), black_box(&ctx), black_box(&req)))
     });
+    // As the node host asks: the login start-up files' answer (cached) joins the context.
+    let mut node = req.clone();
+    node.who.source = Source::Node;
+    assert_eq!(decide(&policy, &ctx, &node).kind, VerdictKind::Allow);
+    c.bench_function("decide/5-segment pipeline, 10k allowlist, node host", |b| {
+        b.iter(|| decide(black_box(&policy), black_box(&ctx), black_box(&node)))
+    });
 }
 
 criterion_group!(benches, bench);
