@@ -77,6 +77,19 @@ fn heredoc_pipeline_stage_reads_a_pipe() {
 }
 
 #[test]
+fn heredoc_body_runs_to_the_line_the_shells_end_it_at() {
+    // `EOF; …` is not the delimiter line: the rest is body text, as bash and dash read it.
+    let a = analyse("cat <<'EOF'\nhello\nEOF; sh run.sh", &ctx());
+    let argvs: Vec<&str> = a.segments.iter().map(|s| s.argv[0].display()).collect();
+    assert_eq!(argvs, ["cat"]);
+    let body = "hello\nEOF; sh run.sh\n";
+    assert_eq!(a.segments[0].stdin, Stdin::Here(Some(body.into())));
+    // The exact line ends it: what follows runs.
+    let a = analyse("cat <<EOF\nx\nEOF\nsh run.sh", &ctx());
+    assert!(a.segments.iter().any(|s| s.argv[0].display() == "sh"));
+}
+
+#[test]
 fn redirects_and_process_substitution() {
     let a = analyse(
         "echo hi > out.txt 2>&1 >/dev/null; diff <(cat ~/.ssh/a) b",

@@ -210,6 +210,15 @@ impl<'c> Analyser<'c> {
             self.problem(text, "shell syntax error", env);
             return;
         }
+        // Here-documents end where the shells end them, not where the parser guessed.
+        match super::heredoc::realign(text, root) {
+            Ok(None) => {}
+            Ok(Some(as_read)) => return self.text(&as_read, env),
+            Err(why) => {
+                self.problem(text, why.to_string(), env);
+                return;
+            }
+        }
         // A re-parsed text is another shell (or code): it sees no known binding.
         let outer = std::mem::take(&mut self.known);
         self.statement(root, text, env);
