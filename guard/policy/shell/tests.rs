@@ -294,3 +294,32 @@ fn basename_is_the_text_after_the_last_slash() {
         );
     }
 }
+
+#[test]
+fn xargs_under_env_looks_its_command_up_on_that_path() {
+    let fs = crate::policy::facts::FakeFs::new()
+        .file("/bin/echo", 0o755)
+        .file("/usr/bin/echo", 0o755)
+        .file("/usr/bin/xargs", 0o755)
+        .file("/usr/bin/env", 0o755);
+    let _facts = crate::policy::fs_memo::Scope::enter(std::sync::Arc::new(fs));
+    let resolved = |text: &str| {
+        let a = analyse(text, &ctx());
+        a.segments.last().and_then(|s| s.resolved.clone())
+    };
+    // The agent's PATH puts /usr/bin first; env's standard PATH puts /bin first.
+    assert_eq!(resolved("xargs echo"), Some(PathBuf::from("/usr/bin/echo")));
+    assert_eq!(
+        resolved("env -i xargs echo"),
+        Some(PathBuf::from("/bin/echo"))
+    );
+    assert_eq!(
+        resolved("env PATH=/bin:/usr/bin xargs echo"),
+        Some(PathBuf::from("/bin/echo"))
+    );
+    // `command -p` looks xargs up there; xargs keeps the agent's PATH.
+    assert_eq!(
+        resolved("command -p xargs echo"),
+        Some(PathBuf::from("/usr/bin/echo"))
+    );
+}
