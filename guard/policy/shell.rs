@@ -5,6 +5,7 @@
 //! kept as a segment carrying a `problem`, so the policy can gate it (never allow it).
 
 mod builtins;
+mod heredoc;
 mod inert;
 mod known;
 mod path_lookup;

@@ -78,6 +78,19 @@ fn heredoc_pipeline_stage_reads_a_pipe() {
 }
 
 #[test]
+fn heredoc_body_runs_to_the_line_the_shells_end_it_at() {
+    // `EOF; …` is not the delimiter line: the rest is body text, as bash and dash read it.
+    let a = analyse("cat <<'EOF'\nhello\nEOF; sh run.sh", &ctx());
+    let argvs: Vec<&str> = a.segments.iter().map(|s| s.argv[0].display()).collect();
+    assert_eq!(argvs, ["cat"]);
+    let body = "hello\nEOF; sh run.sh\n";
+    assert_eq!(a.segments[0].stdin, Stdin::Here(Some(body.into())));
+    // The exact line ends it: what follows runs.
+    let a = analyse("cat <<EOF\nx\nEOF\nsh run.sh", &ctx());
+    assert!(a.segments.iter().any(|s| s.argv[0].display() == "sh"));
+}
+
+#[test]
 fn redirects_and_process_substitution() {
     let a = analyse(
         "echo hi > out.txt 2>&1 >/dev/null; diff <(cat ~/.ssh/a) b",
@@ -281,4 +294,33 @@ fn basename_is_the_text_after_the_last_slash() {
             "{name}"
         );
     }
+}
+
+#[test]
+fn xargs_under_env_looks_its_command_up_on_that_path() {
+    let fs = crate::policy::facts::FakeFs::new()
+        .file("/bin/echo", 0o755)
+        .file("/usr/bin/echo", 0o755)
+        .file("/usr/bin/xargs", 0o755)
+        .file("/usr/bin/env", 0o755);
+    let _facts = crate::policy::fs_memo::Scope::enter(std::sync::Arc::new(fs));
+    let resolved = |text: &str| {
+        let a = analyse(text, &ctx());
+        a.segments.last().and_then(|s| s.resolved.clone())
+    };
+    // The agent's PATH puts /usr/bin first; env's standard PATH puts /bin first.
+    assert_eq!(resolved("xargs echo"), Some(PathBuf::from("/usr/bin/echo")));
+    assert_eq!(
+        resolved("env -i xargs echo"),
+        Some(PathBuf::from("/bin/echo"))
+    );
+    assert_eq!(
+        resolved("env PATH=/bin:/usr/bin xargs echo"),
+        Some(PathBuf::from("/bin/echo"))
+    );
+    // `command -p` looks xargs up there; xargs keeps the agent's PATH.
+    assert_eq!(
+        resolved("command -p xargs echo"),
+        Some(PathBuf::from("/usr/bin/echo"))
+    );
 }

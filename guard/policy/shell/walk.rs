@@ -32,6 +32,9 @@ pub(crate) struct Env {
     pub env_assignments: Vec<String>,
     /// `command -p`: the next program is looked up on the standard PATH, not the agent's.
     pub std_path: bool,
+    /// `env` gave the command the standard PATH (set or cleared): a program it runs that
+    /// runs another (`xargs`) looks that one up there too.
+    pub std_env_path: bool,
 }
 
 impl Env {
@@ -44,6 +47,7 @@ impl Env {
             redirects: Vec::new(),
             env_assignments: Vec::new(),
             std_path: false,
+            std_env_path: false,
         }
     }
 
@@ -230,6 +234,15 @@ impl<'c> Analyser<'c> {
         if root.has_error() {
             self.problem(text, "shell syntax error", env);
             return;
+        }
+        // Here-documents end where the shells end them, not where the parser guessed.
+        match super::heredoc::realign(text, root) {
+            Ok(None) => {}
+            Ok(Some(as_read)) => return self.text(&as_read, env),
+            Err(why) => {
+                self.problem(text, why.to_string(), env);
+                return;
+            }
         }
         self.note_mentions(text, env);
         // A re-parsed text is another shell (or code): it sees no known binding.

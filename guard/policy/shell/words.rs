@@ -260,6 +260,10 @@ impl Analyser<'_> {
 
     /// A here-document's body: literal text with the expansions in it.
     fn heredoc_part(&mut self, node: Node, src: &str, env: &Env, b: &mut Builder, depth: usize) {
+        if let Some(why) = super::heredoc::unparsed_substitution(node, src) {
+            self.gate(Some(why));
+            b.known = false;
+        }
         let children = children(node);
         let mut pos = node.start_byte();
         for child in children {

@@ -3,7 +3,7 @@
 
 use super::super::walk::{Analyser, Env};
 use super::super::wrapper_args::{
-    env_split_string, has, is_identifier, options, quote, value_of, wrapper_opts, SHELL_OPTS,
+    env_split_string, has, is_identifier, options, quote, value_of, wrapper_opts, Seen, SHELL_OPTS,
 };
 use super::super::{Redirect, RedirectKind, Stdin, Word};
 use super::SHELLS;
@@ -66,8 +66,7 @@ impl Analyser<'_> {
         let i = skip_assignments(rest, start, env, &mut self.gates, std_path);
         // A cleared or thinned environment drops the guard's protective variables (git's
         // settings, the pager): inert only for a program that reads none of them.
-        let next = rest.get(i).and_then(|w| w.value.as_deref());
-        let env_free = next.is_some_and(|n| ENV_FREE_READERS.contains(&n));
+        let env_free = rest.get(i..).is_some_and(env_free);
         let split = value_of(&seen, &["-S", "--split-string"]).is_some();
         if (cleared || unset) && (!env_free || split) {
             self.gate(Some(
@@ -78,6 +77,7 @@ impl Analyser<'_> {
         // standard PATH): the next program is looked up there.
         if std_path || ((cleared || unset_path) && !split) {
             env.std_path = true;
+            env.std_env_path = true;
         }
         let splits = seen
             .iter()
@@ -260,6 +260,23 @@ const ENV_FREE_READERS: &[&str] = &[
     "pwd",
 ];
 
+/// Does the command `argv` read none of the guard's protective variables? `xargs` runs its
+/// command with the environment it was given: it is env-free when that command is.
+fn env_free(argv: &[Word]) -> bool {
+    let reader = |w: &Word| {
+        w.value
+            .as_deref()
+            .is_some_and(|n| ENV_FREE_READERS.contains(&n))
+    };
+    match argv.split_first() {
+        Some((name, args)) if name.value.as_deref() == Some("xargs") => {
+            xargs_parse(args).is_ok_and(|(cmd, _)| cmd.first().is_some_and(reader))
+        }
+        Some((name, _)) => reader(name),
+        None => false,
+    }
+}
+
 /// Does `env`'s assignment list (from `rest[i]`) set PATH to the standard system
 /// directories only (`/bin`, `/usr/bin`, in either order), and PATH once? The program is
 /// then looked up as `command -p` does (on Debian's merged /usr both are one directory).
@@ -319,13 +336,7 @@ fn peel_busybox(rest: &[Word], env: &mut Env) -> Peeled {
 
 /// `xargs [OPTIONS] [COMMAND [ARGS…]]`: COMMAND with what xargs reads as unknown words.
 fn peel_xargs(rest: &[Word], env: &mut Env) -> Peeled {
-    if xargs_attached_optional(rest) {
-        return Err("xargs option with an attached optional value".into());
-    }
-    let (idx, seen) = options(rest, wrapper_opts("xargs"))?;
-    let replace = value_of(&seen, &["-I", "--replace"])
-        .map(str::to_string)
-        .or_else(|| has(&seen, &["-i", "--replace"]).then(|| "{}".to_string()));
+    let (command, seen) = xargs_parse(rest)?;
     if let Some(file) = value_of(&seen, &["-a", "--arg-file"]) {
         env.redirects.push(Redirect {
             kind: RedirectKind::Read,
@@ -333,10 +344,23 @@ fn peel_xargs(rest: &[Word], env: &mut Env) -> Peeled {
         });
     }
     env.wrappers.push("xargs".into());
-    // GNU xargs gives its commands /dev/null as stdin.
+    // GNU xargs gives its commands /dev/null as stdin, and looks them up on its own PATH.
     env.stdin = Stdin::Inherited;
+    env.std_path = env.std_env_path;
+    Ok(Step::Next(command))
+}
+
+/// The command `xargs ARGS` runs (see [`xargs_command`]) and the options it was given.
+fn xargs_parse(rest: &[Word]) -> Result<(Vec<Word>, Seen), String> {
+    if xargs_attached_optional(rest) {
+        return Err("xargs option with an attached optional value".into());
+    }
+    let (idx, seen) = options(rest, wrapper_opts("xargs"))?;
+    let replace = value_of(&seen, &["-I", "--replace"])
+        .map(str::to_string)
+        .or_else(|| has(&seen, &["-i", "--replace"]).then(|| "{}".to_string()));
     let operands = rest.get(idx..).unwrap_or_default();
-    Ok(Step::Next(xargs_command(operands, replace.as_deref())))
+    Ok((xargs_command(operands, replace.as_deref()), seen))
 }
 
 /// Whether an option cluster of xargs ends in an attached optional value (`-l1`, `-ea`):
