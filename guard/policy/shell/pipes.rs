@@ -12,6 +12,8 @@ use super::walk::{child_by_field, kind, named_children, Analyser, Env};
 use super::Word;
 use tree_sitter::Node;
 
+mod known_input;
+
 /// Wrapper recorded on a `find | xargs` analysed as `find -exec` whose names xargs splits.
 pub const XARGS_FROM_FIND: &str = "find | xargs";
 /// The same with `-print0 | xargs -0` (names reach the command unchanged).

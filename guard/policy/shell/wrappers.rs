@@ -10,6 +10,7 @@ use super::{basename, Stdin, Word};
 
 mod peel;
 use peel::Step;
+pub(super) use peel::{xargs_parse, Xargs};
 
 /// Most wrappers peeled off one command (`nice nice nice …` cannot loop forever).
 const MAX_WRAPPERS: usize = 32;

@@ -17,9 +17,12 @@ impl Analyser<'_> {
             if kind(child) == "comment" {
                 continue;
             }
-            // `find … | xargs CMD`: analysed as `find … -exec CMD {} +` (`pipes`).
+            // `find … | xargs CMD`: analysed as `find … -exec CMD {} +`; `echo … | xargs CMD`:
+            // as the command xargs runs (`pipes`).
             if let Some(&next) = children.get(i) {
-                if self.find_xargs(child, next, src, e) {
+                if self.find_xargs(child, next, src, e)
+                    || self.printed_to_xargs(child, next, src, e)
+                {
                     i += 1;
                     continue;
                 }

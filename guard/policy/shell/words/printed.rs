@@ -1,6 +1,7 @@
 //! `$(echo WORDS)` and `$(printf FORMAT WORDS)` whose output is known for certain, so the
 //! word they make reaches the command table as the word it is (`git log $(printf %s
-//! --decorate)`, `"$(echo git)" log`), instead of an unknown word that gates.
+//! --decorate)`, `"$(echo git)" log`), instead of an unknown word that gates. The same
+//! output piped to `xargs` gives it known words (`pipes::known_input`).
 //!
 //! Known only where bash and dash (Debian's `/bin/sh`, which OpenClaw's `sh -lc` runs)
 //! print the same thing, and the name is the shell's builtin:
@@ -26,10 +27,7 @@ impl Analyser<'_> {
     /// The value a command substitution (`node`, in the text `src`) produces, when known for
     /// certain; `quoted`: inside double quotes.
     pub(super) fn folded(&self, node: Node, src: &str, quoted: bool) -> Option<String> {
-        if kind(node) != "command_substitution"
-            || !self.functions.is_empty()
-            || UNSETTLING.iter().any(|w| src.contains(w))
-        {
+        if kind(node) != "command_substitution" {
             return None;
         }
         let text = &src[node.byte_range()];
@@ -37,8 +35,23 @@ impl Analyser<'_> {
         if text.starts_with('`') && text.contains('\\') {
             return None;
         }
-        let cmd = node.named_child(0).filter(|c| kind(*c) == "command")?;
+        let cmd = node.named_child(0)?;
         if node.named_child_count() != 1 {
+            return None;
+        }
+        let out = self.printed_by(cmd, src)?;
+        let out = out.trim_end_matches('\n').to_string();
+        let splits = out.is_empty() || out.contains([' ', '\t', '\n', '*', '?', '[', ']', '\\']);
+        (quoted || !splits).then_some(out)
+    }
+
+    /// What the simple command `cmd` (in the text `src`) prints, when known for certain: the
+    /// `echo`/`printf` builtin with literal words (no redirection, assignment or expansion).
+    pub(crate) fn printed_by(&self, cmd: Node, src: &str) -> Option<String> {
+        if kind(cmd) != "command"
+            || !self.functions.is_empty()
+            || UNSETTLING.iter().any(|w| src.contains(w))
+        {
             return None;
         }
         let mut words = Vec::new();
@@ -52,10 +65,7 @@ impl Analyser<'_> {
             words.push(literal(part, src)?);
         }
         let (name, args) = words.split_first()?;
-        let out = printed(name, args)?;
-        let out = out.trim_end_matches('\n').to_string();
-        let splits = out.is_empty() || out.contains([' ', '\t', '\n', '*', '?', '[', ']', '\\']);
-        (quoted || !splits).then_some(out)
+        printed(name, args)
     }
 }
 

@@ -269,9 +269,12 @@ fn env_free(argv: &[Word]) -> bool {
             .is_some_and(|n| ENV_FREE_READERS.contains(&n))
     };
     match argv.split_first() {
-        Some((name, args)) if name.value.as_deref() == Some("xargs") => {
-            xargs_parse(args).is_ok_and(|(cmd, _)| cmd.first().is_some_and(reader))
-        }
+        Some((name, args)) if name.value.as_deref() == Some("xargs") => xargs_parse(args)
+            .is_ok_and(|x| {
+                xargs_command(x.command, x.replace.as_deref())
+                    .first()
+                    .is_some_and(reader)
+            }),
         Some((name, _)) => reader(name),
         None => false,
     }
@@ -336,7 +339,11 @@ fn peel_busybox(rest: &[Word], env: &mut Env) -> Peeled {
 
 /// `xargs [OPTIONS] [COMMAND [ARGS…]]`: COMMAND with what xargs reads as unknown words.
 fn peel_xargs(rest: &[Word], env: &mut Env) -> Peeled {
-    let (command, seen) = xargs_parse(rest)?;
+    let Xargs {
+        command,
+        replace,
+        seen,
+    } = xargs_parse(rest)?;
     if let Some(file) = value_of(&seen, &["-a", "--arg-file"]) {
         env.redirects.push(Redirect {
             kind: RedirectKind::Read,
@@ -347,11 +354,21 @@ fn peel_xargs(rest: &[Word], env: &mut Env) -> Peeled {
     // GNU xargs gives its commands /dev/null as stdin, and looks them up on its own PATH.
     env.stdin = Stdin::Inherited;
     env.std_path = env.std_env_path;
-    Ok(Step::Next(command))
+    Ok(Step::Next(xargs_command(command, replace.as_deref())))
 }
 
-/// The command `xargs ARGS` runs (see [`xargs_command`]) and the options it was given.
-fn xargs_parse(rest: &[Word]) -> Result<(Vec<Word>, Seen), String> {
+/// `xargs ARGS` as read: the command it runs before any input, its replace string, the
+/// options given.
+pub(in crate::policy::shell) struct Xargs {
+    /// The operands, or `echo` when there are none.
+    pub command: Vec<Word>,
+    /// `-I STR` / `-i` (`{}`).
+    pub replace: Option<String>,
+    pub seen: Seen,
+}
+
+/// Reads `xargs ARGS` (`rest`: the words after `xargs`) with its option grammar.
+pub(in crate::policy::shell) fn xargs_parse(rest: &[Word]) -> Result<Xargs, String> {
     if xargs_attached_optional(rest) {
         return Err("xargs option with an attached optional value".into());
     }
@@ -359,8 +376,15 @@ fn xargs_parse(rest: &[Word]) -> Result<(Vec<Word>, Seen), String> {
     let replace = value_of(&seen, &["-I", "--replace"])
         .map(str::to_string)
         .or_else(|| has(&seen, &["-i", "--replace"]).then(|| "{}".to_string()));
-    let operands = rest.get(idx..).unwrap_or_default();
-    Ok((xargs_command(operands, replace.as_deref()), seen))
+    let command = match rest.get(idx..) {
+        Some(operands) if !operands.is_empty() => operands.to_vec(),
+        _ => vec![Word::literal("echo")],
+    };
+    Ok(Xargs {
+        command,
+        replace,
+        seen,
+    })
 }
 
 /// Whether an option cluster of xargs ends in an attached optional value (`-l1`, `-ea`):
@@ -394,14 +418,9 @@ fn xargs_attached_optional(rest: &[Word]) -> bool {
     false
 }
 
-/// The command xargs runs: its operands (`echo` when none) with the input appended as an
-/// unknown word or, with a replace string, every word that contains it unknown.
-fn xargs_command(operands: &[Word], replace: Option<&str>) -> Vec<Word> {
-    let mut next = if operands.is_empty() {
-        vec![Word::literal("echo")]
-    } else {
-        operands.to_vec()
-    };
+/// The command xargs runs with unknown input: appended as an unknown word or, with a
+/// replace string, every word that contains it unknown.
+fn xargs_command(mut next: Vec<Word>, replace: Option<&str>) -> Vec<Word> {
     match replace {
         Some(r) => {
             for w in &mut next {
