@@ -41,12 +41,14 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every offending line of `text`, with its number, up to the first `#[cfg(test)]`.
+/// Every offending line of `text`, with its number, up to the first `#[cfg(test)]` (or
+/// `#![cfg(test)]`).
 fn offences(text: &str) -> Vec<(usize, String, &'static str)> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let code = line.trim_start();
-        if code.starts_with("#[cfg(test)]") {
+        // Test code from here on (`#![cfg(test)]` opens a file that is a test module).
+        if code.starts_with("#[cfg(test)]") || code.starts_with("#![cfg(test)]") {
             break;
         }
         if code.starts_with("//") {
@@ -100,6 +102,12 @@ fn the_scanner_finds_offences() {
                 // std::fs in a comment\nlet a = my_std::fs;\n#[cfg(test)]\nuse std::fs;\n";
     let got: Vec<usize> = offences(text).iter().map(|o| o.0).collect();
     assert_eq!(got, vec![1, 2, 3]);
+    // A file that is a test module (`#![cfg(test)]` first) runs the shells it checks against.
+    assert!(offences("#![cfg(test)]\nuse std::process::Command;\n").is_empty());
+    assert_eq!(
+        offences("//! doc\nuse std::process::Command;\n#![cfg(test)]\n").len(),
+        1
+    );
 }
 
 /// With a fake filesystem the core decides deterministically and sees only those facts:

@@ -212,3 +212,53 @@ fn a_followed_link_is_walked_where_it_leads() {
     // Not followed without -R.
     assert_eq!(judge("grep -r x out", Source::Node).kind, Allow);
 }
+
+/// A wrapper is unwrapped only where the agent cannot have put it: with an agent-writable
+/// directory first on PATH, `nice ls` runs that directory's `nice`, whatever it does.
+#[test]
+fn a_wrapper_found_outside_the_system_directories_is_not_unwrapped() {
+    let fs = || {
+        let mut fs = base().file("/usr/bin/ls", 0o755).file("/w/a.txt", 0o644);
+        for w in ["nice", "env", "timeout", "nohup", "stdbuf", "xargs", "find"] {
+            fs = fs
+                .file(&format!("/usr/bin/{w}"), 0o755)
+                .file(&format!("/w/bin/{w}"), 0o755);
+        }
+        fs
+    };
+    let decide_on = |path: &str, cmd: &str| {
+        let policy = embedded_default()
+            .with_agent_home(Path::new("/home/a"))
+            .unwrap();
+        let mut ctx =
+            DecideContext::new(Path::new("/home/a"), path, Path::new("/w"), Arc::new(fs()));
+        ctx.workspace = Some("/w".into());
+        decide(&policy, &ctx, &cli_request(cmd, Path::new("/w"))).kind
+    };
+    for cmd in [
+        "nice ls",
+        "env ls",
+        "timeout 5 ls",
+        "nohup ls",
+        "stdbuf -oL ls",
+        "echo | xargs ls",
+        "nice -n 5 cat a.txt",
+        "find . -name a.txt | xargs cat",
+    ] {
+        assert_eq!(
+            decide_on("/usr/bin:/bin", cmd),
+            Allow,
+            "{cmd} from /usr/bin"
+        );
+        assert_ne!(
+            decide_on("/w/bin:/usr/bin:/bin", cmd),
+            Allow,
+            "{cmd} from /w/bin"
+        );
+    }
+    // `command -p` looks the wrapper up on the standard PATH: the system's nice.
+    assert_eq!(
+        decide_on("/w/bin:/usr/bin:/bin", "command -p nice ls"),
+        Allow
+    );
+}

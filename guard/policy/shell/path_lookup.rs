@@ -62,6 +62,14 @@ impl Analyser<'_> {
         r
     }
 
+    /// Is bare `name` a program the agent cannot have put where it is found (a trusted
+    /// name in a system directory or a builtin; or found nowhere, when nothing runs)? What
+    /// a pipeline stage or wrapper is unwrapped by must be.
+    pub(super) fn system_program(&mut self, name: &str) -> bool {
+        let (trusted, found, _) = self.resolve(name);
+        trusted && (found.is_none() || trusted_location(name, found.as_deref()))
+    }
+
     /// [`Self::resolve`]'s first answer alone, without copying the paths found.
     pub(super) fn trusted_name(&mut self, name: &str) -> bool {
         if let Some(hit) = self.resolved.get(name) {

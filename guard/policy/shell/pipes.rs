@@ -188,7 +188,7 @@ impl Analyser<'_> {
         ) else {
             return false;
         };
-        if !self.resolve("xargs").0 {
+        if !self.system_program("xargs") || !self.system_program("find") {
             return false;
         }
         let Some((argv, split)) = as_find_exec(&fw, &xw) else {

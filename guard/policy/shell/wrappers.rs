@@ -42,9 +42,16 @@ impl Analyser<'_> {
             } else {
                 self.trusted_name(name)
             };
+            // A wrapper is peeled only where the agent cannot have put it (a `nice` in an
+            // agent-writable PATH directory is that file's code, not nice); one found
+            // nowhere runs nothing, as before.
+            let located = {
+                let (_, resolved, _) = self.resolve_for(name, env.std_path);
+                resolved.is_none() || trusted_location(name, resolved.as_deref())
+            };
             // `command -p NAME` skips functions and looks NAME up on the standard PATH.
             let function = self.functions.contains(name) && !name.contains('/') && !env.std_path;
-            if !trusted || function {
+            if !trusted || !located || function {
                 break;
             }
             let std_path = std::mem::take(&mut env.std_path);

@@ -1,5 +1,6 @@
 //! Each case runs under the real `bash -c` and `dash -c`: the text as written and the text
 //! as the walk reads it must print the same, and the expected output is checked too.
+#![cfg(test)]
 
 use super::{realign_with, HeredocError};
 use std::process::Command;

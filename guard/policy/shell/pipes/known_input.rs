@@ -32,7 +32,10 @@ impl Analyser<'_> {
         env: &Env,
     ) -> bool {
         let name = child_by_field(right, "name").map(|c| &src[c.byte_range()]);
-        if name != Some("xargs") || self.functions.contains("xargs") {
+        if name != Some("xargs")
+            || self.functions.contains("xargs")
+            || !self.system_program("xargs")
+        {
             return false;
         }
         let Some(input) = self.printed_by(left, src) else {
