@@ -66,8 +66,23 @@ impl Analyser<'_> {
     /// name in a system directory or a builtin; or found nowhere, when nothing runs)? What
     /// a pipeline stage or wrapper is unwrapped by must be.
     pub(super) fn system_program(&mut self, name: &str) -> bool {
-        let (trusted, found, _) = self.resolve(name);
-        trusted && (found.is_none() || trusted_location(name, found.as_deref()))
+        self.trusted_name(name) && self.system_located(name, false)
+    }
+
+    /// Where bare `name` is found (on the standard PATH for `command -p`) is a system
+    /// directory, or nowhere; memoised, and nothing copied (this runs per command).
+    pub(super) fn system_located(&mut self, name: &str, std_path: bool) -> bool {
+        if std_path && !name.contains('/') {
+            let found = fs_memo::which(name, STD_PATH, &self.ctx.cwd);
+            return found.path.is_none() || trusted_location(name, found.path.as_deref());
+        }
+        if !self.resolved.contains_key(name) {
+            let r = self.resolve_uncached(name);
+            self.resolved.insert(name.to_string(), r);
+        }
+        self.resolved
+            .get(name)
+            .is_some_and(|r| r.1.is_none() || trusted_location(name, r.1.as_deref()))
     }
 
     /// [`Self::resolve`]'s first answer alone, without copying the paths found.

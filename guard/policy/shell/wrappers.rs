@@ -45,10 +45,7 @@ impl Analyser<'_> {
             // A wrapper is peeled only where the agent cannot have put it (a `nice` in an
             // agent-writable PATH directory is that file's code, not nice); one found
             // nowhere runs nothing, as before.
-            let located = {
-                let (_, resolved, _) = self.resolve_for(name, env.std_path);
-                resolved.is_none() || trusted_location(name, resolved.as_deref())
-            };
+            let located = self.system_located(name, env.std_path);
             // `command -p NAME` skips functions and looks NAME up on the standard PATH.
             let function = self.functions.contains(name) && !name.contains('/') && !env.std_path;
             if !trusted || !located || function {
