@@ -172,6 +172,10 @@ fn sourced(word: Node, src: &str) -> Option<Vec<String>> {
         .strip_prefix("${")
         .and_then(|t| t.strip_suffix('}'))
         .or_else(|| text.strip_prefix('$'))?;
+    // A loop variable the file also assigns may hold anything when sourced.
+    if src.contains(&format!("{var}=")) {
+        return None;
+    }
     loop_values(word, src, var)
 }
 
@@ -266,6 +270,7 @@ fi
             "command . \"$f\"",
             "for i in $(ls /etc/p); do . $i; done",
             "for i in a*.sh; do . $i; done",
+            "for i in /etc/p/*.sh; do i=/tmp/x; . $i; done",
             "if then fi (",
         ] {
             assert!(scan_startup(text).dynamic, "{text}");
