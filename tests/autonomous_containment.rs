@@ -12,7 +12,7 @@ use sanctum_guard::policy::request::Status;
 use sanctum_guard::sandbox::{self, NetworkSpec, RunOutcome, RunSpec};
 use std::collections::BTreeMap;
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 fn run(profile: &sandbox::ResolvedProfile, ws: &Path, script: &str) -> RunOutcome {
@@ -168,6 +168,20 @@ fn autonomous_profile_reads_the_workspace_and_system_only() {
     }
     std::fs::write(ws.join("src/deep/code.rs"), "fn main() {}\n").expect("code");
     std::fs::write(ws.join(".env.example"), "KEY=\n").expect("template");
+    // A hard link is the file itself under a second name: one in the workspace to a file
+    // outside it is that file, whatever its name. Links that stay inside the workspace (a
+    // package store beside node_modules, as pnpm makes) are the workspace's own.
+    std::fs::hard_link(home.join("notes.txt"), ws.join("src/linked.txt")).expect("link out");
+    std::fs::create_dir_all(ws.join("store")).expect("store");
+    std::fs::write(ws.join("store/pkg.js"), "module.exports = 1;\n").expect("pkg");
+    std::fs::hard_link(ws.join("store/pkg.js"), ws.join("src/pkg.js")).expect("link in");
+    // A device node is the device: one in the workspace reads the disk as a node of the
+    // disk would. /dev/zero's numbers make the read succeed wherever it is not denied.
+    let node = ws.join("src/dev");
+    let made = std::process::Command::new("mknod")
+        .args([node.to_str().expect("utf-8"), "c", "1", "5"])
+        .status()
+        .is_ok_and(|s| s.success());
     let spec = &sandbox::builtin_profiles()[AUTONOMOUS_PROFILE];
     let deny = sandbox::DenyList::default();
     let profile = spec.resolve_with(&ws, &home, &deny).expect("resolve");
@@ -209,7 +223,16 @@ fn autonomous_profile_reads_the_workspace_and_system_only() {
             "touch -d 2001-01-01 src/deep/code.rs".into(),
         ),
         ("tcp", format!("exec 3<>/dev/tcp/127.0.0.1/{port}")),
+        ("a hard link to a HOME file", "cat src/linked.txt".into()),
+        (
+            "a hard link to a HOME file, through /proc",
+            "cat /proc/self/cwd/src/linked.txt".into(),
+        ),
     ];
+    let mut harmful = harmful;
+    if made {
+        harmful.push(("a device node", "head -c 16 src/dev".into()));
+    }
     for (what, script) in harmful {
         let out = run(&profile, &ws, &script);
         assert!(
@@ -233,6 +256,16 @@ fn autonomous_profile_reads_the_workspace_and_system_only() {
             "t\n",
         ),
         ("system files", "head -c 4 /etc/passwd", "root"),
+        (
+            "a hard link inside the workspace",
+            "cat src/pkg.js",
+            "module.exports = 1;\n",
+        ),
+        (
+            "its twin in the store",
+            "cat store/pkg.js",
+            "module.exports = 1;\n",
+        ),
     ] {
         let out = run(&profile, &ws, script);
         assert_eq!(out.stdout, want, "{what}: {out:?}");
@@ -287,8 +320,11 @@ fn secret_scan_on_100k_files() {
     use sanctum_guard::sandbox::ws_secrets::secrets_in;
     use std::time::Instant;
     // Under the target dir, like a checkout: /tmp's churn would void the Landlock cache.
+    // SANCTUM_SCAN_ROOT names an empty directory to use instead, e.g. a mount point, where
+    // the scan counts no hard links (a deployment's workspace volume).
     let t = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tmp");
-    let ws = t.path().canonicalize().expect("canon");
+    let ws = std::env::var_os("SANCTUM_SCAN_ROOT").map_or_else(|| t.path().into(), PathBuf::from);
+    let ws = ws.canonicalize().expect("canon");
     for d in 0..1000 {
         let dir = ws.join(format!("d{}/e{}", d / 10, d % 10));
         std::fs::create_dir_all(&dir).expect("dir");

@@ -500,3 +500,46 @@ fn deny_listed_secrets_unreadable_even_inside_roots() {
         .status
         .success());
 }
+
+/// Landlock grants by inode: a protected (read-only) file linked under another name in a
+/// writable root would be writable through that name, and a deny-read file readable. The
+/// limits layer grants no name of such a file more than its cap.
+#[test]
+fn a_capped_file_stays_capped_under_its_other_names() {
+    let ws = Ws::new();
+    std::fs::create_dir_all(ws.path().join(".git")).unwrap();
+    std::fs::write(ws.path().join(".git/config"), "[core]\n").unwrap();
+    std::fs::hard_link(
+        ws.path().join(".git/config"),
+        ws.path().join("innocent.cfg"),
+    )
+    .unwrap();
+    std::fs::write(ws.path().join("token.txt"), "TOKEN-7f1a\n").unwrap();
+    std::fs::hard_link(ws.path().join("token.txt"), ws.path().join("notes.txt")).unwrap();
+    let policy = ws.out().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[profiles.capped]\nread = [\"/\"]\nwrite = [\"{workspace}\"]\n\
+         protected = [\"{workspace}/.git/config\"]\n\
+         deny_read = [\"{workspace}/token.txt\"]\nnetwork = \"none\"\n",
+    )
+    .unwrap();
+    let run = |script: &str| {
+        let args = ["--policy", policy.to_str().unwrap(), "--profile", "capped"];
+        sandbox(&ws, &args, &["/bin/sh", "-c", script])
+    };
+    assert_denied(&run("echo '[core] fsmonitor=x' >> innocent.cfg"));
+    assert_denied(&run("echo '[core] fsmonitor=x' >> .git/config"));
+    let o = run("cat notes.txt");
+    assert_denied(&o);
+    assert!(!stdout(&o).contains("TOKEN-7f1a"));
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join(".git/config")).unwrap(),
+        "[core]\n"
+    );
+    // What the caps leave alone still works: reading the protected file by either name,
+    // writing the rest of the workspace.
+    let o = run("cat innocent.cfg && echo y > sub/other.txt");
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(stdout(&o), "[core]");
+}

@@ -116,6 +116,25 @@ struct Walk {
 /// get none.
 type Limit = (PathBuf, BitFlags<AccessFs>);
 
+/// The capped files that have other names (hard links), by (device, inode), with the rights
+/// every cap on them allows. Landlock ties a rule to the inode, so a file granted by one name
+/// is granted by all: the walk grants no name of such a file more than its cap.
+type Linked = std::collections::HashMap<(u64, u64), BitFlags<AccessFs>>;
+
+fn linked_of(limits: &[Limit]) -> Linked {
+    use std::os::unix::fs::MetadataExt;
+    let mut linked = Linked::new();
+    for (p, mask) in limits {
+        // A missing limit has no other name; a directory cannot have one.
+        if let Ok(m) = std::fs::symlink_metadata(p) {
+            if !m.is_dir() && m.nlink() > 1 {
+                *linked.entry((m.dev(), m.ino())).or_insert(*mask) &= *mask;
+            }
+        }
+    }
+    linked
+}
+
 /// Grants `rights` below `root`, honouring `limits`. Landlock is allow-list only and rights
 /// are inherited by the whole subtree, so an ancestor of a limited path gets only the rights
 /// every limit below it allows (plus ReadDir, to list it), and each of its children is granted
@@ -125,7 +144,7 @@ fn grant_limited(
     root: &Path,
     kind: Option<bool>,
     rights: BitFlags<AccessFs>,
-    limits: &[Limit],
+    (limits, linked): (&[Limit], &Linked),
     abi: ABI,
     out: &mut Walk,
 ) -> Result<(), SandboxError> {
@@ -140,11 +159,25 @@ fn grant_limited(
         .filter(|(p, _)| p != root && p.starts_with(root))
         .collect();
     if below.is_empty() {
-        return if rights.is_empty() {
-            Ok(())
-        } else {
-            grant(root, kind, rights, abi, &mut out.grants).map(|_| ())
+        if rights.is_empty() {
+            return Ok(());
+        }
+        let Some(fd) = grant(root, kind, rights, abi, &mut out.grants)? else {
+            return Ok(());
         };
+        // Only a file needs the inode check (a directory has no other name); skipped when no
+        // capped file has other names, which spares an fstat per granted file.
+        if kind != Some(true) && !linked.is_empty() {
+            let st = nix::sys::stat::fstat(fd).map_err(ll_err)?;
+            let cap = linked.get(&(st.st_dev, st.st_ino)).copied();
+            if let (Some(cap), Some(last)) = (cap, out.grants.last_mut()) {
+                last.1 &= cap;
+                if last.1.is_empty() {
+                    out.grants.pop();
+                }
+            }
+        }
+        return Ok(());
     }
     let mut here = rights;
     for (_, mask) in &below {
@@ -170,7 +203,8 @@ fn grant_limited(
         if ft.is_symlink() {
             continue;
         }
-        grant_limited(&entry.path(), Some(ft.is_dir()), rights, limits, abi, out)?;
+        let is_dir = Some(ft.is_dir());
+        grant_limited(&entry.path(), is_dir, rights, (limits, linked), abi, out)?;
     }
     Ok(())
 }
@@ -242,7 +276,8 @@ fn build_limits(
     let fs = AccessFs::from_all(abi);
     let created = new_ruleset(level, fs, BitFlags::empty(), BitFlags::empty())?;
     let mut walk = Walk::default();
-    grant_limited(Path::new("/"), None, fs, limits, abi, &mut walk)?;
+    let linked = linked_of(limits);
+    grant_limited(Path::new("/"), None, fs, (limits, &linked), abi, &mut walk)?;
     Ok((into_fd(add_grants(created, walk.grants)?)?, walk.walked))
 }
 

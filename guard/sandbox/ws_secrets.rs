@@ -1,5 +1,6 @@
 //! The sensitive files inside a workspace that a run may read but not write (the policy
-//! core's one list of secret names, `policy::paths::is_secret_file_name`). Landlock cannot
+//! core's one list of secret names, `policy::paths::is_secret_file_name`), with device nodes
+//! and every name of a file hard-linked outside the workspace or to a secret. Landlock cannot
 //! subtract a file from a granted directory, so the profile denies each one and the limits
 //! layer grants its siblings along the path instead of the parent (`landlock_rules`).
 //!
@@ -15,6 +16,7 @@
 use super::landlock_cache::{epoch, Stamp, RACY, TTL};
 use super::SandboxError;
 use std::collections::HashMap;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -75,19 +77,71 @@ fn still_valid(dirs: &[(PathBuf, Stamp)]) -> bool {
         .all(|(p, s)| std::fs::symlink_metadata(p).is_ok_and(|m| Stamp::from_meta(&m) == *s))
 }
 
-/// Walks `root` without following symlinks; returns the secret paths and every directory
-/// listed with its stamp (taken before listing, so a change during the walk shows).
-#[allow(clippy::type_complexity)]
-fn scan(root: &Path) -> Result<(Vec<PathBuf>, Vec<(PathBuf, Stamp)>), SandboxError> {
-    let err = |p: &Path, e: std::io::Error| {
-        SandboxError::Profile(format!("scanning {} for secrets: {e}", p.display()))
+/// What one walk found: the paths to deny and every directory listed with its stamp.
+type Found = (Vec<PathBuf>, Vec<(PathBuf, Stamp)>);
+
+/// The names of one file (device, inode) seen by a walk that counts links.
+struct Links {
+    nlink: u64,
+    paths: Vec<PathBuf>,
+    /// One of its names is a secret's: every other name is that secret too.
+    secret: bool,
+}
+
+/// The secrets under `root`: files with a secret's name, device nodes, and every name of a
+/// file that is also a secret or also lives outside the workspace. A hard link is the file
+/// itself, and Landlock grants by inode, so `ws/a.txt` linked to `~/.ssh/id_rsa` or to
+/// `ws/.env` would be read (or would open the secret) through a granted name.
+///
+/// Counting links needs an lstat of every file; a directory on a mount whose root is inside
+/// the workspace skips it, because link(2) never crosses mounts (EXDEV): its files can only
+/// be linked to each other. Only if a secret there has other names is the walk redone with
+/// every file counted.
+fn scan(root: &Path) -> Result<Found, SandboxError> {
+    // The workspace is on its own mount when its device differs from its parent's.
+    let parent_dev = match root.parent() {
+        Some(p) => Some(
+            std::fs::symlink_metadata(p)
+                .map_err(|e| scan_err(p, e))?
+                .dev(),
+        ),
+        None => None,
     };
+    scan_below(root, parent_dev)
+}
+
+fn scan_err(p: &Path, e: std::io::Error) -> SandboxError {
+    SandboxError::Profile(format!("scanning {} for secrets: {e}", p.display()))
+}
+
+/// `scan` with the device of the workspace's parent given (a test can place the workspace
+/// on a mount of its own that way).
+fn scan_below(root: &Path, parent_dev: Option<u64>) -> Result<Found, SandboxError> {
+    let (found, linked_secret) = walk(root, parent_dev, false)?;
+    if linked_secret {
+        return Ok(walk(root, parent_dev, true)?.0);
+    }
+    Ok(found)
+}
+
+/// One walk without following symlinks. `count_all` counts the links of every file, as if
+/// no directory were on its own mount. Also says whether a secret on such a mount has other
+/// names (it then needs the counting walk).
+fn walk(
+    root: &Path,
+    parent_dev: Option<u64>,
+    count_all: bool,
+) -> Result<(Found, bool), SandboxError> {
+    let err = scan_err;
     let (mut secrets, mut dirs) = (Vec::new(), Vec::new());
-    let mut todo = vec![root.to_path_buf()];
+    let mut links: HashMap<(u64, u64), Links> = HashMap::new();
+    let mut linked_secret = false;
+    let mut todo = vec![(root.to_path_buf(), false, parent_dev)];
     let mut seen = 0usize;
-    while let Some(dir) = todo.pop() {
+    while let Some((dir, parent_own_mount, parent_dev)) = todo.pop() {
         let meta = std::fs::symlink_metadata(&dir).map_err(|e| err(&dir, e))?;
         dirs.push((dir.clone(), Stamp::from_meta(&meta)));
+        let own_mount = !count_all && (parent_own_mount || parent_dev != Some(meta.dev()));
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
             // A directory nobody may list cannot be read by the run either.
@@ -104,18 +158,58 @@ fn scan(root: &Path) -> Result<(Vec<PathBuf>, Vec<(PathBuf, Stamp)>), SandboxErr
                 )));
             }
             let path = entry.path();
-            let name = entry.file_name();
-            if crate::policy::paths::is_secret_file_name(&name.to_string_lossy()) {
+            let kind = entry.file_type().map_err(|e| err(&path, e))?;
+            if kind.is_dir() {
+                let secret =
+                    crate::policy::paths::is_secret_file_name(&entry.file_name().to_string_lossy());
+                if secret {
+                    secrets.push(path);
+                } else {
+                    todo.push((path, own_mount, Some(meta.dev())));
+                }
+                continue;
+            }
+            if kind.is_block_device() || kind.is_char_device() {
                 secrets.push(path);
                 continue;
             }
-            if entry.file_type().map_err(|e| err(&path, e))?.is_dir() {
-                todo.push(path);
+            let secret =
+                crate::policy::paths::is_secret_file_name(&entry.file_name().to_string_lossy());
+            if !kind.is_file() || (own_mount && !secret) {
+                if secret {
+                    secrets.push(path);
+                }
+                continue;
+            }
+            let m = entry.metadata().map_err(|e| err(&path, e))?;
+            if own_mount {
+                // A secret here: its other names are on this mount, found by counting.
+                linked_secret |= m.nlink() > 1;
+                secrets.push(path);
+                continue;
+            }
+            if m.nlink() > 1 {
+                let l = links.entry((m.dev(), m.ino())).or_insert(Links {
+                    nlink: m.nlink(),
+                    paths: Vec::new(),
+                    secret: false,
+                });
+                l.secret |= secret;
+                l.paths.push(path.clone());
+            }
+            if secret {
+                secrets.push(path);
             }
         }
     }
+    for l in links.into_values() {
+        if l.secret || (l.paths.len() as u64) < l.nlink {
+            secrets.extend(l.paths);
+        }
+    }
     secrets.sort();
-    Ok((secrets, dirs))
+    secrets.dedup();
+    Ok(((secrets, dirs), linked_secret))
 }
 
 #[cfg(test)]
@@ -136,5 +230,70 @@ mod tests {
         std::fs::write(ws.join("a/.env.prod"), "x").unwrap();
         let s = secrets_in(&ws).unwrap();
         assert!(s.contains(&ws.join("a/.env.prod")), "{s:?}");
+    }
+
+    /// A workspace beside an outside directory, on the same filesystem.
+    fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let (ws, out) = (root.join("ws"), root.join("out"));
+        for d in [ws.join("a"), ws.join("b"), out.clone()] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        (t, ws, out)
+    }
+
+    #[test]
+    fn every_name_of_a_file_linked_outside_or_to_a_secret_is_denied() {
+        let (_t, ws, out) = tree();
+        std::fs::write(out.join("key"), "k").unwrap();
+        std::fs::hard_link(out.join("key"), ws.join("a/innocent.txt")).unwrap();
+        std::fs::write(ws.join(".env"), "K=v").unwrap();
+        std::fs::hard_link(ws.join(".env"), ws.join("b/copy.txt")).unwrap();
+        std::fs::write(ws.join("a/pkg.js"), "x").unwrap();
+        std::fs::hard_link(ws.join("a/pkg.js"), ws.join("b/pkg.js")).unwrap();
+        std::fs::write(ws.join("b/plain.rs"), "x").unwrap();
+        let (found, _) = scan(&ws).unwrap();
+        assert_eq!(
+            found,
+            vec![
+                ws.join(".env"),
+                ws.join("a/innocent.txt"),
+                ws.join("b/copy.txt")
+            ],
+            "links within the workspace stay readable"
+        );
+    }
+
+    #[test]
+    fn on_its_own_mount_only_links_to_secrets_are_looked_for() {
+        let (_t, ws, out) = tree();
+        std::fs::write(ws.join("a/pkg.js"), "x").unwrap();
+        std::fs::hard_link(ws.join("a/pkg.js"), ws.join("b/pkg.js")).unwrap();
+        let own = Some(u64::MAX);
+        // link(2) cannot cross a mount: a file here has no name outside, so none is looked for.
+        assert_eq!(scan_below(&ws, own).unwrap().0, Vec::<PathBuf>::new());
+        std::fs::write(ws.join("b/.env"), "K=v").unwrap();
+        std::fs::hard_link(ws.join("b/.env"), ws.join("a/copy.txt")).unwrap();
+        assert_eq!(
+            scan_below(&ws, own).unwrap().0,
+            vec![ws.join("a/copy.txt"), ws.join("b/.env")]
+        );
+        drop(out);
+    }
+
+    #[test]
+    fn a_device_node_is_denied() {
+        let (_t, ws, _out) = tree();
+        let node = ws.join("a/disk");
+        let made = std::process::Command::new("mknod")
+            .args([node.to_str().unwrap(), "b", "7", "0"])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !made {
+            eprintln!("mknod needs CAP_MKNOD: skipped");
+            return;
+        }
+        assert_eq!(scan(&ws).unwrap().0, vec![node]);
     }
 }
