@@ -181,7 +181,13 @@ fn walk(
                 }
                 continue;
             }
-            let m = entry.metadata().map_err(|e| err(&path, e))?;
+            let m = match entry.metadata() {
+                Ok(m) => m,
+                // Removed since the listing (a concurrent approved run): no name to grant,
+                // and its directory's changed mtime voids this scan for the next run.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(err(&path, e)),
+            };
             if own_mount {
                 // A secret here: its other names are on this mount, found by counting.
                 linked_secret |= m.nlink() > 1;
