@@ -4,7 +4,10 @@
 //! requests one after another and wait for the echo; the figures are messages per second and
 //! the round trip's p50/p99, with the latency each proxy adds over the direct path; five
 //! rounds, the two proxies' order alternating, medians reported.
-//! Targets (issue): the door's throughput >= nginx's, its p99 <= 1.5x nginx's.
+//! Targets (issue): the door's throughput >= nginx's, its p99 <= 1.5x nginx's. Each proxy's
+//! own CPU time per message is printed too (every thread of its process group, from the
+//! scheduler's nanosecond counters): on a machine the load generator saturates, throughput
+//! goes to whichever proxy costs less CPU, and that figure is far steadier than msg/s.
 //! Needs nginx (`apt-get install nginx-light`); without it the nginx column is skipped.
 // Bench code: a panic is the failure report, and benches may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
@@ -92,16 +95,75 @@ struct Figures {
     per_sec: f64,
     p50: u64,
     p99: u64,
+    /// The proxy's CPU time per message, µs (NaN for the direct path).
+    cpu_us: f64,
 }
 
-fn figures((mut rtts, wall): (Vec<u64>, Duration)) -> Figures {
+fn figures((mut rtts, wall): (Vec<u64>, Duration), cpu: Duration) -> Figures {
     rtts.sort_unstable();
     let at = |q: f64| rtts[((rtts.len() as f64 * q) as usize).min(rtts.len() - 1)];
     Figures {
         per_sec: rtts.len() as f64 / wall.as_secs_f64(),
         p50: at(0.50),
         p99: at(0.99),
+        cpu_us: cpu.as_secs_f64() * 1e6 / rtts.len() as f64,
     }
+}
+
+/// A proxy's processes: nginx is a process group (master and workers), the door one process
+/// (the guard's).
+#[derive(Clone, Copy)]
+enum Proxy {
+    Group(u32),
+    Process(u32),
+}
+
+/// On-CPU time so far of every thread of `proxy`'s processes
+/// (`/proc/PID/task/TID/schedstat`, first field, nanoseconds).
+fn cpu_of(proxy: Proxy) -> Duration {
+    let pids: Vec<String> = match proxy {
+        Proxy::Process(pid) => vec![pid.to_string()],
+        Proxy::Group(pgid) => std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|p| {
+                let stat = std::fs::read_to_string(p.path().join("stat")).unwrap_or_default();
+                // The fields after the command name, which is in parentheses.
+                let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
+                after.split_whitespace().nth(2) == Some(pgid.to_string().as_str())
+            })
+            .map(|p| p.file_name().to_string_lossy().into_owned())
+            .collect(),
+    };
+    let mut ns = 0u64;
+    for pid in pids {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"));
+        for t in tasks.into_iter().flatten().flatten() {
+            let s = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            ns += s
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    Duration::from_nanos(ns)
+}
+
+/// A measured run of `load` through `proxy` (None: direct).
+fn measure(rt: &tokio::runtime::Runtime, url: &str, proxy: Option<Proxy>) -> Figures {
+    let before = proxy.map(cpu_of);
+    let run = rt.block_on(load(url));
+    let cpu = match (proxy, before) {
+        (Some(p), Some(b)) => cpu_of(p).saturating_sub(b),
+        _ => Duration::ZERO,
+    };
+    let mut f = figures(run, cpu);
+    if proxy.is_none() {
+        f.cpu_us = f64::NAN;
+    }
+    f
 }
 
 /// nginx as a WebSocket reverse proxy to the echo upstream (None when nginx is missing).
@@ -217,10 +279,12 @@ fn main() {
     let mut direct = Vec::new();
     let mut via_nginx = Vec::new();
     let mut via_door = Vec::new();
+    let door_proc = Proxy::Process(_serve.child.pid());
+    let nginx_group = Proxy::Group(ngx.as_ref().map_or(0, ChildGuard::pid));
     for round in 0..ROUNDS {
-        direct.push(figures(rt.block_on(load(&direct_url))));
-        let n = || figures(rt.block_on(load(&nginx_url)));
-        let d = || figures(rt.block_on(load(&door)));
+        direct.push(measure(&rt, &direct_url, None));
+        let n = || measure(&rt, &nginx_url, Some(nginx_group));
+        let d = || measure(&rt, &door, Some(door_proc));
         if ngx.is_none() {
             via_door.push(d());
         } else if round % 2 == 0 {
@@ -247,12 +311,14 @@ fn main() {
         }
         let p99 = median(runs.iter().map(|f| f.p99 as f64));
         println!(
-            "  {:<7} {:>9.0} msg/s   p50 {:>6.0} µs   p99 {:>6.0} µs   added p99 {:>6.0} µs",
+            "  {:<7} {:>9.0} msg/s   p50 {:>6.0} µs   p99 {:>6.0} µs   added p99 {:>6.0} µs   \
+             cpu {:>5.1} µs/msg",
             name,
             median(runs.iter().map(|f| f.per_sec)),
             median(runs.iter().map(|f| f.p50 as f64)),
             p99,
             (p99 - direct_p99).max(0.0),
+            median(runs.iter().map(|f| f.cpu_us)),
         );
     }
     if via_nginx.is_empty() {
@@ -264,6 +330,7 @@ fn main() {
     let p99: Vec<f64> = pairs()
         .map(|(d, n)| d.p99 as f64 / n.p99.max(1) as f64)
         .collect();
+    let cpu: Vec<f64> = pairs().map(|(d, n)| d.cpu_us / n.cpu_us).collect();
     let list = |v: &[f64]| {
         v.iter()
             .map(|r| format!("{r:.2}"))
@@ -276,6 +343,11 @@ fn main() {
         list(&throughput),
         median(p99.iter().copied()),
         list(&p99),
+    );
+    println!(
+        "  door/nginx: cpu per message {:.2}x (rounds {})",
+        median(cpu.iter().copied()),
+        list(&cpu),
     );
 }
 
