@@ -81,11 +81,26 @@ fn still_valid(dirs: &[(PathBuf, Stamp)]) -> bool {
 type Found = (Vec<PathBuf>, Vec<(PathBuf, Stamp)>);
 
 /// The names of one file (device, inode) seen by a walk that counts links.
+#[derive(Default)]
 struct Links {
     nlink: u64,
+    /// Its names outside secret directories.
     paths: Vec<PathBuf>,
+    /// Its names inside secret directories (denied with their directory).
+    hidden: u64,
     /// One of its names is a secret's: every other name is that secret too.
     secret: bool,
+}
+
+/// A directory waiting to be listed.
+struct Pending {
+    path: PathBuf,
+    /// Its parent is on a mount whose root is inside the workspace.
+    parent_own_mount: bool,
+    parent_dev: Option<u64>,
+    /// It is, or lies inside, a directory with a secret's name: denied whole, listed only
+    /// for the other names of its files.
+    in_secret: bool,
 }
 
 /// The secrets under `root`: files with a secret's name, device nodes, and every name of a
@@ -136,20 +151,25 @@ fn walk(
     let (mut secrets, mut dirs) = (Vec::new(), Vec::new());
     let mut links: HashMap<(u64, u64), Links> = HashMap::new();
     let mut linked_secret = false;
-    let mut todo = vec![(root.to_path_buf(), false, parent_dev)];
+    let mut todo = vec![Pending {
+        path: root.to_path_buf(),
+        parent_own_mount: false,
+        parent_dev,
+        in_secret: false,
+    }];
     let mut seen = 0usize;
-    while let Some((dir, parent_own_mount, parent_dev)) = todo.pop() {
-        let meta = std::fs::symlink_metadata(&dir).map_err(|e| err(&dir, e))?;
-        dirs.push((dir.clone(), Stamp::from_meta(&meta)));
-        let own_mount = !count_all && (parent_own_mount || parent_dev != Some(meta.dev()));
-        let entries = match std::fs::read_dir(&dir) {
+    while let Some(dir) = todo.pop() {
+        let meta = std::fs::symlink_metadata(&dir.path).map_err(|e| err(&dir.path, e))?;
+        dirs.push((dir.path.clone(), Stamp::from_meta(&meta)));
+        let own_mount = !count_all && (dir.parent_own_mount || dir.parent_dev != Some(meta.dev()));
+        let entries = match std::fs::read_dir(&dir.path) {
             Ok(e) => e,
             // A directory nobody may list cannot be read by the run either.
             Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => continue,
-            Err(e) => return Err(err(&dir, e)),
+            Err(e) => return Err(err(&dir.path, e)),
         };
         for entry in entries {
-            let entry = entry.map_err(|e| err(&dir, e))?;
+            let entry = entry.map_err(|e| err(&dir.path, e))?;
             seen += 1;
             if seen > MAX_ENTRIES {
                 return Err(SandboxError::Profile(format!(
@@ -159,26 +179,27 @@ fn walk(
             }
             let path = entry.path();
             let kind = entry.file_type().map_err(|e| err(&path, e))?;
-            if kind.is_dir() {
-                let secret =
-                    crate::policy::paths::is_secret_file_name(&entry.file_name().to_string_lossy());
-                if secret {
-                    secrets.push(path);
-                } else {
-                    todo.push((path, own_mount, Some(meta.dev())));
-                }
-                continue;
-            }
-            if kind.is_block_device() || kind.is_char_device() {
-                secrets.push(path);
-                continue;
-            }
-            let secret =
+            let named =
                 crate::policy::paths::is_secret_file_name(&entry.file_name().to_string_lossy());
+            // Denied by name (or as a device), whatever the lstat below finds.
+            let denied =
+                !dir.in_secret && (named || kind.is_block_device() || kind.is_char_device());
+            if denied {
+                secrets.push(path.clone());
+            }
+            if kind.is_dir() {
+                todo.push(Pending {
+                    path,
+                    parent_own_mount: own_mount,
+                    parent_dev: Some(meta.dev()),
+                    in_secret: dir.in_secret || named,
+                });
+                continue;
+            }
+            let secret = dir.in_secret || named;
+            // Only a regular file has other names worth counting; on its own mount, only a
+            // secret's (a link elsewhere cannot leave the mount).
             if !kind.is_file() || (own_mount && !secret) {
-                if secret {
-                    secrets.push(path);
-                }
                 continue;
             }
             let m = match entry.metadata() {
@@ -188,28 +209,26 @@ fn walk(
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(err(&path, e)),
             };
-            if own_mount {
-                // A secret here: its other names are on this mount, found by counting.
-                linked_secret |= m.nlink() > 1;
-                secrets.push(path);
+            if m.nlink() <= 1 {
                 continue;
             }
-            if m.nlink() > 1 {
-                let l = links.entry((m.dev(), m.ino())).or_insert(Links {
-                    nlink: m.nlink(),
-                    paths: Vec::new(),
-                    secret: false,
-                });
-                l.secret |= secret;
-                l.paths.push(path.clone());
+            if own_mount {
+                // A secret with other names: they are on this mount, found by counting.
+                linked_secret = true;
+                continue;
             }
-            if secret {
-                secrets.push(path);
+            let l = links.entry((m.dev(), m.ino())).or_default();
+            l.nlink = m.nlink();
+            l.secret |= secret;
+            if dir.in_secret {
+                l.hidden += 1;
+            } else {
+                l.paths.push(path);
             }
         }
     }
     for l in links.into_values() {
-        if l.secret || (l.paths.len() as u64) < l.nlink {
+        if l.secret || (l.paths.len() as u64 + l.hidden) < l.nlink {
             secrets.extend(l.paths);
         }
     }
@@ -259,12 +278,18 @@ mod tests {
         std::fs::write(ws.join("a/pkg.js"), "x").unwrap();
         std::fs::hard_link(ws.join("a/pkg.js"), ws.join("b/pkg.js")).unwrap();
         std::fs::write(ws.join("b/plain.rs"), "x").unwrap();
+        // A directory with a secret's name is denied whole; a file in it is a secret too.
+        std::fs::create_dir_all(ws.join("b/.env/deep")).unwrap();
+        std::fs::write(ws.join("b/.env/deep/key"), "k").unwrap();
+        std::fs::hard_link(ws.join("b/.env/deep/key"), ws.join("a/key-copy")).unwrap();
         let (found, _) = scan(&ws).unwrap();
         assert_eq!(
             found,
             vec![
                 ws.join(".env"),
                 ws.join("a/innocent.txt"),
+                ws.join("a/key-copy"),
+                ws.join("b/.env"),
                 ws.join("b/copy.txt")
             ],
             "links within the workspace stay readable"
@@ -279,11 +304,23 @@ mod tests {
         let own = Some(u64::MAX);
         // link(2) cannot cross a mount: a file here has no name outside, so none is looked for.
         assert_eq!(scan_below(&ws, own).unwrap().0, Vec::<PathBuf>::new());
+        std::fs::create_dir_all(ws.join("b/id_rsa")).unwrap();
+        std::fs::write(ws.join("b/id_rsa/key"), "k").unwrap();
+        std::fs::hard_link(ws.join("b/id_rsa/key"), ws.join("a/key-copy")).unwrap();
+        assert_eq!(
+            scan_below(&ws, own).unwrap().0,
+            vec![ws.join("a/key-copy"), ws.join("b/id_rsa")]
+        );
         std::fs::write(ws.join("b/.env"), "K=v").unwrap();
         std::fs::hard_link(ws.join("b/.env"), ws.join("a/copy.txt")).unwrap();
         assert_eq!(
             scan_below(&ws, own).unwrap().0,
-            vec![ws.join("a/copy.txt"), ws.join("b/.env")]
+            vec![
+                ws.join("a/copy.txt"),
+                ws.join("a/key-copy"),
+                ws.join("b/.env"),
+                ws.join("b/id_rsa")
+            ]
         );
         drop(out);
     }
