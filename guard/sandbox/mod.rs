@@ -2,6 +2,7 @@
 //! drops, rlimits, an environment allow-list, and a spawn with output caps and timeouts.
 //! All `unsafe` code of the project lives in this module tree.
 
+mod canon;
 pub mod child;
 pub mod cli;
 pub mod env;
@@ -13,6 +14,7 @@ pub mod landlock_rules;
 pub mod launch;
 pub mod process;
 pub mod profile;
+mod profile_paths;
 pub mod reaper;
 pub mod run;
 pub mod seccomp;

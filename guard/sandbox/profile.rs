@@ -215,9 +215,10 @@ impl ProfileSpec {
     }
 
     /// Expands placeholders and canonicalizes paths, and adds the deployment's `deny` list to
-    /// the profile's deny_read. Missing read paths are skipped (a read grant on nothing grants
-    /// nothing); a missing write path is an error (fail closed), and so is a deny-read path
-    /// at or above the workspace (nothing could run there).
+    /// the profile's deny_read (`profile_paths`, cached and re-checked per use). Missing read
+    /// paths are skipped (a read grant on nothing grants nothing); a missing write path is an
+    /// error (fail closed), and so is a deny-read path at or above the workspace (nothing
+    /// could run there).
     /// `home` is what `{home}` means: the agent's HOME of the deployment.
     pub fn resolve_with(
         &self,
@@ -225,34 +226,20 @@ impl ProfileSpec {
         home: &Path,
         deny: &DenyList,
     ) -> Result<ResolvedProfile, SandboxError> {
-        let workspace = canonical_workspace(workspace)?;
         let tmp = self.private_tmp()?;
-        let x = Expand {
-            workspace: &workspace,
+        let super::profile_paths::Paths {
+            workspace,
+            read,
+            write,
+            protected,
+            mut deny_read,
+        } = super::profile_paths::resolve(
+            self,
+            workspace,
             home,
-            tmp: tmp.as_deref().map(PrivateTmp::path),
-        };
-        let mut read = Vec::new();
-        for s in &self.read {
-            if let Ok(p) = x.path(s)?.canonicalize() {
-                read.push(p);
-            }
-        }
-        let mut write = Vec::new();
-        for s in &self.write {
-            let p = x.path(s)?;
-            let c = p
-                .canonicalize()
-                .map_err(|e| SandboxError::Profile(format!("write path {}: {e}", p.display())))?;
-            write.push(c);
-        }
-        let protected = (self.protected.iter())
-            .map(|s| x.not_yet_existing(s, "protected"))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut deny_read = (self.deny_read.iter())
-            .map(|s| x.not_yet_existing(s, "deny_read"))
-            .collect::<Result<Vec<_>, _>>()?;
-        add_deployment_deny(&workspace, deny, &mut deny_read)?;
+            deny,
+            tmp.as_deref().map(PrivateTmp::path),
+        )?;
         // A run that cannot write the workspace can be kept from its secrets without capping
         // its root: each one is denied, its siblings granted (see `ws_secrets`). Only where
         // the workspace is what grants them: a profile that reads a parent of the workspace
@@ -297,83 +284,6 @@ impl ProfileSpec {
         } else {
             None
         })
-    }
-}
-
-/// The workspace, canonical, and a directory.
-fn canonical_workspace(workspace: &Path) -> Result<PathBuf, SandboxError> {
-    let real = workspace
-        .canonicalize()
-        .map_err(|e| SandboxError::Profile(format!("workspace {}: {e}", workspace.display())))?;
-    if !real.is_dir() {
-        return Err(SandboxError::Profile(format!(
-            "workspace {} is not a directory",
-            real.display()
-        )));
-    }
-    Ok(real)
-}
-
-/// Adds the deployment's deny list (canonical where it exists) to `deny_read`, once each;
-/// a path at or above the workspace is an error.
-fn add_deployment_deny(
-    workspace: &Path,
-    deny: &DenyList,
-    deny_read: &mut Vec<PathBuf>,
-) -> Result<(), SandboxError> {
-    for p in deny.paths() {
-        let p = p.canonicalize().unwrap_or_else(|_| p.clone());
-        if workspace.starts_with(&p) {
-            return Err(SandboxError::Profile(format!(
-                "deny-read path {} contains the workspace {}",
-                p.display(),
-                workspace.display()
-            )));
-        }
-        if !deny_read.contains(&p) {
-            deny_read.push(p);
-        }
-    }
-    Ok(())
-}
-
-/// What the placeholders of one resolution stand for.
-struct Expand<'a> {
-    /// Canonical.
-    workspace: &'a Path,
-    home: &'a Path,
-    /// The private tmp, when the profile asked for one.
-    tmp: Option<&'a Path>,
-}
-
-impl Expand<'_> {
-    /// `s` with `{workspace}`, `{home}` and `{tmp}` replaced; it must then be absolute.
-    fn path(&self, s: &str) -> Result<PathBuf, SandboxError> {
-        if s.contains("{tmp}") && self.tmp.is_none() {
-            return Err(SandboxError::Profile("{tmp} without a private tmp".into()));
-        }
-        let mut out = s.replace("{workspace}", &self.workspace.to_string_lossy());
-        if out.contains("{home}") {
-            out = out.replace("{home}", &self.home.to_string_lossy());
-        }
-        if let Some(t) = self.tmp {
-            out = out.replace("{tmp}", &t.to_string_lossy());
-        }
-        let p = PathBuf::from(out);
-        if !p.is_absolute() {
-            return Err(SandboxError::Profile(format!("path {s:?} is not absolute")));
-        }
-        Ok(p)
-    }
-
-    /// A protected or deny-read path (`what`), which may not exist yet: canonical when it
-    /// exists, else kept lexical, and never with `..`.
-    fn not_yet_existing(&self, s: &str, what: &str) -> Result<PathBuf, SandboxError> {
-        let p = self.path(s)?;
-        if p.components().any(|c| c == Component::ParentDir) {
-            return Err(SandboxError::Profile(format!("{what} path {s:?} has ..")));
-        }
-        Ok(p.canonicalize().unwrap_or(p))
     }
 }
 

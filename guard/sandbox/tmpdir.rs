@@ -8,7 +8,9 @@
 //! spawn, ~0.15 ms). Reuse is safe because nothing of a run outlives it (`reaper`): by the
 //! time the profile is dropped, no process of the run can write there, and what it left is
 //! removed before the next run sees the directory. A directory that cannot be emptied, or
-//! that is no longer the directory we made (type, inode), is removed instead of pooled.
+//! that is no longer the directory we made (type, device, inode), is removed instead of
+//! pooled. Its path is canonical when made (the temp dir canonicalized), so a profile uses it
+//! as it is; the identity check on every reuse is what keeps it naming the same directory.
 
 use super::SandboxError;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
@@ -18,10 +20,11 @@ use std::sync::Mutex;
 /// Most idle directories kept (about the runs in flight at once).
 const POOL_MAX: usize = 8;
 
-/// An idle directory: its path, inode and the owner it was created with.
+/// An idle directory: its path, device and inode, and the owner it was created with.
 #[derive(Debug)]
 struct Idle {
     path: PathBuf,
+    dev: u64,
     ino: u64,
     uid: u32,
     gid: u32,
@@ -37,7 +40,9 @@ static POOL: Pool = Pool(Mutex::new(Vec::new()));
 /// A 0700 directory under the system temp dir, private to one run at a time.
 #[derive(Debug)]
 pub struct PrivateTmp {
+    /// Canonical.
     path: PathBuf,
+    dev: u64,
     ino: u64,
     uid: u32,
     gid: u32,
@@ -54,7 +59,11 @@ impl PrivateTmp {
         if let Some(t) = pool.take() {
             return Ok(t);
         }
-        let path = std::env::temp_dir().join(format!("sanctum-{}", uuid::Uuid::new_v4()));
+        let parent = std::env::temp_dir();
+        let parent = parent.canonicalize().map_err(|e| {
+            SandboxError::Profile(format!("private tmp in {}: {e}", parent.display()))
+        })?;
+        let path = parent.join(format!("sanctum-{}", uuid::Uuid::new_v4()));
         let err = |e: std::io::Error| {
             SandboxError::Profile(format!("private tmp {}: {e}", path.display()))
         };
@@ -64,6 +73,7 @@ impl PrivateTmp {
             .map_err(err)?;
         let m = std::fs::symlink_metadata(&path).map_err(err)?;
         Ok(PrivateTmp {
+            dev: m.dev(),
             ino: m.ino(),
             uid: m.uid(),
             gid: m.gid(),
@@ -78,13 +88,14 @@ impl PrivateTmp {
 }
 
 impl Pool {
-    /// Takes an idle directory that is still ours: a directory (not a link), the same inode
-    /// and owner, mode 0700. Else it is removed (a link itself, never followed).
+    /// Takes an idle directory that is still ours: a directory (not a link), the same device,
+    /// inode and owner, mode 0700. Else it is removed (a link itself, never followed).
     fn take(&'static self) -> Option<PrivateTmp> {
         loop {
             let idle = self.0.lock().ok()?.pop()?;
             let same = std::fs::symlink_metadata(&idle.path).is_ok_and(|m| {
                 m.is_dir()
+                    && m.dev() == idle.dev
                     && m.ino() == idle.ino
                     && m.uid() == idle.uid
                     && m.mode() & 0o7777 == 0o700
@@ -92,6 +103,7 @@ impl Pool {
             if same {
                 return Some(PrivateTmp {
                     path: idle.path,
+                    dev: idle.dev,
                     ino: idle.ino,
                     uid: idle.uid,
                     gid: idle.gid,
@@ -103,10 +115,11 @@ impl Pool {
     }
 }
 
-/// Empties `dir` (links are removed, never followed) and gives it back its owner and 0700.
+/// Empties `dir` (links are removed, never followed) and gives it back its owner and 0700
+/// (a chmod only when the mode differs: no process of the run is left to change it after).
 fn reset(t: &PrivateTmp) -> std::io::Result<()> {
     let m = std::fs::symlink_metadata(&t.path)?;
-    if !m.is_dir() || m.ino() != t.ino {
+    if !m.is_dir() || m.dev() != t.dev || m.ino() != t.ino {
         return Err(std::io::Error::other(
             "no longer the directory made for the run",
         ));
@@ -120,10 +133,14 @@ fn reset(t: &PrivateTmp) -> std::io::Result<()> {
         }
     }
     // A run as another identity had the directory chowned to it (`with_run_as`).
-    if m.uid() != t.uid || m.gid() != t.gid {
+    let chowned = m.uid() != t.uid || m.gid() != t.gid;
+    if chowned {
         std::os::unix::fs::chown(&t.path, Some(t.uid), Some(t.gid))?;
     }
-    std::fs::set_permissions(&t.path, std::fs::Permissions::from_mode(0o700))
+    if chowned || m.mode() & 0o7777 != 0o700 {
+        std::fs::set_permissions(&t.path, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
 }
 
 impl Drop for PrivateTmp {
@@ -133,6 +150,7 @@ impl Drop for PrivateTmp {
                 if pool.len() < POOL_MAX {
                     pool.push(Idle {
                         path: std::mem::take(&mut self.path),
+                        dev: self.dev,
                         ino: self.ino,
                         uid: self.uid,
                         gid: self.gid,
