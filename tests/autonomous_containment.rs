@@ -369,3 +369,57 @@ fn secret_scan_on_100k_files() {
          resolve+prepare of {AUTONOMOUS_PROFILE}: first {first:?}, then {again:?}"
     );
 }
+
+/// Command lines of other processes are not files Landlock covers: a confined run reads them
+/// through /proc (SECURITY.md, `doctor`). With /proc mounted `hidepid=ptraceable`, the kernel
+/// hides every process the reader may not ptrace, and Landlock forbids ptracing anything
+/// outside the run's own domain: the run sees only its own processes. Checked in a private
+/// mount namespace (the machine's /proc is left alone); needs root to mount.
+#[test]
+fn hidepid_ptraceable_hides_every_process_outside_the_run() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("mounting a /proc needs root: skipped");
+        return;
+    }
+    let ws = tempfile::tempdir().expect("ws");
+    let guard = env!("CARGO_BIN_EXE_sanctum-guard");
+    let victim = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .expect("victim");
+    let victim = KillOnDrop(victim);
+    let probe = format!(
+        "{guard} sandbox --profile autonomous-read --workspace {ws} -- /bin/sh -c \
+         'ps -e -o pid= | wc -l; cat /proc/{pid}/cmdline || echo hidden'",
+        ws = ws.path().display(),
+        pid = victim.0.id()
+    );
+    let run = |mount: &str| {
+        let script = format!("{mount}{probe}");
+        let out = std::process::Command::new("unshare")
+            .args(["-m", "sh", "-c", &script])
+            .output()
+            .expect("unshare");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // As /proc is by default: the victim's command line is read.
+    let open = run("mount -t proc proc /proc && ");
+    assert!(open.contains("sleep"), "{open}");
+    let hidden = run("mount -t proc -o hidepid=ptraceable proc /proc && ");
+    let mut lines = hidden.lines();
+    // ps, wc and the shell: the run's own processes only.
+    let seen: usize = lines.next().unwrap_or("").trim().parse().expect("count");
+    assert!(seen <= 3, "{hidden}");
+    assert_eq!(lines.next(), Some("hidden"), "{hidden}");
+}
+
+/// Kills the child when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

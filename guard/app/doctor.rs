@@ -138,6 +138,18 @@ fn layout_warnings() -> Vec<String> {
          runs are confined)."
             .into(),
     );
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    if kernel::proc_hides_other_processes(&mountinfo) != Some(true) {
+        out.push(
+            "/proc is not mounted with hidepid=ptraceable: every confined run, autonomous \
+             ones too, can read the command line of every process in the guard's pid \
+             namespace (`ps aux`, /proc/N/cmdline; Landlock does not cover them). \
+             `mount -o remount,hidepid=ptraceable /proc` makes the kernel hide every process \
+             outside the run's own Landlock domain (the guard still sees all). In the compose \
+             layout the guard has a pid namespace of its own: the guard and its runs."
+                .into(),
+        );
+    }
     out
 }
 

@@ -116,3 +116,56 @@ pub fn cap_last_cap() -> u32 {
             .unwrap_or(63)
     })
 }
+
+/// Whether the `/proc` mount in `mountinfo` (the text of /proc/self/mountinfo) hides the
+/// processes a reader may not ptrace (`hidepid=ptraceable`, shown as `4` by older kernels);
+/// None when there is no /proc mount.
+pub fn proc_hides_other_processes(mountinfo: &str) -> Option<bool> {
+    // Fields: id parent major:minor root mount-point options [optional...] - type source super.
+    let line = mountinfo.lines().rev().find(|l| {
+        let mut f = l.split(' ');
+        f.nth(4) == Some("/proc")
+            && l.split(" - ")
+                .nth(1)
+                .is_some_and(|t| t.starts_with("proc "))
+    })?;
+    let supers = line.split(" - ").nth(1)?.split(' ').nth(2).unwrap_or("");
+    Some(
+        supers
+            .split(',')
+            .any(|o| o == "hidepid=ptraceable" || o == "hidepid=4"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_hidepid_is_read_from_the_last_proc_mount() {
+        let plain = "22 1 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n";
+        let hidden = "98 22 0:55 / /proc rw,relatime - proc proc rw,hidepid=ptraceable\n";
+        let old = "98 22 0:55 / /proc rw,relatime - proc proc rw,hidepid=4\n";
+        let invisible = "98 22 0:55 / /proc rw,relatime - proc proc rw,hidepid=invisible\n";
+        let sys = "23 1 0:22 / /sys rw - sysfs sysfs rw\n";
+        assert_eq!(proc_hides_other_processes(plain), Some(false));
+        assert_eq!(
+            proc_hides_other_processes(&format!("{plain}{hidden}")),
+            Some(true)
+        );
+        assert_eq!(
+            proc_hides_other_processes(&format!("{hidden}{plain}")),
+            Some(false)
+        );
+        assert_eq!(proc_hides_other_processes(old), Some(true));
+        // `invisible` lets the root group (a run as root) see every process.
+        assert_eq!(proc_hides_other_processes(invisible), Some(false));
+        assert_eq!(proc_hides_other_processes(sys), None);
+        // A bind of /proc elsewhere is not the /proc mount.
+        let elsewhere = "99 1 0:55 / /srv/proc rw - proc proc rw,hidepid=ptraceable\n";
+        assert_eq!(
+            proc_hides_other_processes(&format!("{plain}{elsewhere}")),
+            Some(false)
+        );
+    }
+}
