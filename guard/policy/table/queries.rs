@@ -116,12 +116,13 @@ const LSCPU_FLAGS: &[&str] = &[
     "--caches",
 ];
 
-/// `ss` with only flags that list (no `-K` kill, `-D` dump file, `-F` filter file, no filter).
+/// `ss` with only flags that list (no `-K` kill, `-D` dump file, `-F` filter file, no filter;
+/// no `-r`/`--resolve`, which asks DNS for every address).
 fn ss_lists(a: &[&str]) -> bool {
     a.iter().all(|o| {
         o.strip_prefix('-')
             .filter(|r| !r.starts_with('-') && !r.is_empty())
-            .is_some_and(|r| r.chars().all(|ch| "tulnpaswxe46ioHmZrO0".contains(ch)))
+            .is_some_and(|r| r.chars().all(|ch| "tulnpaswxe46ioHmZO0".contains(ch)))
             || matches!(
                 *o,
                 "--tcp"
@@ -136,7 +137,6 @@ fn ss_lists(a: &[&str]) -> bool {
                     | "--memory"
                     | "--no-header"
                     | "--oneline"
-                    | "--resolve"
                     | "--ipv4"
                     | "--ipv6"
             )
