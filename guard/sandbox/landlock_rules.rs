@@ -122,18 +122,23 @@ type Limit = (PathBuf, BitFlags<AccessFs>);
 /// is granted by all: the walk grants no name of such a file more than its cap.
 type Linked = std::collections::HashMap<(u64, u64), BitFlags<AccessFs>>;
 
-fn linked_of(limits: &[Limit]) -> Linked {
+/// A limit that cannot be looked at is an error: its other names could not be capped.
+fn linked_of(limits: &[Limit]) -> Result<Linked, SandboxError> {
     use std::os::unix::fs::MetadataExt;
     let mut linked = Linked::new();
     for (p, mask) in limits {
-        // A missing limit has no other name; a directory cannot have one.
-        if let Ok(m) = std::fs::symlink_metadata(p) {
-            if !m.is_dir() && m.nlink() > 1 {
-                *linked.entry((m.dev(), m.ino())).or_insert(*mask) &= *mask;
-            }
+        let m = match std::fs::symlink_metadata(p) {
+            Ok(m) => m,
+            // A missing limit has no other name.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(ll_err(format!("{}: {e}", p.display()))),
+        };
+        // A directory cannot have another name.
+        if !m.is_dir() && m.nlink() > 1 {
+            *linked.entry((m.dev(), m.ino())).or_insert(*mask) &= *mask;
         }
     }
-    linked
+    Ok(linked)
 }
 
 /// Grants `rights` below `root`, honouring `limits`. Landlock is allow-list only and rights
@@ -277,7 +282,7 @@ fn build_limits(
     let fs = AccessFs::from_all(abi);
     let created = new_ruleset(level, fs, BitFlags::empty(), BitFlags::empty())?;
     let mut walk = Walk::default();
-    let linked = linked_of(limits);
+    let linked = linked_of(limits)?;
     grant_limited(Path::new("/"), None, fs, (limits, &linked), abi, &mut walk)?;
     Ok((into_fd(add_grants(created, walk.grants)?)?, walk.walked))
 }
