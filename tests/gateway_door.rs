@@ -115,7 +115,7 @@ fn the_door_forwards_client_frames_as_received_and_ends_only_a_broken_client() {
     let token = w.tmp.path().join("gw-token");
     support::process::write_secret(&token, GW_TOKEN);
     let front = format!("127.0.0.1:{}", free_port());
-    let _serve = Serve::start(
+    let mut serve = Serve::start(
         &w,
         &[],
         &[
@@ -291,4 +291,20 @@ fn the_door_forwards_client_frames_as_received_and_ends_only_a_broken_client() {
         seen.iter().all(|f| f.opcode != 9),
         "the ping stayed with the door"
     );
+
+    // The guard stopping: a client still connected is told why (1001) before the process
+    // goes, rather than finding its connection simply cut.
+    let mut b = client(&door, "b-connect");
+    assert_eq!(serve.stop(), Some(0), "a clean stop");
+    let mut code = None;
+    while let Some((op, p)) = b.next() {
+        if op == 8 && p.len() >= 2 {
+            code = Some((
+                u16::from_be_bytes([p[0], p[1]]),
+                String::from_utf8_lossy(&p[2..]).into_owned(),
+            ));
+            break;
+        }
+    }
+    assert_eq!(code, Some((1001, "guard stopping".to_owned())));
 }

@@ -228,7 +228,8 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         agent.map(|rpc| Arc::new(crate::engine::agent::AgentControl::new(rpc, engine.clone())));
     // One set of web sessions: the front door accepts a signed-in browser's cookie.
     let sessions = Arc::new(crate::web::auth::Sessions::default());
-    start_front(&cfg, &engine, audit.clone(), sessions.clone(), rx.clone()).await?;
+    let door_stopped =
+        start_front(&cfg, &engine, audit.clone(), sessions.clone(), rx.clone()).await?;
     crate::web::start(
         &cfg.web,
         engine.inbox().clone(),
@@ -262,6 +263,10 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     });
     eprintln!("sanctum-guard: serving");
     server.run(rx).await;
+    if let Some(stopped) = door_stopped {
+        // The door sends each client its close (1001) before its runtime goes.
+        let _ = tokio::time::timeout(FRONT_STOP, stopped).await;
+    }
     audit
         .record(AuditEvent::Shutdown(Shutdown {
             pid: std::process::id(),
@@ -392,17 +397,21 @@ fn start_approver(
     Ok(Some(rpc))
 }
 
+/// Longest a stopping guard waits for its front door to finish (the door itself gives its
+/// clients 2 s to get their close frame).
+const FRONT_STOP: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The front door, when the config gives it an address: it forwards to the gateway url and
-/// judges every frame with the policy's `[gateway]` tables.
+/// judges every frame with the policy's `[gateway]` tables. What says the door has stopped.
 async fn start_front(
     cfg: &Config,
     engine: &Engine,
     audit: AuditLog,
     sessions: Arc<crate::web::auth::Sessions>,
     shutdown: watch::Receiver<bool>,
-) -> Result<(), ServeError> {
+) -> Result<Option<tokio::sync::oneshot::Receiver<()>>, ServeError> {
     let Some(listen) = cfg.front.listen else {
-        return Ok(());
+        return Ok(None);
     };
     let Some(upstream) = cfg.gateway.url.clone() else {
         return Err(ServeError::Config(ConfigError::FrontWithoutGateway));
@@ -457,6 +466,7 @@ async fn start_front(
         .enable_all()
         .build()
         .map_err(|e| ServeError::Gateway(format!("front door runtime: {e}")))?;
+    let (stopped, door_stopped) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("front-door".into())
         .spawn(move || {
@@ -465,10 +475,11 @@ async fn start_front(
                     Ok(l) => crate::gateway::front::serve(front, l, shutdown).await,
                     Err(e) => tracing::error!(error = %e, "front door listener"),
                 }
-            })
+            });
+            let _ = stopped.send(());
         })
         .map_err(|e| ServeError::Gateway(format!("front door thread: {e}")))?;
-    Ok(())
+    Ok(Some(door_stopped))
 }
 
 /// The host of the gateway's url (the brackets of an IPv6 literal removed); None without a

@@ -126,6 +126,21 @@ impl Front {
     }
 }
 
+/// Longest the door waits, once stopping, for its clients to get their close frame (1001).
+const DRAIN: Duration = Duration::from_secs(2);
+
+impl Front {
+    /// Waits (up to `deadline`) for every client to end: after `shutdown`, each is sent its
+    /// close (1001) by its own task, and a runtime dropped before that would cancel the task
+    /// with the close unsent.
+    async fn drained(&self, deadline: Duration) {
+        let until = tokio::time::Instant::now() + deadline;
+        while self.conns.load(Ordering::Relaxed) > 0 && tokio::time::Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
 /// Accepts clients until `shutdown`.
 pub async fn serve(front: Arc<Front>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
     loop {
@@ -141,7 +156,7 @@ pub async fn serve(front: Arc<Front>, listener: TcpListener, mut shutdown: watch
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
             },
-            _ = shutdown.changed() => return,
+            _ = shutdown.changed() => return front.drained(DRAIN).await,
         }
     }
 }
@@ -252,6 +267,10 @@ async fn client(
     let mut bucket = Bucket::new(front.settings.rate_per_sec, front.settings.rate_burst);
     let mut connected = false;
     let mut shutdown = shutdown;
+    // Made once: a fresh `changed()` each turn of the loop would join and leave the watch's
+    // waiter list (a lock, twice) for every frame.
+    let stop = shutdown.changed();
+    tokio::pin!(stop);
     let mut to_gateway = Upward::new();
     let mut from = ClientFrames::new(already, max, FRAME_DEADLINE);
     loop {
@@ -327,7 +346,7 @@ async fn client(
                     Ok(None) => { let _ = to_client.close(&mut down, 1011, "upstream closed").await; break }
                 }
             }
-            _ = shutdown.changed() => {
+            _ = &mut stop => {
                 let _ = to_client.close(&mut down, 1001, "guard stopping").await;
                 break;
             }
