@@ -2,8 +2,10 @@
 //! reached directly, through nginx as a WebSocket reverse proxy, and through the guard's door
 //! (which parses and filters every frame). 100 connections each send 1 KB `chat.history`
 //! requests one after another and wait for the echo; the figures are messages per second and
-//! the round trip's p50/p99, with the latency each proxy adds over the direct path; five
-//! rounds, the two proxies' order alternating, medians reported.
+//! the round trip's p50/p99, with the latency each proxy adds over the direct path; nine
+//! rounds (`SANCTUM_BENCH_ROUNDS`, `SANCTUM_BENCH_MESSAGES` per connection), the proxies'
+//! order rotating, medians reported. `SANCTUM_BENCH_DOOR_B=BINARY` adds another build of the
+//! guard as a third column, to measure a change against its parent in the same rounds.
 //! Targets (issue): the door's throughput >= nginx's, its p99 <= 1.5x nginx's. Each proxy's
 //! own CPU time per message is printed too (every thread of its process group, from the
 //! scheduler's nanosecond counters): on a machine the load generator saturates, throughput
@@ -23,7 +25,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 const CONNECTIONS: usize = 100;
 const MESSAGES: usize = 200;
-const ROUNDS: usize = 5;
+const ROUNDS: usize = 9;
 
 /// Echoes every text frame back, for as long as the client stays.
 async fn echo_upstream(port: u16) {
@@ -57,7 +59,7 @@ fn frame(i: usize) -> String {
 }
 
 /// Round trips (µs) of every message over `CONNECTIONS` clients of `url`, and the wall time.
-async fn load(url: &str) -> (Vec<u64>, Duration) {
+async fn load(url: &str, messages: usize) -> (Vec<u64>, Duration) {
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..CONNECTIONS {
@@ -70,10 +72,10 @@ async fn load(url: &str) -> (Vec<u64>, Duration) {
             let connect = r#"{"type":"req","id":"connect","method":"connect","params":{}}"#;
             tx.send(Message::text(connect)).await.expect("send");
             rx.next().await.expect("connect echo").expect("frame");
-            let mut rtts = Vec::with_capacity(MESSAGES);
-            for i in 0..MESSAGES {
+            let mut rtts = Vec::with_capacity(messages);
+            for i in 0..messages {
                 let t0 = Instant::now();
-                tx.send(Message::text(frame(c * MESSAGES + i)))
+                tx.send(Message::text(frame(c * messages + i)))
                     .await
                     .expect("send");
                 let m = rx.next().await.expect("echo").expect("frame");
@@ -152,9 +154,14 @@ fn cpu_of(proxy: Proxy) -> Duration {
 }
 
 /// A measured run of `load` through `proxy` (None: direct).
-fn measure(rt: &tokio::runtime::Runtime, url: &str, proxy: Option<Proxy>) -> Figures {
+fn measure(
+    rt: &tokio::runtime::Runtime,
+    url: &str,
+    proxy: Option<Proxy>,
+    messages: usize,
+) -> Figures {
     let before = proxy.map(cpu_of);
-    let run = rt.block_on(load(url));
+    let run = rt.block_on(load(url, messages));
     let cpu = match (proxy, before) {
         (Some(p), Some(b)) => cpu_of(p).saturating_sub(b),
         _ => Duration::ZERO,
@@ -221,16 +228,18 @@ fn wait_port(port: u16) {
     }
 }
 
-fn main() {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let echo = free_port();
-    rt.spawn(echo_upstream(echo));
-    wait_port(echo);
+/// A number from the environment (the bench's knobs), or `default`.
+fn knob(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
+}
 
-    // The guard: its door in front of the echo upstream, limits raised for the load.
+/// A guard with its door in front of `upstream`, limits raised for the load; `bin` runs
+/// another build of the guard (None: this one). The door link's url, and the guard.
+fn door(upstream: u16, bin: Option<&str>) -> (String, Serve, World) {
     let w = World::full("front-door-bench-token-0123456789");
     let cfg = w.write_config(
         "[front]\nmax_connections = 1024\nrate_per_sec = 1000000\nrate_burst = 1000000\n",
@@ -243,7 +252,11 @@ fn main() {
     std::fs::write(&token, "bench-gateway-token").expect("token");
     std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600))
         .expect("chmod token");
-    let _serve = Serve::start(
+    // The support code finds the guard binary through this variable.
+    if let Some(b) = bin {
+        std::env::set_var("SANCTUM_TEST_GUARD_BIN", b);
+    }
+    let serve = Serve::start(
         &w,
         &[("SANCTUM_LOG", "warn")],
         &[
@@ -254,78 +267,122 @@ fn main() {
             "--front-listen",
             &format!("127.0.0.1:{front}"),
             "--gateway-url",
-            &format!("ws://127.0.0.1:{echo}"),
+            &format!("ws://127.0.0.1:{upstream}"),
             "--gateway-token-file",
             token.to_str().expect("utf8"),
         ],
     );
     wait_port(front);
-    let door = support::gateway::door_link(&w.guard_state, &format!("127.0.0.1:{front}"), "bench");
+    let url = support::gateway::door_link(&w.guard_state, &format!("127.0.0.1:{front}"), "bench");
+    if bin.is_some() {
+        std::env::remove_var("SANCTUM_TEST_GUARD_BIN");
+    }
+    (url, serve, w)
+}
 
+/// One measured column: a name, its url, and the proxy whose CPU is counted (None: direct).
+struct Column {
+    name: &'static str,
+    url: String,
+    proxy: Option<Proxy>,
+    runs: Vec<Figures>,
+}
+
+fn main() {
+    let rounds = knob("SANCTUM_BENCH_ROUNDS", ROUNDS);
+    let messages = knob("SANCTUM_BENCH_MESSAGES", MESSAGES);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let echo = free_port();
+    rt.spawn(echo_upstream(echo));
+    wait_port(echo);
+
+    let (door_url, serve, w) = door(echo, None);
+    // SANCTUM_BENCH_DOOR_B: another build of the guard, measured in the same rounds (a change
+    // against its parent: `cp target/release/sanctum-guard /tmp/before` first).
+    let other = std::env::var("SANCTUM_BENCH_DOOR_B").ok();
+    let door_b = other.as_deref().map(|b| door(echo, Some(b)));
     let nginx_port = free_port();
     let ngx = nginx(w.tmp.path(), nginx_port, echo);
 
-    // One warm-up pass each, then ROUNDS measured rounds. Within a round the order of the two
-    // proxies alternates, so drift and the machine's other load hit both alike; the figures
-    // are each column's median over the rounds, and the ratios are the medians of the
-    // per-round ratios (each ratio compares two runs made back to back).
+    let mut columns = vec![Column {
+        name: "door",
+        url: door_url,
+        proxy: Some(Proxy::Process(serve.child.pid())),
+        runs: Vec::new(),
+    }];
+    if let Some(n) = &ngx {
+        columns.push(Column {
+            name: "nginx",
+            url: format!("ws://127.0.0.1:{nginx_port}/"),
+            proxy: Some(Proxy::Group(n.pid())),
+            runs: Vec::new(),
+        });
+    }
+    if let Some((url, s, _)) = &door_b {
+        columns.push(Column {
+            name: "door-b",
+            url: url.clone(),
+            proxy: Some(Proxy::Process(s.child.pid())),
+            runs: Vec::new(),
+        });
+    }
+    // One warm-up pass each, then the measured rounds. Within a round the proxies' order
+    // rotates, so drift and the machine's other load hit each alike; the figures are each
+    // column's median over the rounds, and the ratios are the medians of the per-round ratios
+    // (each compares runs made in the same round).
     let direct_url = format!("ws://127.0.0.1:{echo}/");
-    let nginx_url = format!("ws://127.0.0.1:{nginx_port}/");
-    rt.block_on(load(&direct_url));
-    rt.block_on(load(&door));
-    if ngx.is_some() {
-        rt.block_on(load(&nginx_url));
+    rt.block_on(load(&direct_url, messages));
+    for c in &columns {
+        rt.block_on(load(&c.url, messages));
     }
     let mut direct = Vec::new();
-    let mut via_nginx = Vec::new();
-    let mut via_door = Vec::new();
-    let door_proc = Proxy::Process(_serve.child.pid());
-    let nginx_group = Proxy::Group(ngx.as_ref().map_or(0, ChildGuard::pid));
-    for round in 0..ROUNDS {
-        direct.push(measure(&rt, &direct_url, None));
-        let n = || measure(&rt, &nginx_url, Some(nginx_group));
-        let d = || measure(&rt, &door, Some(door_proc));
-        if ngx.is_none() {
-            via_door.push(d());
-        } else if round % 2 == 0 {
-            via_nginx.push(n());
-            via_door.push(d());
-        } else {
-            via_door.push(d());
-            via_nginx.push(n());
+    for round in 0..rounds {
+        direct.push(measure(&rt, &direct_url, None, messages));
+        let n = columns.len();
+        for k in 0..n {
+            let c = &mut columns[(round + k) % n];
+            c.runs.push(measure(&rt, &c.url, c.proxy, messages));
         }
     }
 
     println!(
-        "front_door: {CONNECTIONS} connections x {MESSAGES} messages of ~1 KB (chat.history), \
-         median of {ROUNDS} rounds"
+        "front_door: {CONNECTIONS} connections x {messages} messages of ~1 KB (chat.history), \
+         median of {rounds} rounds"
     );
     let direct_p99 = median(direct.iter().map(|f| f.p99 as f64));
-    for (name, runs) in [
-        ("direct", &direct),
-        ("nginx", &via_nginx),
-        ("door", &via_door),
-    ] {
-        if runs.is_empty() {
-            continue;
-        }
-        let p99 = median(runs.iter().map(|f| f.p99 as f64));
+    let direct = Column {
+        name: "direct",
+        url: String::new(),
+        proxy: None,
+        runs: direct,
+    };
+    for c in std::iter::once(&direct).chain(&columns) {
+        let p99 = median(c.runs.iter().map(|f| f.p99 as f64));
         println!(
             "  {:<7} {:>9.0} msg/s   p50 {:>6.0} µs   p99 {:>6.0} µs   added p99 {:>6.0} µs   \
              cpu {:>5.1} µs/msg",
-            name,
-            median(runs.iter().map(|f| f.per_sec)),
-            median(runs.iter().map(|f| f.p50 as f64)),
+            c.name,
+            median(c.runs.iter().map(|f| f.per_sec)),
+            median(c.runs.iter().map(|f| f.p50 as f64)),
             p99,
             (p99 - direct_p99).max(0.0),
-            median(runs.iter().map(|f| f.cpu_us)),
+            median(c.runs.iter().map(|f| f.cpu_us)),
         );
     }
-    if via_nginx.is_empty() {
+    if ngx.is_none() {
         println!("  nginx: skipped (not installed: apt-get install nginx-light)");
-        return;
     }
-    let pairs = || via_door.iter().zip(&via_nginx);
+    for other in &columns[1..] {
+        compare(&columns[0], other);
+    }
+}
+
+/// The door's figures over `other`'s, round by round, and their medians.
+fn compare(door: &Column, other: &Column) {
+    let pairs = || door.runs.iter().zip(&other.runs);
     let throughput: Vec<f64> = pairs().map(|(d, n)| d.per_sec / n.per_sec).collect();
     let p99: Vec<f64> = pairs()
         .map(|(d, n)| d.p99 as f64 / n.p99.max(1) as f64)
@@ -337,15 +394,20 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     };
+    let targets = other.name == "nginx";
     println!(
-        "  door/nginx: throughput {:.2}x (target >= 1; rounds {}), p99 {:.2}x (target <= 1.5; rounds {})",
+        "  door/{}: throughput {:.2}x ({}rounds {}), p99 {:.2}x ({}rounds {})",
+        other.name,
         median(throughput.iter().copied()),
+        if targets { "target >= 1; " } else { "" },
         list(&throughput),
         median(p99.iter().copied()),
+        if targets { "target <= 1.5; " } else { "" },
         list(&p99),
     );
     println!(
-        "  door/nginx: cpu per message {:.2}x (rounds {})",
+        "  door/{}: cpu per message {:.2}x (rounds {})",
+        other.name,
         median(cpu.iter().copied()),
         list(&cpu),
     );
