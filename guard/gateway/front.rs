@@ -124,12 +124,7 @@ impl Front {
             tracing::error!(error = %e, "front-door refusal not audited");
         }
     }
-}
 
-/// Longest the door waits, once stopping, for its clients to get their close frame (1001).
-const DRAIN: Duration = Duration::from_secs(2);
-
-impl Front {
     /// Waits (up to `deadline`) for every client to end: after `shutdown`, each is sent its
     /// close (1001) by its own task, and a runtime dropped before that would cancel the task
     /// with the close unsent.
@@ -140,6 +135,9 @@ impl Front {
         }
     }
 }
+
+/// Longest the door waits, once stopping, for its clients to get their close frame (1001).
+const DRAIN: Duration = Duration::from_secs(2);
 
 /// Accepts clients until `shutdown`.
 pub async fn serve(front: Arc<Front>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
