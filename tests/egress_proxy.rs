@@ -42,46 +42,41 @@ struct Proxy {
     state: tempfile::TempDir,
 }
 
-/// Starts the proxy on a free port. A port found free can be taken by a test running beside
-/// this one before the proxy binds it: the proxy then exits, and the connect that says it is
-/// up reached the other test's listener. So the proxy must still be running once its port
-/// answers (and a moment later), or it is started again on another port.
+/// Starts the proxy on a port of the kernel's choosing (`--listen 127.0.0.1:0`) and reads
+/// the bound address from the line it prints once it listens: no port is picked in advance
+/// that a test running beside this one could take first.
 fn start(allow: &[String]) -> Proxy {
     let state = tempfile::tempdir().unwrap();
-    for _ in 0..5 {
-        let port = free_port();
-        let mut cmd = Command::new(guard_bin());
-        cmd.arg("egress")
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .arg("--state-dir")
-            .arg(state.path().join("egress"));
-        for a in allow {
-            cmd.args(["--allow", a]);
-        }
-        let mut child =
-            ChildGuard::spawn_group("egress", cmd.stdout(Stdio::null()).stderr(Stdio::null()));
-        let exited = |c: &mut ChildGuard| {
-            c.child
-                .as_mut()
-                .is_none_or(|c| c.try_wait().ok().flatten().is_some())
-        };
-        let up = wait_until("the egress proxy", Duration::from_secs(30), || {
-            if exited(&mut child) {
-                return Some(false);
-            }
-            TcpStream::connect(("127.0.0.1", port)).ok().map(|_| true)
-        });
-        // A proxy that lost the race for its port exits at once; give it the time to.
-        std::thread::sleep(Duration::from_millis(300));
-        if up && !exited(&mut child) {
-            return Proxy {
-                _child: child,
-                port,
-                state,
-            };
-        }
+    let mut cmd = Command::new(guard_bin());
+    cmd.args(["egress", "--listen", "127.0.0.1:0"])
+        .arg("--state-dir")
+        .arg(state.path().join("egress"));
+    for a in allow {
+        cmd.args(["--allow", a]);
     }
-    panic!("the egress proxy never stayed up on a free port");
+    let mut child =
+        ChildGuard::spawn_group("egress", cmd.stdout(Stdio::null()).stderr(Stdio::piped()));
+    let stderr = child.child.as_mut().unwrap().stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr);
+    let line = wait_line(
+        &mut lines,
+        |l| l.contains("egress proxy"),
+        Duration::from_secs(30),
+    )
+    .expect("the egress proxy's listen line");
+    let port = line
+        .split_whitespace()
+        .find_map(|w| w.parse::<std::net::SocketAddr>().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .port();
+    assert_ne!(port, 0, "{line}");
+    // Keep draining its stderr so the proxy never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
+    Proxy {
+        _child: child,
+        port,
+        state,
+    }
 }
 
 /// Sends `head` (+ `body`) and returns everything the proxy and upstream answered.

@@ -49,9 +49,16 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
             addr: o.listen,
             source,
         })?;
+    // The bound address, not the asked one: `--listen 127.0.0.1:0` takes a free port, and
+    // this line is how whoever started the proxy learns which.
+    let bound = listener
+        .local_addr()
+        .map_err(|source| EgressError::Listen {
+            addr: o.listen,
+            source,
+        })?;
     eprintln!(
-        "sanctum-guard: egress proxy   {} ({} allowed destinations)",
-        o.listen,
+        "sanctum-guard: egress proxy   {bound} ({} allowed destinations)",
         rules.len()
     );
     for r in &rules {
