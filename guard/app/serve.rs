@@ -228,9 +228,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         agent.map(|rpc| Arc::new(crate::engine::agent::AgentControl::new(rpc, engine.clone())));
     // One set of web sessions: the front door accepts a signed-in browser's cookie.
     let sessions = Arc::new(crate::web::auth::Sessions::default());
-    let door_stopped =
-        start_front(&cfg, &engine, audit.clone(), sessions.clone(), rx.clone()).await?;
-    crate::web::start(
+    let web = crate::web::start(
         &cfg.web,
         engine.inbox().clone(),
         &cfg.state_dir,
@@ -238,7 +236,19 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         socket_path,
         rx.clone(),
         agent,
+        sessions.clone(),
+    )
+    .await?;
+    // The door admits the web prompt's pages: its origin is the prompt's base URL as bound
+    // (a `:0` port resolved, a public origin if one is set), known only once it listens.
+    let web_origin = web.map(|w| w.base_url);
+    let door_stopped = start_front(
+        &cfg,
+        &engine,
+        audit.clone(),
         sessions,
+        web_origin,
+        rx.clone(),
     )
     .await?;
     // OpenClaw may change its document while we run (a new allowlist entry, a new policy).
@@ -408,6 +418,7 @@ async fn start_front(
     engine: &Engine,
     audit: AuditLog,
     sessions: Arc<crate::web::auth::Sessions>,
+    web_origin: Option<String>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<Option<tokio::sync::oneshot::Receiver<()>>, ServeError> {
     let Some(listen) = cfg.front.listen else {
@@ -417,17 +428,7 @@ async fn start_front(
         return Err(ServeError::Config(ConfigError::FrontWithoutGateway));
     };
     let mut origins = cfg.front.allowed_origins.clone();
-    if let Some(o) = &cfg.web.public_origin {
-        origins.push(o.clone());
-    }
-    if let Some(w) = cfg.web.listen {
-        let scheme = if cfg.web.cert.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        origins.push(format!("{scheme}://{w}"));
-    }
+    origins.extend(web_origin);
     let settings = crate::gateway::front::FrontSettings {
         upstream,
         max_frame_bytes: cfg.front.max_frame_bytes,

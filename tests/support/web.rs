@@ -10,6 +10,28 @@ use std::time::{Duration, Instant};
 /// The socket token of the web tests' world.
 pub const TOKEN: &str = "web-test-socket-token-0123456789";
 
+/// The web prompt's listen address: a port of the kernel's choosing, read back from serve's
+/// log by [`bound_port`]. A port picked free in advance can be taken by a test running beside
+/// this one before serve binds it.
+const ANY_PORT: &str = "127.0.0.1:0";
+
+/// The port serve's web prompt bound, from its `web prompt  <base url>` line.
+fn bound_port(serve: &Serve) -> u16 {
+    let log = serve.log();
+    log.lines()
+        .find_map(|l| l.strip_prefix("sanctum-guard: web prompt"))
+        .and_then(|rest| {
+            rest.trim()
+                .rsplit(':')
+                .next()?
+                .trim_end_matches('/')
+                .parse()
+                .ok()
+        })
+        .filter(|p| *p != 0)
+        .unwrap_or_else(|| panic!("no web prompt address in serve's log:\n{log}"))
+}
+
 /// A running `serve` with its web prompt.
 pub struct Web {
     pub world: World,
@@ -72,22 +94,21 @@ impl Web {
     /// [`Web::start`] with more `serve` flags; `scheme` is what the base URL uses.
     pub fn start_with(request_ms: u64, extra: &[&str], scheme: &str) -> Web {
         let world = World::new(NEW, TOKEN, &[]);
-        let port = free_port();
         let cfg = world.write_config(&format!("[deadlines]\nrequest_ms = {request_ms}\n"));
-        let listen = format!("127.0.0.1:{port}");
         let mut args = vec![
             "--config",
             cfg.to_str().expect("utf8"),
             "--web-listen",
-            &listen,
+            ANY_PORT,
         ];
         args.extend_from_slice(extra);
         let serve = Serve::start(&world, &[], &args);
+        let port = bound_port(&serve);
         Web {
             world,
             serve,
             port,
-            base: format!("{scheme}://{listen}"),
+            base: format!("{scheme}://127.0.0.1:{port}"),
         }
     }
 
@@ -97,12 +118,10 @@ impl Web {
     pub fn approver_of(world: World, gateway_port: u16, extra: &[&str]) -> Web {
         let token = world.tmp.path().join("gw-token");
         super::process::write_secret(&token, super::node::GW_TOKEN);
-        let port = free_port();
-        let listen = format!("127.0.0.1:{port}");
         let url = format!("ws://127.0.0.1:{gateway_port}");
         let mut args = vec![
             "--web-listen",
-            &listen,
+            ANY_PORT,
             "--gateway-url",
             &url,
             "--gateway-token-file",
@@ -113,11 +132,12 @@ impl Web {
         ];
         args.extend_from_slice(extra);
         let serve = Serve::start(&world, &[], &args);
+        let port = bound_port(&serve);
         let web = Web {
             world,
             serve,
             port,
-            base: format!("http://{listen}"),
+            base: format!("http://127.0.0.1:{port}"),
         };
         wait_until("the approver to connect", Duration::from_secs(60), || {
             web.serve
