@@ -45,13 +45,12 @@ fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
     std::fs::create_dir_all(&ws).expect("ws");
     let (_model, model_port, model_log) = start_model(&dir);
     let gw = Gateway::start(&dir, model_port, json!({}));
-    let front = format!("127.0.0.1:{}", free_port());
     let web = Web::approver_of(
         w,
         gw.port,
         &[
             "--front-listen",
-            &front,
+            "127.0.0.1:0",
             "--workspace",
             ws.to_str().expect("utf8"),
         ],
@@ -203,7 +202,7 @@ fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
         .block_on(agent_page_in_chromium(&web, &link, &key, &model_log));
 
     // The front door takes the browser's web-prompt cookie, with the web prompt's Origin.
-    let door = format!("ws://{front}/");
+    let door = format!("ws://{}/", web.serve.front_addr());
     let origin = web.origin();
     let (mut c, hello) = WsClient::operator_with(
         &door,

@@ -114,7 +114,6 @@ fn the_door_forwards_client_frames_as_received_and_ends_only_a_broken_client() {
     std::thread::spawn(move || recording_gateway(listener, r));
     let token = w.tmp.path().join("gw-token");
     support::process::write_secret(&token, GW_TOKEN);
-    let front = format!("127.0.0.1:{}", free_port());
     let mut serve = Serve::start(
         &w,
         &[],
@@ -122,7 +121,7 @@ fn the_door_forwards_client_frames_as_received_and_ends_only_a_broken_client() {
             "--web-listen",
             "off",
             "--front-listen",
-            &front,
+            "127.0.0.1:0",
             "--gateway-url",
             &upstream,
             "--gateway-token-file",
@@ -130,6 +129,7 @@ fn the_door_forwards_client_frames_as_received_and_ends_only_a_broken_client() {
             "--allow-unsafe-posture",
         ],
     );
+    let front = serve.front_addr();
     let door = door_link(&w.guard_state, &front, "raw");
     wait_until("the door", Duration::from_secs(20), || {
         std::net::TcpStream::connect(&front).ok()

@@ -36,9 +36,6 @@ fn the_front_door_lets_through_only_what_the_filter_allows() {
     let mut gw = Gateway::start(&dir, 9, json!({}));
     let token = dir.join("gw-token");
     support::process::write_secret(&token, GW_TOKEN);
-    let front_port = free_port();
-    let web = format!("127.0.0.1:{}", free_port());
-    let front = format!("127.0.0.1:{front_port}");
     let upstream = format!("ws://127.0.0.1:{}", gw.port);
     let cfg = w.write_config("[front]\nmax_connections = 4\n");
     let serve = Serve::start(
@@ -48,9 +45,9 @@ fn the_front_door_lets_through_only_what_the_filter_allows() {
             "--config",
             cfg.to_str().expect("utf8"),
             "--web-listen",
-            &web,
+            "127.0.0.1:0",
             "--front-listen",
-            &front,
+            "127.0.0.1:0",
             "--gateway-url",
             &upstream,
             "--gateway-token-file",
@@ -64,6 +61,7 @@ fn the_front_door_lets_through_only_what_the_filter_allows() {
             .contains("gateway approver connected")
             .then_some(())
     });
+    let front = serve.front_addr();
     let door = door_link(&w.guard_state, &front, "alice");
 
     // No link, a wrong link: 401 before the upgrade.
@@ -272,7 +270,6 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
     let gw = Gateway::start(&dir, model_port, json!({}));
     let token = dir.join("gw-token");
     support::process::write_secret(&token, GW_TOKEN);
-    let front = format!("127.0.0.1:{}", free_port());
     let upstream = format!("ws://127.0.0.1:{}", gw.port);
     // The guard's node below works in this workspace: the sidecar's is the same directory.
     let ws = dir.join("ws");
@@ -286,7 +283,7 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
             "--web-listen",
             "off",
             "--front-listen",
-            &front,
+            "127.0.0.1:0",
             "--gateway-url",
             &upstream,
             "--gateway-token-file",
@@ -294,6 +291,7 @@ fn a_real_acp_bridge_runs_a_turn_through_a_door_link() {
             "--allow-unsafe-posture",
         ],
     );
+    let front = serve.front_addr();
     let door = door_link(&w.guard_state, &front, "ide");
     let mut acp = oc(&gw.home, &gw.state)
         .args(["acp", "--url", &door, "--token", GW_TOKEN])

@@ -104,15 +104,14 @@ fn the_door_relays_gateway_frames_whole_and_holds_back_fragmented_approvals() {
     std::thread::spawn(move || scripted_gateway(listener, d, tx));
     let token = w.tmp.path().join("gw-token");
     support::process::write_secret(&token, GW_TOKEN);
-    let front = format!("127.0.0.1:{}", free_port());
-    let _serve = Serve::start(
+    let serve = Serve::start(
         &w,
         &[],
         &[
             "--web-listen",
             "off",
             "--front-listen",
-            &front,
+            "127.0.0.1:0",
             "--gateway-url",
             &upstream,
             "--gateway-token-file",
@@ -120,6 +119,7 @@ fn the_door_relays_gateway_frames_whole_and_holds_back_fragmented_approvals() {
             "--allow-unsafe-posture",
         ],
     );
+    let front = serve.front_addr();
     let door = door_link(&w.guard_state, &front, "relay");
     let scene = |id: &str| {
         let mut c = wait_until("the door", Duration::from_secs(20), || open(&door).ok());

@@ -440,8 +440,12 @@ async fn start_front(
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| ServeError::Gateway(format!("front door {listen}: {e}")))?;
+    // The bound address: with port 0 the kernel chose it, and this line says which.
+    let bound = listener
+        .local_addr()
+        .map_err(|e| ServeError::Gateway(format!("front door {listen}: {e}")))?;
     eprintln!(
-        "sanctum-guard: front door      ws://{listen}/door/<link> -> {}",
+        "sanctum-guard: front door      ws://{bound}/door/<link> -> {}",
         settings.upstream
     );
     let front = std::sync::Arc::new(

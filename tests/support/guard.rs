@@ -275,6 +275,18 @@ impl Serve {
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
     }
+
+    /// The front door's bound address (`host:port`), from its `front door  ws://…` line:
+    /// tests start the door on port 0, so no port they picked can be taken before the bind.
+    pub fn front_addr(&self) -> String {
+        let log = self.log();
+        log.lines()
+            .find_map(|l| l.strip_prefix("sanctum-guard: front door"))
+            .and_then(|rest| rest.trim().strip_prefix("ws://")?.split('/').next())
+            .filter(|a| !a.ends_with(":0"))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("no front door address in serve's log:\n{log}"))
+    }
 }
 
 /// The guard's inbox in `state_dir` as `inbox list --json` with `extra` flags.
