@@ -26,46 +26,11 @@ fn run_ok(cmd: &mut Command) {
     assert!(st.success(), "{cmd:?} failed: {st}");
 }
 
-/// Builds the image unless it exists: podman, debootstrap and Node 24 are required.
+/// Builds the image unless it exists (tests/images.sh, the one recipe: podman, debootstrap
+/// and Node 24 are required; tests/run has usually made it while cargo compiled).
 fn image() -> &'static str {
     static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        let exists = Command::new("podman")
-            .args(["image", "exists", IMAGE])
-            .status()
-            .expect("podman is required (see docs/compose-on-podman.md)");
-        if exists.success() {
-            return;
-        }
-        let node = std::env::var("SANCTUM_NODE_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|_| repo().join(".cache/node"));
-        assert!(
-            node.join("bin/node").exists(),
-            "Node 24 missing at {}: run tests/setup.sh",
-            node.display()
-        );
-        let rootfs = tempfile::Builder::new()
-            .prefix("sanctum-rootfs")
-            .tempdir()
-            .unwrap();
-        run_ok(
-            Command::new("debootstrap")
-                .args(["--variant=minbase", "--include=git", "bookworm"])
-                .arg(rootfs.path()),
-        );
-        run_ok(
-            Command::new("cp")
-                .arg("-a")
-                .arg(&node)
-                .arg(rootfs.path().join("opt/node")),
-        );
-        let tar = format!(
-            "tar -C {} -c . | podman import - {IMAGE}",
-            rootfs.path().display()
-        );
-        run_ok(Command::new("sh").args(["-c", &tar]));
-    });
+    BUILT.get_or_init(|| run_ok(Command::new(repo().join("tests/images.sh")).arg("agent-test")));
     IMAGE
 }
 

@@ -40,28 +40,12 @@ fn run(cmd: &mut Command) -> Output {
     out
 }
 
-/// `localhost/debian:bookworm` from debootstrap (minbase), unless it exists.
+/// `localhost/debian:bookworm` from debootstrap (minbase), unless it exists
+/// (tests/images.sh, the one recipe; tests/run has usually made it while cargo compiled).
 pub fn base_image() {
-    let exists = Command::new("podman")
-        .args(["image", "exists", BASE_IMAGE])
-        .status()
-        .expect("podman is required (tests/setup.sh installs it)");
-    if exists.success() {
-        return;
-    }
-    let rootfs = tempfile::Builder::new()
-        .prefix("sanctum-base")
-        .tempdir()
-        .unwrap();
-    run(Command::new("debootstrap")
-        .args(["--variant=minbase", "bookworm"])
-        .arg(rootfs.path())
+    run(Command::new(repo().join("tests/images.sh"))
+        .arg("base")
         .stdout(Stdio::null()));
-    let tar = format!(
-        "tar -C {} -c . | podman import - {BASE_IMAGE}",
-        rootfs.path().display()
-    );
-    run(Command::new("sh").args(["-c", &tar]));
 }
 
 /// A build context with only what the Dockerfiles read: the sources they copy, the guard
