@@ -44,7 +44,9 @@ COPY .cache/openclaw-${OPENCLAW_VERSION} /opt/oc/openclaw
 
 FROM oc-${OPENCLAW_FROM} AS oc
 
-FROM ${BASE_IMAGE}
+# Everything but the guard's own files: a stage of its own, so it can be built (and its
+# ~800 MB of Node and OpenClaw layered) before the guard binary exists (tests/images.sh).
+FROM ${BASE_IMAGE} AS runtime
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git ca-certificates \
  && rm -rf /var/lib/apt/lists/* \
@@ -54,6 +56,8 @@ RUN apt-get update \
  && find / -xdev -perm /6000 -type f -exec chmod a-s {} + 2>/dev/null || true
 COPY --from=oc /opt/oc/node /opt/node
 COPY --from=oc /opt/oc/openclaw /opt/openclaw
+
+FROM runtime
 COPY --from=bin /out/sanctum-guard /usr/local/bin/sanctum-guard
 COPY docker/agent-entrypoint.sh /usr/local/bin/agent-entrypoint
 # The Sanctum tool-call plugin, linked into OpenClaw at start (read-only here).
