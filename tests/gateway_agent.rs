@@ -223,6 +223,24 @@ fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
         refused(&[("Cookie", &login.cookie), ("Origin", "http://evil.example")]),
         403
     );
+    // Near misses of the web prompt's origin (serve was given --web-listen 127.0.0.1:0): the
+    // address as configured rather than bound, another port, scheme or suffix, an opaque one.
+    let port = web.port;
+    for near in [
+        "http://127.0.0.1:0".to_owned(),
+        format!("http://127.0.0.1:{}", port.wrapping_add(1)),
+        format!("https://127.0.0.1:{port}"),
+        format!("{origin}/"),
+        format!("{origin}.evil.example"),
+        format!("http://127.0.0.1:{port}@evil.example"),
+        "null".to_owned(),
+    ] {
+        assert_eq!(
+            refused(&[("Cookie", &login.cookie), ("Origin", &near)]),
+            403,
+            "{near}"
+        );
+    }
     assert_eq!(
         refused(&[("Cookie", "sg_session=forged"), ("Origin", &origin)]),
         401
