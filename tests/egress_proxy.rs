@@ -64,12 +64,9 @@ fn start(allow: &[String]) -> Proxy {
         Duration::from_secs(30),
     )
     .expect("the egress proxy's listen line");
-    let port = line
-        .split_whitespace()
-        .find_map(|w| w.parse::<std::net::SocketAddr>().ok())
+    let port = listen_addr_in(&line, "egress proxy")
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .port();
-    assert_ne!(port, 0, "{line}");
     // Keep draining its stderr so the proxy never blocks on a full pipe.
     std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
     Proxy {

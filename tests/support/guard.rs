@@ -276,16 +276,17 @@ impl Serve {
         std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
     }
 
-    /// The front door's bound address (`host:port`), from its `front door  ws://…` line:
-    /// tests start the door on port 0, so no port they picked can be taken before the bind.
-    pub fn front_addr(&self) -> String {
+    /// The address serve's listener `label` (`web prompt`, `front door`) bound, from its
+    /// start line ([`listen_addr_in`]).
+    pub fn listen_addr(&self, label: &str) -> std::net::SocketAddr {
         let log = self.log();
-        log.lines()
-            .find_map(|l| l.strip_prefix("sanctum-guard: front door"))
-            .and_then(|rest| rest.trim().strip_prefix("ws://")?.split('/').next())
-            .filter(|a| !a.ends_with(":0"))
-            .map(str::to_owned)
-            .unwrap_or_else(|| panic!("no front door address in serve's log:\n{log}"))
+        super::process::listen_addr_in(&log, label)
+            .unwrap_or_else(|| panic!("no {label} address in serve's log:\n{log}"))
+    }
+
+    /// The front door's bound `host:port` (the tests start it on port 0).
+    pub fn front_addr(&self) -> String {
+        self.listen_addr("front door").to_string()
     }
 }
 

@@ -240,6 +240,22 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 
+/// The address a guard listener printed on its start line (`sanctum-guard: <label>  ADDR…`,
+/// ADDR bare or as a URL): tests start listeners on port 0 and read the bound port here, so
+/// no port they picked can be taken by a test beside them before the bind. None without such
+/// a line, or with port 0 still in it.
+pub fn listen_addr_in(log: &str, label: &str) -> Option<std::net::SocketAddr> {
+    let prefix = format!("sanctum-guard: {label} ");
+    let first = log
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))?
+        .split_whitespace()
+        .next()?;
+    let host_port = first.split_once("://").map_or(first, |(_, rest)| rest);
+    let addr: std::net::SocketAddr = host_port.split('/').next()?.parse().ok()?;
+    (addr.port() != 0).then_some(addr)
+}
+
 /// Raises this process's open-file soft limit to its hard limit (floods need descriptors).
 pub fn raise_nofile() -> u64 {
     use nix::sys::resource::{getrlimit, setrlimit, Resource};

@@ -11,26 +11,9 @@ use std::time::{Duration, Instant};
 pub const TOKEN: &str = "web-test-socket-token-0123456789";
 
 /// The web prompt's listen address: a port of the kernel's choosing, read back from serve's
-/// log by [`bound_port`]. A port picked free in advance can be taken by a test running beside
-/// this one before serve binds it.
+/// log ([`Serve::listen_addr`]). A port picked free in advance can be taken by a test running
+/// beside this one before serve binds it.
 const ANY_PORT: &str = "127.0.0.1:0";
-
-/// The port serve's web prompt bound, from its `web prompt  <base url>` line.
-fn bound_port(serve: &Serve) -> u16 {
-    let log = serve.log();
-    log.lines()
-        .find_map(|l| l.strip_prefix("sanctum-guard: web prompt"))
-        .and_then(|rest| {
-            rest.trim()
-                .rsplit(':')
-                .next()?
-                .trim_end_matches('/')
-                .parse()
-                .ok()
-        })
-        .filter(|p| *p != 0)
-        .unwrap_or_else(|| panic!("no web prompt address in serve's log:\n{log}"))
-}
 
 /// A running `serve` with its web prompt.
 pub struct Web {
@@ -103,7 +86,7 @@ impl Web {
         ];
         args.extend_from_slice(extra);
         let serve = Serve::start(&world, &[], &args);
-        let port = bound_port(&serve);
+        let port = serve.listen_addr("web prompt").port();
         Web {
             world,
             serve,
@@ -132,7 +115,7 @@ impl Web {
         ];
         args.extend_from_slice(extra);
         let serve = Serve::start(&world, &[], &args);
-        let port = bound_port(&serve);
+        let port = serve.listen_addr("web prompt").port();
         let web = Web {
             world,
             serve,
