@@ -262,3 +262,60 @@ fn a_wrapper_found_outside_the_system_directories_is_not_unwrapped() {
         Allow
     );
 }
+
+/// OpenClaw's own default layout: the workspace is `~/.openclaw/workspace`, beside
+/// `~/.openclaw/openclaw.json` (a sensitive pattern `~/.openclaw/openclaw.json*`). A glob's
+/// literal part is literal: `openclaw.json*` does not name `workspace`, so ordinary reads
+/// of that workspace are autonomous, while a link to the config inside it still is not.
+#[test]
+fn openclaws_default_workspace_is_not_taken_for_its_config() {
+    let ws = "/home/a/.openclaw/workspace";
+    let mut fs = base()
+        .dir(ws)
+        .file("/home/a/.openclaw/openclaw.json", 0o600)
+        .file("/home/a/.openclaw/openclaw.json.bak", 0o600)
+        .file(&format!("{ws}/src/a.rs"), 0o644)
+        .file(&format!("{ws}/README.md"), 0o644)
+        .dir(&format!("{ws}/.git"));
+    for p in ["git", "head", "ls"] {
+        fs = fs.file(&format!("/usr/bin/{p}"), 0o755);
+    }
+    let judge = |fs: &FakeFs, cmd: &str| {
+        let policy = embedded_default()
+            .with_agent_home(Path::new("/home/a"))
+            .unwrap();
+        let mut ctx =
+            DecideContext::new(Path::new("/home/a"), PATH, Path::new(ws), Arc::new(fs.clone()));
+        ctx.workspace = Some(ws.into());
+        decide(&policy, &ctx, &cli_request(cmd, Path::new(ws)))
+    };
+    for cmd in [
+        "git log --oneline",
+        "git diff",
+        "git show",
+        "rg hi",
+        "grep -rn hi .",
+        "find . -name '*.rs' | xargs wc -l",
+        "ls -la",
+    ] {
+        let v = judge(&fs, cmd);
+        assert_eq!(v.kind, Allow, "{cmd}: {v:?}");
+    }
+    // The config itself, and every way to it from the workspace, stays out of reach.
+    let linked = fs
+        .clone()
+        .link(&format!("{ws}/cfg"), "/home/a/.openclaw/openclaw.json")
+        .link(&format!("{ws}/up"), "/home/a/.openclaw");
+    for cmd in [
+        "cat ../openclaw.json",
+        "cat ~/.openclaw/openclaw.json.bak",
+        "cat cfg",
+        "grep -R token .",
+        "cat up/openclaw.json",
+        "grep -r token ..",
+        "head ~/.openclaw/openclaw.j*",
+    ] {
+        let v = judge(&linked, cmd);
+        assert_ne!(v.kind, Allow, "{cmd}: {v:?}");
+    }
+}

@@ -117,6 +117,10 @@ struct SensitiveRule {
     dir: bool,
     /// `components` as literal names; `None` where a component is a real glob.
     literals: Vec<Option<String>>,
+    /// The glob of each component that is not literal (`openclaw.json*`), so a name that
+    /// glob cannot match (`workspace`) is not taken for it; `None` also where the glob is
+    /// not modelled (then any name may match).
+    globs: Vec<Option<glob::ShellGlob>>,
 }
 
 /// The compiled sensitive-path set: built-ins plus policy extras.
@@ -325,8 +329,12 @@ impl SensitivePaths {
                 if ps.len() <= rule.literals.len()
                     && ps
                         .iter()
-                        .zip(&rule.literals)
-                        .all(|(p, r)| r.as_ref().is_none_or(|r| r == p))
+                        .zip(rule.literals.iter().zip(&rule.globs))
+                        .all(|(p, (r, g))| match (r, g) {
+                            (Some(r), _) => r == p,
+                            (None, Some(g)) => g.matches(p),
+                            (None, None) => true,
+                        })
                 {
                     return Some(rule.label.clone());
                 }
@@ -462,6 +470,13 @@ fn compile_rule(label: &str, escaped_home: &str) -> Result<SensitiveRule, Policy
     Ok(SensitiveRule {
         label: trimmed.to_string(),
         literals: components.iter().map(|c| rule_literal(c)).collect(),
+        globs: components
+            .iter()
+            .map(|c| match rule_literal(c) {
+                Some(_) => None,
+                None => glob::ShellGlob::parse(c),
+            })
+            .collect(),
         components,
         dir,
     })

@@ -66,8 +66,8 @@ pub(super) fn glob_hits_rule(word: &GlobWord, rule: &SensitiveRule, contain: boo
     if let Some(pos) = word.globstar {
         return word.comps[..pos.min(rs.len())]
             .iter()
-            .zip(rs)
-            .all(|(g, r)| component_may_match(g, r.as_deref()));
+            .zip(rs.iter().zip(&rule.globs))
+            .all(|(g, (r, rg))| component_may_match(g, r.as_deref(), rg.as_ref()));
     }
     let n = word.comps.len();
     let len_ok = if contain {
@@ -81,14 +81,19 @@ pub(super) fn glob_hits_rule(word: &GlobWord, rule: &SensitiveRule, contain: boo
         && word
             .comps
             .iter()
-            .zip(rs)
-            .all(|(g, r)| component_may_match(g, r.as_deref()))
+            .zip(rs.iter().zip(&rule.globs))
+            .all(|(g, (r, rg))| component_may_match(g, r.as_deref(), rg.as_ref()))
 }
 
-/// Could word component `g` match rule component `r` (`None`: the rule has a glob there)?
-fn component_may_match(g: &WordComp, r: Option<&str>) -> bool {
+/// Could word component `g` match rule component `r` (`None`: the rule has a glob there,
+/// `rule_glob` when it is modelled)? A literal name against a rule's glob is matched; two
+/// globs may always meet.
+fn component_may_match(g: &WordComp, r: Option<&str>, rule_glob: Option<&ShellGlob>) -> bool {
     let Some(literal) = r else {
-        return true;
+        return match (g, rule_glob) {
+            (WordComp::Literal(name), Some(rg)) => rg.matches(name),
+            _ => true,
+        };
     };
     match g {
         WordComp::Literal(name) => name == literal,
