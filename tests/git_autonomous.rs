@@ -299,3 +299,49 @@ fn pinned_settings_beat_a_repository_that_sets_each() {
         assert!(!ran, "{}: the repository's program ran: {out}", pin.name);
     }
 }
+
+/// OpenClaw's default layout for real: the workspace is `~/.openclaw/workspace`, beside the
+/// gateway's `openclaw.json`. Ordinary reads of a repository there run by themselves,
+/// through the node's argv (`sh -lc TEXT`), and print what they print anywhere else.
+#[test]
+fn reads_in_openclaws_default_workspace_run_by_themselves() {
+    let w = World::new(NEW, TOKEN, &[]);
+    let cfg = w.write_config("[deadlines]\nexec_ms = 3000\nmargin_ms = 500\n");
+    let _serve = Serve::start(&w, &[], &["--config", cfg.to_str().expect("utf8")]);
+    std::fs::write(
+        w.oc_state.join("openclaw.json"),
+        "{\"gateway\":{\"auth\":{\"token\":\"gw-secret-token-123456\"}}}\n",
+    )
+    .expect("openclaw.json");
+    let ws = w.oc_state.join("workspace");
+    std::fs::create_dir_all(&ws).expect("ws");
+    git_repo_with_history(&ws);
+    std::fs::create_dir_all(ws.join("src")).expect("src");
+    std::fs::write(ws.join("src/lib.rs"), "// hi there\n").expect("lib.rs");
+    for (text, want) in [
+        ("git log --oneline", "second-commit"),
+        ("git diff --stat", "a.txt | 1 +"),
+        ("git show --stat", "second-commit"),
+        ("rg hi", "hi there"),
+        ("grep -rn hi .", "src/lib.rs:1"),
+        ("find . -name '*.rs' | xargs wc -l", "src/lib.rs"),
+    ] {
+        let v = exec(&w.socket(), &["/bin/sh", "-lc", text], &ws, json!({}));
+        assert_eq!(v["ok"], true, "{text}: {v}");
+        let out = v["payload"]["stdout"].as_str().unwrap_or("");
+        assert!(out.contains(want), "{text}: {v}");
+    }
+    // Whole patches of history are offered to a person here as anywhere else (a secret
+    // committed once is in them; `git_content`), not denied as a secret read.
+    for text in ["git diff", "git show"] {
+        let v = exec(&w.socket(), &["/bin/sh", "-lc", text], &ws, json!({}));
+        assert_eq!(v["error"]["reason"], "approval-timeout", "{text}: {v}");
+    }
+    // The config beside the workspace stays out of reach, by name and through a link.
+    std::os::unix::fs::symlink(w.oc_state.join("openclaw.json"), ws.join("cfg")).expect("ln");
+    for text in ["cat ../openclaw.json", "cat cfg", "grep -R token ."] {
+        let v = exec(&w.socket(), &["/bin/sh", "-lc", text], &ws, json!({}));
+        let out = v.to_string();
+        assert!(!out.contains("gw-secret-token"), "{text}: {v}");
+    }
+}
