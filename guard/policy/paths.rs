@@ -243,6 +243,17 @@ impl SensitivePaths {
         let Some(alternatives) = expand::braces(glob) else {
             return Some(format!("{glob} (too many brace alternatives to check)"));
         };
+        // A POSIX shell (dash) does not brace-expand: it opens the word as written.
+        if alternatives.len() > 1 && !glob.contains(['*', '?', '[']) {
+            let literal = if contain {
+                self.contains_sensitive(&absolute(glob, ctx))
+            } else {
+                self.check(glob, ctx)
+            };
+            if literal.is_some() {
+                return literal;
+            }
+        }
         for alt in &alternatives {
             let hit = if !has_glob_chars(alt) {
                 if contain {

@@ -5,6 +5,7 @@
 //! kept as a segment carrying a `problem`, so the policy can gate it (never allow it).
 
 mod builtins;
+mod dialect;
 mod heredoc;
 mod inert;
 mod known;
@@ -19,6 +20,7 @@ mod words;
 mod wrapper_args;
 mod wrappers;
 
+pub use dialect::Dialect;
 pub use path_lookup::resolve_on_path;
 pub use pipes::{XARGS0_FROM_FIND, XARGS_FROM_FIND};
 pub use startup::{scan_startup, StartupScan};

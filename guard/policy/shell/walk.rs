@@ -35,6 +35,8 @@ pub(crate) struct Env {
     /// `env` gave the command the standard PATH (set or cleared): a program it runs that
     /// runs another (`xargs`) looks that one up there too.
     pub std_env_path: bool,
+    /// The shell that reads the text (`dialect`): bash-only syntax gates in any other.
+    pub dialect: super::Dialect,
 }
 
 impl Env {
@@ -48,6 +50,7 @@ impl Env {
             env_assignments: Vec::new(),
             std_path: false,
             std_env_path: false,
+            dialect: super::Dialect::Unknown,
         }
     }
 
@@ -243,6 +246,14 @@ impl<'c> Analyser<'c> {
                 self.problem(text, why.to_string(), env);
                 return;
             }
+        }
+        if env.dialect == super::Dialect::Other {
+            let why = "the text is run by a shell whose language the guard does not parse";
+            self.problem(text, why, env);
+            return;
+        }
+        if env.dialect != super::Dialect::Bash {
+            self.dialect_check(root, text, env);
         }
         self.note_mentions(text, env);
         // A re-parsed text is another shell (or code): it sees no known binding.

@@ -38,7 +38,11 @@ impl Analyser<'_> {
             "xargs" => peel_xargs(rest, env),
             "eval" => Ok(self.peel_eval(rest, env)),
             _ if PASSTHROUGH.contains(&base) => self.peel_passthrough(base, rest, env),
-            _ if SHELLS.contains(&base) => self.peel_shell(base, rest, env),
+            _ if SHELLS.contains(&base) => {
+                let name = argv[0].value.as_deref().unwrap_or(base);
+                let dialect = super::super::Dialect::of_program(self.resolve(name).2.as_deref());
+                self.peel_shell(base, rest, env, dialect)
+            }
             _ => Ok(Step::Done),
         };
         peeled.unwrap_or_else(|why| {
@@ -160,8 +164,16 @@ impl Analyser<'_> {
     }
 
     /// `sh -c SCRIPT [ARG0 ARG1…]`, or a shell reading a here-document as its script.
-    fn peel_shell(&mut self, shell: &str, rest: &[Word], env: &mut Env) -> Peeled {
+    fn peel_shell(
+        &mut self,
+        shell: &str,
+        rest: &[Word],
+        env: &mut Env,
+        dialect: super::super::Dialect,
+    ) -> Peeled {
         let (idx, seen) = options(rest, &SHELL_OPTS)?;
+        // The script is read by this shell, whatever read the text around it.
+        env.dialect = dialect;
         if !has(&seen, &["-c"]) {
             let reads_stdin = idx >= rest.len() || has(&seen, &["-s"]);
             return match (&env.stdin, reads_stdin) {
