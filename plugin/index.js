@@ -11,6 +11,7 @@
 import fs from "node:fs";
 import { askGuard } from "./client.js";
 import { requestFrame, toolRequest, PREVIEW_CHARS } from "./request.js";
+import { agentWorkspace, gatewayHome } from "./paths.js";
 
 export const PLUGIN_ID = "sanctum";
 /** How long a gated call waits for a person when the config does not say. */
@@ -63,9 +64,10 @@ export function makeHook(cfg, ask = askGuard) {
     if (answer.error) return blocked(`no decision from sanctum-guard: ${answer.error}; the tool did not run`);
     if (answer.decision === "allow-once" || answer.decision === "allow-always") {
       // Each hook sees the call's original params, and the last params returned are the ones
-      // the tool gets: returning the params judged here (this hook runs last) makes an
-      // earlier plugin's rewrite unable to run unjudged.
-      return event.params && typeof event.params === "object" ? { params: event.params } : undefined;
+      // the tool gets: returning the params judged here (this hook runs last, paths already
+      // as OpenClaw would rewrite them) makes an earlier plugin's rewrite, or OpenClaw's own
+      // after the hook, unable to open a file that was not judged.
+      return event.params && typeof event.params === "object" ? { params: built.params } : undefined;
     }
     const why = answer.message ?? answer.reason ?? "denied";
     return blocked(`${why}. This is final: do not retry this call`);
@@ -85,6 +87,9 @@ export default {
   description: "Asks sanctum-guard before every tool call other than exec",
   register(api) {
     const cfg = resolveConfig(api.pluginConfig);
+    // A file tool's cwd is its agent's workspace; `~` is the gateway's home (OpenClaw's).
+    cfg.home = gatewayHome();
+    cfg.cwdFor = (agentId) => agentWorkspace(api.config, agentId, cfg.home);
     if (cfg.error) api.logger?.warn?.(`sanctum: ${cfg.error}; every tool call is blocked`);
     // Lowest priority: it runs after every other plugin's hook, so it judges the params the
     // tool will actually get.

@@ -2,6 +2,7 @@
 // what a person must see to decide (a write's digest and preview, an edit's or a patch's
 // text, a fetch's method and URL), plus OpenClaw's ids for the audit log. Pure: no I/O.
 import { createHash, randomUUID } from "node:crypto";
+import { PATH_TOOLS, readVariants, resolveToolPath } from "./paths.js";
 
 /** Characters of a write's content sent as its preview by default. */
 export const PREVIEW_CHARS = 2048;
@@ -51,17 +52,43 @@ function head(s, n) {
 }
 
 /**
- * The guard's `tool` object for one call, or `{ skip }` (not asked) or `{ block }` (refused
- * here: the call cannot be shown to a person whole).
+ * A file tool's params with each path as the tool will open it (`paths.js`), or `{ block }`.
+ * `opts.cwdFor(agentId)` and `opts.home` are the tool's cwd and the gateway's home.
+ */
+export function normalizeParams(name, params, ctx, opts = {}) {
+  if (!PATH_TOOLS.has(name)) return { params };
+  const resolve = { cwd: opts.cwdFor?.(str(ctx?.agentId) ?? "main"), home: opts.home };
+  let out = params;
+  for (const key of ["path", "file_path"]) {
+    const v = params[key];
+    if (typeof v !== "string") continue;
+    const r = resolveToolPath(v, resolve);
+    if (r.block) return { block: r.block };
+    if (r.path !== v) {
+      out = out === params ? { ...params } : out;
+      out[key] = r.path;
+    }
+  }
+  return { params: out };
+}
+
+/**
+ * The guard's `tool` object for one call and the params the tool is to get, or `{ skip }`
+ * (not asked) or `{ block }` (refused here: the call cannot be shown to a person whole).
  */
 export function toolRequest(event, ctx, opts = {}) {
   const name = str(event?.toolName) ?? str(ctx?.toolName);
   if (!name) return { block: "the tool call has no name" };
   if (Object.hasOwn(NOT_ASKED, name)) return { skip: NOT_ASKED[name] };
-  const params = event.params && typeof event.params === "object" ? event.params : {};
+  const raw = event.params && typeof event.params === "object" ? event.params : {};
+  const normalized = normalizeParams(name, raw, ctx, opts);
+  if (normalized.block) return { block: normalized.block };
+  const params = normalized.params;
   const tool = { name };
   const path = str(params.path) ?? str(params.file_path);
   if (path !== undefined) tool.paths = [path];
+  // `read` falls back to another spelling of the name when the exact one is missing.
+  if (name === "read" && path !== undefined) tool.paths.push(...readVariants(path));
   switch (name) {
     case "write": {
       const content = str(params.content);
@@ -113,7 +140,7 @@ export function toolRequest(event, ctx, opts = {}) {
   const sessionId = str(ctx?.sessionId);
   if (sessionId) tool.sessionId = sessionId;
   for (const k of Object.keys(tool)) if (tool[k] === undefined) delete tool[k];
-  return { tool };
+  return { tool, params };
 }
 
 /** One line naming the call (the frame's required `command`; lists and logs show it). */

@@ -272,3 +272,177 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
     );
     drop(gw);
 }
+
+/// Runs one agent turn calling `tool` with `args` while a person denies every card that
+/// appears; the paths of the cards denied.
+fn turn_denying_every_card(
+    gw: &Gateway,
+    web: &Web,
+    login: &Login,
+    session: &str,
+    tool: &str,
+    args: Value,
+) -> Vec<String> {
+    let mut turn = spawn_collect(gw.agent_tool_cmd(session, tool, args));
+    let mut denied = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    loop {
+        for e in web.pending(login) {
+            if e["action"]["kind"] != "tool" {
+                continue;
+            }
+            denied.push(e["action"]["paths"].to_string());
+            let r = web.decide(
+                login,
+                e["id"].as_str().expect("id"),
+                json!({"decision":"deny","reason":"denying every card","hash":e["requestHash"]}),
+            );
+            assert_eq!(r.status, 200, "{r:?}");
+        }
+        if turn.try_wait().expect("wait").is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{session}: turn hangs"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let _ = collect(turn);
+    denied
+}
+
+/// OpenClaw rewrites a file tool's path after `before_tool_call` (a leading
+/// `@`, a trailing `</arg_value>>`, `~`, `file://`, the Office repair). Each spelling, for
+/// read, write, edit and ls, against the real gateway with a person denying every card:
+/// no secret outside the workspace (nor the workspace's `.env`) reaches the model, no file
+/// outside it changes, and each card shows the path the tool would have opened.
+#[test]
+fn rewritten_paths_are_judged_as_the_tool_opens_them() {
+    let _one = one_gateway_at_a_time();
+    let tmp = tempfile::Builder::new()
+        .prefix("sg-plugin-rw-")
+        .tempdir()
+        .expect("tmp");
+    let dir = tmp.path();
+    let ws = dir.join("ws");
+    std::fs::create_dir_all(&ws).expect("ws");
+    std::fs::write(ws.join(".env"), format!("TOKEN={SECRET}-env")).expect("env");
+    std::fs::write(ws.join("readme.txt"), MARKER).expect("marker");
+    // Outside the workspace, with a name no sensitive rule knows: only a person can let
+    // it through, and this person denies.
+    std::fs::write(dir.join("outside.txt"), format!("{SECRET}-outside")).expect("outside");
+    let mut web = Web::start_with(
+        120_000,
+        &["--workspace", ws.to_str().expect("utf8")],
+        "http",
+    );
+    let login = web.login();
+    let (_model, model_port, model_log) = start_model(dir);
+    let sock = web.world.socket();
+    let cfg = json!({
+        "agents":{"defaults":{"workspace":ws}},
+        "tools":{"elevated":{"enabled":false}},
+        "commands":{"allowFrom":{"*":["<nobody>"]}},
+        "plugins":{"entries":{"sanctum":{
+            "config":{"socketPath":sock,"token":TOKEN,"askTimeoutMs":120000},
+            "hooks":{"timeouts":{"before_tool_call":130000}}}}}});
+    let gw = Gateway::start_prepared(dir, model_port, cfg, install_plugin);
+    let home = gw.home.clone();
+    std::fs::create_dir_all(home.join(".ssh")).expect("ssh");
+    std::fs::write(home.join(".ssh/id_rsa"), format!("{SECRET}-key")).expect("key");
+    std::fs::write(home.join(".ssh/authorized_keys"), "original\n").expect("ak");
+    let key_url = format!("file://{}/.ssh/id_rsa", home.display());
+
+    let cases: Vec<(&str, Value)> = vec![
+        ("read", json!({"path":"@.env"})),
+        ("read", json!({"path":".env</arg_value>>"})),
+        ("read", json!({"path":"@.env</arg_value>>>"})),
+        ("read", json!({"path":"@~/.ssh/id_rsa"})),
+        ("read", json!({"path":"~/.ssh/id_rsa</arg_value>>"})),
+        ("read", json!({"path":key_url})),
+        ("read", json!({"path":"@../outside.txt"})),
+        ("read", json!({"path":"@@../outside.txt"})),
+        ("read", json!({"path":"x</arg_value>></arg_value>>"})),
+        ("ls", json!({"path":"@~/.ssh"})),
+        ("ls", json!({"path":"@.."})),
+        (
+            "write",
+            json!({"path":"@~/.ssh/authorized_keys","content":"attacker\n"}),
+        ),
+        (
+            "write",
+            json!({"path":"@../outside.txt</arg_value>>","content":"attacker\n"}),
+        ),
+        (
+            "edit",
+            json!({"path":"@~/.ssh/authorized_keys",
+                        "edits":[{"oldText":"original","newText":"attacker"}]}),
+        ),
+        (
+            "edit",
+            json!({"path":"@../outside.txt",
+                        "edits":[{"oldText":"secret","newText":"attacker"}]}),
+        ),
+    ];
+    let mut cards = Vec::new();
+    for (i, (tool, args)) in cases.iter().enumerate() {
+        let session = format!("rw{i}");
+        cards.extend(turn_denying_every_card(
+            &gw,
+            &web,
+            &login,
+            &session,
+            tool,
+            args.clone(),
+        ));
+        let results = tool_results(&model_log);
+        assert!(
+            !has(&results, SECRET),
+            "{tool} {args}: a secret reached the model: {results:?}\n{}",
+            gw.gateway_log()
+        );
+    }
+    let results = tool_results(&model_log);
+    // Refused without a card: sensitive once resolved, or rewritten more than once.
+    assert!(
+        has(&results, "sensitive-path"),
+        "the resolved secrets are refused: {results:?}"
+    );
+    assert!(
+        has(&results, "rewritten by OpenClaw more than once"),
+        "{results:?}"
+    );
+    // The cards show the path the tool would open, never the spelling.
+    for c in &cards {
+        assert!(
+            !c.contains('@') && !c.contains("arg_value") && !c.contains('~'),
+            "a card names an unresolved spelling: {c}"
+        );
+    }
+    assert!(
+        cards.iter().any(|c| c.contains("../outside.txt")),
+        "the outside reads and edits reached a person: {cards:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join(".ssh/authorized_keys")).expect("ak"),
+        "original\n"
+    );
+    assert!(std::fs::read_to_string(dir.join("outside.txt"))
+        .expect("outside")
+        .starts_with(SECRET));
+    assert!(!ws.join("outside.txt</arg_value>>").exists());
+
+    // The normalized path is what the tool gets: an allowed `@readme.txt` reads readme.txt.
+    let out = output_text(
+        &gw.agent_tool_cmd("rw-ok", "read", json!({"path":"@readme.txt"}))
+            .output()
+            .expect("agent"),
+    );
+    assert!(
+        has(&tool_results(&model_log), MARKER),
+        "@readme.txt reads the workspace's readme.txt\n{out}"
+    );
+    web.serve.child.kill9();
+    drop(gw);
+}

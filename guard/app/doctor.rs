@@ -131,6 +131,7 @@ fn layout_warnings() -> Vec<String> {
     let uid = nix::unistd::getuid().as_raw();
     if let Ok(cfg) = super::config::Config::load(&super::config::Overrides::default()) {
         out.extend(run_identity_warning(&cfg, uid));
+        out.extend(gateway_reads_state_warning(&cfg));
     }
     out.push(
         "socket `request` frames: the guard only answers, OpenClaw runs the command itself, \
@@ -175,6 +176,62 @@ fn run_identity_warning(cfg: &super::config::Config, guard_uid: u32) -> Option<S
         )),
         _ => None,
     }
+}
+
+/// A file of the guard's state as the kernel's permission check sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateFile {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    pub mode: u32,
+}
+
+/// The guard's state files a process of `gateway` (uid, gid) can read: root, the owner with
+/// the owner's read bit, the group with the group's, anyone with the other's. Why: OpenClaw's
+/// own tools run in the gateway's process, so what it can read the agent can ask to read.
+pub fn readable_by(gateway: (u32, u32), files: &[StateFile]) -> Vec<String> {
+    let (uid, gid) = gateway;
+    files
+        .iter()
+        .filter(|f| {
+            uid == 0
+                || (f.uid == uid && f.mode & 0o400 != 0)
+                || (f.gid == gid && f.mode & 0o040 != 0)
+                || f.mode & 0o004 != 0
+        })
+        .map(|f| f.name.clone())
+        .collect()
+}
+
+/// Whether the gateway's uid (the owner of OpenClaw's state dir, where it runs) can read the
+/// guard's audit key, login link and other state: true on a one-user laptop, where only the
+/// plugin's gate on OpenClaw's file tools keeps them from the agent.
+fn gateway_reads_state_warning(cfg: &super::config::Config) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let oc = std::fs::metadata(&cfg.openclaw_state_dir).ok()?;
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(&cfg.state_dir).ok()?.flatten() {
+        if let Ok(m) = e.metadata() {
+            files.push(StateFile {
+                name: e.file_name().to_string_lossy().into_owned(),
+                uid: m.uid(),
+                gid: m.gid(),
+                mode: m.mode(),
+            });
+        }
+    }
+    let readable = readable_by((oc.uid(), oc.gid()), &files);
+    if readable.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "OpenClaw's gateway runs as uid {} (the owner of {}), which can read the guard's {} in          {}: OpenClaw's own file tools run in that process, so only the Sanctum plugin's gate          keeps them from the agent. Run the gateway under another uid (the compose layout)          to close this (SECURITY.md, \"One-user laptop\").",
+        oc.uid(),
+        cfg.openclaw_state_dir.display(),
+        readable.join(", "),
+        cfg.state_dir.display()
+    ))
 }
 
 /// OpenClaw's config (`<state>/openclaw.json`) against this machine's node identity.
@@ -408,11 +465,37 @@ impl DoctorReport {
 
 #[cfg(test)]
 mod tests {
-    use super::approver_state_in;
+    use super::{approver_state_in, readable_by, StateFile};
     use crate::gateway::approver::{connect_answer, STATUS_FILE};
     use serde_json::json;
 
     /// What the approver's connect answers leave for `doctor`, rendered as a person reads it.
+    #[test]
+    fn the_gateways_uid_reading_guard_state_is_named() {
+        let f = |name: &str, uid, gid, mode| StateFile {
+            name: name.into(),
+            uid,
+            gid,
+            mode,
+        };
+        let files = [
+            f("audit.key", 1000, 1000, 0o600),
+            f("web-login-link", 1000, 1000, 0o600),
+            f("inbox.db", 10001, 10001, 0o600),
+            f("web-url", 10001, 10001, 0o644),
+            f("token", 10001, 1000, 0o440),
+        ];
+        // Laptop: the gateway is the guard's uid.
+        assert_eq!(
+            readable_by((1000, 1000), &files),
+            ["audit.key", "web-login-link", "web-url", "token"]
+        );
+        // Compose: another uid and group reads only what others may.
+        assert_eq!(readable_by((1001, 1001), &files), ["web-url"]);
+        // Root reads everything.
+        assert_eq!(readable_by((0, 0), &files).len(), files.len());
+    }
+
     #[test]
     fn the_approvers_pairing_reaches_doctor() {
         let dir = tempfile::tempdir().unwrap();

@@ -75,6 +75,39 @@ pub struct ToolCall {
     pub session_id: Option<String>,
 }
 
+/// Why a tool path still carries a form OpenClaw rewrites after `before_tool_call` (see
+/// docs/openclaw-param-rewrites.md), or `None` when the guard reads it as the tool opens it.
+/// The plugin resolves each of these before asking; one that arrives anyway (an older
+/// plugin, another client) would be judged as one file and opened as another, so it is
+/// refused rather than guessed at.
+pub fn unresolved_path_form(path: &str) -> Option<&'static str> {
+    let lower = path.to_ascii_lowercase();
+    if path.starts_with('@') {
+        return Some("starts with `@`, OpenClaw's file-reference prefix");
+    }
+    if path == "~" || path.starts_with("~/") || path.starts_with("~\\") {
+        return Some("starts with `~`, which OpenClaw expands to the gateway's home");
+    }
+    if path.contains("</arg_value>") {
+        return Some("carries `</arg_value>`, which OpenClaw strips from a path's end");
+    }
+    if lower.starts_with("file:") {
+        return Some("is a `file:` URL, which OpenClaw turns into a path");
+    }
+    if lower.trim_start().starts_with("media://") {
+        return Some("is a `media://` reference, which OpenClaw maps into its media store");
+    }
+    let office = ["doc", "ppt", "xls"].iter().any(|family| {
+        ["odex", "codex", "xodex", "xcodex"]
+            .iter()
+            .any(|tail| lower.ends_with(&format!(".{family}{tail}")))
+    });
+    if office {
+        return Some("ends in a `.docodex`-like extension, which OpenClaw renames to `.docx`");
+    }
+    None
+}
+
 /// One file operation of an `apply_patch` input.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PatchOp {
@@ -122,6 +155,40 @@ pub fn patch_ops(patch: &str) -> Option<Vec<PatchOp>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unresolved_path_forms_are_named_and_plain_paths_pass() {
+        for p in [
+            "@.env",
+            "@@x",
+            "@",
+            "~",
+            "~/.ssh/id_rsa",
+            ".env</arg_value>>",
+            "x</arg_value>",
+            "file:///etc/passwd",
+            "FILE:///etc/passwd",
+            "  media://inbound/a.png",
+            "report.docodex",
+            "r.XLSXCODEX",
+            "r.pptcodex",
+        ] {
+            assert!(unresolved_path_form(p).is_some(), "{p}");
+        }
+        for p in [
+            ".env",
+            "./@x",
+            "a/@b",
+            "/home/u/.ssh/id_rsa",
+            "~user/x",
+            "x.docx",
+            "codex",
+            " @x",
+            "notes</arg_valu>",
+        ] {
+            assert_eq!(unresolved_path_form(p), None, "{p}");
+        }
+    }
 
     #[test]
     fn patch_ops_reads_every_header_and_refuses_what_is_not_a_patch() {

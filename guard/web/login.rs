@@ -5,7 +5,7 @@
 //! runs: the file is the shared store, so no signal or watcher is needed. Consuming a token
 //! removes its line under an exclusive `flock`, so a link works once, across processes.
 //! The newest link's full URL is also written to `<state dir>/web-login-link` (0600) for the
-//! person who owns the state dir; it is removed once that link is used.
+//! person who owns the state dir; it is removed at the first sign-in with any link.
 
 use super::secret::{hash_hex, random_token};
 use serde::{Deserialize, Serialize};
@@ -161,12 +161,13 @@ pub fn consume(dir: &Path, token: &str) -> Result<Option<String>, LoginError> {
         Some(list.remove(i).name)
     })?;
     if found.is_some() {
-        // The link file names a link that no longer works: remove it if it was this one.
+        // A person has signed in: the link file is no longer needed, and an unused link in a
+        // file any process of the state dir's uid can read (the gateway's, on a one-user
+        // laptop) is a credential lying around. Removed whichever link was used.
         let link_path = dir.join(LINK_FILE);
-        if let Ok(text) = std::fs::read_to_string(&link_path) {
-            if text.trim_end().ends_with(&format!("#t={token}")) {
-                let _ = std::fs::remove_file(&link_path);
-            }
+        match std::fs::remove_file(&link_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&link_path)(e)),
+            _ => {}
         }
     }
     Ok(found)
@@ -205,6 +206,33 @@ mod tests {
         );
         assert_eq!(consume(d.path(), &t).expect("consume"), None, "used twice");
         assert!(!d.path().join(LINK_FILE).exists());
+    }
+
+    #[test]
+    fn any_sign_in_removes_the_link_file() {
+        let d = tempfile::tempdir().expect("tmp");
+        let first = new_link(d.path(), "http://127.0.0.1:1", "alice").expect("link");
+        let newest = new_link(d.path(), "http://127.0.0.1:1", "bob").expect("link");
+        let file = d.path().join(LINK_FILE);
+        assert!(std::fs::read_to_string(&file)
+            .expect("file")
+            .contains(&token_of(&newest)));
+        // A failed attempt leaves it; the older link's sign-in removes the newer link's file.
+        assert_eq!(consume(d.path(), "nope").expect("consume"), None);
+        assert!(file.exists());
+        assert_eq!(
+            consume(d.path(), &token_of(&first)).expect("consume"),
+            Some("alice".into())
+        );
+        assert!(
+            !file.exists(),
+            "no unused link is left readable after a sign-in"
+        );
+        // The newer link still works for its person, who got it when it was made.
+        assert_eq!(
+            consume(d.path(), &token_of(&newest)).expect("consume"),
+            Some("bob".into())
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 use super::paths_check::Checker;
 use super::{Action, Classification, TableContext};
 use crate::policy::shell::{Segment, Stdin, Word};
-use crate::policy::tools::{patch_ops, PatchOp, ToolCall, BLOCKED_TOOLS, INTERNAL_TOOLS};
+use crate::policy::tools::{
+    patch_ops, unresolved_path_form, PatchOp, ToolCall, BLOCKED_TOOLS, INTERNAL_TOOLS,
+};
 use crate::policy::verdict::Category;
 
 /// What a tool does to one path.
@@ -150,7 +152,17 @@ fn process(c: &mut Classification, call: &ToolCall) {
 }
 
 /// One path, checked as the operand of the equivalent shell command in the workspace.
+/// A path in a form OpenClaw rewrites after the hook is refused: judged as written it
+/// could name a different file than the one the tool opens (a secret among them).
 fn path(c: &mut Classification, t: &TableContext, p: &str, op: Op) {
+    if let Some(why) = unresolved_path_form(p) {
+        c.add(
+            Category::SensitivePath,
+            "tool-path-unresolved",
+            format!("the path {p:?} {why}; the guard does not judge a path the tool would open as another"),
+        );
+        return;
+    }
     let word = Word::literal(p);
     let seg = operand_segment(t);
     let checker = Checker::new(&seg, t);
