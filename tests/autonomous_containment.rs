@@ -370,11 +370,12 @@ fn secret_scan_on_100k_files() {
     );
 }
 
-/// Command lines of other processes are not files Landlock covers: a confined run reads them
-/// through /proc (SECURITY.md, `doctor`). With /proc mounted `hidepid=ptraceable`, the kernel
-/// hides every process the reader may not ptrace, and Landlock forbids ptracing anything
-/// outside the run's own domain: the run sees only its own processes. Checked in a private
-/// mount namespace (the machine's /proc is left alone); needs root to mount.
+/// Command lines of other processes are world-readable files of /proc. Where /proc is
+/// mounted `hidepid=ptraceable` the kernel hides every process the reader may not ptrace,
+/// and Landlock forbids ptracing anything outside the run's own domain: the autonomous
+/// profile then grants all of /proc, and the run sees only its own processes. Elsewhere it
+/// grants only /proc's machine-wide files: no process at all. Checked in a private mount
+/// namespace (the machine's /proc is left alone); needs root to mount.
 #[test]
 fn hidepid_ptraceable_hides_every_process_outside_the_run() {
     if !nix::unistd::geteuid().is_root() {
@@ -403,9 +404,11 @@ fn hidepid_ptraceable_hides_every_process_outside_the_run() {
         assert!(out.status.success(), "{out:?}");
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    // As /proc is by default: the victim's command line is read.
+    // As /proc is by default: no process's directory is granted (only machine-wide files),
+    // so neither `ps` nor the victim's command line works.
     let open = run("mount -t proc proc /proc && ");
-    assert!(open.contains("sleep"), "{open}");
+    assert!(!open.contains("sleep"), "{open}");
+    assert_eq!(open.lines().collect::<Vec<_>>(), ["0", "hidden"], "{open}");
     let hidden = run("mount -t proc -o hidepid=ptraceable proc /proc && ");
     let mut lines = hidden.lines();
     // ps, wc and the shell: the run's own processes only.
@@ -421,5 +424,94 @@ impl Drop for KillOnDrop {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
+    }
+}
+
+/// Of `/etc` an autonomous run reads only what programs need to start and resolve
+/// (`AUTONOMOUS_READ`): a deployment's secrets beside them, and the login start-up files
+/// that `sh -lc` (how OpenClaw's node runs every command) would source, stay out of reach.
+/// The machine's files are replaced by marked ones in a private mount namespace.
+#[test]
+fn etc_is_an_allow_list_and_login_files_are_not_sourced() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("bind-mounting over /etc needs root: skipped");
+        return;
+    }
+    let ws = tempfile::tempdir().expect("ws");
+    let fake = tempfile::tempdir().expect("fake");
+    let f = fake.path();
+    std::fs::write(f.join("environment"), "ETC_ENV_TOKEN=MARK-env-4411\n").expect("env");
+    std::fs::create_dir(f.join("profile.d")).expect("profile.d");
+    std::fs::write(
+        f.join("profile.d/zz-token.sh"),
+        "export PROFILE_TOKEN=MARK-profile-4412\n",
+    )
+    .expect("profile.d");
+    std::fs::write(f.join("profile"), "export LOGIN_TOKEN=MARK-login-4413\n").expect("profile");
+    std::fs::create_dir(f.join("usr-local-etc")).expect("ule");
+    std::fs::write(
+        f.join("usr-local-etc/pip.conf"),
+        "index-url = https://u:MARK-pip-4414@x\n",
+    )
+    .expect("pip");
+    let guard = env!("CARGO_BIN_EXE_sanctum-guard");
+    let fp = f.display();
+    let mounts = format!(
+        "mount --bind {fp}/environment /etc/environment && \
+         mount --bind {fp}/profile.d /etc/profile.d && \
+         mount --bind {fp}/profile /etc/profile && \
+         mount --bind {fp}/usr-local-etc /usr/local/etc && "
+    );
+    let probe = |text: &str| {
+        let script = format!(
+            "{mounts}{guard} sandbox --profile autonomous-read --workspace {ws} -- \
+             /bin/sh -lc '{text}'",
+            ws = ws.path().display()
+        );
+        let out = std::process::Command::new("unshare")
+            .args(["-m", "sh", "-c", &script])
+            .output()
+            .expect("unshare");
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    // The marks are there to be read unconfined (the mounts took).
+    let unconfined = std::process::Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            &format!("{mounts}cat /etc/environment /usr/local/etc/pip.conf; sh -lc printenv"),
+        ])
+        .output()
+        .expect("unshare");
+    let unconfined = String::from_utf8_lossy(&unconfined.stdout).into_owned();
+    for mark in ["MARK-env-4411", "MARK-pip-4414", "MARK-login-4413"] {
+        assert!(unconfined.contains(mark), "{mark} not set up: {unconfined}");
+    }
+    for text in [
+        "printenv",
+        "cat /etc/environment",
+        "cat /etc/profile.d/*",
+        "cat /etc/profile",
+        "cat /usr/local/etc/pip.conf",
+        "grep -r MARK /etc /usr/local 2>/dev/null",
+    ] {
+        let out = probe(text);
+        assert!(!out.contains("MARK-"), "{text}: {out}");
+    }
+    for (text, want) in [
+        ("head -c 4 /etc/passwd", "root"),
+        ("id -un", "root"),
+        ("cat /etc/os-release", "ID="),
+        ("getent hosts localhost", "localhost"),
+        ("date +%Y", "20"),
+        ("head -c 9 /proc/meminfo", "MemTotal:"),
+    ] {
+        let out = probe(text);
+        assert!(out.contains(want), "{text}: {out}");
     }
 }

@@ -133,12 +133,18 @@ const DENY_READ: [&str; 5] = [
 /// (Landlock rights cover whole subtrees), so `workspace-write` keeps the root creatable.
 const DENY_READ_RO: [&str; 1] = ["{workspace}/.env"];
 
-/// What an autonomous run may read besides the workspace: the system directories programs
-/// need, a few devices, and /proc (whose per-process files the kernel guards by ptrace
-/// rules, which Landlock tightens to the run's own processes).
-const AUTONOMOUS_READ: [&str; 16] = [
+/// What an autonomous run may read besides the workspace: an allow-list. Whole system
+/// directories only where they hold programs and their data (`/usr`, `/lib*`, `/bin`,
+/// `/sbin`); of `/etc` only the files a program reads to start, resolve names and format
+/// output, each named (a deployment keeps secrets in `/etc`: k3s.yaml, environment,
+/// profile.d, pip.conf, apt credentials); of `/proc` the machine-wide files that show no
+/// process, and the whole of it only where it is mounted `hidepid=ptraceable` (`{proc}`):
+/// there the kernel hides every process outside the run's Landlock domain. A program that
+/// needs one more file gets that file named here, never a directory.
+const AUTONOMOUS_READ: &[&str] = &[
     "{workspace}",
     "{tmp}",
+    // Programs, libraries and their data (`/usr/local/etc` is denied below).
     "/usr",
     "/lib",
     "/lib32",
@@ -146,27 +152,77 @@ const AUTONOMOUS_READ: [&str; 16] = [
     "/libx32",
     "/bin",
     "/sbin",
-    "/etc",
+    // The dynamic loader.
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ld.so.preload",
+    // Users and groups (`ls -l`, `id`, `whoami`), through NSS.
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    // Name resolution and service names (`getaddrinfo`, `getservbyname`).
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/networks",
+    // TLS roots (not `/etc/ssl/private`).
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    "/etc/ca-certificates.conf",
+    // Time zone and locale.
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/locale.alias",
+    "/etc/default/locale",
+    // Which program a generic name is (`awk`, `editor`), as links to list.
+    "/etc/alternatives",
+    // File types and terminals (`file`, `ls --color`, `tput`).
+    "/etc/mime.types",
+    "/etc/magic",
+    "/etc/magic.mime",
+    "/etc/terminfo",
+    // The system's name and release (`cat /etc/os-release`, `lsb_release`).
+    "/etc/os-release",
+    "/etc/lsb-release",
+    "/etc/debian_version",
+    "/etc/hostname",
+    // Interpreters' own configuration, for the programs written in them (`perl` tools).
+    "/etc/perl",
+    "/etc/python3",
+    "/etc/python3.11",
+    "/etc/python3.12",
+    "/etc/python3.13",
+    "/etc/manpath.config",
+    // Devices a program may open.
     "/dev/null",
     "/dev/zero",
     "/dev/urandom",
     "/dev/random",
-    "/proc",
+    // Machine-wide figures (`free`, `uptime`, `nproc`, `lscpu`); no process is in them.
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/loadavg",
+    "/proc/uptime",
+    "/proc/version",
+    "/proc/stat",
+    "/proc/filesystems",
+    "/proc/swaps",
+    "/proc/sys/kernel/osrelease",
+    "/proc/sys/kernel/ostype",
+    "/proc/sys/kernel/pid_max",
+    "/proc/sys/vm/overcommit_memory",
     "/sys/devices/system/cpu",
+    // All of /proc where it hides other processes (the run's own then stay visible).
+    "{proc}",
 ];
 
-/// The secrets of `/etc`, denied where an autonomous run may read `/etc`.
-const ETC_SECRETS: [&str; 9] = [
-    "/etc/shadow",
-    "/etc/shadow-",
-    "/etc/gshadow",
-    "/etc/gshadow-",
-    "/etc/sudoers",
-    "/etc/sudoers.d",
-    "/etc/ssh",
-    "/etc/ssl/private",
-    "/etc/security/opasswd",
-];
+/// Under a readable root, still secret to an autonomous run: configuration a local
+/// install keeps beside programs.
+const AUTONOMOUS_DENY: [&str; 1] = ["/usr/local/etc"];
 
 /// The profile of an autonomous verdict: read the workspace and the system only (minus
 /// every secret inside them), write only a private tmp, no network.
@@ -177,7 +233,7 @@ fn autonomous_read(base: &ProfileSpec) -> ProfileSpec {
         deny_read: DENY_READ
             .iter()
             .chain(&DENY_READ_RO)
-            .chain(&ETC_SECRETS)
+            .chain(&AUTONOMOUS_DENY)
             .map(|s| s.to_string())
             .collect(),
         ..base.clone()
