@@ -1,4 +1,4 @@
-//! The policy oracle: commands run for real under bash, traced (`sandbox::trace`), in a world
+//! The policy oracle: commands run for real under bash and dash, traced (`sandbox::trace`), in a world
 //! of marked secrets; whatever `decide()` allowed must do no more than it claimed — no program
 //! it did not name, no write outside the private tmp, no read of a secret or outside the
 //! workspace and system directories or its operands, no connection.
@@ -15,7 +15,7 @@ use sanctum_guard::policy::verdict::VerdictKind;
 use sanctum_guard::sandbox::trace::Recorder;
 use std::path::Path;
 use std::time::Instant;
-use support::mutate::{escape, generate, per_base};
+use support::mutate::{dialect_variants, escape, generate, per_base};
 use support::oracle::{divergences, label, label_command, recorder, World};
 use support::policy::unescape;
 
@@ -108,9 +108,18 @@ fn check(w: &World, rec: &Recorder, cmds: &[(String, String)], what: &str) -> Ve
             continue;
         }
         allowed += 1;
+        // Under both shells that may run it: what the analysis allows where the shell is
+        // not known must do no more under dash than under bash (`dialect`).
         w.reset_tmp();
         let r = rec.run(&w.scene(), &cmd).expect("recorder");
-        let d = divergences(w, &cmd, &v, &r);
+        let mut d = divergences(w, &cmd, &v, &r);
+        w.reset_tmp();
+        let under_dash = rec.run(&w.dash_scene(), &cmd).expect("recorder");
+        d.extend(
+            divergences(w, &cmd, &v, &under_dash)
+                .into_iter()
+                .map(|x| format!("{x} (under dash)")),
+        );
         if d.is_empty() {
             if open.contains(raw) {
                 closed.push(raw);
@@ -229,6 +238,37 @@ fn oracle_mutations() {
         .collect();
     let found = check(&w, &rec, &cmds, "mutations");
     println!("listener connections: {}", rec.accepted());
+    assert!(
+        found.is_empty(),
+        "{} divergences on allow verdicts (above)",
+        found.len()
+    );
+}
+
+/// Dialect-differential mutations (`mutate::dialect_variants`): each allowed base with a harm
+/// hidden behind a construct bash and dash read differently. Whatever the analysis allows of
+/// them runs under both shells, and neither may do more than the verdict claimed.
+#[test]
+fn oracle_dialect_mutations() {
+    let w = World::new();
+    let rec = recorder();
+    let bases: Vec<String> = corpus_rows()
+        .into_iter()
+        .filter(|(_, _, allow)| *allow)
+        .map(|(_, c, _)| c)
+        .collect();
+    let seed = env_num("SANCTUM_ORACLE_SEED", SEED);
+    let cmds: Vec<(String, String)> = dialect_variants(seed, &bases, 1)
+        .into_iter()
+        .map(|c| (format!("dialect mutation (seed {seed:#x})"), c))
+        .collect();
+    let allowed = cmds.iter().filter(|(_, c)| w.decide(c).kind == VerdictKind::Allow);
+    println!(
+        "dialect mutations: {} made, {} allowed",
+        cmds.len(),
+        allowed.count()
+    );
+    let found = check(&w, &rec, &cmds, "dialect mutations");
     assert!(
         found.is_empty(),
         "{} divergences on allow verdicts (above)",

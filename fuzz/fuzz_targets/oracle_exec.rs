@@ -1,6 +1,6 @@
 //! Fuzz target: the execution oracle. Each input is a command; when `decide()` allows it in
 //! the oracle's world (a git workspace, a HOME full of marked secrets), it runs for real
-//! under the syscall recorder, and anything it did that the verdict did not claim (a program,
+//! under the syscall recorder (with bash and with dash), and anything it did that the verdict did not claim (a program,
 //! a write, a read, a connection) is a crash naming the command and what was missed.
 //! `tests/oracle.rs` runs the same comparison on the corpus and a fixed seed in `tests/run`.
 #![no_main]
@@ -43,10 +43,14 @@ fuzz_target!(|data: &[u8]| {
     if verdict.kind != VerdictKind::Allow {
         return;
     }
-    w.reset_tmp();
-    let Ok(r) = rec.run(&w.scene(), text) else {
-        return;
-    };
-    let missed = divergences(w, text, &verdict, &r);
-    assert!(missed.is_empty(), "allowed {text:?} did more than claimed: {missed:#?}");
+    // Under each shell that may run it: bash, and dash (Debian's /bin/sh, OpenClaw's node).
+    for scene in [w.scene(), w.dash_scene()] {
+        w.reset_tmp();
+        let Ok(r) = rec.run(&scene, text) else {
+            return;
+        };
+        let missed = divergences(w, text, &verdict, &r);
+        let shell = scene.shell.display();
+        assert!(missed.is_empty(), "allowed {text:?} did more than claimed under {shell}: {missed:#?}");
+    }
 });

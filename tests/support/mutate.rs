@@ -272,3 +272,48 @@ pub fn escape(s: &str) -> String {
         .replace('\r', "\\r")
         .replace('\t', "\\t")
 }
+
+/// A harm hidden behind a construct bash and dash read differently: one of the two shells
+/// runs it (or writes a file) where the other does not. `cmd` is an allowed base.
+fn dialect_hide(r: &mut Rng, cmd: &str, harm: &str) -> String {
+    let q = harm.replace('\'', "\\'");
+    match r.below(10) {
+        // ANSI-C quoting: one word to bash, a command to dash.
+        0 => format!("{cmd} $'\\' ; {harm} ; #\\''"),
+        // An arithmetic command: true to bash, a subshell running `1` to dash.
+        1 => format!("((1)) || {harm}; {cmd}"),
+        // `[[`: a test to bash; to dash a command `[[` and a redirection writing a file.
+        2 => format!("[[ a > a.txt ]]; {cmd}"),
+        // `&>`: both streams to bash; to dash `&` and an empty command truncating the file.
+        3 => format!("{cmd} &> a.txt"),
+        // A two-digit descriptor: bash redirects it, dash passes `10` and redirects stdout.
+        4 => format!("{cmd} 10>a.txt"),
+        // `$"…"`: a translated string to bash, `$` and a string to dash.
+        5 => format!("{cmd} $\"x\" ; {harm}"),
+        // A bash-only substitution: dash stops with "Bad substitution".
+        6 => format!("x=a; echo ${{x/a/$({harm})}}; {cmd}"),
+        // `|&`: a pipe of both streams to bash, a syntax error to dash.
+        7 => format!("{cmd} |& cat"),
+        // A here-string: to dash `<<` and a word.
+        8 => format!("cat <<< '{q}' | {cmd}"),
+        // Brace expansion: two names to bash, one literal name to dash.
+        _ => format!("{cmd} {{a.txt,src}}"),
+    }
+}
+
+/// `per` dialect-differential variants of each base (`dialect_hide`), deterministic.
+pub fn dialect_variants(seed: u64, bases: &[String], per: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for b in bases {
+        let mut r = Rng::new(seed ^ fnv(b) ^ 0xd1a1_ec75);
+        for _ in 0..per {
+            let harm = r.pick(HARMS).to_string();
+            let m = dialect_hide(&mut r, b, &harm);
+            if m.len() < 2000 && seen.insert(m.clone()) {
+                out.push(m);
+            }
+        }
+    }
+    out
+}

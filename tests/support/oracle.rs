@@ -149,6 +149,15 @@ impl World {
             env: sanctum_guard::engine::git::protective_env()
                 .into_iter()
                 .collect(),
+            shell: "/bin/bash".into(),
+        }
+    }
+
+    /// The same scene run by dash (Debian's `/bin/sh`, what OpenClaw's node runs).
+    pub fn dash_scene(&self) -> Scene {
+        Scene {
+            shell: "/bin/dash".into(),
+            ..self.scene()
         }
     }
 

@@ -1,5 +1,5 @@
-//! A syscall recorder for the policy oracle: runs shell text under real bash in a throwaway
-//! confinement and records what the processes really did — every program executed, every path
+//! A syscall recorder for the policy oracle: runs shell text under a real shell (the
+//! scene's: bash or dash) in a throwaway confinement and records what the processes really did — every program executed, every path
 //! opened for reading, every write-like call (attempted, even when the kernel refused it),
 //! every connect. The oracle tests compare this with what `policy::decide` claimed.
 //!
@@ -60,6 +60,9 @@ pub struct Scene {
     /// Further variables, set after the fixed ones (the guard's git settings for an
     /// autonomous run, or values a labeller tries).
     pub env: Vec<(String, String)>,
+    /// The shell that runs the text (`-c`): bash, or `/bin/sh` (dash on Debian, what
+    /// OpenClaw's node runs), so the oracle sees what the shell that runs it does.
+    pub shell: PathBuf,
 }
 
 struct Job {
@@ -118,7 +121,7 @@ impl Recorder {
         self.accepted.load(Ordering::SeqCst)
     }
 
-    /// Runs `command` with `bash -c` in `scene` and returns what it did.
+    /// Runs `command` with the scene's shell (`-c`) in `scene` and returns what it did.
     pub fn run(&self, scene: &Scene, command: &str) -> Result<Record, TraceError> {
         let (reply, rx) = mpsc::channel();
         self.jobs

@@ -41,14 +41,14 @@ enum Pending {
     },
 }
 
-/// Runs `command` under `bash -c` in `scene`, traced, and returns its record.
+/// Runs `command` under the scene's shell (`-c`), traced, and returns its record.
 pub(super) fn run(scene: &Scene, command: &str) -> Result<Record, TraceError> {
     let ruleset = child::ruleset(scene)?;
     let ll_fd = child::raw(&ruleset);
     let as_nobody = Uid::effective().is_root();
     let (out_rd, out_wr) = nix::unistd::pipe().map_err(TraceError::Ptrace)?;
     let err_wr: OwnedFd = out_wr.try_clone()?;
-    let mut cmd = Command::new("/bin/bash");
+    let mut cmd = Command::new(&scene.shell);
     cmd.arg("-c")
         .arg(command)
         .env_clear()
