@@ -777,10 +777,38 @@ enum PolicyCommand {
         /// Policy file (default: the embedded policy).
         #[arg(long)]
         policy: Option<PathBuf>,
+        /// Answer as `serve` with this config file would (its workspace, state, policy).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Answer as `serve` with this workspace would (the cwd is then the request's).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        /// Answer as `serve` with this state dir would (its files are denied to every run).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+        /// OpenClaw's state dir (its approvals document), as for `serve`.
+        #[arg(long)]
+        openclaw_state: Option<PathBuf>,
+        /// The words are an exec's argv (as a socket `exec` frame or the node sends it, e.g.
+        /// `-- /bin/sh -lc 'ls -la'`), resolved by the same exec plan, not shell text.
+        #[arg(long)]
+        argv: bool,
+        /// Which door asks (with a deployment): `request` (socket request frame, the default
+        /// for text), `exec` (socket exec frame, the default for --argv) or `node`.
+        #[arg(long, value_enum)]
+        source: Option<ExplainSource>,
         /// The command; the words are joined with spaces and analysed as shell text.
         #[arg(last = true, required = true)]
         command: Vec<String>,
     },
+}
+
+/// The door `policy explain --source` answers as.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ExplainSource {
+    Request,
+    Exec,
+    Node,
 }
 
 fn load_policy(file: Option<&Path>) -> Result<policy::file::Policy, policy::file::PolicyError> {
@@ -803,8 +831,31 @@ fn policy_command(cmd: PolicyCommand) -> ExitCode {
             json,
             cwd,
             policy: file,
+            config,
+            workspace,
+            state_dir,
+            openclaw_state,
+            argv,
+            source,
             command,
         } => {
+            let deployment = config.is_some()
+                || workspace.is_some()
+                || state_dir.is_some()
+                || openclaw_state.is_some()
+                || argv
+                || source.is_some();
+            if deployment {
+                let overrides = sanctum_guard::app::config::Overrides {
+                    config,
+                    state_dir,
+                    openclaw_state,
+                    policy: file,
+                    workspace,
+                    ..Default::default()
+                };
+                return explain_deployment(overrides, cwd, argv, source, command, json);
+            }
             let policy = match load_policy(file.as_deref()) {
                 Ok(p) => p,
                 Err(e) => {
@@ -832,6 +883,72 @@ fn policy_command(cmd: PolicyCommand) -> ExitCode {
             ExitCode::from(policy::explain::exit_code(verdict.kind))
         }
     }
+}
+
+/// `policy explain` with a deployment: the answer `serve` would give, and what it assumed.
+fn explain_deployment(
+    overrides: sanctum_guard::app::config::Overrides,
+    cwd: Option<PathBuf>,
+    argv: bool,
+    source: Option<ExplainSource>,
+    command: Vec<String>,
+    json: bool,
+) -> ExitCode {
+    use sanctum_guard::app::explain::{explain, Asked, ExplainInput};
+    use sanctum_guard::policy::request::Source;
+    let source = match (source, argv) {
+        (Some(ExplainSource::Request), _) => Source::SocketRequest,
+        (Some(ExplainSource::Exec), _) | (None, true) => Source::SocketExec,
+        (Some(ExplainSource::Node), _) => Source::Node,
+        (None, false) => Source::SocketRequest,
+    };
+    let asked = if argv {
+        Asked::Argv(command)
+    } else {
+        Asked::Text(command.join(" "))
+    };
+    let input = ExplainInput {
+        overrides,
+        cwd: cwd.map(|c| c.to_string_lossy().into_owned()),
+        asked,
+        source,
+    };
+    let e = match explain(&input) {
+        Ok(e) => e,
+        Err(err) => {
+            eprintln!("sanctum-guard policy explain: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    if json {
+        let mut v = policy::explain::render_json(&e.verdict);
+        if let Some(o) = v.as_object_mut() {
+            o.insert("workspace".into(), e.workspace.display().to_string().into());
+            o.insert("cwd".into(), e.cwd.display().to_string().into());
+            o.insert(
+                "program".into(),
+                e.program.map(|p| p.display().to_string()).into(),
+            );
+            o.insert("argv".into(), e.argv.clone().into());
+            o.insert("run_profile".into(), e.profile.clone().into());
+            o.insert("config".into(), e.origin.clone().into());
+        }
+        println!("{v}");
+    } else {
+        println!("config:    {}", e.origin);
+        println!("workspace: {}", e.workspace.display());
+        println!("cwd:       {}", e.cwd.display());
+        if let Some(p) = &e.program {
+            println!("program:   {}", p.display());
+            println!("argv:      {:?}", e.argv);
+        }
+        match &e.profile {
+            Some(p) => println!("runs as:   profile {p}"),
+            None => println!("runs as:   not run by the guard"),
+        }
+        print!("{}", policy::explain::render_human(&e.verdict));
+    }
+    ExitCode::from(policy::explain::exit_code(e.verdict.kind))
 }
 
 fn init_logging(format: LogFormat) {
@@ -884,6 +1001,12 @@ pub fn main() -> ExitCode {
                     return ExitCode::from(125);
                 }
             };
+            // The deployment's deny list is made for the workspace this run writes.
+            let overrides = sanctum_guard::app::config::Overrides {
+                policy: policy.clone(),
+                workspace: workspace.clone().or_else(|| std::env::current_dir().ok()),
+                ..Default::default()
+            };
             let profiles = match policy {
                 Some(p) => match sanctum_guard::app::config::load_policy(Some(&p)) {
                     Ok(pol) => pol.profiles().clone(),
@@ -894,6 +1017,21 @@ pub fn main() -> ExitCode {
                 },
                 None => sanctum_guard::sandbox::builtin_profiles(),
             };
+            // What a real run of the profile gets: the deployment's deny list (the guard's
+            // state, OpenClaw's, every sensitive path), and for a profile of runs nobody
+            // approved the guard's git neutralisation and pager settings.
+            let deployment = match sanctum_guard::app::explain::deployment_confinement(&overrides) {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("sanctum-guard sandbox: the deployment's deny list: {e}");
+                    return ExitCode::from(125);
+                }
+            };
+            let env_overrides = if profile.starts_with("autonomous-") {
+                sanctum_guard::engine::git::protective_env()
+            } else {
+                Default::default()
+            };
             let code = sanctum_guard::sandbox::cli::sandbox_main(
                 sanctum_guard::sandbox::cli::SandboxArgs {
                     profiles,
@@ -903,6 +1041,8 @@ pub fn main() -> ExitCode {
                     json_status,
                     timeout_secs: timeout,
                     argv,
+                    env_overrides,
+                    deployment: Some(deployment),
                 },
             );
             ExitCode::from(u8::try_from(code).unwrap_or(125))

@@ -377,6 +377,20 @@ impl Judge {
         v
     }
 
+    /// The profile a run of `verdict` gets: the autonomous one when nobody approved it
+    /// (whatever the category's profile says), else the category's (`workspace-write` when
+    /// it names none).
+    pub fn run_profile(&self, verdict: &Verdict, autonomous: bool) -> String {
+        if autonomous {
+            autonomous_profile(verdict).to_owned()
+        } else {
+            verdict
+                .profile
+                .clone()
+                .unwrap_or_else(|| "workspace-write".into())
+        }
+    }
+
     /// Runs an approved plan under the sandbox profile the verdict names, with the plan's
     /// program, argv, cwd and environment, writable only in the deployment's workspace.
     pub async fn run(
@@ -386,14 +400,7 @@ impl Judge {
         autonomous: bool,
         budget: Duration,
     ) -> Result<RunOutcome, JudgeError> {
-        let name = if autonomous {
-            autonomous_profile(verdict).to_owned()
-        } else {
-            verdict
-                .profile
-                .clone()
-                .unwrap_or_else(|| "workspace-write".into())
-        };
+        let name = self.run_profile(verdict, autonomous);
         let spec = self
             .profiles
             .get(&name)

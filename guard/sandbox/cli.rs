@@ -4,7 +4,7 @@
 
 use super::integrity::{self, Integrity, IntegrityEvent, ScanLimits};
 use super::launch::{ChildStdio, SpawnError};
-use super::profile::{NetworkSpec, ProfileSpec};
+use super::profile::{DenyList, NetworkSpec, ProfileSpec};
 use super::spawn::prepare;
 use super::SandboxError;
 use nix::sys::signal::{killpg, Signal};
@@ -28,6 +28,12 @@ pub struct SandboxArgs {
     pub json_status: bool,
     pub timeout_secs: Option<u64>,
     pub argv: Vec<String>,
+    /// Variables set over the inherited ones: what a real run of the profile gets (the
+    /// guard's git neutralisation for a run nobody approved).
+    pub env_overrides: BTreeMap<String, String>,
+    /// The deployment's deny list and the agent's home, as a real run has them; `None`:
+    /// standalone (no deployment secrets, `{home}` is the caller's HOME).
+    pub deployment: Option<(DenyList, PathBuf)>,
 }
 
 fn setup_failed(e: &SandboxError, json: bool) -> i32 {
@@ -66,7 +72,11 @@ pub fn sandbox_main(args: SandboxArgs) -> i32 {
         Ok(w) => w,
         Err(e) => return setup_failed(&SandboxError::Io(e), args.json_status),
     };
-    let resolved = match spec.resolve(&workspace) {
+    let resolved = match &args.deployment {
+        Some((deny, home)) => spec.resolve_with(&workspace, home, deny),
+        None => spec.resolve(&workspace),
+    };
+    let resolved = match resolved {
         Ok(r) => r,
         Err(e) => return setup_failed(&e, args.json_status),
     };
@@ -78,7 +88,9 @@ pub fn sandbox_main(args: SandboxArgs) -> i32 {
         let v = serde_json::json!({ "sandbox_status": prepared.status });
         eprintln!("{v}");
     }
-    let env = prepared.env(&BTreeMap::new());
+    // The guard's own settings are set whatever the profile's allow-list passes through.
+    let mut env = prepared.env(&BTreeMap::new());
+    env.extend(args.env_overrides.clone());
     let cwd = std::env::current_dir().unwrap_or_else(|_| resolved.workspace.clone());
     let check = if integrity::needed(&resolved.workspace, &resolved.write) {
         match Integrity::before(&resolved.workspace, ScanLimits::default()) {
