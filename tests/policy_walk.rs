@@ -284,8 +284,12 @@ fn openclaws_default_workspace_is_not_taken_for_its_config() {
         let policy = embedded_default()
             .with_agent_home(Path::new("/home/a"))
             .unwrap();
-        let mut ctx =
-            DecideContext::new(Path::new("/home/a"), PATH, Path::new(ws), Arc::new(fs.clone()));
+        let mut ctx = DecideContext::new(
+            Path::new("/home/a"),
+            PATH,
+            Path::new(ws),
+            Arc::new(fs.clone()),
+        );
         ctx.workspace = Some(ws.into());
         decide(&policy, &ctx, &cli_request(cmd, Path::new(ws)))
     };

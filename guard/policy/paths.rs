@@ -327,14 +327,13 @@ impl SensitivePaths {
             let ps = path_components(&p);
             for rule in &self.rules {
                 if ps.len() <= rule.literals.len()
-                    && ps
-                        .iter()
-                        .zip(rule.literals.iter().zip(&rule.globs))
-                        .all(|(p, (r, g))| match (r, g) {
+                    && ps.iter().zip(rule.literals.iter().zip(&rule.globs)).all(
+                        |(p, (r, g))| match (r, g) {
                             (Some(r), _) => r == p,
                             (None, Some(g)) => g.matches(p),
                             (None, None) => true,
-                        })
+                        },
+                    )
                 {
                     return Some(rule.label.clone());
                 }
