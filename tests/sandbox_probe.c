@@ -430,6 +430,11 @@ int main(int argc, char **argv) {
         size_t n = (size_t)atol(arg) << 20; char *p = mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         return report(p == MAP_FAILED ? -1 : 0);
     }
+    if (!strcmp(m, "touch")) { /* MiB, written, then held for 2 s */
+        size_t n = (size_t)atol(arg) << 20; char *p = mmap(0, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return report(-1);
+        memset(p, 1, n); sleep(2); return report(0);
+    }
     if (!strcmp(m, "nofile")) { int n = atoi(arg), i; for (i = 0; i < n; i++) if (open("/dev/null", O_RDONLY) < 0) return report(-1); return report(0); }
     if (!strcmp(m, "spin")) { for (;;) __asm__ volatile(""); }
     if (!strcmp(m, "forkbomb")) { /* fork up to N children that sleep; report the first failure */

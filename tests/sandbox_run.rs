@@ -27,7 +27,12 @@ async fn output_capped_head_kept_and_marked() {
     s.output_cap = 1000;
     let o = run(s).await.unwrap();
     assert_eq!(o.stdout, format!("{}\n... (truncated)", "a".repeat(1000)));
-    assert!(o.success && o.stderr.is_empty());
+    // At the cap the guard stops reading and kills the run (issue: `yes` burned CPU).
+    assert!(!o.success && o.stderr.is_empty(), "{o:?}");
+    assert!(
+        o.error.as_deref().is_some_and(|e| e.contains("cap")),
+        "{o:?}"
+    );
     let mut s = run_spec(
         &ws,
         "read-only",

@@ -256,6 +256,10 @@ pub struct Ran {
     pub stdout_bytes: usize,
     pub stderr_bytes: usize,
     pub error: Option<String>,
+    /// Time the run waited for a slot of its profile (`limits.concurrent`); absent when it
+    /// did not wait, so records of runs that never queued keep their shape.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub queued_ms: u64,
 }
 
 /// Head and tail of a run's output, with its full size and digest.
@@ -397,4 +401,9 @@ pub struct EgressRecord {
     pub bytes_down: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+}
+
+/// Serde's `skip_serializing_if` for counters that are absent when 0.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -198,6 +198,7 @@ fn samples(g: &[Value]) -> Vec<(&'static str, AuditEvent)> {
                 stdout_bytes: 1,
                 stderr_bytes: 0,
                 error: None,
+                queued_ms: 0,
             })),
         ),
         (

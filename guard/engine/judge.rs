@@ -130,6 +130,8 @@ pub struct Judge {
     /// Judged commands run on another host's filesystem (see [`JudgeConfig::elsewhere`]).
     elsewhere: bool,
     run_as: Option<sandbox::RunAs>,
+    /// Slots of each profile with `limits.concurrent`: runs beyond it wait here.
+    slots: Slots,
 }
 
 impl Judge {
@@ -202,6 +204,7 @@ impl Judge {
             deny,
             elsewhere: cfg.elsewhere.is_some(),
             run_as: cfg.run_as,
+            slots: Slots::default(),
             facts: cfg
                 .elsewhere
                 .unwrap_or_else(crate::host_facts::HostFacts::shared),
@@ -412,6 +415,17 @@ impl Judge {
             plan.neutralise_git();
         }
         let timeout = plan.timeout.map_or(budget, |t| t.min(budget));
+        // A run beyond its profile's cap waits for a slot, within its own time.
+        let waited = std::time::Instant::now();
+        let _slot = match self.slots.get(&name, spec.limits.concurrent) {
+            None => None,
+            Some(sem) => match tokio::time::timeout(timeout, sem.acquire_owned()).await {
+                Ok(Ok(permit)) => Some(permit),
+                _ => return Ok(queue_timeout(&name, timeout)),
+            },
+        };
+        let queued = waited.elapsed();
+        let timeout = timeout.saturating_sub(queued);
         let outcome = sandbox::run(RunSpec {
             program: Some(plan.program),
             inherit_env: false,
@@ -423,7 +437,50 @@ impl Judge {
             profile,
         })
         .await?;
-        Ok(outcome)
+        Ok(RunOutcome {
+            queued_ms: queued.as_millis() as u64,
+            ..outcome
+        })
+    }
+}
+
+/// One semaphore per profile name that has a concurrency cap.
+#[derive(Default)]
+struct Slots(std::sync::Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>);
+
+impl Slots {
+    /// The semaphore of `profile` with `cap` permits (made on first use); `None`: no cap.
+    fn get(&self, profile: &str, cap: u64) -> Option<Arc<tokio::sync::Semaphore>> {
+        if cap == 0 {
+            return None;
+        }
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let sem = map.entry(profile.to_owned()).or_insert_with(|| {
+            Arc::new(tokio::sync::Semaphore::new(
+                usize::try_from(cap)
+                    .unwrap_or(usize::MAX)
+                    .min(tokio::sync::Semaphore::MAX_PERMITS),
+            ))
+        });
+        Some(sem.clone())
+    }
+}
+
+/// The outcome of a run whose whole time went by in the queue: nothing ran.
+fn queue_timeout(profile: &str, waited: Duration) -> RunOutcome {
+    RunOutcome {
+        exit_code: None,
+        timed_out: true,
+        success: false,
+        stdout: String::new(),
+        stderr: String::new(),
+        error: Some(format!(
+            "waited {waited:?} for a free slot of profile {profile} (limits.concurrent): not run"
+        )),
+        enforcement: sandbox::EnforcementStatus::not_started(),
+        signal: None,
+        integrity: vec![],
+        queued_ms: waited.as_millis() as u64,
     }
 }
 

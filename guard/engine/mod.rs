@@ -364,6 +364,7 @@ impl Engine {
                     stdout_bytes: o.stdout.len(),
                     stderr_bytes: o.stderr.len(),
                     error: o.error.clone(),
+                    queued_ms: o.queued_ms,
                 })))
                 .await;
                 if !o.integrity.is_empty() {

@@ -27,7 +27,11 @@ impl std::fmt::Display for NetworkSpec {
     }
 }
 
-/// Resource limits (setrlimit) of a confined process. Core dumps are always off.
+/// Resource limits of one confined run. The rlimits hold per process; `pids`, `memory_mb`
+/// and `cpu_percent` hold for the whole run (a per-run cgroup when the guard's is writable;
+/// else `pids` falls back to RLIMIT_NPROC, which counts the run's whole uid, see
+/// `sandbox::resources`). 0 means "no such limit" for the per-run fields. Core dumps are
+/// always off.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
@@ -41,9 +45,21 @@ pub struct Limits {
     pub cpu_secs: u64,
     /// RLIMIT_NOFILE.
     pub nofile: u64,
+    /// Processes and threads of the run at once (cgroup pids.max, else RLIMIT_NPROC above
+    /// what the uid already runs).
+    pub pids: u64,
+    /// Memory of the whole run in MiB, its private tmpfs included (cgroup memory.max).
+    pub memory_mb: u64,
+    /// CPU bandwidth of the whole run, in percent of one CPU (cgroup cpu.max).
+    pub cpu_percent: u64,
+    /// Size of the private tmp in MiB (a per-run tmpfs, else a polled size check).
+    pub tmp_mb: u64,
+    /// Runs of this profile at once; more wait in a queue (0: no cap).
+    pub concurrent: u64,
 }
 
 impl Default for Limits {
+    /// A gated run's: a person approved it, so only what keeps the container alive.
     fn default() -> Self {
         Limits {
             nproc: 512,
@@ -51,9 +67,35 @@ impl Default for Limits {
             file_size_mb: 1024,
             cpu_secs: 600,
             nofile: 1024,
+            pids: 128,
+            memory_mb: 0,
+            cpu_percent: 0,
+            tmp_mb: 0,
+            concurrent: 0,
         }
     }
 }
+
+impl Limits {
+    /// An autonomous run's: nobody approved it, so it gets a small, bounded share.
+    pub fn autonomous() -> Self {
+        Limits {
+            nproc: 512,
+            address_space_mb: 4096,
+            file_size_mb: 64,
+            cpu_secs: 10,
+            nofile: 256,
+            pids: 32,
+            memory_mb: 512,
+            cpu_percent: 100,
+            tmp_mb: 64,
+            concurrent: 4,
+        }
+    }
+}
+
+/// Wall-clock limit of an autonomous run, in seconds (a gated run's is 600).
+pub const AUTONOMOUS_TIMEOUT_SECS: u64 = 30;
 
 /// Environment variables a confined process may inherit or be given (`*` is a suffix glob).
 pub fn default_env_allow() -> Vec<String> {
@@ -262,7 +304,11 @@ pub fn builtin_profiles() -> BTreeMap<String, ProfileSpec> {
         deny_read: DENY_READ.iter().map(|s| s.to_string()).collect(),
         ..base.clone()
     };
-    let autonomous = autonomous_read(&base);
+    let autonomous = ProfileSpec {
+        limits: Limits::autonomous(),
+        timeout_secs: AUTONOMOUS_TIMEOUT_SECS,
+        ..autonomous_read(&base)
+    };
     let autonomous_http = ProfileSpec {
         network: NetworkSpec::Ports(vec![80, 443]),
         ..autonomous.clone()

@@ -4,7 +4,7 @@
 //! writes to memory other than the child's own stack. A failure names its [`Stage`] so the
 //! parent can tell "sandbox setup failed" from "the command could not be executed".
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 /// One setrlimit call.
 #[derive(Debug, Clone, Copy)]
@@ -28,6 +28,18 @@ pub struct ChildPlan {
     pub parent_pid: libc::pid_t,
     /// The uid and gid the run takes (`run_as`), with no supplementary groups.
     pub run_as: Option<(libc::uid_t, libc::gid_t)>,
+    /// `cgroup.procs` of the run's cgroups, open for writing (kept open by `cgroup`).
+    pub cgroup_procs: Vec<RawFd>,
+    /// A size-capped tmpfs over the private tmp, in a mount namespace of the run's own.
+    pub tmpfs: Option<TmpMount>,
+}
+
+/// The tmpfs mounted over the private tmp: its path and mount options, as C strings.
+#[derive(Debug)]
+pub struct TmpMount {
+    pub target: std::ffi::CString,
+    /// `size=…,mode=0700,uid=…,gid=…`.
+    pub data: std::ffi::CString,
 }
 
 /// The steps of a child's life before exec, in order.
@@ -43,6 +55,10 @@ pub enum Stage {
     ParentGone,
     Rlimits,
     CloseFds,
+    /// Joining the run's cgroups.
+    Cgroup,
+    /// The private mount namespace and the tmp's tmpfs.
+    Tmpfs,
     Capabilities,
     /// Taking the run's uid and gid (`run_as`).
     Identity,
@@ -54,7 +70,7 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 14] = [
+    pub const ALL: [Stage; 16] = [
         Stage::Signals,
         Stage::Stdio,
         Stage::Chdir,
@@ -63,6 +79,8 @@ impl Stage {
         Stage::ParentGone,
         Stage::Rlimits,
         Stage::CloseFds,
+        Stage::Cgroup,
+        Stage::Tmpfs,
         Stage::Capabilities,
         Stage::Identity,
         Stage::NoNewPrivs,
@@ -81,6 +99,8 @@ impl Stage {
             Stage::ParentGone => "parent gone",
             Stage::Rlimits => "rlimits",
             Stage::CloseFds => "close fds",
+            Stage::Cgroup => "cgroup",
+            Stage::Tmpfs => "private tmpfs",
             Stage::Capabilities => "capabilities",
             Stage::Identity => "run identity",
             Stage::NoNewPrivs => "no_new_privs",
@@ -152,6 +172,8 @@ impl ChildPlan {
             self.die_with_parent()?;
             self.set_rlimits()?;
             self.close_inherited_fds()?;
+            self.join_cgroups()?;
+            self.mount_tmpfs()?;
             self.drop_capabilities()?;
             self.set_no_new_privs()?;
             self.restrict_landlock()?;
@@ -219,6 +241,60 @@ impl ChildPlan {
             unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) },
             Stage::CloseFds,
         )
+    }
+
+    /// Moves the child into its run's cgroups (`0` names the writer) while it still has
+    /// the guard's identity: everything it starts is born inside.
+    ///
+    /// # Safety
+    /// As [`ChildPlan::apply`].
+    #[inline(always)]
+    unsafe fn join_cgroups(&self) -> Result<(), Failure> {
+        for &fd in &self.cgroup_procs {
+            // SAFETY: write(2) of one byte from a static string to an fd the parent keeps open.
+            let rc = unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
+            check(rc as libc::c_long, Stage::Cgroup)?;
+        }
+        Ok(())
+    }
+
+    /// A mount namespace of the run's own (private, so nothing propagates back to the
+    /// guard's) with a size-capped tmpfs over the private tmp: the run cannot fill the
+    /// disk, and what it leaves there vanishes with its last process.
+    ///
+    /// # Safety
+    /// As [`ChildPlan::apply`].
+    #[inline(always)]
+    unsafe fn mount_tmpfs(&self) -> Result<(), Failure> {
+        let Some(t) = &self.tmpfs else {
+            return Ok(());
+        };
+        // SAFETY: unshare and mount on integers and NUL-terminated strings owned by `self`.
+        unsafe {
+            check(libc::unshare(libc::CLONE_NEWNS).into(), Stage::Tmpfs)?;
+            check(
+                libc::mount(
+                    std::ptr::null(),
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    std::ptr::null(),
+                )
+                .into(),
+                Stage::Tmpfs,
+            )?;
+            check(
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    t.target.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    t.data.as_ptr().cast(),
+                )
+                .into(),
+                Stage::Tmpfs,
+            )
+        }
     }
 
     /// Securebits first (needs CAP_SETPCAP), then ambient, bounding, the rest.

@@ -3,6 +3,7 @@
 //! All `unsafe` code of the project lives in this module tree.
 
 mod canon;
+pub mod cgroup;
 pub mod child;
 pub mod cli;
 pub mod env;
@@ -16,6 +17,7 @@ pub mod process;
 pub mod profile;
 mod profile_paths;
 pub mod reaper;
+pub mod resources;
 pub mod run;
 pub mod seccomp;
 pub mod spawn;

@@ -52,6 +52,9 @@ pub struct RunOutcome {
     /// the guard did about it (see `integrity`). Empty when nothing changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub integrity: Vec<IntegrityEvent>,
+    /// How long the run waited for a slot (its profile's `limits.concurrent`), in ms.
+    #[serde(default)]
+    pub queued_ms: u64,
 }
 
 /// Appended when output was cut, as OpenClaw's node host does.
@@ -59,8 +62,15 @@ pub const TRUNCATED_MARK: &str = "\n... (truncated)";
 /// How long to wait for the pipes to close after the process group was killed.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
-/// Reads both pipes to EOF, keeping the first `cap` bytes combined.
-async fn collect<A, B>(mut out: A, mut err: B, cap: usize) -> (Vec<u8>, Vec<u8>, bool)
+/// Reads both pipes to EOF, keeping the first `cap` bytes combined. At the cap it says so on
+/// `full` and stops reading: what comes after is never kept, and reading it would let one
+/// `yes` burn the guard's CPU until the timeout (the run is killed instead).
+async fn collect<A, B>(
+    mut out: A,
+    mut err: B,
+    cap: usize,
+    full: tokio::sync::oneshot::Sender<()>,
+) -> (Vec<u8>, Vec<u8>, bool)
 where
     A: tokio::io::AsyncRead + Unpin,
     B: tokio::io::AsyncRead + Unpin,
@@ -83,14 +93,67 @@ where
         }
         let room = cap.saturating_sub(o.len() + e.len());
         let take = n.min(room);
-        truncated |= take < n;
         if to_out {
             o.extend_from_slice(&bo[..take]);
         } else {
             e.extend_from_slice(&be[..take]);
         }
+        if take < n {
+            truncated = true;
+            break;
+        }
+    }
+    if truncated {
+        let _ = full.send(());
     }
     (o, e, truncated)
+}
+
+/// How a run ended, from the guard's side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Exited,
+    TimedOut,
+    OutputCap,
+    TmpFull,
+}
+
+/// How often the private tmp's size is measured when no tmpfs bounds it.
+const TMP_POLL: Duration = Duration::from_millis(100);
+
+/// Resolves once the tree under `dir` holds more than `max` bytes (allocated blocks).
+async fn tmp_over(dir: PathBuf, max: u64) {
+    loop {
+        tokio::time::sleep(TMP_POLL).await;
+        let d = dir.clone();
+        let used = tokio::task::spawn_blocking(move || tree_bytes(&d))
+            .await
+            .unwrap_or(0);
+        if used > max {
+            return;
+        }
+    }
+}
+
+/// Bytes allocated under `dir` (links not followed; unreadable parts count as nothing).
+fn tree_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if let Ok(m) = e.metadata() {
+                total += m.blocks() * 512;
+                if m.is_dir() {
+                    stack.push(e.path());
+                }
+            }
+        }
+    }
+    total
 }
 
 /// Runs `spec.argv` confined by `spec.profile`. `Err` means the sandbox could not be set up
@@ -151,23 +214,37 @@ async fn run_confined(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome,
                     enforcement: status,
                     signal: None,
                     integrity: Vec::new(),
+                    queued_ms: 0,
                 });
             }
         };
     let out = pipe::Receiver::from_owned_fd(out_r)?;
     let err = pipe::Receiver::from_owned_fd(err_r)?;
-    let collector = tokio::spawn(collect(out, err, spec.output_cap));
-    let timed_out = match tokio::time::timeout(spec.timeout, child.exited()).await {
-        Ok(r) => {
-            r?;
-            false
-        }
-        Err(_) => {
-            child.kill_group();
-            child.exited().await?;
-            true
+    let (full_tx, full_rx) = tokio::sync::oneshot::channel();
+    let collector = tokio::spawn(collect(out, err, spec.output_cap, full_tx));
+    let timeout = spec.timeout.min(spec.profile.timeout);
+    let tmp_limit = match (&spec.profile.tmp, prepared.tmp_poll()) {
+        (Some(t), true) => Some((t.path().to_path_buf(), spec.profile.limits.tmp_mb << 20)),
+        _ => None,
+    };
+    let tmp_watch = async move {
+        match tmp_limit {
+            Some((dir, max)) => tmp_over(dir, max).await,
+            None => std::future::pending().await,
         }
     };
+    let stop = tokio::select! {
+        r = child.exited() => { r?; Stop::Exited }
+        _ = tokio::time::sleep(timeout) => Stop::TimedOut,
+        Ok(()) = full_rx => Stop::OutputCap,
+        () = tmp_watch => Stop::TmpFull,
+    };
+    if stop != Stop::Exited {
+        prepared.kill_cgroup();
+        child.kill_group();
+        child.exited().await?;
+    }
+    let timed_out = stop == Stop::TimedOut;
     // Background processes the command left behind die with it (before the leader is
     // reaped, so the group id still names only them).
     let exit = child.finish()?;
@@ -191,10 +268,22 @@ async fn run_confined(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome,
         success: !timed_out && exit_code == Some(0),
         stdout,
         stderr,
-        error: timed_out.then(|| format!("timed out after {:?}", spec.timeout)),
+        error: match stop {
+            Stop::Exited => None,
+            Stop::TimedOut => Some(format!("timed out after {timeout:?}")),
+            Stop::OutputCap => Some(format!(
+                "output passed the cap of {} bytes: the run was stopped",
+                spec.output_cap
+            )),
+            Stop::TmpFull => Some(format!(
+                "the private tmp passed its {} MiB: the run was stopped",
+                spec.profile.limits.tmp_mb
+            )),
+        },
         enforcement: status,
         signal: exit.signal(),
         integrity: Vec::new(),
+        queued_ms: 0,
     })
 }
 

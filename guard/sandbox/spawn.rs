@@ -2,12 +2,13 @@
 //! and starts commands under it (`launch.rs`). Shared by `run`, the CLI, `doctor` and the
 //! benchmark, so they all measure and test the same code path.
 
+use super::cgroup::RunCgroup;
 use super::child::{ChildPlan, Rlimit};
 use super::launch::{launch, ChildStdio, ExecArgs, SpawnError};
 use super::process::ConfinedChild;
 use super::profile::ResolvedProfile;
 use super::status::{EnforcementStatus, Level};
-use super::{env, kernel, landlock_rules, seccomp, SandboxError};
+use super::{env, kernel, landlock_rules, resources, seccomp, SandboxError};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -18,16 +19,26 @@ pub struct Prepared {
     plan: Arc<ChildPlan>,
     pub status: EnforcementStatus,
     profile: ResolvedProfile,
+    /// The run's cgroup, kept (and its `cgroup.procs` fds open) as long as the plan.
+    cgroup: Option<Arc<RunCgroup>>,
+    /// The private tmp is bounded by polling its size, not by a tmpfs.
+    tmp_poll: bool,
 }
 
 const MIB: u64 = 1024 * 1024;
 
-fn rlimits(p: &ResolvedProfile) -> Vec<Rlimit> {
+/// The rlimits of a run; `nproc` replaces the profile's RLIMIT_NPROC when the process cap
+/// falls back to it (`resources`). With a tmp size, no one file may exceed it either.
+fn rlimits(p: &ResolvedProfile, nproc: Option<u64>) -> Vec<Rlimit> {
     let l = &p.limits;
+    let fsize = match l.tmp_mb {
+        0 => l.file_size_mb,
+        t => l.file_size_mb.min(t),
+    };
     vec![
         Rlimit {
             resource: libc::RLIMIT_NPROC,
-            value: l.nproc,
+            value: nproc.unwrap_or(l.nproc),
         },
         Rlimit {
             resource: libc::RLIMIT_AS,
@@ -35,7 +46,7 @@ fn rlimits(p: &ResolvedProfile) -> Vec<Rlimit> {
         },
         Rlimit {
             resource: libc::RLIMIT_FSIZE,
-            value: l.file_size_mb.saturating_mul(MIB),
+            value: fsize.saturating_mul(MIB),
         },
         Rlimit {
             resource: libc::RLIMIT_CPU,
@@ -73,6 +84,14 @@ pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
             abi,
         });
     };
+    let res = resources::plan(profile)?;
+    missing.extend(res.missing.iter().cloned());
+    if !res.missing.is_empty() && !profile.allow_degraded {
+        return Err(SandboxError::Unsupported {
+            missing: res.missing.join(", "),
+            abi,
+        });
+    }
     let drop_bounding = kernel::can_drop_bounding();
     // Without CAP_SETPCAP we cannot clear the bounding set; a process without privileges has
     // an empty effective set anyway, so "cleared" holds when we are not uid 0.
@@ -98,6 +117,7 @@ pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
         rlimits: true,
         network: profile.network.to_string(),
         missing,
+        resources: res.how.clone(),
     };
     if status.landlock == Level::None && !profile.allow_degraded {
         return Err(SandboxError::Unsupported {
@@ -109,17 +129,25 @@ pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
         landlock: base,
         landlock_limits: limits,
         bpf,
-        rlimits: rlimits(profile),
+        rlimits: rlimits(profile, res.nproc),
         // Nothing to drop when every thread's set is known to be empty (saves 41 reads).
         drop_bounding: drop_bounding && !kernel::bounding_set_empty_everywhere(),
         cap_last: kernel::cap_last_cap(),
         parent_pid: std::process::id() as libc::pid_t,
         run_as: profile.run_as.map(|r| (r.uid, r.gid)),
+        cgroup_procs: res
+            .cgroup
+            .as_ref()
+            .map(|c| c.procs_fds())
+            .unwrap_or_default(),
+        tmpfs: res.tmpfs,
     };
     Ok(Prepared {
         plan: Arc::new(plan),
         status,
         profile: profile.clone(),
+        cgroup: res.cgroup.map(Arc::new),
+        tmp_poll: res.tmp_poll,
     })
 }
 
@@ -156,6 +184,18 @@ impl Prepared {
 
     pub fn profile(&self) -> &ResolvedProfile {
         &self.profile
+    }
+
+    /// The private tmp's size is checked by polling (no per-run tmpfs could be mounted).
+    pub fn tmp_poll(&self) -> bool {
+        self.tmp_poll
+    }
+
+    /// Kills everything in the run's cgroup, where the kernel offers that (v2).
+    pub fn kill_cgroup(&self) {
+        if let Some(c) = &self.cgroup {
+            c.kill();
+        }
     }
 
     /// Starts `argv` confined, in `cwd`, with exactly the environment `env` (see

@@ -33,9 +33,31 @@ pub struct EnforcementStatus {
     pub network: String,
     /// Features the profile wanted that this kernel lacks (non-empty only in degraded mode).
     pub missing: Vec<String>,
+    /// How each per-run limit is enforced (`pids:cgroup`, `tmp:tmpfs`, `memory:rlimit-as`…).
+    #[serde(default)]
+    pub resources: Vec<String>,
 }
 
 impl EnforcementStatus {
+    /// The status of a run that never started: nothing enforced, because nothing ran.
+    pub fn not_started() -> Self {
+        EnforcementStatus {
+            landlock_abi: 0,
+            landlock: Level::None,
+            fs_rights: vec![],
+            net_rights: vec![],
+            scopes: vec![],
+            seccomp: false,
+            seccomp_parts: vec![],
+            caps_cleared: false,
+            no_new_privs: false,
+            rlimits: false,
+            network: String::new(),
+            missing: vec![],
+            resources: vec![],
+        }
+    }
+
     /// True when every layer is fully enforced.
     pub fn is_full(&self) -> bool {
         self.landlock == Level::Full

@@ -124,14 +124,11 @@ fn reset(t: &PrivateTmp) -> std::io::Result<()> {
             "no longer the directory made for the run",
         ));
     }
-    for entry in std::fs::read_dir(&t.path)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            std::fs::remove_dir_all(entry.path())?;
-        } else {
-            std::fs::remove_file(entry.path())?;
-        }
+    // The run may have closed its own tmp (`chmod 000 $TMPDIR`): its owner opens it again.
+    if m.mode() & 0o7777 != 0o700 {
+        std::fs::set_permissions(&t.path, std::fs::Permissions::from_mode(0o700))?;
     }
+    empty_dir(&t.path)?;
     // A run as another identity had the directory chowned to it (`with_run_as`).
     let chowned = m.uid() != t.uid || m.gid() != t.gid;
     if chowned {
@@ -139,6 +136,24 @@ fn reset(t: &PrivateTmp) -> std::io::Result<()> {
     }
     if chowned || m.mode() & 0o7777 != 0o700 {
         std::fs::set_permissions(&t.path, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// Removes everything in `dir`, whatever modes the run left: a directory it made
+/// unreadable or unwritable (`mkdir -m 300`, `chmod 000`) is given back 0700 first, which
+/// its owner may always do. Links are removed, never followed (`file_type` does not follow).
+fn empty_dir(dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?;
+            empty_dir(&path)?;
+            std::fs::remove_dir(&path)?;
+        } else {
+            std::fs::remove_file(&path)?;
+        }
     }
     Ok(())
 }
@@ -159,8 +174,20 @@ impl Drop for PrivateTmp {
                 }
             }
         }
-        // Best effort: a confined process may have left entries we cannot remove.
-        let _ = std::fs::remove_dir_all(&self.path);
+        // A full pool, or a tmp that could not be emptied: removed. Only when it is still the
+        // directory we made is it opened up and emptied (never through a link).
+        let ours = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| m.is_dir() && m.dev() == self.dev && m.ino() == self.ino);
+        if ours {
+            let _ = std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(0o700));
+            let _ = empty_dir(&self.path);
+        }
+        if let Err(e) = std::fs::remove_dir_all(&self.path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(dir = %self.path.display(), error = %e,
+                    "a run's private tmp could not be removed");
+            }
+        }
     }
 }
 

@@ -66,6 +66,9 @@ fn xargs_options(args: &[Word]) -> Option<(bool, usize)> {
                 if !args.get(i + 1).is_some_and(|n| digits(value(n))) {
                     return None;
                 }
+                if s == "-P" && !args.get(i + 1).is_some_and(|n| narrow(value(n))) {
+                    return None;
+                }
                 i += 1;
             }
             "--" => return Some((null, i + 1)),
@@ -84,11 +87,22 @@ fn xargs_options(args: &[Word]) -> Option<(bool, usize)> {
                 if !digits(n) {
                     return None;
                 }
+                let procs = s.starts_with("-P") || s.starts_with("--max-procs=");
+                if procs && !narrow(n) {
+                    return None;
+                }
             }
         }
         i += 1;
     }
     Some((null, i))
+}
+
+/// An `xargs -P` value the walk models: 1 to the most a command may fan out by itself
+/// (wider, or `0`, is left to the wrapper's parse, which gates it).
+fn narrow(n: &str) -> bool {
+    n.parse::<u32>()
+        .is_ok_and(|n| (1..=super::wrappers::XARGS_MAX_PROCS).contains(&n))
 }
 
 /// `find ARGS` and `xargs ARGS` as the equivalent `find … -exec CMD … {} +` argv, and

@@ -10,7 +10,7 @@ use super::{basename, Stdin, Word};
 
 mod peel;
 use peel::Step;
-pub(super) use peel::{xargs_parse, Xargs};
+pub(super) use peel::{xargs_parse, Xargs, XARGS_MAX_PROCS};
 
 /// Most wrappers peeled off one command (`nice nice nice …` cannot loop forever).
 const MAX_WRAPPERS: usize = 32;

@@ -349,6 +349,9 @@ fn peel_busybox(rest: &[Word], env: &mut Env) -> Peeled {
     }
 }
 
+/// Most commands `xargs -P` may run at once in a command that runs by itself.
+pub(in crate::policy::shell) const XARGS_MAX_PROCS: u32 = 4;
+
 /// `xargs [OPTIONS] [COMMAND [ARGS…]]`: COMMAND with what xargs reads as unknown words.
 fn peel_xargs(rest: &[Word], env: &mut Env) -> Peeled {
     let Xargs {
@@ -385,6 +388,17 @@ pub(in crate::policy::shell) fn xargs_parse(rest: &[Word]) -> Result<Xargs, Stri
         return Err("xargs option with an attached optional value".into());
     }
     let (idx, seen) = options(rest, wrapper_opts("xargs"))?;
+    // A fan-out wider than a few processes can take a container's whole pid budget before
+    // any per-run limit bites; `-P 0` is "as many as possible".
+    if let Some(p) = value_of(&seen, &["-P", "--max-procs"]) {
+        if p.parse::<u32>()
+            .map_or(true, |n| n == 0 || n > XARGS_MAX_PROCS)
+        {
+            return Err(format!(
+                "xargs -P {p} runs more than {XARGS_MAX_PROCS} commands at once"
+            ));
+        }
+    }
     let replace = value_of(&seen, &["-I", "--replace"])
         .map(str::to_string)
         .or_else(|| has(&seen, &["-i", "--replace"]).then(|| "{}".to_string()));

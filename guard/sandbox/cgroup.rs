@@ -1,0 +1,312 @@
+//! Per-run cgroups: what bounds a run as a whole (its processes, memory and CPU share)
+//! rather than per process as rlimits do, and what RLIMIT_NPROC cannot do for uid 0.
+//!
+//! The guard uses its own cgroup as the parent of one child cgroup per run, and only when it
+//! can write there: on cgroup v2 the controllers must be enabled in (or enableable for) its
+//! cgroup's `subtree_control`, which the kernel allows only for a cgroup without processes,
+//! so a guard alone in its cgroup (a container's, a systemd unit's with `Delegate=yes`)
+//! moves itself into a leaf `sanctum-guard` first; on cgroup v1 each controller's hierarchy
+//! is used where the guard sits in it. Elsewhere there is no per-run cgroup and the caller
+//! falls back to rlimits (`spawn.rs`) or refuses to run (fail closed).
+//!
+//! The child joins its run's cgroup itself, between clone and exec, by writing `0` ("me")
+//! to each `cgroup.procs` opened here (`child.rs`); everything it starts is born inside.
+
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// The limits one run's cgroup enforces (0: none).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Wanted {
+    pub pids: u64,
+    pub memory_mb: u64,
+    pub cpu_percent: u64,
+}
+
+/// Where each controller's per-run cgroups are made, when the guard may.
+#[derive(Debug, Default, Clone)]
+pub struct Bases {
+    v2: bool,
+    pids: Option<PathBuf>,
+    memory: Option<PathBuf>,
+    cpu: Option<PathBuf>,
+}
+
+impl Bases {
+    /// The controllers per-run cgroups can enforce, by name (for status and `doctor`).
+    pub fn available(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (name, b) in [
+            ("pids", &self.pids),
+            ("memory", &self.memory),
+            ("cpu", &self.cpu),
+        ] {
+            if b.is_some() {
+                v.push(name);
+            }
+        }
+        v
+    }
+
+    pub fn pids(&self) -> bool {
+        self.pids.is_some()
+    }
+
+    pub fn memory(&self) -> bool {
+        self.memory.is_some()
+    }
+
+    pub fn cpu(&self) -> bool {
+        self.cpu.is_some()
+    }
+}
+
+/// The guard's usable cgroup bases, found once per process.
+pub fn bases() -> &'static Bases {
+    static BASES: OnceLock<Bases> = OnceLock::new();
+    BASES.get_or_init(detect)
+}
+
+/// `/proc/self/cgroup` lines: (controllers, path); v2's line has no controllers.
+fn own_paths() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let _id = f.next()?;
+            Some((f.next()?.to_string(), f.next()?.to_string()))
+        })
+        .collect()
+}
+
+/// Mount points of cgroup hierarchies: (fstype, mount point, options).
+fn mounts() -> Vec<(String, PathBuf, String)> {
+    let text = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (mnt, fstype, opts) = (f.get(1)?, f.get(2)?, f.get(3)?);
+            (*fstype == "cgroup" || *fstype == "cgroup2").then(|| {
+                (
+                    fstype.to_string(),
+                    PathBuf::from(mnt.replace("\\040", " ")),
+                    opts.to_string(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// A directory the guard may create cgroups in (probed by making and removing one).
+fn writable(dir: &Path) -> bool {
+    let probe = dir.join(format!("sanctum-probe-{}", std::process::id()));
+    std::fs::create_dir(&probe).is_ok() && std::fs::remove_dir(&probe).is_ok()
+}
+
+fn detect() -> Bases {
+    let own = own_paths();
+    let mounts = mounts();
+    let mut b = Bases::default();
+    for ctrl in ["pids", "memory", "cpu"] {
+        let Some((_, path)) = own.iter().find(|(c, _)| c.split(',').any(|x| x == ctrl)) else {
+            continue;
+        };
+        let Some((_, mnt, _)) = mounts
+            .iter()
+            .find(|(t, _, o)| t == "cgroup" && o.split(',').any(|x| x == ctrl))
+        else {
+            continue;
+        };
+        let dir = mnt.join(path.trim_start_matches('/'));
+        if writable(&dir) {
+            match ctrl {
+                "pids" => b.pids = Some(dir),
+                "memory" => b.memory = Some(dir),
+                _ => b.cpu = Some(dir),
+            }
+        }
+    }
+    if b.pids.is_none() && b.memory.is_none() && b.cpu.is_none() {
+        if let Some(v2) = detect_v2(&own, &mounts) {
+            return v2;
+        }
+    }
+    b
+}
+
+/// cgroup v2: the guard's cgroup with the controllers enabled for its children, moving the
+/// guard into a leaf when it is alone there (the kernel's "no internal processes" rule).
+fn detect_v2(own: &[(String, String)], mounts: &[(String, PathBuf, String)]) -> Option<Bases> {
+    let (_, path) = own.iter().find(|(c, _)| c.is_empty())?;
+    let (_, mnt, _) = mounts.iter().find(|(t, _, _)| t == "cgroup2")?;
+    let dir = mnt.join(path.trim_start_matches('/'));
+    let offered = std::fs::read_to_string(dir.join("cgroup.controllers")).ok()?;
+    let want: Vec<&str> = ["pids", "memory", "cpu"]
+        .into_iter()
+        .filter(|c| offered.split_whitespace().any(|o| o == *c))
+        .collect();
+    if want.is_empty() || !writable(&dir) {
+        return None;
+    }
+    let enable = want
+        .iter()
+        .map(|c| format!("+{c}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if write(&dir.join("cgroup.subtree_control"), &enable).is_err() {
+        // Processes in our cgroup: only if they are all ours may we move into a leaf.
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).ok()?;
+        let me = std::process::id().to_string();
+        if procs.split_whitespace().any(|p| p != me) {
+            return None;
+        }
+        let leaf = dir.join("sanctum-guard");
+        let _ = std::fs::create_dir(&leaf);
+        write(&leaf.join("cgroup.procs"), &me).ok()?;
+        write(&dir.join("cgroup.subtree_control"), &enable).ok()?;
+    }
+    let enabled = std::fs::read_to_string(dir.join("cgroup.subtree_control")).ok()?;
+    let on = |c: &str| {
+        enabled
+            .split_whitespace()
+            .any(|e| e == c)
+            .then(|| dir.clone())
+    };
+    Some(Bases {
+        v2: true,
+        pids: on("pids"),
+        memory: on("memory"),
+        cpu: on("cpu"),
+    })
+}
+
+fn write(path: &Path, value: &str) -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .write_all(value.as_bytes())
+}
+
+/// One run's cgroups (one per v1 hierarchy, one on v2), removed when dropped.
+#[derive(Debug)]
+pub struct RunCgroup {
+    dirs: Vec<PathBuf>,
+    /// `cgroup.procs` of each, open for writing: the child writes `0` to join.
+    procs: Vec<OwnedFd>,
+    v2: bool,
+}
+
+impl RunCgroup {
+    /// Makes the run's cgroups with `want`'s limits on the controllers the guard may use.
+    /// `None` when there is nothing to make (no limit wanted where a cgroup is available).
+    pub fn create(want: Wanted) -> std::io::Result<Option<RunCgroup>> {
+        let b = bases();
+        let name = format!("sanctum-run-{}", uuid::Uuid::new_v4());
+        let mut plan: Vec<(PathBuf, Vec<(&str, String)>)> = Vec::new();
+        let mut add = |base: &Option<PathBuf>, file: &'static str, value: String| {
+            let Some(base) = base else { return };
+            let dir = base.join(&name);
+            match plan.iter_mut().find(|(d, _)| *d == dir) {
+                Some((_, files)) => files.push((file, value)),
+                None => plan.push((dir, vec![(file, value)])),
+            }
+        };
+        if want.pids > 0 {
+            add(&b.pids, "pids.max", want.pids.to_string());
+        }
+        if want.memory_mb > 0 {
+            let bytes = want.memory_mb.saturating_mul(1 << 20).to_string();
+            if b.v2 {
+                add(&b.memory, "memory.max", bytes);
+                add(&b.memory, "memory.swap.max", "0".into());
+            } else {
+                add(&b.memory, "memory.limit_in_bytes", bytes);
+            }
+        }
+        if want.cpu_percent > 0 {
+            let quota = want.cpu_percent.saturating_mul(1000).to_string();
+            if b.v2 {
+                add(&b.cpu, "cpu.max", format!("{quota} 100000"));
+            } else {
+                add(&b.cpu, "cpu.cfs_period_us", "100000".into());
+                add(&b.cpu, "cpu.cfs_quota_us", quota);
+            }
+        }
+        if plan.is_empty() {
+            return Ok(None);
+        }
+        let mut cg = RunCgroup {
+            dirs: Vec::new(),
+            procs: Vec::new(),
+            v2: b.v2,
+        };
+        for (dir, files) in plan {
+            std::fs::create_dir(&dir)?;
+            cg.dirs.push(dir.clone());
+            for (file, value) in files {
+                // A missing optional knob (no swap accounting) is not a missing limit.
+                match write(&dir.join(file), &value) {
+                    Err(e)
+                        if file == "memory.swap.max"
+                            && e.kind() == std::io::ErrorKind::NotFound => {}
+                    r => r.map_err(|e| std::io::Error::new(e.kind(), format!("{file}: {e}")))?,
+                }
+            }
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.join("cgroup.procs"))?;
+            cg.procs.push(f.into());
+        }
+        Ok(Some(cg))
+    }
+
+    /// The fds the child writes `0` to.
+    pub fn procs_fds(&self) -> Vec<RawFd> {
+        self.procs.iter().map(AsRawFd::as_raw_fd).collect()
+    }
+
+    /// Kills every process in the run's cgroup (v2's `cgroup.kill`; on v1 the process group
+    /// kill and the reaper do it, see `reaper.rs`).
+    pub fn kill(&self) {
+        if self.v2 {
+            if let Some(d) = self.dirs.first() {
+                let _ = write(&d.join("cgroup.kill"), "1");
+            }
+        }
+    }
+}
+
+/// How long a cgroup whose last processes are still dying is retried before it is left.
+const REMOVE_CAP: Duration = Duration::from_secs(30);
+
+impl Drop for RunCgroup {
+    fn drop(&mut self) {
+        self.kill();
+        let mut dirs = std::mem::take(&mut self.dirs);
+        dirs.retain(|d| std::fs::remove_dir(d).is_err());
+        if dirs.is_empty() {
+            return;
+        }
+        // Members still exiting: retry off the caller's thread.
+        let spawned = std::thread::Builder::new()
+            .name("sanctum-cgroup".into())
+            .spawn(move || {
+                let start = std::time::Instant::now();
+                let mut pause = Duration::from_millis(2);
+                while !dirs.is_empty() && start.elapsed() < REMOVE_CAP {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                    dirs.retain(|d| std::fs::remove_dir(d).is_err());
+                }
+                for d in dirs {
+                    tracing::warn!(dir = %d.display(), "a run's cgroup could not be removed");
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "could not start the cgroup removal thread");
+        }
+    }
+}
