@@ -7,6 +7,7 @@
 //! kind strings are those the guard wrote before events were typed. Several variants share a
 //! kind (`decision`, `exec`, `rejection`): readers tell them apart by their fields, as before.
 
+pub use super::tally::Counted;
 use crate::engine::ask::Outcome;
 use crate::policy::request::{Decision, Request};
 use crate::policy::verdict::Verdict;
@@ -56,10 +57,14 @@ pub enum AuditEvent {
     Rotation(Rotation),
     /// `front-refusal`: the front door refused a client's frame or connection.
     FrontRefusal(FrontRefusal),
+    /// `front-refusal`: the rest of a window's refused upgrades of one peer and reason.
+    FrontRefusals(Counted),
     /// A person's Agent-page action (new task, stop), or its refusal.
     AgentAction(AgentAction),
     /// `egress`: the egress proxy's decision on a connection, or a tunnel it closed.
     Egress(Box<EgressRecord>),
+    /// `egress`: the rest of a window's denied connections of one client and reason.
+    EgressRefusals(EgressCounted),
 }
 
 impl AuditEvent {
@@ -82,9 +87,9 @@ impl AuditEvent {
             AuditEvent::TornTail(_) => "torn-tail",
             AuditEvent::BadTail(_) => "bad-tail",
             AuditEvent::Rotation(_) => "rotation",
-            AuditEvent::FrontRefusal(_) => "front-refusal",
+            AuditEvent::FrontRefusal(_) | AuditEvent::FrontRefusals(_) => "front-refusal",
             AuditEvent::AgentAction(_) => "agent-action",
-            AuditEvent::Egress(_) => "egress",
+            AuditEvent::Egress(_) | AuditEvent::EgressRefusals(_) => "egress",
         }
     }
 
@@ -397,4 +402,13 @@ pub struct EgressRecord {
     pub bytes_down: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+}
+
+/// Counted egress denials: `{"phase":"denied",...Counted}` (the phase tells them from a
+/// single decision's record).
+#[derive(Debug, Serialize)]
+pub struct EgressCounted {
+    pub phase: &'static str,
+    #[serde(flatten)]
+    pub counted: Counted,
 }
