@@ -8,11 +8,10 @@
 //! kind (`decision`, `exec`, `rejection`): readers tell them apart by their fields, as before.
 
 pub use super::tally::Counted;
-use crate::engine::ask::Outcome;
 use crate::policy::request::{Decision, Request};
 use crate::policy::verdict::Verdict;
 use crate::sandbox::IntegrityEvent;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// One audit record's kind and fields.
@@ -283,6 +282,24 @@ pub struct NotRun {
     pub reason: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<&'static str>,
+}
+
+/// How a node's run ended, as the node reports it: the `exec-outcome` record's `outcome`
+/// (here, not in the engine, so the audit log depends on no box above it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub request_id: String,
+    pub node_id: Option<String>,
+    pub run_id: Option<String>,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    /// Lowercase hex SHA-256 of stdout then stderr as returned to the gateway.
+    pub output_sha256: String,
+    pub timed_out: bool,
+    pub success: bool,
+    /// Why nothing ran or the run failed, if so.
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
