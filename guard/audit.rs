@@ -45,6 +45,7 @@ pub mod event;
 mod key;
 mod redact;
 mod syncer;
+pub mod tally;
 mod verify;
 mod writer;
 

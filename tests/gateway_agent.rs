@@ -358,6 +358,12 @@ fn without_a_gateway_the_agent_api_is_unavailable() {
     let r = web.call("GET", "/api/agent/sessions", Some(&login), None);
     assert_eq!(r.status, 503, "{r:?}");
     assert_eq!(r.json()["error"], "no-gateway", "{r:?}");
+    // It says what to add (the quick start's serve has no gateway connection).
+    let msg = r.json()["message"].as_str().unwrap_or("").to_owned();
+    assert!(
+        msg.contains("--gateway-url") && msg.contains("--gateway-token-file"),
+        "{msg}"
+    );
     let r = web.call("GET", "/agent", None, None);
     assert_eq!(r.status, 200, "the page is served");
     assert!(r.body.contains("/assets/agent.js"), "{r:?}");

@@ -1,6 +1,7 @@
 //! The arrows between the guard's modules point one way (ARCHITECTURE.md): a door never
 //! imports another door or the wiring, so a new door plugs in next to the others; the engine,
-//! the sinks, OpenClaw's formats and the host facts import no door and no wiring; the policy
+//! the sinks, OpenClaw's formats and the host facts import no door, no wiring and not the
+//! engine (the audit log records a run's outcome without knowing who reports it); the policy
 //! core imports nothing outside itself. Scans every `crate::` and `super::` path in shipped code
 //! (test modules from `#[cfg(test)]` to the end of a file, and `*tests.rs` files, are skipped).
 //! `SANCTUM_ARROWS_ROOT=/path/to/guard` scans another tree (an older checkout fails).
@@ -16,6 +17,8 @@ const DOORS: &[&str] = &["socket", "node", "web", "gateway", "egress"];
 const WIRING: &[&str] = &["app", "cli", "main"];
 /// The pure decision core.
 const CORE: &str = "policy";
+/// Below the engine: the sinks, OpenClaw's formats and the host facts (the engine uses them).
+const BELOW_ENGINE: &[&str] = &["audit", "inbox", "sandbox", "openclaw", "host_facts"];
 
 /// What module `from` may not import, or `None` when it may import anything.
 fn forbidden(from: &str, to: &str) -> Option<&'static str> {
@@ -27,6 +30,9 @@ fn forbidden(from: &str, to: &str) -> Option<&'static str> {
     }
     if from == CORE {
         return Some("the policy core imports nothing outside itself");
+    }
+    if to == "engine" && BELOW_ENGINE.contains(&from) {
+        return Some("the sinks, formats and host facts never import the engine");
     }
     if DOORS.contains(&to) {
         return Some(if DOORS.contains(&from) {
@@ -248,4 +254,8 @@ fn the_scanner_and_rules_catch_each_spelling() {
     assert!(forbidden("web", "inbox").is_none());
     assert!(forbidden("app", "web").is_none());
     assert!(forbidden("audit", "policy").is_none());
+    assert!(forbidden("audit", "engine").is_some());
+    assert!(forbidden("inbox", "engine").is_some());
+    assert!(forbidden("sandbox", "engine").is_some());
+    assert!(forbidden("engine", "audit").is_none());
 }

@@ -36,8 +36,13 @@ pub enum NodeError {
     Store(#[from] StoreError),
     #[error("policy: {0}")]
     Judge(#[from] JudgeError),
-    #[error("the approvals document at {0} names no socket token: pass --decider-token-file")]
-    NoDeciderToken(PathBuf),
+    #[error(
+        "no decider after {}s: the approvals document at {} names no socket token, or the \
+         socket {} is missing. Start `sanctum-guard serve` first (it writes both), or pass \
+         --decider-token-file",
+        DECIDER_WAIT.as_secs(), .0.display(), .1.display()
+    )]
+    NoDecider(PathBuf, PathBuf),
     #[error("signals: {0}")]
     Signal(std::io::Error),
 }
@@ -59,19 +64,50 @@ fn read_token(path: &Path) -> Result<String, NodeError> {
     Ok(super::secret_file::read_secret(path)?)
 }
 
+/// Longest the node waits at start for `serve` to write its socket token and bind its
+/// socket: `serve &` then `node &` start together, and the token lands a moment later.
+pub const DECIDER_WAIT: Duration = Duration::from_secs(30);
+
+/// The socket token in OpenClaw's approvals document, once both it and the socket `path`
+/// are there (waiting up to [`DECIDER_WAIT`], saying so once).
+async fn wait_for_decider(store: &Store, path: &Path) -> Result<String, NodeError> {
+    let until = tokio::time::Instant::now() + DECIDER_WAIT;
+    let mut said = false;
+    loop {
+        let token = store
+            .read()?
+            .and_then(|d| d.socket_token().map(str::to_owned))
+            .filter(|t| !t.is_empty());
+        match token {
+            Some(t) if path.exists() => return Ok(t),
+            _ if tokio::time::Instant::now() >= until => {
+                return Err(NodeError::NoDecider(store.path(), path.to_owned()))
+            }
+            _ => {}
+        }
+        if !said {
+            eprintln!(
+                "sanctum-guard node: waiting up to {}s for the decider (socket {}, its token in \
+                 {}): is `sanctum-guard serve` running?",
+                DECIDER_WAIT.as_secs(),
+                path.display(),
+                store.path().display()
+            );
+            said = true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// The decider: `--decider SOCKET` (token from the file, else from OpenClaw's approvals
 /// document, as the real clients find it), or the engine in this process.
-fn build_decider(o: &NodeOptions, cfg: &Config) -> Result<Decider, NodeError> {
+async fn build_decider(o: &NodeOptions, cfg: &Config) -> Result<Decider, NodeError> {
     let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?;
     match &o.decider {
         Some(path) => {
             let token = match &o.decider_token_file {
                 Some(f) => read_token(f)?,
-                None => store
-                    .read()?
-                    .and_then(|d| d.socket_token().map(str::to_owned))
-                    .filter(|t| !t.is_empty())
-                    .ok_or_else(|| NodeError::NoDeciderToken(store.path()))?,
+                None => wait_for_decider(&store, path).await?,
             };
             let judge = Judge::load(cfg.judge_config()?, store)?;
             Ok(Decider::Remote(Box::new(Remote {
@@ -114,7 +150,7 @@ pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
     let token = read_token(&o.token_file)?;
     let node_dir = cfg.state_dir.join("node");
     let id = Arc::new(DeviceIdentity::load_or_create(&node_dir)?);
-    let decider = Arc::new(build_decider(&o, &cfg)?);
+    let decider = Arc::new(build_decider(&o, &cfg).await?);
     eprintln!("sanctum-guard node: node id   {}", id.device_id());
     eprintln!("sanctum-guard node: identity  {}", node_dir.display());
     eprintln!("sanctum-guard node: gateway   {}", o.gateway_url);

@@ -7,11 +7,11 @@
 //! kind strings are those the guard wrote before events were typed. Several variants share a
 //! kind (`decision`, `exec`, `rejection`): readers tell them apart by their fields, as before.
 
-use crate::engine::ask::Outcome;
+pub use super::tally::Counted;
 use crate::policy::request::{Decision, Request};
 use crate::policy::verdict::Verdict;
 use crate::sandbox::IntegrityEvent;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 /// One audit record's kind and fields.
@@ -56,10 +56,14 @@ pub enum AuditEvent {
     Rotation(Rotation),
     /// `front-refusal`: the front door refused a client's frame or connection.
     FrontRefusal(FrontRefusal),
+    /// `front-refusal`: the rest of a window's refused upgrades of one peer and reason.
+    FrontRefusals(Counted),
     /// A person's Agent-page action (new task, stop), or its refusal.
     AgentAction(AgentAction),
     /// `egress`: the egress proxy's decision on a connection, or a tunnel it closed.
     Egress(Box<EgressRecord>),
+    /// `egress`: the rest of a window's denied connections of one client and reason.
+    EgressRefusals(EgressCounted),
 }
 
 impl AuditEvent {
@@ -82,9 +86,9 @@ impl AuditEvent {
             AuditEvent::TornTail(_) => "torn-tail",
             AuditEvent::BadTail(_) => "bad-tail",
             AuditEvent::Rotation(_) => "rotation",
-            AuditEvent::FrontRefusal(_) => "front-refusal",
+            AuditEvent::FrontRefusal(_) | AuditEvent::FrontRefusals(_) => "front-refusal",
             AuditEvent::AgentAction(_) => "agent-action",
-            AuditEvent::Egress(_) => "egress",
+            AuditEvent::Egress(_) | AuditEvent::EgressRefusals(_) => "egress",
         }
     }
 
@@ -284,6 +288,24 @@ pub struct NotRun {
     pub message: Option<&'static str>,
 }
 
+/// How a node's run ended, as the node reports it: the `exec-outcome` record's `outcome`
+/// (here, not in the engine, so the audit log depends on no box above it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    pub request_id: String,
+    pub node_id: Option<String>,
+    pub run_id: Option<String>,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    /// Lowercase hex SHA-256 of stdout then stderr as returned to the gateway.
+    pub output_sha256: String,
+    pub timed_out: bool,
+    pub success: bool,
+    /// Why nothing ran or the run failed, if so.
+    pub error: Option<String>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct RunOutcome {
     pub source: Origin,
@@ -406,4 +428,13 @@ pub struct EgressRecord {
 /// Serde's `skip_serializing_if` for counters that are absent when 0.
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// Counted egress denials: `{"phase":"denied",...Counted}` (the phase tells them from a
+/// single decision's record).
+#[derive(Debug, Serialize)]
+pub struct EgressCounted {
+    pub phase: &'static str,
+    #[serde(flatten)]
+    pub counted: Counted,
 }

@@ -104,6 +104,13 @@ enum Command {
         #[arg(long)]
         state_dir: Option<PathBuf>,
     },
+    /// Print the device id of `sanctum-guard node` on this state dir, creating its key (0600)
+    /// when missing: what `tools.exec.node` binds (a name matches whichever node claims it).
+    NodeId {
+        /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
+    },
     /// Record the agent container's PATH directories for a guard that runs elsewhere (its
     /// `agent_filesystem`): every name in each DIR and the way to each link's target.
     /// Exit 0, or 2 on error.
@@ -269,26 +276,27 @@ enum FrontCmd {
     Revoke { name: String },
 }
 
-fn approver_id(state_dir: Option<PathBuf>) -> ExitCode {
+/// Prints the device id kept in `<state-dir>/<sub>/` (creating its key): `gateway` is the
+/// key `serve` uses for its approver connection, `node` the one `sanctum-guard node` uses.
+fn device_id(command: &str, state_dir: Option<PathBuf>, sub: &str) -> ExitCode {
     let dir = match state_dir_of(state_dir) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("approver-id: {e}");
+            eprintln!("{command}: {e}");
             return ExitCode::from(2);
         }
     };
     if let Err(e) = sanctum_guard::app::config::ensure_state_dir(&dir) {
-        eprintln!("approver-id: {e}");
+        eprintln!("{command}: {e}");
         return ExitCode::from(2);
     }
-    // The same key `serve` uses for its approver connection (`<state-dir>/gateway/`).
-    match sanctum_guard::openclaw::identity::DeviceIdentity::load_or_create(&dir.join("gateway")) {
+    match sanctum_guard::openclaw::identity::DeviceIdentity::load_or_create(&dir.join(sub)) {
         Ok(id) => {
             println!("{}", id.device_id());
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("approver-id: {e}");
+            eprintln!("{command}: {e}");
             ExitCode::from(2)
         }
     }
@@ -1051,7 +1059,8 @@ pub fn main() -> ExitCode {
         Command::Audit { cmd } => audit_cmd(cmd),
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
         Command::Front { cmd, state_dir } => front_cmd(cmd, state_dir),
-        Command::ApproverId { state_dir } => approver_id(state_dir),
+        Command::ApproverId { state_dir } => device_id("approver-id", state_dir, "gateway"),
+        Command::NodeId { state_dir } => device_id("node-id", state_dir, "node"),
         Command::FsSnapshot { out, dirs } => fs_snapshot(&out, &dirs),
         Command::Egress {
             listen,

@@ -2,12 +2,15 @@
 //! (a tunnel, for HTTPS) or an absolute-form `METHOD http://host[:port]/path` (plain HTTP,
 //! forwarded in origin form with `Connection: close`). The destination must match the
 //! allow-list and resolve to an address its rule may reach; anything else is answered 4xx/5xx
-//! and nothing is connected. Each decision and each closed tunnel is an audit record.
+//! and nothing is connected. Each allowed connection and each closed tunnel is an audit
+//! record; denials are counted per client address and reason (`audit::tally`): the first of a
+//! window in full, the rest as one count, so no client can grow the log faster than that.
 
 use super::rules::{matching, may_reach, split_host_port, Rule};
-use crate::audit::event::EgressRecord;
+use crate::audit::event::{EgressCounted, EgressRecord};
+use crate::audit::tally::{Tally, WINDOW};
 use crate::audit::{AuditEvent, AuditLog};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -204,9 +207,45 @@ async fn splice(mut a: TcpStream, mut b: TcpStream, idle: Duration) -> (u64, u64
     (up, down)
 }
 
+/// The proxy's audit log and its count of denials.
+struct Records {
+    audit: AuditLog,
+    denials: Tally<(IpAddr, &'static str)>,
+}
+
+impl Records {
+    /// Audits a denial (`why`: its kind, the count's key): in full when it is the first of
+    /// its client and kind in the window, else only counted.
+    async fn deny(&self, rec: EgressRecord, why: &'static str) {
+        let message = format!("{} {}: {}", rec.method, rec.target, rec.reason);
+        let ip = rec
+            .client
+            .parse::<SocketAddr>()
+            .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+        if self.denials.note((ip, why), &message) {
+            let _ = self.audit.record(AuditEvent::Egress(Box::new(rec))).await;
+        }
+    }
+
+    /// Writes the counts of the windows that ended (all of them with `all`).
+    async fn flush(&self, all: bool) {
+        let due = self
+            .denials
+            .take_due(all, |(ip, why)| (ip.to_string(), (*why).to_owned()));
+        for counted in due {
+            let e = AuditEvent::EgressRefusals(EgressCounted {
+                phase: "denied",
+                counted,
+            });
+            let _ = self.audit.record(e).await;
+        }
+    }
+}
+
 /// Serves one client connection, auditing what it decided: a refusal's record is written
-/// before the client hears it, an allow's before a byte reaches the destination.
-async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, audit: AuditLog) {
+/// (or counted) before the client hears it, an allow's before a byte reaches the destination.
+async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, records: Arc<Records>) {
+    let audit = &records.audit;
     let mut rec = EgressRecord {
         phase: "decided",
         client: peer.to_string(),
@@ -229,7 +268,7 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, audit
         Ok(x) => x,
         Err((status, why)) => {
             rec.reason = why.into();
-            let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
+            records.deny(rec, "bad-request").await;
             answer(&mut s, status, why).await;
             return;
         }
@@ -239,7 +278,7 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, audit
     let Some(rule) = matching(&opts.rules, &ask.host, ask.port) else {
         rec.reason = "destination not on the egress allow-list".into();
         let why = rec.reason.clone();
-        let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
+        records.deny(rec, "not-allowed").await;
         answer(&mut s, 403, &why).await;
         return;
     };
@@ -247,7 +286,7 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, audit
         Ok(u) => u,
         Err(why) => {
             rec.reason = why.clone();
-            let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
+            records.deny(rec, "upstream-failed").await;
             answer(&mut s, 502, &why).await;
             return;
         }
@@ -292,10 +331,17 @@ pub async fn run(
 ) {
     let slots = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     let opts = Arc::new(opts);
+    let records = Arc::new(Records {
+        audit,
+        denials: Tally::default(),
+    });
+    let mut tick = tokio::time::interval(WINDOW);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let permit = tokio::select! {
-            p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return },
-            _ = shutdown.changed() => return,
+            p = slots.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => return records.flush(true).await },
+            _ = tick.tick() => { records.flush(false).await; continue }
+            _ = shutdown.changed() => return records.flush(true).await,
         };
         let (s, peer) = tokio::select! {
             a = listener.accept() => match a {
@@ -306,11 +352,12 @@ pub async fn run(
                     continue;
                 }
             },
-            _ = shutdown.changed() => return,
+            _ = tick.tick() => { records.flush(false).await; continue }
+            _ = shutdown.changed() => return records.flush(true).await,
         };
-        let (opts, audit) = (opts.clone(), audit.clone());
+        let (opts, records) = (opts.clone(), records.clone());
         tokio::spawn(async move {
-            serve_one(s, peer, opts, audit).await;
+            serve_one(s, peer, opts, records).await;
             drop(permit);
         });
     }

@@ -73,22 +73,8 @@ impl Answer {
     }
 }
 
-/// How a run ended, for the deciding guard's audit log and history.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Outcome {
-    pub request_id: String,
-    pub node_id: Option<String>,
-    pub run_id: Option<String>,
-    pub exit_code: Option<i32>,
-    pub duration_ms: u64,
-    /// Lowercase hex SHA-256 of stdout then stderr as returned to the gateway.
-    pub output_sha256: String,
-    pub timed_out: bool,
-    pub success: bool,
-    /// Why nothing ran or the run failed, if so.
-    pub error: Option<String>,
-}
+/// How a run ended: the audit log's type (it records it), named here too for the doors.
+pub use crate::audit::event::Outcome;
 
 /// The engine's request: the argv is what runs, so the argv is analysed (the shell text is
 /// display only); the deadline is the node's wait, capped at [`MAX_WAIT_MS`].

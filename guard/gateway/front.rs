@@ -12,23 +12,28 @@
 //! upgrade is the door's own (`handshake`), so a first frame pipelined behind it is kept.
 //! Bad input closes that client only: oversized frames 1009, binary 1003, a protocol error
 //! 1002, text that is not UTF-8 1007, a flood or a frame left unfinished 1008, an unreachable
-//! upstream 1011; invalid JSON gets an error; past the connection cap the upgrade is refused
-//! (503), and an upgrade request not finished in time is dropped.
+//! upstream 1011; invalid JSON gets an error. A connection slot is taken only once the
+//! credential is checked (past the cap: 503); an upgrade request not finished in time, or
+//! shed for a newer one over its peer's budget (`pending`), is dropped. Refused upgrades are
+//! counted per peer and reason (`audit::tally`): anyone can cause them, and a record each
+//! would let a flood fill the disk the audit log needs.
 
 use super::bucket::Bucket;
 use super::client_leg::{close_frame, server_frame, ClientError, ClientFrames, FromClient};
 use super::handshake::{self, Refusal};
 use super::links;
+use super::pending::Pending;
 use super::relay::{Incoming, OP_CLOSE, OP_PONG, OP_TEXT};
 use super::upstream::{self, Upward};
 use crate::audit::event::{AuditEvent, FrontRefusal};
+use crate::audit::tally::Tally;
 use crate::audit::AuditLog;
 use crate::policy::gateway_filter::{
     judge_frame, ClientFrame, FrameError, FrameVerdict, GatewayTables,
 };
 use serde_json::{json, Value};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -66,6 +71,10 @@ pub struct Front {
     /// A function, so that this door does not import the web door; the wiring supplies it.
     sessions: Option<SessionLookup>,
     conns: AtomicUsize,
+    /// Upgrades whose request has not arrived whole.
+    pending: Pending,
+    /// Refused upgrades, counted per peer address and reason.
+    refusals: Tally<(IpAddr, &'static str)>,
 }
 
 impl Front {
@@ -82,6 +91,8 @@ impl Front {
             audit,
             sessions: None,
             conns: AtomicUsize::new(0),
+            pending: Pending::default(),
+            refusals: Tally::default(),
         }
     }
 
@@ -125,6 +136,37 @@ impl Front {
         }
     }
 
+    /// Audits a refused upgrade: in full when it is the first of its peer and reason in the
+    /// window, else only counted.
+    async fn refuse_upgrade(&self, who: &str, peer: SocketAddr, reason: &'static str, msg: &str) {
+        if self.refusals.note((peer.ip(), reason), msg) {
+            self.refuse(who, peer, None, reason, msg).await;
+        }
+    }
+
+    /// Writes the counts of the refusal windows that ended (all of them with `all`).
+    async fn flush_refusals(&self, all: bool) {
+        let due = self
+            .refusals
+            .take_due(all, |(ip, r)| (ip.to_string(), (*r).to_owned()));
+        for c in due {
+            if let Err(e) = self.audit.record(AuditEvent::FrontRefusals(c)).await {
+                tracing::error!(error = %e, "front-door refusal count not audited");
+            }
+        }
+    }
+
+    /// A connection slot, if the door is not full.
+    fn take_slot(&self) -> Option<Slot<'_>> {
+        let max = self.settings.max_connections;
+        self.conns
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(&self.conns))
+    }
+
     /// Waits (up to `deadline`) for every client to end: after `shutdown`, each is sent its
     /// close (1001) by its own task, and a runtime dropped before that would cancel the task
     /// with the close unsent.
@@ -141,8 +183,11 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 /// Accepts clients until `shutdown`.
 pub async fn serve(front: Arc<Front>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(crate::audit::tally::WINDOW);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
+            _ = tick.tick() => front.flush_refusals(false).await,
             a = listener.accept() => match a {
                 Ok((stream, peer)) => {
                     let f = front.clone();
@@ -154,7 +199,10 @@ pub async fn serve(front: Arc<Front>, listener: TcpListener, mut shutdown: watch
                     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
             },
-            _ = shutdown.changed() => return front.drained(DRAIN).await,
+            _ = shutdown.changed() => {
+                front.drained(DRAIN).await;
+                return front.flush_refusals(true).await;
+            }
         }
     }
 }
@@ -168,19 +216,17 @@ impl Drop for Slot<'_> {
     }
 }
 
-/// Why the upgrade was refused (for the audit log).
+/// Who passed the upgrade checks and their slot, or why the upgrade was refused.
 #[derive(Default)]
-struct Gate {
+struct Gate<'a> {
     who: Option<String>,
+    slot: Option<Slot<'a>>,
     refused: Option<(&'static str, String)>,
 }
 
-/// The pre-upgrade checks: the connection cap, the door link, the Origin.
-fn check_upgrade(front: &Front, req: &Request, full: bool, g: &mut Gate) -> Result<(), Refusal> {
-    if full {
-        g.refused = Some(("too-many-connections", "the front door is full".into()));
-        return Err((StatusCode::SERVICE_UNAVAILABLE, "too many connections\n"));
-    }
+/// The pre-upgrade checks: the door link, the Origin, then a connection slot (so a client
+/// that is not let in never holds one).
+fn check_upgrade<'a>(front: &'a Front, req: &Request, g: &mut Gate<'a>) -> Result<(), Refusal> {
     let name =
         links::secret_in_path(req.uri().path()).and_then(|s| links::verify(&front.state_dir, s));
     let origin = req.headers().get("origin");
@@ -204,6 +250,11 @@ fn check_upgrade(front: &Front, req: &Request, full: bool, g: &mut Gate) -> Resu
             g.refused = Some(("origin-refused", format!("origin {o:?} is not allowed")));
             return Err((StatusCode::FORBIDDEN, "origin not allowed\n"));
         }
+    }
+    g.slot = front.take_slot();
+    if g.slot.is_none() {
+        g.refused = Some(("too-many-connections", "the front door is full".into()));
+        return Err((StatusCode::SERVICE_UNAVAILABLE, "too many connections\n"));
     }
     Ok(())
 }
@@ -234,17 +285,17 @@ async fn client(
 ) {
     // Frames are forwarded one by one as they are judged; Nagle would hold a small one back.
     let _ = down.set_nodelay(true);
-    let n = front.conns.fetch_add(1, Ordering::Relaxed);
-    let _slot = Slot(&front.conns);
-    let full = n >= front.settings.max_connections;
     let mut gate = Gate::default();
-    let accepted = handshake::accept(&mut down, HANDSHAKE, |req| {
-        check_upgrade(&front, req, full, &mut gate)
-    })
-    .await;
+    let ticket = front.pending.enter(peer.ip());
+    let accepted = tokio::select! {
+        a = handshake::accept(&mut down, HANDSHAKE, |req| check_upgrade(&front, req, &mut gate)) => a,
+        _ = ticket.shed.notified() => return,
+    };
+    drop(ticket);
+    let _slot = gate.slot;
     let who = gate.who.unwrap_or_else(|| "unauthenticated".into());
     if let Some((reason, message)) = gate.refused {
-        front.refuse(&who, peer, None, reason, &message).await;
+        front.refuse_upgrade(&who, peer, reason, &message).await;
         return;
     }
     let Ok(already) = accepted else { return };

@@ -146,6 +146,17 @@ fn stricter(
         VerdictKind::Ask => 1,
         VerdictKind::Deny => 2,
     };
+    // The node judged the same command with the same policy: most of its reasons are this
+    // guard's too, and are shown once (card, History, `inbox list`).
+    let reasons: Vec<Reason> = reasons
+        .into_iter()
+        .filter(|r| {
+            !mine
+                .reasons
+                .iter()
+                .any(|m| m.code == r.code && m.message == r.message)
+        })
+        .collect();
     let raise = rank(kind) > rank(mine.kind);
     if raise {
         mine.kind = kind;

@@ -28,7 +28,10 @@ pub async fn route(
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             "no-gateway",
-            "no gateway configured (serve --gateway-url)",
+            "no gateway connection: the Agent page uses the guard's own. Start serve with \
+             --gateway-url URL --gateway-token-file FILE (the quick start's gateway: \
+             ws://127.0.0.1:18789 and ~/.openclaw-gateway-token) and approve its device once \
+             (sanctum-guard approver-id); serve checks the gateway's posture first",
         );
     };
     let who = format!("{}@{peer}", session.identity);

@@ -6,7 +6,7 @@ use super::auth::{self, SessionView, Sessions};
 use super::http::{error, json, secure, with_type, Resp};
 use super::metrics::global as metrics;
 use super::signin_guard::SignInGuard;
-use super::view::{entry_json, run_outcomes, source_name};
+use super::view::{audit_history, entry_json, source_name};
 use crate::inbox::{Inbox, InboxError, StateFilter};
 use hyper::body::Incoming;
 use hyper::header::{HeaderName, HeaderValue, COOKIE, HOST, ORIGIN, SET_COOKIE};
@@ -310,9 +310,11 @@ pub(super) fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// `GET /api/requests?state=pending|resolved|all[&source=..][&q=..][&limit=N][&offset=N]`:
-/// pending oldest deadline first; otherwise newest first. `total` is how many match before
-/// the page (`offset`, `limit`) is cut, so a client knows what it does not show.
+/// `GET /api/requests?state=pending|resolved|all[&source=..][&by=..][&q=..][&limit=N][&offset=N]`:
+/// pending oldest deadline first; otherwise newest first, with the guard's own decisions
+/// (from the audit log's tail) among the people's. `by` (`policy`, `human`, `fallback`) keeps
+/// one decider's. `total` is how many match before the page (`offset`, `limit`) is cut, so a
+/// client knows what it does not show.
 async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     let filter = match query_param(q, "state").as_deref() {
         None | Some("pending") => StateFilter::Pending,
@@ -327,6 +329,9 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
         }
     };
     let source = query_param(q, "source").filter(|s| !s.is_empty());
+    let by = query_param(q, "by").filter(|s| !s.is_empty());
+    let with_own = filter != StateFilter::Pending && by.as_deref().is_none_or(|b| b == "policy");
+    let with_inbox = by.as_deref() != Some("policy");
     let text = query_param(q, "q")
         .map(|s| s.to_lowercase())
         .filter(|s| !s.is_empty());
@@ -339,21 +344,27 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
         .unwrap_or(0);
     // Without a source or text filter the store cuts the page itself (only the page is
     // decoded); with one, every entry of the state is read and filtered here.
-    let paged = source.is_none() && text.is_none();
+    // The guard's own decisions come merged in: the store's first `offset + limit` are all
+    // the page can hold of its entries.
+    let paged = source.is_none() && text.is_none() && by.is_none();
     let sh2 = sh.clone();
     let res = tokio::task::spawn_blocking(move || {
-        let (entries, total) = if paged {
-            sh2.inbox.page(filter, offset, limit)?
+        let (mut entries, total) = if !with_inbox {
+            (Vec::new(), 0)
+        } else if paged {
+            sh2.inbox.page(filter, 0, offset.saturating_add(limit))?
         } else {
             let entries = sh2.inbox.list(filter)?;
             let n = entries.len();
             (entries, n)
         };
-        let runs = if filter == StateFilter::Pending {
+        let (runs, own) = if filter == StateFilter::Pending {
             Default::default()
         } else {
-            run_outcomes(&sh2.audit_path)
+            audit_history(&sh2.audit_path, with_own)
         };
+        let total = total + own.len();
+        entries.extend(own);
         Ok::<_, InboxError>((entries, total, runs))
     })
     .await;
@@ -363,12 +374,21 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
     };
     let offset = if paged {
-        offset.min(total)
+        if with_own {
+            entries.sort_by_key(|e| std::cmp::Reverse(e.resolved_ms.unwrap_or(e.created_ms)));
+        }
+        let offset = offset.min(total);
+        entries.drain(..offset.min(entries.len()));
+        entries.truncate(limit);
+        offset
     } else {
         entries.retain(|e| {
             source
                 .as_deref()
                 .is_none_or(|s| source_name(e.request.who.source) == s)
+                && by
+                    .as_deref()
+                    .is_none_or(|b| e.decision.as_ref().is_some_and(|d| decided_by(d) == b))
                 && text.as_deref().is_none_or(|t| {
                     e.summary().to_lowercase().contains(t)
                         || e.id.contains(t)
@@ -397,6 +417,16 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
         &json!({"requests": items, "total": total, "offset": offset,
             "nowMs": crate::engine::decision::now_ms()}),
     )
+}
+
+/// Who made `d`, as `by=` names it.
+fn decided_by(d: &crate::policy::request::Decision) -> &'static str {
+    use crate::policy::request::DecidedBy;
+    match d.by {
+        DecidedBy::Policy => "policy",
+        DecidedBy::Human(_) => "human",
+        DecidedBy::Fallback => "fallback",
+    }
 }
 
 fn one(sh: &Shared, id: &str) -> Resp {

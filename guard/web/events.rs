@@ -181,9 +181,13 @@ pub fn spawn_watcher(sh: Arc<Shared>) {
                         .saturating_sub(crate::engine::decision::now_ms())
                         / 1000;
                     let summary = visible(&crate::audit::redact_str(&e.summary()), 100);
+                    // One id: the card's, the URL's and the one `inbox approve` takes.
                     tracing::warn!(
-                        "waiting for a human: {summary} ({left} s left) {}/#r={} id={}",
+                        "waiting for a human: {summary} ({left} s left) {}/#r={} id={} \
+                         (or: sanctum-guard inbox approve {} / inbox deny {})",
                         sh.base_url,
+                        e.id,
+                        e.id,
                         e.id,
                         e.id
                     );

@@ -3,8 +3,9 @@
 //! decisions offered, the state, who decided, and the run's outcome when the audit log has
 //! one. This is the JSON contract documented in the README ("Web prompt").
 
-use crate::inbox::{Entry, Resolved};
-use crate::policy::request::{DecidedBy, Decision, Source};
+use crate::inbox::{Entry, Resolved, State};
+use crate::policy::request::{DecidedBy, Decision, DecisionKind, Request, Source};
+use crate::policy::verdict::Verdict;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -67,24 +68,33 @@ pub fn resolved_json(r: &Resolved) -> Value {
 }
 
 /// Run outcomes by request id, from the audit log's tail: the `exec` records of runs the
-/// guard made itself, and the `exec-outcome` records a node reported for its runs.
-pub fn run_outcomes(audit: &Path) -> HashMap<String, Value> {
+/// guard made itself, and the `exec-outcome` records a node reported for its runs. With
+/// `decided`, also the guard's own decisions from the same tail: a
+/// request the policy answered by itself (an autonomous `ls`, a blocked `curl … | sh`) never
+/// enters the inbox, so History shows its `decision` record (decided `by: policy`) as an
+/// entry, newest last: its request's id, state approved or denied, the verdict's reasons.
+pub fn audit_history(audit: &Path, decided: bool) -> (HashMap<String, Value>, Vec<Entry>) {
     let mut out = HashMap::new();
+    let mut own = Vec::new();
     let Ok(mut f) = std::fs::File::open(audit) else {
-        return out;
+        return (out, own);
     };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let start = len.saturating_sub(AUDIT_TAIL);
     if f.seek(SeekFrom::Start(start)).is_err() {
-        return out;
+        return (out, own);
     }
     let mut buf = Vec::new();
     if f.take(AUDIT_TAIL).read_to_end(&mut buf).is_err() {
-        return out;
+        return (out, own);
     }
     let text = String::from_utf8_lossy(&buf);
     for line in text.lines().skip(usize::from(start > 0)) {
         let kind = record_kind(line);
+        if decided && kind == Some("decision") && line.contains("\"by\":\"policy\"") {
+            own.extend(policy_entry(line));
+            continue;
+        }
         let node_run = kind == Some("exec-outcome");
         if !node_run && kind != Some("exec") {
             continue;
@@ -115,7 +125,35 @@ pub fn run_outcomes(audit: &Path) -> HashMap<String, Value> {
                    "durationMs": f["durationMs"], "output": f["output"]}),
         );
     }
-    out
+    (out, own)
+}
+
+/// A `decision` record the policy made by itself, as an entry (None for any other shape:
+/// a person's answer, an inbox resolution, a refusal without a verdict).
+fn policy_entry(line: &str) -> Option<Entry> {
+    let v: Value = serde_json::from_str(line).ok()?;
+    let f = &v["fields"];
+    let decision: Decision = serde_json::from_value(f.get("decision")?.clone()).ok()?;
+    if decision.by != DecidedBy::Policy {
+        return None;
+    }
+    let request: Request = serde_json::from_value(f.get("request")?.clone()).ok()?;
+    let verdict: Verdict = serde_json::from_value(f.get("verdict")?.clone()).ok()?;
+    let state = match decision.kind {
+        DecisionKind::Deny => State::Denied,
+        _ => State::Approved,
+    };
+    Some(Entry {
+        id: request.id.clone(),
+        request_hash: crate::inbox::request_hash(&request).unwrap_or_default(),
+        created_ms: request.received_at_ms,
+        deadline_ms: request.received_at_ms,
+        resolved_ms: Some(decision.at_ms),
+        state,
+        decision: Some(decision),
+        request,
+        verdict,
+    })
 }
 
 /// The record's own kind: the first `"kind":"…"` of the line, since a record is written
@@ -130,7 +168,7 @@ fn record_kind(line: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use super::{record_kind, run_outcomes};
+    use super::{audit_history, record_kind};
 
     #[test]
     fn the_record_kind_is_the_first_and_a_quoted_exec_is_no_run() {
@@ -164,7 +202,7 @@ mod tests {
             ),
         )
         .expect("log");
-        let runs = run_outcomes(&log);
+        let (runs, _) = audit_history(&log, false);
         assert_eq!(runs.keys().collect::<Vec<_>>(), ["r"], "{runs:?}");
         assert_eq!(runs["r"]["exitCode"], 0);
     }

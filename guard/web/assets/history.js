@@ -55,8 +55,10 @@
   function matches(e) {
     const st = document.getElementById('f-state').value;
     const src = document.getElementById('f-source').value;
+    const by = document.getElementById('f-by').value;
     const q = document.getElementById('f-text').value.trim().toLowerCase();
     return (!st || e.state === st) && (!src || e.source === src) &&
+      (!by || (e.decision && e.decision.by) === by) &&
       (!q || (e.summary + ' ' + e.id + ' ' + ((e.decision && e.decision.reason) || '') + ' ' +
         ((e.decision && e.decision.name) || '')).toLowerCase().includes(q));
   }

@@ -117,7 +117,8 @@
         ' (OpenClaw allowlist); its later runs need nobody', { 'data-field': 'stores' }));
     }
     dl.append(...field('request hash', e.requestHash, { class: 'mono hash', 'data-field': 'hash' }));
-    dl.append(...field('request id', e.requestId, { class: 'mono' }));
+    // The inbox id: the one `inbox approve`, serve's log line and /api/requests/<id> use.
+    dl.append(...field('id', e.id, { class: 'mono', 'data-field': 'id' }));
     const pick = el('input', { type: 'checkbox', class: 'pick', 'aria-label': 'Select for bulk deny: ' + what });
     const node = el('li', { class: 'card pending', id: 'r-' + e.id, tabindex: '0', 'data-id': e.id },
       el('div', { class: 'card-head' },
