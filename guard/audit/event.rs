@@ -60,6 +60,8 @@ pub enum AuditEvent {
     AgentAction(AgentAction),
     /// `egress`: the egress proxy's decision on a connection, or a tunnel it closed.
     Egress(Box<EgressRecord>),
+    /// `read-proxy`: a request of an autonomous run through the guard's read proxy.
+    ReadProxy(Box<ReadProxyRecord>),
 }
 
 impl AuditEvent {
@@ -85,6 +87,7 @@ impl AuditEvent {
             AuditEvent::FrontRefusal(_) => "front-refusal",
             AuditEvent::AgentAction(_) => "agent-action",
             AuditEvent::Egress(_) => "egress",
+            AuditEvent::ReadProxy(_) => "read-proxy",
         }
     }
 
@@ -397,4 +400,23 @@ pub struct EgressRecord {
     pub bytes_down: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+}
+
+/// One read-proxy record: a request allowed or refused, tied to the run's request id (`None`:
+/// no live run credential), or a count of refusals past the rate (`suppressedBefore`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadProxyRecord {
+    pub request_id: Option<String>,
+    pub client: String,
+    pub method: String,
+    pub target: String,
+    /// `allow` or `deny`.
+    pub verdict: &'static str,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// Refusals only counted (not written) since the last refusal record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed_before: Option<u64>,
 }
