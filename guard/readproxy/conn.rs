@@ -313,6 +313,7 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, shared: &Shared) {
     let judged = match tokio::time::timeout(o.head_timeout, read_head(&mut s)).await {
         Err(_) => Err(refuse(408, "no request head in time")),
         Ok(Err(r)) => Err(r),
+        Ok(Ok(_)) if !shared.audit_ok() => Err(refuse(502, "the audit log cannot record requests")),
         Ok(Ok(head)) => match parse(shared, &head, &mut rec) {
             Ok(ask) => match tokio::time::timeout(o.head_timeout * 2, open(shared, &ask)).await {
                 Ok(Ok(up)) => Ok((ask, up)),
@@ -326,7 +327,7 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, shared: &Shared) {
         Ok(x) => x,
         Err((status, why)) => {
             rec.reason.clone_from(&why);
-            shared.record(rec).await;
+            shared.record(rec);
             answer(&mut s, status, &why).await;
             return;
         }
@@ -336,7 +337,7 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, shared: &Shared) {
     rec.verdict = "allow";
     rec.reason = "public address".into();
     rec.upstream = Some(upstream);
-    shared.record(rec).await;
+    shared.record(rec);
     match &ask.forward {
         None => {
             if s.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")

@@ -96,6 +96,8 @@ struct Shared {
     audit: AuditLog,
     limiter: Mutex<Limiter>,
     started: std::time::Instant,
+    /// Cleared when a record could not be written or synced: every request is then refused.
+    audit_ok: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The running proxy; clones share it.
@@ -163,6 +165,7 @@ impl ReadProxy {
             audit,
             limiter: Mutex::new(Limiter::default()),
             started: std::time::Instant::now(),
+            audit_ok: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         });
         let slots = Arc::new(tokio::sync::Semaphore::new(
             shared.opts.max_connections.max(1),
@@ -256,8 +259,16 @@ impl Shared {
         same.then(|| run.request_id.clone())
     }
 
-    /// Writes `rec` now (an allow, or a refusal within the rate) or only counts it.
-    async fn record(&self, mut rec: ReadProxyRecord) {
+    /// Whether records still reach the disk (else nothing is allowed: fail closed).
+    fn audit_ok(&self) -> bool {
+        self.audit_ok.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Queues `rec` (an allow, or a refusal within the rate) or only counts it. Queued, not
+    /// awaited: the run that makes the request was recorded and fsynced before it started,
+    /// and the writer syncs this within its window (an fsync per request would cost
+    /// milliseconds); a failed write clears `audit_ok` and stops every later request.
+    fn record(&self, mut rec: ReadProxyRecord) {
         if rec.verdict == "deny" {
             let second = self.started.elapsed().as_secs();
             let take = match self.limiter.lock() {
@@ -279,13 +290,8 @@ impl Shared {
             let Some(before) = take else { return };
             rec.suppressed_before = (before > 0).then_some(before);
         }
-        if let Err(e) = self
-            .audit
-            .record(AuditEvent::ReadProxy(Box::new(rec)))
-            .await
-        {
-            tracing::error!(error = %e, "read proxy: audit record failed");
-        }
+        self.audit
+            .record_detached(AuditEvent::ReadProxy(Box::new(rec)), &self.audit_ok);
     }
 }
 

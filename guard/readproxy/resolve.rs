@@ -107,9 +107,8 @@ impl ResolverOptions {
                 })
             }
         };
-        let hosts = tokio::fs::read_to_string(&self.hosts_file)
-            .await
-            .unwrap_or_default();
+        // A small local file: read in place (a blocking-pool hop costs more than the read).
+        let hosts = std::fs::read_to_string(&self.hosts_file).unwrap_or_default();
         let mut addrs = from_hosts_file(&hosts, &name);
         if addrs.is_empty() && self.dns {
             let looked = tokio::time::timeout(
