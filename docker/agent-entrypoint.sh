@@ -95,10 +95,13 @@ for _ in $(seq 1 600); do
   sleep 0.5
 done
 
+# Autonomous HTTP reads go through the node's read proxy and on through egress (its
+# allow-list applies too): the container has no other way out.
 sanctum-guard node --gateway-url "ws://127.0.0.1:$SANCTUM_GATEWAY_PORT" \
   --token-file "$gw_token_file" --decider "$SANCTUM_SOCKET" \
   --decider-token-file "$socket_token_file" --state-dir "$SANCTUM_NODE_STATE" \
-  --workspace "$SANCTUM_WORKSPACE" --deny-read /run/secrets --name sanctum-node &
+  --workspace "$SANCTUM_WORKSPACE" --deny-read /run/secrets --name sanctum-node \
+  --read-proxy-upstream "${SANCTUM_READ_PROXY_UPSTREAM:-172.30.75.3:3128}" &
 node=$!
 
 # approve_pending KIND ID: approves, once, the pending pairing request of exactly the device

@@ -72,7 +72,8 @@ fn every_autonomous_category_is_contained_by_its_profile() {
         std::fs::write(ws_path.join("notes.txt"), "notes\n").expect("notes");
         let profile = spec.resolve(&ws_path).expect("resolve");
         let allowed: Vec<u16> = match &profile.network {
-            NetworkSpec::None => Vec::new(),
+            // Unresolved here (no proxy attached): no network at all.
+            NetworkSpec::None | NetworkSpec::ReadProxy => Vec::new(),
             NetworkSpec::Ports(p) => p.clone(),
         };
         let listener = forbidden_listener(&allowed);

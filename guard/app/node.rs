@@ -45,6 +45,8 @@ pub enum NodeError {
     NoDecider(PathBuf, PathBuf),
     #[error("signals: {0}")]
     Signal(std::io::Error),
+    #[error("{0}")]
+    ReadProxy(#[from] crate::readproxy::ReadProxyError),
 }
 
 /// The command line of `node`.
@@ -57,6 +59,8 @@ pub struct NodeOptions {
     pub ask_timeout: Duration,
     /// Further files and directories no run may read (`--deny-read`).
     pub deny_read: Vec<PathBuf>,
+    /// Where the read proxy forwards (`--read-proxy-upstream`).
+    pub read_proxy_upstream: Option<std::net::SocketAddr>,
     pub overrides: Overrides,
 }
 
@@ -179,6 +183,7 @@ pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
         eprintln!("sanctum-guard node: {name}: stopping");
         let _ = tx.send(true);
     });
+    start_read_proxy(&o, &cfg, &decider, rx.clone()).await?;
     if let Decider::Local(engine) = decider.as_ref() {
         let engine = engine.clone();
         tokio::spawn(async move {
@@ -205,5 +210,38 @@ pub async fn run(o: NodeOptions) -> Result<(), NodeError> {
     };
     client::run(gw, id, handler, rx).await;
     eprintln!("sanctum-guard node: stopped");
+    Ok(())
+}
+
+/// The read proxy autonomous HTTP reads reach: audited in the engine's log in laptop mode, in
+/// `read-proxy-audit.jsonl` of the node's state dir when the sidecar decides (the node then
+/// writes no other log).
+async fn start_read_proxy(
+    o: &NodeOptions,
+    cfg: &Config,
+    decider: &Decider,
+    rx: watch::Receiver<bool>,
+) -> Result<(), NodeError> {
+    let audit = match decider {
+        Decider::Local(engine) => engine.audit().clone(),
+        Decider::Remote(_) => {
+            super::config::ensure_state_dir(&cfg.state_dir)
+                .map_err(|e| NodeError::StateDir(e.to_string()))?;
+            AuditLog::open(&cfg.state_dir.join("read-proxy-audit.jsonl"))?.0
+        }
+    };
+    let opts = crate::readproxy::ReadProxyOptions {
+        upstream: o.read_proxy_upstream,
+        ..Default::default()
+    };
+    let proxy = crate::readproxy::ReadProxy::start(opts, audit, rx)?;
+    eprintln!(
+        "sanctum-guard node: read proxy 127.0.0.1:{}{}",
+        proxy.port(),
+        o.read_proxy_upstream
+            .map(|u| format!(" (forwarding through {u})"))
+            .unwrap_or_default()
+    );
+    decider.judge().attach_read_proxy(proxy);
     Ok(())
 }

@@ -36,6 +36,8 @@ pub enum ServeError {
     Socket(#[from] SocketConfigError),
     #[error("policy: {0}")]
     Judge(#[from] JudgeError),
+    #[error("{0}")]
+    ReadProxy(#[from] crate::readproxy::ReadProxyError),
     #[error("web prompt: {0}")]
     Web(#[from] crate::web::WebError),
     #[error("gateway approver: {0}")]
@@ -220,6 +222,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     );
     let server = bind_socket(&cfg, sock, engine.clone())?;
     let (tx, rx) = watch::channel(false);
+    start_read_proxy(&engine, audit.clone(), rx.clone())?;
     let agent = start_approver(&cfg, engine.clone(), rx.clone())?;
     if agent.is_some() {
         first_posture(engine.posture()).await?;
@@ -494,6 +497,22 @@ fn url_host(url: &str) -> Option<String> {
     uri.scheme()?;
     let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
     (!host.is_empty()).then(|| host.to_owned())
+}
+
+/// The read proxy the runs this guard spawns reach (none when the judged commands run in
+/// another container: the node there starts its own).
+fn start_read_proxy(
+    engine: &Engine,
+    audit: AuditLog,
+    rx: watch::Receiver<bool>,
+) -> Result<(), ServeError> {
+    if engine.judge().runs_elsewhere() {
+        return Ok(());
+    }
+    let proxy = crate::readproxy::ReadProxy::start(Default::default(), audit, rx)?;
+    eprintln!("sanctum-guard: read proxy      127.0.0.1:{}", proxy.port());
+    engine.judge().attach_read_proxy(proxy);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -64,6 +64,8 @@ pub enum AuditEvent {
     Egress(Box<EgressRecord>),
     /// `egress`: the rest of a window's denied connections of one client and reason.
     EgressRefusals(EgressCounted),
+    /// `read-proxy`: a request of an autonomous run through the guard's read proxy.
+    ReadProxy(Box<ReadProxyRecord>),
 }
 
 impl AuditEvent {
@@ -89,6 +91,7 @@ impl AuditEvent {
             AuditEvent::FrontRefusal(_) | AuditEvent::FrontRefusals(_) => "front-refusal",
             AuditEvent::AgentAction(_) => "agent-action",
             AuditEvent::Egress(_) | AuditEvent::EgressRefusals(_) => "egress",
+            AuditEvent::ReadProxy(_) => "read-proxy",
         }
     }
 
@@ -437,4 +440,23 @@ pub struct EgressCounted {
     pub phase: &'static str,
     #[serde(flatten)]
     pub counted: Counted,
+}
+
+/// One read-proxy record: a request allowed or refused, tied to the run's request id (`None`:
+/// no live run credential), or a count of refusals past the rate (`suppressedBefore`).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadProxyRecord {
+    pub request_id: Option<String>,
+    pub client: String,
+    pub method: String,
+    pub target: String,
+    /// `allow` or `deny`.
+    pub verdict: &'static str,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// Refusals only counted (not written) since the last refusal record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed_before: Option<u64>,
 }

@@ -651,6 +651,11 @@ struct NodeArgs {
     /// deployment's other secrets beside the node, e.g. the model key in /run/secrets.
     #[arg(long = "deny-read", value_name = "PATH")]
     deny_read: Vec<PathBuf>,
+    /// The HTTP proxy the node's read proxy forwards autonomous HTTP reads through (compose:
+    /// the egress service, `172.30.75.3:3128`; its allow-list then applies too). Absent:
+    /// the read proxy connects to the checked address itself.
+    #[arg(long, value_name = "IP:PORT")]
+    read_proxy_upstream: Option<std::net::SocketAddr>,
     #[command(flatten)]
     serve: ServeArgs,
 }
@@ -664,6 +669,7 @@ fn run_node(a: NodeArgs) -> ExitCode {
         name: a.name,
         ask_timeout: std::time::Duration::from_secs(a.ask_timeout),
         deny_read: a.deny_read,
+        read_proxy_upstream: a.read_proxy_upstream,
         overrides: sanctum_guard::app::config::Overrides {
             config: a.serve.config,
             state_dir: a.serve.state_dir,

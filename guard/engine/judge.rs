@@ -33,6 +33,12 @@ pub enum JudgeError {
     Sandbox(#[from] SandboxError),
     #[error("no sandbox profile named {0:?}")]
     NoProfile(String),
+    #[error(
+        "the profile {0:?} reaches the network through the guard's read proxy, and none runs here"
+    )]
+    NoReadProxy(String),
+    #[error("{0}")]
+    ReadProxy(#[from] crate::readproxy::ReadProxyError),
     #[error("background task: {0}")]
     Join(#[from] tokio::task::JoinError),
     #[error(
@@ -132,6 +138,8 @@ pub struct Judge {
     run_as: Option<sandbox::RunAs>,
     /// Slots of each profile with `limits.concurrent`: runs beyond it wait here.
     slots: Slots,
+    /// The proxy a `network = "read-proxy"` run reaches (`serve` and `node` attach it).
+    read_proxy: std::sync::OnceLock<crate::readproxy::ReadProxy>,
 }
 
 impl Judge {
@@ -205,12 +213,23 @@ impl Judge {
             elsewhere: cfg.elsewhere.is_some(),
             run_as: cfg.run_as,
             slots: Slots::default(),
+            read_proxy: std::sync::OnceLock::new(),
             facts: cfg
                 .elsewhere
                 .unwrap_or_else(crate::host_facts::HostFacts::shared),
         };
         o.reload();
         Ok(o)
+    }
+
+    /// Gives `network = "read-proxy"` runs their proxy (once; a second call is ignored).
+    pub fn attach_read_proxy(&self, proxy: crate::readproxy::ReadProxy) {
+        let _ = self.read_proxy.set(proxy);
+    }
+
+    /// Whether the judged commands run in another container (the judge runs none).
+    pub fn runs_elsewhere(&self) -> bool {
+        self.elsewhere
     }
 
     /// The identity runs take (`run_as`), when not the guard's own.
@@ -396,21 +415,37 @@ impl Judge {
 
     /// Runs an approved plan under the sandbox profile the verdict names, with the plan's
     /// program, argv, cwd and environment, writable only in the deployment's workspace.
+    /// `request_id` is the request that let it run: the read proxy ties the run's
+    /// requests to it.
     pub async fn run(
         &self,
         verdict: &Verdict,
         mut plan: ExecPlan,
         autonomous: bool,
         budget: Duration,
+        request_id: &str,
     ) -> Result<RunOutcome, JudgeError> {
         let name = self.run_profile(verdict, autonomous);
         let spec = self
             .profiles
             .get(&name)
             .ok_or_else(|| JudgeError::NoProfile(name.clone()))?;
-        let profile = spec
+        let mut profile = spec
             .resolve_with(&plan.workspace, &self.deployment.agent_home, &self.deny)?
             .with_run_as(self.run_as)?;
+        // Held until the run ends: dropping it revokes the run's proxy credential.
+        let _pass = match profile.network {
+            sandbox::NetworkSpec::ReadProxy => {
+                let proxy = self
+                    .read_proxy
+                    .get()
+                    .ok_or_else(|| JudgeError::NoReadProxy(name.clone()))?;
+                let pass = proxy.admit(request_id)?;
+                crate::readproxy::confine(&mut profile, &mut plan.env, &pass);
+                Some(pass)
+            }
+            _ => None,
+        };
         if autonomous {
             plan.neutralise_git();
         }
@@ -485,8 +520,8 @@ fn queue_timeout(profile: &str, waited: Duration) -> RunOutcome {
 }
 
 /// The profile of a run nobody approved, whatever the category's profile says: the
-/// workspace and system dirs only, no writes but a private tmp, and TCP 80/443 only when a
-/// segment is an HTTP read. (A policy may redefine these two names, e.g. to add caches.)
+/// workspace and system dirs only, no writes but a private tmp, and the guard's read proxy
+/// as its only network when a segment is an HTTP read. (A policy may redefine these two names, e.g. to add caches.)
 fn autonomous_profile(v: &Verdict) -> &'static str {
     use crate::policy::profile::{AUTONOMOUS_HTTP_PROFILE, AUTONOMOUS_PROFILE};
     let http = v.category == Category::HttpRead

@@ -106,6 +106,11 @@ impl Engine {
         &self.judge
     }
 
+    /// The audit log, for a sink that records beside the engine (the read proxy).
+    pub fn audit(&self) -> &AuditLog {
+        &self.audit
+    }
+
     pub fn deadlines(&self) -> &Deadlines {
         &self.deadlines
     }
@@ -335,7 +340,7 @@ impl Engine {
         // Only what the policy let run by itself gets git's own programs switched off.
         let autonomous = decision.by == DecidedBy::Policy;
         let started = std::time::Instant::now();
-        let run = self.judge.run(verdict, plan, autonomous, budget);
+        let run = self.judge.run(verdict, plan, autonomous, budget, &req.id);
         let outcome = tokio::select! {
             o = run => o,
             _ = async { let _ = shutdown.wait_for(|s| *s).await; } => {

@@ -175,7 +175,7 @@ impl Decider {
                 let mut shutdown = shutdown;
                 let autonomous = d.decision.by == DecidedBy::Policy;
                 tokio::select! {
-                    o = r.judge.run(&d.verdict, plan, autonomous, budget) => match o {
+                    o = r.judge.run(&d.verdict, plan, autonomous, budget, &a.id) => match o {
                         Ok(o) => RunResult::Ran(Box::new(o)),
                         Err(e) => RunResult::Failed(e),
                     },

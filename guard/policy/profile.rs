@@ -13,12 +13,17 @@ pub enum NetworkSpec {
     None,
     /// TCP connect to these ports only (no bind, no UDP, no unix sockets).
     Ports(Vec<u16>),
+    /// TCP connect to the guard's read proxy only (its port alone, the proxy variables set
+    /// with a credential for the run): what an autonomous HTTP read gets. Where no proxy
+    /// runs, a profile asking for it does not run.
+    ReadProxy,
 }
 
 impl std::fmt::Display for NetworkSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             NetworkSpec::None => f.write_str("none"),
+            NetworkSpec::ReadProxy => f.write_str("read-proxy"),
             NetworkSpec::Ports(p) => {
                 let list: Vec<String> = p.iter().map(u16::to_string).collect();
                 write!(f, "tcp:{}", list.join(","))
@@ -158,7 +163,7 @@ pub struct ProfileSpec {
 
 /// The built-in profile of autonomous verdicts.
 pub const AUTONOMOUS_PROFILE: &str = "autonomous-read";
-/// The same with TCP connect to ports 80 and 443, for an autonomous HTTP read.
+/// The same with the guard's read proxy as its only network, for an autonomous HTTP read.
 pub const AUTONOMOUS_HTTP_PROFILE: &str = "autonomous-http-read";
 
 /// Secrets no built-in profile may read: SSH and cloud credentials. (The engine adds the
@@ -310,7 +315,7 @@ pub fn builtin_profiles() -> BTreeMap<String, ProfileSpec> {
         ..autonomous_read(&base)
     };
     let autonomous_http = ProfileSpec {
-        network: NetworkSpec::Ports(vec![80, 443]),
+        network: NetworkSpec::ReadProxy,
         ..autonomous.clone()
     };
     BTreeMap::from([

@@ -501,7 +501,7 @@ pub fn build(
     let roots = base_roots(profile, &r, &limits, deny_count);
     let ports = match &profile.network {
         NetworkSpec::Ports(ports) => ports.as_slice(),
-        NetworkSpec::None => &[],
+        NetworkSpec::None | NetworkSpec::ReadProxy => &[],
     };
     if matches!(profile.network, NetworkSpec::Ports(_)) && r.net.is_empty() {
         missing.push("landlock tcp port rules (network unrestricted by landlock)".into());

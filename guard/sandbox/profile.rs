@@ -7,7 +7,8 @@
 //! read = ["/"]                         # read + execute
 //! write = ["/dev/null", "{workspace}", "{tmp}"]   # {tmp}: private 0700 dir, TMPDIR, removed after
 //! protected = []                       # read-only paths under a writable root (see below)
-//! network = "none"                     # or { ports = [443] }: TCP connect to these only
+//! network = "none"                     # or { ports = [443] }: TCP connect to these only;
+//!                                      # or "read-proxy": the guard's read proxy only
 //! deny_read = ["{home}/.ssh", "{home}/.aws", "{home}/.gnupg", "{home}/.config/gh",
 //!              "/etc/shadow"]          # not even readable ({home} = $HOME)
 //! env = ["PATH", "HOME", "LANG", "LC_*", "TERM", "TZ", "USER", ...]  # default list below
@@ -43,10 +44,12 @@ use std::time::Duration;
 
 impl std::str::FromStr for NetworkSpec {
     type Err = SandboxError;
-    /// `none`, or a comma-separated list of TCP ports (`443,80`).
+    /// `none`, `read-proxy`, or a comma-separated list of TCP ports (`443,80`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if s == "none" {
-            return Ok(NetworkSpec::None);
+        match s {
+            "none" => return Ok(NetworkSpec::None),
+            "read-proxy" => return Ok(NetworkSpec::ReadProxy),
+            _ => {}
         }
         let ports = s
             .split(',')

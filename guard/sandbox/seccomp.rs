@@ -81,7 +81,8 @@ fn sc_err(e: impl std::fmt::Display) -> SandboxError {
 pub fn parts(profile: &ResolvedProfile) -> Vec<&'static str> {
     let mut parts = vec!["exec-child"];
     parts.push(match profile.network {
-        NetworkSpec::None => "socket-none",
+        // Unresolved (no proxy port given): no network.
+        NetworkSpec::None | NetworkSpec::ReadProxy => "socket-none",
         NetworkSpec::Ports(_) => "socket-tcp",
     });
     // No metadata change where nothing but devices and the run's own private tmp is

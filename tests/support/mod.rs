@@ -31,6 +31,9 @@ pub mod oracle;
 pub mod policy;
 /// Child processes: the guard binary, its CLI, kill-on-drop children, waiting for output.
 pub mod process;
+/// Fixtures of the read-proxy tests: loopback web servers (HTTP, HTTPS with a test CA),
+/// counting internal listeners, the proxy with a test hosts file.
+pub mod readproxy;
 /// Fixtures of the sandbox tests: the CLI, the compiled probe, a git workspace.
 pub mod sandbox;
 /// Clients of the exec-approvals socket: raw frames, signed `exec` frames, the real client.
