@@ -61,7 +61,7 @@ FROM runtime
 COPY --from=bin /out/sanctum-guard /usr/local/bin/sanctum-guard
 COPY docker/agent-entrypoint.sh /usr/local/bin/agent-entrypoint
 # The Sanctum tool-call plugin, linked into OpenClaw at start (read-only here).
-COPY plugin/openclaw.plugin.json plugin/package.json plugin/index.js plugin/client.js plugin/request.js /opt/sanctum-plugin/
+COPY plugin/openclaw.plugin.json plugin/package.json plugin/index.js plugin/client.js plugin/request.js plugin/paths.js /opt/sanctum-plugin/
 ENV PATH=/opt/openclaw/node_modules/.bin:/opt/node/bin:/usr/local/bin:/usr/bin:/bin \
     OPENCLAW_STATE_DIR=/home/node/.openclaw \
     HOME=/home/node

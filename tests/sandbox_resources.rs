@@ -183,6 +183,10 @@ impl AwaitRun for RunSpec {
 #[tokio::test]
 async fn private_tmp_is_bounded() {
     let ws = Ws::new();
+    // The tmp is writable at all (a bound that refuses every write proves nothing: a tmpfs
+    // over the tmp once did, since Landlock skips an overmounted directory).
+    let small = sh(&ws, "echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"").await;
+    assert_eq!(small.stdout, "t\n", "{small:?}");
     let o = sh(
         &ws,
         "for i in $(seq 20); do head -c 20000000 /dev/zero > \"$TMPDIR/f$i\" 2>/dev/null; done; \
@@ -199,6 +203,11 @@ async fn private_tmp_is_bounded() {
     assert!(
         used <= limit_kb + 1024 || o.error.as_deref().is_some_and(|e| e.contains("tmp")),
         "{used} KiB in the private tmp (limit {limit_kb}): {o:?}"
+    );
+    // It was written up to the bound, not refused from the start.
+    assert!(
+        used > 1024 || o.error.as_deref().is_some_and(|e| e.contains("tmp")),
+        "{used} KiB: the tmp took nothing: {o:?}"
     );
     assert!(
         o.enforcement

@@ -53,11 +53,11 @@ pub struct Limits {
     /// Processes and threads of the run at once (cgroup pids.max, else RLIMIT_NPROC above
     /// what the uid already runs).
     pub pids: u64,
-    /// Memory of the whole run in MiB, its private tmpfs included (cgroup memory.max).
+    /// Memory of the whole run in MiB (cgroup memory.max).
     pub memory_mb: u64,
     /// CPU bandwidth of the whole run, in percent of one CPU (cgroup cpu.max).
     pub cpu_percent: u64,
-    /// Size of the private tmp in MiB (a per-run tmpfs, else a polled size check).
+    /// Size of the private tmp in MiB (a polled size check; RLIMIT_FSIZE per file).
     pub tmp_mb: u64,
     /// Runs of this profile at once; more wait in a queue (0: no cap).
     pub concurrent: u64,

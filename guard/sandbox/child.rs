@@ -30,16 +30,6 @@ pub struct ChildPlan {
     pub run_as: Option<(libc::uid_t, libc::gid_t)>,
     /// `cgroup.procs` of the run's cgroups, open for writing (kept open by `cgroup`).
     pub cgroup_procs: Vec<RawFd>,
-    /// A size-capped tmpfs over the private tmp, in a mount namespace of the run's own.
-    pub tmpfs: Option<TmpMount>,
-}
-
-/// The tmpfs mounted over the private tmp: its path and mount options, as C strings.
-#[derive(Debug)]
-pub struct TmpMount {
-    pub target: std::ffi::CString,
-    /// `size=…,mode=0700,uid=…,gid=…`.
-    pub data: std::ffi::CString,
 }
 
 /// The steps of a child's life before exec, in order.
@@ -57,8 +47,6 @@ pub enum Stage {
     CloseFds,
     /// Joining the run's cgroups.
     Cgroup,
-    /// The private mount namespace and the tmp's tmpfs.
-    Tmpfs,
     Capabilities,
     /// Taking the run's uid and gid (`run_as`).
     Identity,
@@ -70,7 +58,7 @@ pub enum Stage {
 }
 
 impl Stage {
-    pub const ALL: [Stage; 16] = [
+    pub const ALL: [Stage; 15] = [
         Stage::Signals,
         Stage::Stdio,
         Stage::Chdir,
@@ -80,7 +68,6 @@ impl Stage {
         Stage::Rlimits,
         Stage::CloseFds,
         Stage::Cgroup,
-        Stage::Tmpfs,
         Stage::Capabilities,
         Stage::Identity,
         Stage::NoNewPrivs,
@@ -100,7 +87,6 @@ impl Stage {
             Stage::Rlimits => "rlimits",
             Stage::CloseFds => "close fds",
             Stage::Cgroup => "cgroup",
-            Stage::Tmpfs => "private tmpfs",
             Stage::Capabilities => "capabilities",
             Stage::Identity => "run identity",
             Stage::NoNewPrivs => "no_new_privs",
@@ -173,7 +159,6 @@ impl ChildPlan {
             self.set_rlimits()?;
             self.close_inherited_fds()?;
             self.join_cgroups()?;
-            self.mount_tmpfs()?;
             self.drop_capabilities()?;
             self.set_no_new_privs()?;
             self.restrict_landlock()?;
@@ -256,45 +241,6 @@ impl ChildPlan {
             check(rc as libc::c_long, Stage::Cgroup)?;
         }
         Ok(())
-    }
-
-    /// A mount namespace of the run's own (private, so nothing propagates back to the
-    /// guard's) with a size-capped tmpfs over the private tmp: the run cannot fill the
-    /// disk, and what it leaves there vanishes with its last process.
-    ///
-    /// # Safety
-    /// As [`ChildPlan::apply`].
-    #[inline(always)]
-    unsafe fn mount_tmpfs(&self) -> Result<(), Failure> {
-        let Some(t) = &self.tmpfs else {
-            return Ok(());
-        };
-        // SAFETY: unshare and mount on integers and NUL-terminated strings owned by `self`.
-        unsafe {
-            check(libc::unshare(libc::CLONE_NEWNS).into(), Stage::Tmpfs)?;
-            check(
-                libc::mount(
-                    std::ptr::null(),
-                    c"/".as_ptr(),
-                    std::ptr::null(),
-                    libc::MS_REC | libc::MS_PRIVATE,
-                    std::ptr::null(),
-                )
-                .into(),
-                Stage::Tmpfs,
-            )?;
-            check(
-                libc::mount(
-                    c"tmpfs".as_ptr(),
-                    t.target.as_ptr(),
-                    c"tmpfs".as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NODEV,
-                    t.data.as_ptr().cast(),
-                )
-                .into(),
-                Stage::Tmpfs,
-            )
-        }
     }
 
     /// Securebits first (needs CAP_SETPCAP), then ambient, bounding, the rest.

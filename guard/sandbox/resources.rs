@@ -5,46 +5,32 @@
 //!   plus `pids`. RLIMIT_NPROC counts every process and thread of the uid (the guard's, the
 //!   gateway's, other runs'), so it bounds the uid's total at the spawn, not the run alone,
 //!   and the kernel ignores it for uid 0: a run as root without a pids cgroup is refused.
-//! - memory: cgroup `memory.max` (the tmpfs counts); else RLIMIT_AS per process, which with
+//! - memory: cgroup `memory.max`; else RLIMIT_AS per process, which with
 //!   the process cap bounds the total loosely (reported as `memory:rlimit-as`).
 //! - CPU: cgroup `cpu.max` (a share); RLIMIT_CPU per process always (the time).
-//! - tmp: a tmpfs of `tmp_mb` in the run's own mount namespace when the guard holds
-//!   CAP_SYS_ADMIN; else the run's tmp is measured while it runs and the run is killed over
-//!   the size (`run.rs`), with RLIMIT_FSIZE capping any one file.
+//! - tmp: the run's tmp is measured while it runs and the run is killed over the size
+//!   (`run.rs`), with RLIMIT_FSIZE capping any one file. (A tmpfs mounted over the private
+//!   tmp in the run's own mount namespace would bound it in the kernel, but Landlock skips
+//!   an overmounted directory when it walks a path up, so the tmp's grant would not reach
+//!   the tmpfs: every write was refused.)
 
 use super::cgroup::{self, RunCgroup, Wanted};
-use super::child::TmpMount;
 use super::profile::ResolvedProfile;
 use super::SandboxError;
-use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 
 /// What one run gets, and how each limit is enforced (for the status).
 #[derive(Debug, Default)]
 pub struct Plan {
     pub cgroup: Option<RunCgroup>,
-    pub tmpfs: Option<TmpMount>,
     /// RLIMIT_NPROC to set instead of the profile's.
     pub nproc: Option<u64>,
     /// `limit:how` for each per-run limit (`pids:cgroup`, `tmp:poll`…).
     pub how: Vec<String>,
     /// Limits the profile sets that nothing here can enforce.
     pub missing: Vec<String>,
-    /// The tmp is bounded by polling its size (no tmpfs).
+    /// The tmp is bounded by polling its size.
     pub tmp_poll: bool,
-}
-
-/// Bit of CAP_SYS_ADMIN in the capability sets.
-const CAP_SYS_ADMIN: u32 = 21;
-
-/// Whether this process may make a mount namespace and mount a tmpfs (CAP_SYS_ADMIN).
-pub fn can_mount() -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
 }
 
 /// Processes and threads whose real uid is `uid`, as RLIMIT_NPROC counts them.
@@ -120,27 +106,9 @@ pub fn plan(p: &ResolvedProfile) -> Result<Plan, SandboxError> {
             "cpu:rlimit-cpu".into()
         });
     }
-    if let (Some(tmp), true) = (&p.tmp, l.tmp_mb > 0) {
-        if can_mount() {
-            let (uid, gid) = p.run_as.map_or_else(
-                // SAFETY: getuid and getgid have no preconditions and cannot fail.
-                || unsafe { (libc::getuid(), libc::getgid()) },
-                |r| (r.uid, r.gid),
-            );
-            let bad = |_| SandboxError::Profile("private tmp path holds a NUL byte".into());
-            out.tmpfs = Some(TmpMount {
-                target: CString::new(tmp.path().as_os_str().as_bytes()).map_err(bad)?,
-                data: CString::new(format!(
-                    "size={}m,nr_inodes=16k,mode=0700,uid={uid},gid={gid}",
-                    l.tmp_mb
-                ))
-                .map_err(bad)?,
-            });
-            out.how.push("tmp:tmpfs".into());
-        } else {
-            out.tmp_poll = true;
-            out.how.push("tmp:poll".into());
-        }
+    if p.tmp.is_some() && l.tmp_mb > 0 {
+        out.tmp_poll = true;
+        out.how.push("tmp:poll".into());
     }
     Ok(out)
 }

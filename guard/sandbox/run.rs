@@ -118,7 +118,7 @@ enum Stop {
     TmpFull,
 }
 
-/// How often the private tmp's size is measured when no tmpfs bounds it.
+/// How often the private tmp's size is measured.
 const TMP_POLL: Duration = Duration::from_millis(100);
 
 /// Resolves once the tree under `dir` holds more than `max` bytes (allocated blocks).

@@ -21,7 +21,7 @@ pub struct Prepared {
     profile: ResolvedProfile,
     /// The run's cgroup, kept (and its `cgroup.procs` fds open) as long as the plan.
     cgroup: Option<Arc<RunCgroup>>,
-    /// The private tmp is bounded by polling its size, not by a tmpfs.
+    /// The private tmp is bounded by polling its size.
     tmp_poll: bool,
 }
 
@@ -140,7 +140,6 @@ pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
             .as_ref()
             .map(|c| c.procs_fds())
             .unwrap_or_default(),
-        tmpfs: res.tmpfs,
     };
     Ok(Prepared {
         plan: Arc::new(plan),
@@ -186,7 +185,7 @@ impl Prepared {
         &self.profile
     }
 
-    /// The private tmp's size is checked by polling (no per-run tmpfs could be mounted).
+    /// The private tmp's size is checked by polling.
     pub fn tmp_poll(&self) -> bool {
         self.tmp_poll
     }

@@ -33,7 +33,7 @@ pub struct EnforcementStatus {
     pub network: String,
     /// Features the profile wanted that this kernel lacks (non-empty only in degraded mode).
     pub missing: Vec<String>,
-    /// How each per-run limit is enforced (`pids:cgroup`, `tmp:tmpfs`, `memory:rlimit-as`…).
+    /// How each per-run limit is enforced (`pids:cgroup`, `tmp:poll`, `memory:rlimit-as`…).
     #[serde(default)]
     pub resources: Vec<String>,
 }
