@@ -262,7 +262,9 @@ fn oracle_dialect_mutations() {
         .into_iter()
         .map(|c| (format!("dialect mutation (seed {seed:#x})"), c))
         .collect();
-    let allowed = cmds.iter().filter(|(_, c)| w.decide(c).kind == VerdictKind::Allow);
+    let allowed = cmds
+        .iter()
+        .filter(|(_, c)| w.decide(c).kind == VerdictKind::Allow);
     println!(
         "dialect mutations: {} made, {} allowed",
         cmds.len(),

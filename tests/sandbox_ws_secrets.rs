@@ -135,3 +135,103 @@ fn race_in_a_directory_granted_whole() {
         "race in a directory granted whole: {leaked} of {n} leaked, {plain} plain, {flips} flips"
     );
 }
+
+/// The red team's files inside the workspace, secrets by content or by a telling name and
+/// on no name list before: each unreadable by an autonomous run, while ordinary files stay
+/// readable. Fake values shaped like real ones (made at run time, so no scanner of this
+/// repository trips on this file).
+#[test]
+fn secrets_by_content_and_telling_names_are_unreadable() {
+    let (_t, home, ws) = root();
+    let write = |rel: &str, text: &str| {
+        let p = ws.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("dirs");
+        std::fs::write(p, text).expect("write");
+    };
+    let mark = "MARK-c0n7";
+    let secret_aws = format!("wJalrXUtnFEMI/K7MDENG/bPxRfiCYz{}", "Q8h3kLm2P");
+    let begin = format!("-----BEGIN {}PRIVATE KEY-----", "RSA ");
+    let secrets: Vec<(&str, String)> = vec![
+        (
+            ".aws/credentials",
+            format!("# {mark}\n[default]\naws_access_key_id = AKIAZ7QW3ERT5YUI2OPL\n"),
+        ),
+        (
+            "kubeconfig.yaml",
+            format!("# {mark}\napiVersion: v1\nkind: Config\n"),
+        ),
+        (
+            "config/database.yml",
+            format!("# {mark}\nproduction:\n  adapter: postgresql\n  password: Tr0ub4dor-9x\n"),
+        ),
+        (
+            "deploy.key",
+            format!("{begin}\n{mark}MIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n"),
+        ),
+        (
+            "certs/server.pem",
+            format!("{begin}\n{mark}MIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n"),
+        ),
+        (
+            "settings.py",
+            format!("# {mark}\nAWS_SECRET_ACCESS_KEY = \"{secret_aws}\"\n"),
+        ),
+        (
+            "notes.txt",
+            format!(
+                "{mark} token ghp_{}\n",
+                "Zq7Lm2Np4Rt6Vx8Bd1Fh3Jk5Mw9Sy0Cg2Et4Q"
+            ),
+        ),
+    ];
+    for (rel, text) in &secrets {
+        write(rel, text);
+    }
+    let lock = r#"{"name":"app","lockfileVersion":3,"packages":{"node_modules/@aws-sdk/credential-provider-env":{"version":"3.658.1","resolved":"https://registry.npmjs.org/@aws-sdk/credential-provider-env/-/credential-provider-env-3.658.1.tgz","integrity":"sha512-Go1Yj8PBCaTpLrwEuaHE8ryOHl9T8zQ3mVzb3o/xqGMJ/cFzJnMbnGIAmaJ2k4ywEY7wNsAj+pfZTXMsg7mAOw=="},"node_modules/secret-stream":{"version":"1.0.0","integrity":"sha512-q2wXYh5/b7e7y0lN7CVtO8O2hJq3mA4lp0K3v9Q9C1L0Zq8kR4aE0qJ0mB8pRk1o8m8eB1rOqK6zF3m4rX1cXg=="}}}
+"#;
+    let ordinary: Vec<(&str, &str)> = vec![
+        (
+            "README.md",
+            "# app\nSet your AWS keys in ~/.aws/credentials.\n",
+        ),
+        (
+            "src/main.py",
+            "import os\nKEY = os.environ['AWS_SECRET_ACCESS_KEY']\n",
+        ),
+        (
+            ".env.example",
+            "API_KEY=your-api-key-here\nDB_PASSWORD=changeme\nGITHUB_TOKEN=\n",
+        ),
+        ("package-lock.json", lock),
+        (
+            "tests/fixtures/aws.js",
+            "const KEY = \"AKIAIOSFODNN7EXAMPLE\";\n",
+        ),
+        (
+            "certs/ca.pem",
+            "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+        ),
+        (
+            "config/app.yml",
+            "port: 8080\npassword: <%= ENV['DB_PASSWORD'] %>\n",
+        ),
+    ];
+    for (rel, text) in &ordinary {
+        write(rel, text);
+    }
+    let rt = runtime();
+    for (rel, _) in &secrets {
+        let out = run(&rt, &ws, &home, &format!("cat {rel}"));
+        assert!(
+            out.exit_code != Some(0) && !out.stdout.contains(mark),
+            "{rel} was read: {out:?}"
+        );
+    }
+    // A recursive read does not get them either.
+    let out = run(&rt, &ws, &home, "grep -r MARK . ; true");
+    assert!(!out.stdout.contains(mark), "grep -r: {out:?}");
+    for (rel, text) in &ordinary {
+        let out = run(&rt, &ws, &home, &format!("cat {rel}"));
+        assert_eq!(out.stdout, *text, "{rel}: {out:?}");
+    }
+}
