@@ -6,7 +6,7 @@
 use super::landlock_cache::{self, Stamp};
 use super::profile::{NetworkSpec, ResolvedProfile};
 use super::status::Level;
-use super::ws_secrets::{self, Judged};
+use super::ws_secrets::{self, judged_ok, Scanned};
 use super::SandboxError;
 use landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset,
@@ -122,25 +122,6 @@ type Limit = (PathBuf, BitFlags<AccessFs>);
 /// every cap on them allows. Landlock ties a rule to the inode, so a file granted by one name
 /// is granted by all: the walk grants no name of such a file more than its cap.
 type Linked = std::collections::HashMap<(u64, u64), BitFlags<AccessFs>>;
-
-/// The workspace whose secrets the scan found, with that scan: inside it, the walk grants
-/// only inodes the scan judged (`Judged::grants`), so a name made between the scan and this
-/// walk (a hard link to a secret) is not granted.
-type Scanned<'a> = Option<(&'a Path, &'a Judged)>;
-
-/// Whether `fd`, opened at `path`, may be granted by the scan of the workspace it lies in,
-/// and the stamp the scan listed it with (directories).
-fn judged_ok(
-    path: &Path,
-    fd: &OwnedFd,
-    ws: Scanned<'_>,
-) -> Result<(bool, Option<Stamp>), SandboxError> {
-    let Some((_, judged)) = ws.filter(|(root, _)| path.starts_with(root)) else {
-        return Ok((true, None));
-    };
-    let st = nix::sys::stat::fstat(fd).map_err(ll_err)?;
-    Ok((judged.grants(path, &st), judged.dir_stamp(&st)))
-}
 
 /// A limit that cannot be looked at is an error: its other names could not be capped.
 fn linked_of(limits: &[Limit]) -> Result<Linked, SandboxError> {

@@ -14,9 +14,15 @@
 //!
 //! The scan is cached per workspace and re-validated on every use: an lstat of every
 //! directory it listed (device, inode, mtime, ctime: creating, removing or renaming an entry
-//! changes its directory's mtime, and a replaced directory has another inode) and an fstatat
-//! of every file (a rewritten file has another mtime): no file is read again. Content
-//! verdicts are also remembered per file by that key, so a rescan reads only changed files.
+//! changes its directory's mtime, and a replaced directory has another inode), and for the
+//! files, whose content can change with no directory changing, an inotify watch on every
+//! listed directory (set before the directory is listed): any write, attribute change or
+//! entry change in one voids the scan. Where no watch can be set (no inotify instance or
+//! watch left), an fstatat of every file instead (a rewritten file has another mtime), ~1 µs
+//! a file. inotify misses writes through mmap(2) and writes on network filesystems by other
+//! hosts; those are seen when the entry expires (`TTL`). No file is read again: content
+//! verdicts are remembered per file by (device, inode, mtime, ctime, size), so a rescan reads
+//! only changed files.
 //! File times come from a coarse clock, so a scan that saw a directory or file changed less
 //! than `RACY` before it began is used once and not cached (as the Landlock cache does).
 //! What remains: a directory with no secret in it is granted whole, so a file created in it
@@ -87,6 +93,8 @@ pub struct Judged {
     pub(super) ok_dirs: HashMap<(u64, u64), Stamp>,
     pub(super) built: Instant,
     cacheable: bool,
+    /// Watches on every listed directory (None: none could be set; files are re-stat'ed).
+    pub(super) watch: Option<nix::sys::inotify::Inotify>,
 }
 
 impl Judged {
@@ -101,6 +109,11 @@ impl Judged {
             ok_dirs: HashMap::new(),
             built: Instant::now(),
             cacheable: false,
+            watch: nix::sys::inotify::Inotify::init(
+                nix::sys::inotify::InitFlags::IN_NONBLOCK
+                    | nix::sys::inotify::InitFlags::IN_CLOEXEC,
+            )
+            .ok(),
         }
     }
 
@@ -143,11 +156,55 @@ impl Judged {
         self.ok_dirs.get(&(st.st_dev, st.st_ino)).copied()
     }
 
+    /// Watches the directory open at `fd` (before it is listed); without a watch, files are
+    /// re-stat'ed on every use instead.
+    pub(super) fn watch_dir(&mut self, fd: &impl std::os::fd::AsRawFd) {
+        use nix::sys::inotify::AddWatchFlags as F;
+        let Some(w) = &self.watch else {
+            return;
+        };
+        let mask = F::IN_MODIFY
+            | F::IN_ATTRIB
+            | F::IN_CLOSE_WRITE
+            | F::IN_CREATE
+            | F::IN_DELETE
+            | F::IN_MOVED_FROM
+            | F::IN_MOVED_TO
+            | F::IN_DELETE_SELF
+            | F::IN_MOVE_SELF
+            | F::IN_ONLYDIR;
+        // The directory's inode itself, through its fd's magic link (followed: that is the
+        // directory the fd holds, whatever its path names now).
+        let at = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        if w.add_watch(at.as_str(), mask).is_err() {
+            self.watch = None;
+        }
+    }
+
+    /// Whether the watches saw nothing since the scan (None: there are none).
+    fn quiet(&self) -> Option<bool> {
+        let w = self.watch.as_ref()?;
+        Some(matches!(w.read_events(), Err(nix::errno::Errno::EAGAIN)))
+    }
+
     /// Whether every listed directory and every file looked at is unchanged.
     fn still_valid(&self) -> bool {
+        let quiet = self.quiet();
+        if quiet == Some(false) {
+            return false;
+        }
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let mut start = 0;
         for (path, stamp, end) in &self.dirs {
+            if quiet == Some(true) {
+                // Watched: the directory's own stamp is all (one lstat).
+                let same = nix::sys::stat::lstat(path.as_path())
+                    .is_ok_and(|st| Stamp::from_stat(&st) == *stamp);
+                if !same {
+                    return false;
+                }
+                continue;
+            }
             let Ok(fd) = nix::fcntl::open(path.as_path(), flags, Mode::empty()) else {
                 return false;
             };
@@ -171,6 +228,25 @@ impl Judged {
         }
         true
     }
+}
+
+/// The workspace whose secrets the scan found, with that scan: inside it, the walk grants
+/// only inodes the scan judged (`Judged::grants`), so a name made between the scan and this
+/// walk (a hard link to a secret) is not granted.
+pub type Scanned<'a> = Option<(&'a Path, &'a Judged)>;
+
+/// Whether `fd`, opened at `path`, may be granted by the scan of the workspace it lies in,
+/// and the stamp the scan listed it with (directories).
+pub(super) fn judged_ok(
+    path: &Path,
+    fd: &std::os::fd::OwnedFd,
+    ws: Scanned<'_>,
+) -> Result<(bool, Option<Stamp>), SandboxError> {
+    let Some((_, judged)) = ws.filter(|(root, _)| path.starts_with(root)) else {
+        return Ok((true, None));
+    };
+    let st = nix::sys::stat::fstat(fd).map_err(|e| SandboxError::Landlock(e.to_string()))?;
+    Ok((judged.grants(path, &st), judged.dir_stamp(&st)))
 }
 
 type Cache = Mutex<HashMap<PathBuf, Arc<Judged>>>;
@@ -249,6 +325,28 @@ mod tests {
         std::fs::write(ws.join("a/.env.prod"), "x").unwrap();
         let s = secrets_in(&ws).unwrap();
         assert!(s.contains(&ws.join("a/.env.prod")), "{s:?}");
+    }
+
+    #[test]
+    fn a_secret_written_into_a_cached_file_is_seen() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join("a")).unwrap();
+        std::fs::write(ws.join("a/notes.txt"), "nothing\n").unwrap();
+        std::thread::sleep(RACY + std::time::Duration::from_millis(50));
+        assert!(secrets_in(&ws).unwrap().is_empty());
+        let cached = secrets_in(&ws).unwrap();
+        assert!(cached.is_empty());
+        // No directory changes: only the file's content.
+        let key = format!("-----BEGIN {}PRIVATE KEY-----\nMIIE\n", "EC ");
+        std::fs::write(ws.join("a/notes.txt"), key).unwrap();
+        assert_eq!(*secrets_in(&ws).unwrap(), vec![ws.join("a/notes.txt")]);
+        // Without watches, the files are re-stat'ed instead.
+        let mut j = super::super::ws_walk::scan(&ws).unwrap();
+        j.watch = None;
+        assert!(j.still_valid());
+        std::fs::write(ws.join("a/notes.txt"), "nothing again\n").unwrap();
+        assert!(!j.still_valid());
     }
 
     /// A workspace beside an outside directory, on the same filesystem.

@@ -124,6 +124,7 @@ impl Walk<'_> {
         path: PathBuf,
         in_secret: bool,
     ) -> Result<Option<Frame>, SandboxError> {
+        self.j.watch_dir(&dir);
         let st = fstat(dir.as_fd()).map_err(|e| err(&path, e))?;
         let stamp = Stamp::from_stat(&st);
         if !in_secret {
@@ -185,7 +186,8 @@ impl Walk<'_> {
             }
             let key = FileKey::from_stat(&st);
             let mut secret = in_secret || named;
-            if !secret && fmt == SFlag::S_IFREG {
+            // An empty file holds nothing (not opened).
+            if !secret && fmt == SFlag::S_IFREG && st.st_size > 0 {
                 secret = self.content(&dir, &path, &name, key)?;
             }
             self.j.push_file(&name, key);
