@@ -326,11 +326,19 @@ fn secret_scan_on_100k_files() {
     let t = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tmp");
     let ws = std::env::var_os("SANCTUM_SCAN_ROOT").map_or_else(|| t.path().into(), PathBuf::from);
     let ws = ws.canonicalize().expect("canon");
+    // SANCTUM_SCAN_BYTES: each file holds that many bytes of code-like text (default empty),
+    // for the cost of the content rules on a cold scan.
+    let bytes: usize = std::env::var("SANCTUM_SCAN_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let line = "let api_key = config.get(\"key\"); // token secret password\n";
+    let body: String = line.repeat(bytes / line.len() + 1)[..bytes].to_string();
     for d in 0..1000 {
         let dir = ws.join(format!("d{}/e{}", d / 10, d % 10));
         std::fs::create_dir_all(&dir).expect("dir");
         for f in 0..100 {
-            std::fs::write(dir.join(format!("f{f}.rs")), "").expect("file");
+            std::fs::write(dir.join(format!("f{f}.rs")), &body).expect("file");
         }
         if d % 250 == 0 {
             std::fs::write(dir.join(".env"), "K=v").expect("secret");

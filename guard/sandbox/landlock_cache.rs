@@ -48,6 +48,9 @@ pub struct Key {
     pub abi: u8,
     pub degraded: bool,
     pub limits: Vec<(PathBuf, u64)>,
+    /// Built from a workspace scan (`ws_secrets`): inside the workspace only the inodes it
+    /// judged are granted.
+    pub scanned: bool,
 }
 
 /// Identity and change times of a listed directory.
@@ -229,6 +232,7 @@ mod tests {
             abi: 0,
             degraded: false,
             limits: vec![(p.join("secret"), 0)],
+            scanned: false,
         }
     }
 

@@ -6,6 +6,7 @@
 use super::landlock_cache::{self, Stamp};
 use super::profile::{NetworkSpec, ResolvedProfile};
 use super::status::Level;
+use super::ws_secrets::{self, judged_ok, Scanned};
 use super::SandboxError;
 use landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset,
@@ -150,7 +151,7 @@ fn grant_limited(
     root: &Path,
     kind: Option<bool>,
     rights: BitFlags<AccessFs>,
-    (limits, linked): (&[Limit], &Linked),
+    (limits, linked, ws): (&[Limit], &Linked, Scanned<'_>),
     abi: ABI,
     out: &mut Walk,
 ) -> Result<(), SandboxError> {
@@ -169,6 +170,13 @@ fn grant_limited(
             return Ok(());
         }
         let Some(fd) = grant(root, kind, rights, abi, &mut out.grants)? else {
+            return Ok(());
+        };
+        if !judged_ok(root, fd, ws)?.0 {
+            out.grants.pop();
+            return Ok(());
+        }
+        let Some((fd, _)) = out.grants.last() else {
             return Ok(());
         };
         // Only a file needs the inode check (a directory has no other name); skipped when no
@@ -193,8 +201,15 @@ fn grant_limited(
     // Recurse into real directories only (a symlink is never granted).
     match open_kind(root, kind)? {
         Some((fd, true)) => {
+            let (ok, scanned) = judged_ok(root, &fd, ws)?;
+            if !ok {
+                return Ok(());
+            }
             let st = nix::sys::stat::fstat(&fd).map_err(ll_err)?;
-            out.walked.push((root.to_path_buf(), Stamp::from_stat(&st)));
+            // Inside the workspace, the stamp the scan listed it with: changed since, the
+            // cached layer is rebuilt.
+            let stamp = scanned.unwrap_or_else(|| Stamp::from_stat(&st));
+            out.walked.push((root.to_path_buf(), stamp));
             if !here.is_empty() {
                 out.grants.push((fd, here));
             }
@@ -210,7 +225,14 @@ fn grant_limited(
             continue;
         }
         let is_dir = Some(ft.is_dir());
-        grant_limited(&entry.path(), is_dir, rights, (limits, linked), abi, out)?;
+        grant_limited(
+            &entry.path(),
+            is_dir,
+            rights,
+            (limits, linked, ws),
+            abi,
+            out,
+        )?;
     }
     Ok(())
 }
@@ -278,12 +300,14 @@ fn build_limits(
     limits: &[Limit],
     abi: ABI,
     level: CompatLevel,
+    ws: Scanned<'_>,
 ) -> Result<(OwnedFd, Vec<(PathBuf, Stamp)>), SandboxError> {
     let fs = AccessFs::from_all(abi);
     let created = new_ruleset(level, fs, BitFlags::empty(), BitFlags::empty())?;
     let mut walk = Walk::default();
     let linked = linked_of(limits)?;
-    grant_limited(Path::new("/"), None, fs, (limits, &linked), abi, &mut walk)?;
+    let ctx = (limits, &linked, ws);
+    grant_limited(Path::new("/"), None, fs, ctx, abi, &mut walk)?;
     Ok((into_fd(add_grants(created, walk.grants)?)?, walk.walked))
 }
 
@@ -465,12 +489,20 @@ fn limits_layer(
     if limits.is_empty() {
         return Ok(None);
     }
+    // The workspace scan's profile grants only what the scan judged inside the workspace.
+    let judged = if ws_secrets::applies(&profile.workspace, &profile.read, &profile.write) {
+        Some(ws_secrets::judged(&profile.workspace)?)
+    } else {
+        None
+    };
     let key = landlock_cache::Key {
         abi: r.kernel_abi,
         degraded: profile.allow_degraded,
         limits: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
+        scanned: judged.is_some(),
     };
-    landlock_cache::get_or_build(key, || build_limits(limits, r.abi, r.level)).map(Some)
+    let ws = judged.as_deref().map(|j| (profile.workspace.as_path(), j));
+    landlock_cache::get_or_build(key, || build_limits(limits, r.abi, r.level, ws)).map(Some)
 }
 
 /// Builds both layers for `profile` on a kernel with Landlock ABI `kernel_abi` (None when

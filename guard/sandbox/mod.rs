@@ -24,7 +24,9 @@ pub mod spawn;
 pub mod status;
 pub mod tmpdir;
 pub mod trace;
+pub mod ws_content;
 pub mod ws_secrets;
+mod ws_walk;
 
 pub use identity::RunAs;
 pub use integrity::{IntegrityEvent, ScanLimits};

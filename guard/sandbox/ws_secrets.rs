@@ -1,22 +1,41 @@
-//! The sensitive files inside a workspace that a run may read but not write (the policy
-//! core's one list of secret names, `policy::paths::is_secret_file_name`), with device nodes
-//! and every name of a file hard-linked outside the workspace or to a secret. Landlock cannot
-//! subtract a file from a granted directory, so the profile denies each one and the limits
-//! layer grants its siblings along the path instead of the parent (`landlock_rules`).
+//! The sensitive files inside a workspace that a run may read but not write: files with a
+//! secret's name (the policy core's list, `policy::paths::is_secret_file_name`, and the names
+//! only a workspace makes secret, `ws_content::is_secret_name`), files whose content is a
+//! secret by the rules of `ws_content`, device nodes, and every name of a file hard-linked
+//! outside the workspace or to a secret. Landlock cannot subtract a file from a granted
+//! directory, so the profile denies each one and the limits layer grants its siblings along
+//! the path instead of the parent (`landlock_rules`).
 //!
-//! The scan is cached per workspace and re-validated on every use by an lstat of every
-//! directory it listed (device, inode, mtime, ctime): creating, removing or renaming an entry
-//! changes its directory's mtime, and a replaced directory has another inode. File times
-//! come from a coarse clock, so a scan that saw a directory changed less than `RACY` before
-//! it began is used once and not cached (as the Landlock cache does). What remains: a file
-//! created after the check, while the run is starting or running, is not denied; runs that
-//! use this scan cannot write the workspace, so only a concurrent approved run could create
-//! one. A workspace with more than `MAX_ENTRIES` entries fails closed (the run does not start).
+//! The scan and the grants agree on one listing: the walk (`ws_walk`) opens each directory
+//! from its parent's fd and looks at each entry through it, and the grants grant an inode
+//! of the workspace only if this scan judged that very inode readable, unchanged since
+//! (`Judged::grants`: device, inode, mtime, ctime, size). A hard link or a name made between
+//! the scan and the grants is not granted, whatever the grants' own listing finds.
+//!
+//! The scan is cached per workspace and re-validated on every use: an lstat of every
+//! directory it listed (device, inode, mtime, ctime: creating, removing or renaming an entry
+//! changes its directory's mtime, and a replaced directory has another inode), and for the
+//! files, whose content can change with no directory changing, an inotify watch on every
+//! listed directory (set before the directory is listed): any write, attribute change or
+//! entry change in one voids the scan. Where no watch can be set (no inotify instance or
+//! watch left), an fstatat of every file instead (a rewritten file has another mtime), ~1 µs
+//! a file. inotify misses writes through mmap(2) and writes on network filesystems by other
+//! hosts; those are seen when the entry expires (`TTL`). No file is read again: content
+//! verdicts are remembered per file by (device, inode, mtime, ctime, size), so a rescan reads
+//! only changed files.
+//! File times come from a coarse clock, so a scan that saw a directory or file changed less
+//! than `RACY` before it began is used once and not cached (as the Landlock cache does).
+//! What remains: a directory with no secret in it is granted whole, so a file created in it
+//! after the scan, while the run is starting or running, is not denied; runs that use this
+//! scan cannot write the workspace, so only a concurrent approved run or a process outside
+//! the guard could create one. A workspace with more than `MAX_ENTRIES` entries fails closed
+//! (the run does not start).
 
 use super::landlock_cache::{epoch, Stamp, RACY, TTL};
 use super::SandboxError;
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::{fstat, fstatat, FileStat, Mode, SFlag};
 use std::collections::HashMap;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -26,215 +45,266 @@ pub const MAX_ENTRIES: usize = 1_000_000;
 /// Workspaces remembered.
 const MAX_CACHED: usize = 16;
 
-struct Scan {
-    secrets: Arc<Vec<PathBuf>>,
-    dirs: Vec<(PathBuf, Stamp)>,
-    built: Instant,
+/// What a file was when judged: identity, change times and size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileKey {
+    pub dev: u64,
+    pub ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    size: i64,
 }
 
-type Cache = Mutex<HashMap<PathBuf, Scan>>;
+impl FileKey {
+    pub fn from_stat(st: &FileStat) -> FileKey {
+        FileKey {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            mtime: (st.st_mtime, st.st_mtime_nsec),
+            ctime: (st.st_ctime, st.st_ctime_nsec),
+            size: st.st_size,
+        }
+    }
+
+    /// Whether both timestamps lie before `limit` (seconds, nanoseconds since the epoch).
+    pub(super) fn older_than(&self, limit: (i64, i64)) -> bool {
+        self.mtime < limit && self.ctime < limit
+    }
+}
+
+/// A file the scan looked at: the end of its name in `Judged::names`, and its key.
+pub(super) struct FileRec {
+    pub name_end: usize,
+    pub key: FileKey,
+}
+
+/// One scan of a workspace: what to deny, what the grants may grant, what to re-check.
+pub struct Judged {
+    /// The paths to deny, sorted.
+    pub(super) secrets: Vec<PathBuf>,
+    secrets_arc: Arc<Vec<PathBuf>>,
+    /// Every listed directory, its stamp, and the end of its files in `files`.
+    pub(super) dirs: Vec<(PathBuf, Stamp, usize)>,
+    pub(super) files: Vec<FileRec>,
+    pub(super) names: Vec<u8>,
+    /// Files judged readable, by (device, inode), with the key they were judged at.
+    pub(super) ok_files: HashMap<(u64, u64), FileKey>,
+    /// Listed directories outside secret directories, by (device, inode).
+    pub(super) ok_dirs: HashMap<(u64, u64), Stamp>,
+    pub(super) built: Instant,
+    cacheable: bool,
+    /// Watches on every listed directory (None: none could be set; files are re-stat'ed).
+    pub(super) watch: Option<nix::sys::inotify::Inotify>,
+}
+
+impl Judged {
+    pub(super) fn empty() -> Judged {
+        Judged {
+            secrets: Vec::new(),
+            secrets_arc: Arc::default(),
+            dirs: Vec::new(),
+            files: Vec::new(),
+            names: Vec::new(),
+            ok_files: HashMap::new(),
+            ok_dirs: HashMap::new(),
+            built: Instant::now(),
+            cacheable: false,
+            watch: nix::sys::inotify::Inotify::init(
+                nix::sys::inotify::InitFlags::IN_NONBLOCK
+                    | nix::sys::inotify::InitFlags::IN_CLOEXEC,
+            )
+            .ok(),
+        }
+    }
+
+    pub(super) fn push_file(&mut self, name: &std::ffi::OsStr, key: FileKey) {
+        use std::os::unix::ffi::OsStrExt;
+        self.names.extend_from_slice(name.as_bytes());
+        self.files.push(FileRec {
+            name_end: self.names.len(),
+            key,
+        });
+    }
+
+    /// Whether the grants may grant the inode `st` that `path` (inside the workspace) named
+    /// when they opened it: a directory this scan listed, or a file it judged readable and
+    /// unchanged since, under a name that is no secret's. Anything else (a name made or
+    /// replaced after the scan, a device, a symlink) is not granted.
+    pub fn grants(&self, path: &Path, st: &FileStat) -> bool {
+        let secret_name = path.file_name().is_some_and(|n| {
+            let parent = path.parent().and_then(Path::file_name);
+            let (n, parent) = (n.to_string_lossy(), parent.map(|p| p.to_string_lossy()));
+            crate::policy::paths::is_secret_file_name(&n)
+                || super::ws_content::is_secret_name(parent.as_deref(), &n)
+        });
+        if secret_name {
+            return false;
+        }
+        let fmt = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
+        let id = (st.st_dev, st.st_ino);
+        if fmt == SFlag::S_IFDIR {
+            return self.ok_dirs.contains_key(&id);
+        }
+        self.ok_files
+            .get(&id)
+            .is_some_and(|k| *k == FileKey::from_stat(st))
+    }
+
+    /// The stamp this scan listed directory `st` with (the grants record it, so a change
+    /// since the scan voids a cached layer).
+    pub fn dir_stamp(&self, st: &FileStat) -> Option<Stamp> {
+        self.ok_dirs.get(&(st.st_dev, st.st_ino)).copied()
+    }
+
+    /// Watches the directory open at `fd` (before it is listed); without a watch, files are
+    /// re-stat'ed on every use instead.
+    pub(super) fn watch_dir(&mut self, fd: &impl std::os::fd::AsRawFd) {
+        use nix::sys::inotify::AddWatchFlags as F;
+        let Some(w) = &self.watch else {
+            return;
+        };
+        let mask = F::IN_MODIFY
+            | F::IN_ATTRIB
+            | F::IN_CLOSE_WRITE
+            | F::IN_CREATE
+            | F::IN_DELETE
+            | F::IN_MOVED_FROM
+            | F::IN_MOVED_TO
+            | F::IN_DELETE_SELF
+            | F::IN_MOVE_SELF
+            | F::IN_ONLYDIR;
+        // The directory's inode itself, through its fd's magic link (followed: that is the
+        // directory the fd holds, whatever its path names now).
+        let at = format!("/proc/self/fd/{}", fd.as_raw_fd());
+        if w.add_watch(at.as_str(), mask).is_err() {
+            self.watch = None;
+        }
+    }
+
+    /// Whether the watches saw nothing since the scan (None: there are none).
+    fn quiet(&self) -> Option<bool> {
+        let w = self.watch.as_ref()?;
+        Some(matches!(w.read_events(), Err(nix::errno::Errno::EAGAIN)))
+    }
+
+    /// Whether every listed directory and every file looked at is unchanged.
+    fn still_valid(&self) -> bool {
+        let quiet = self.quiet();
+        if quiet == Some(false) {
+            return false;
+        }
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let mut start = 0;
+        for (path, stamp, end) in &self.dirs {
+            if quiet == Some(true) {
+                // Watched: the directory's own stamp is all (one lstat).
+                let same = nix::sys::stat::lstat(path.as_path())
+                    .is_ok_and(|st| Stamp::from_stat(&st) == *stamp);
+                if !same {
+                    return false;
+                }
+                continue;
+            }
+            let Ok(fd) = nix::fcntl::open(path.as_path(), flags, Mode::empty()) else {
+                return false;
+            };
+            if !fstat(&fd).is_ok_and(|st| Stamp::from_stat(&st) == *stamp) {
+                return false;
+            }
+            let mut from = match start {
+                0 => 0,
+                n => self.files.get(n - 1).map_or(0, |f| f.name_end),
+            };
+            for f in self.files.get(start..*end).unwrap_or_default() {
+                let name = f.name(&self.names, from);
+                from = f.name_end;
+                let same = fstatat(&fd, name, AtFlags::AT_SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| FileKey::from_stat(&st) == f.key);
+                if !same {
+                    return false;
+                }
+            }
+            start = *end;
+        }
+        true
+    }
+}
+
+/// The workspace whose secrets the scan found, with that scan: inside it, the walk grants
+/// only inodes the scan judged (`Judged::grants`), so a name made between the scan and this
+/// walk (a hard link to a secret) is not granted.
+pub type Scanned<'a> = Option<(&'a Path, &'a Judged)>;
+
+/// Whether `fd`, opened at `path`, may be granted by the scan of the workspace it lies in,
+/// and the stamp the scan listed it with (directories).
+pub(super) fn judged_ok(
+    path: &Path,
+    fd: &std::os::fd::OwnedFd,
+    ws: Scanned<'_>,
+) -> Result<(bool, Option<Stamp>), SandboxError> {
+    let Some((_, judged)) = ws.filter(|(root, _)| path.starts_with(root)) else {
+        return Ok((true, None));
+    };
+    let st = nix::sys::stat::fstat(fd).map_err(|e| SandboxError::Landlock(e.to_string()))?;
+    Ok((judged.grants(path, &st), judged.dir_stamp(&st)))
+}
+
+type Cache = Mutex<HashMap<PathBuf, Arc<Judged>>>;
 
 fn cache() -> &'static Cache {
     static C: OnceLock<Cache> = OnceLock::new();
     C.get_or_init(Default::default)
 }
 
+/// Whether a profile that reads `read` and writes `write` keeps its runs from the secrets
+/// of `workspace` by this scan (as `ProfileSpec::resolve_with` decides): it cannot write the
+/// workspace and reads no parent of it.
+pub fn applies(workspace: &Path, read: &[PathBuf], write: &[PathBuf]) -> bool {
+    let writes_ws = write.iter().any(|w| workspace.starts_with(w));
+    let reads_parent = read
+        .iter()
+        .any(|r| r != workspace && workspace.starts_with(r));
+    !writes_ws && !reads_parent
+}
+
 /// The sensitive files and directories under `workspace` (canonical), sorted.
 pub fn secrets_in(workspace: &Path) -> Result<Arc<Vec<PathBuf>>, SandboxError> {
+    Ok(Arc::clone(&judge(workspace)?.secrets_arc))
+}
+
+/// The latest scan of `workspace`, for the grants; a fresh one when there is none. Any
+/// complete scan is safe to grant from: it grants only inodes it judged, unchanged since.
+pub fn judged(workspace: &Path) -> Result<Arc<Judged>, SandboxError> {
     if let Ok(c) = cache().lock() {
-        if let Some(s) = c.get(workspace) {
-            if s.built.elapsed() < TTL && still_valid(&s.dirs) {
-                return Ok(Arc::clone(&s.secrets));
-            }
+        if let Some(j) = c.get(workspace) {
+            return Ok(Arc::clone(j));
+        }
+    }
+    judge(workspace)
+}
+
+fn judge(workspace: &Path) -> Result<Arc<Judged>, SandboxError> {
+    let cached = cache().lock().ok().and_then(|c| c.get(workspace).cloned());
+    if let Some(j) = cached {
+        if j.cacheable && j.built.elapsed() < TTL && j.still_valid() {
+            return Ok(j);
         }
     }
     let started = SystemTime::now();
-    let (secrets, dirs) = scan(workspace)?;
-    let secrets = Arc::new(secrets);
+    let mut j = super::ws_walk::scan(workspace)?;
     let limit = epoch(started.checked_sub(RACY).unwrap_or(UNIX_EPOCH));
+    j.cacheable = j.dirs.iter().all(|(_, s, _)| s.older_than(limit))
+        && j.files.iter().all(|f| f.key.older_than(limit));
+    j.secrets_arc = Arc::new(std::mem::take(&mut j.secrets));
+    let j = Arc::new(j);
     if let Ok(mut c) = cache().lock() {
-        if dirs.iter().all(|(_, s)| s.older_than(limit)) {
-            if c.len() >= MAX_CACHED {
-                c.clear();
-            }
-            c.insert(
-                workspace.to_path_buf(),
-                Scan {
-                    secrets: Arc::clone(&secrets),
-                    dirs,
-                    built: Instant::now(),
-                },
-            );
-        } else {
-            c.remove(workspace);
+        if c.len() >= MAX_CACHED && !c.contains_key(workspace) {
+            c.clear();
         }
+        // Kept even when not cacheable: the grants of this very run use it.
+        c.insert(workspace.to_path_buf(), Arc::clone(&j));
     }
-    Ok(secrets)
-}
-
-fn still_valid(dirs: &[(PathBuf, Stamp)]) -> bool {
-    dirs.iter()
-        .all(|(p, s)| std::fs::symlink_metadata(p).is_ok_and(|m| Stamp::from_meta(&m) == *s))
-}
-
-/// What one walk found: the paths to deny and every directory listed with its stamp.
-type Found = (Vec<PathBuf>, Vec<(PathBuf, Stamp)>);
-
-/// The names of one file (device, inode) seen by a walk that counts links.
-#[derive(Default)]
-struct Links {
-    nlink: u64,
-    /// Its names outside secret directories.
-    paths: Vec<PathBuf>,
-    /// Its names inside secret directories (denied with their directory).
-    hidden: u64,
-    /// One of its names is a secret's: every other name is that secret too.
-    secret: bool,
-}
-
-/// A directory waiting to be listed.
-struct Pending {
-    path: PathBuf,
-    /// Its parent is on a mount whose root is inside the workspace.
-    parent_own_mount: bool,
-    parent_dev: Option<u64>,
-    /// It is, or lies inside, a directory with a secret's name: denied whole, listed only
-    /// for the other names of its files.
-    in_secret: bool,
-}
-
-/// The secrets under `root`: files with a secret's name, device nodes, and every name of a
-/// file that is also a secret or also lives outside the workspace. A hard link is the file
-/// itself, and Landlock grants by inode, so `ws/a.txt` linked to `~/.ssh/id_rsa` or to
-/// `ws/.env` would be read (or would open the secret) through a granted name.
-///
-/// Counting links needs an lstat of every file; a directory on a mount whose root is inside
-/// the workspace skips it, because link(2) never crosses mounts (EXDEV): its files can only
-/// be linked to each other. Only if a secret there has other names is the walk redone with
-/// every file counted.
-fn scan(root: &Path) -> Result<Found, SandboxError> {
-    // The workspace is on its own mount when its device differs from its parent's.
-    let parent_dev = match root.parent() {
-        Some(p) => Some(
-            std::fs::symlink_metadata(p)
-                .map_err(|e| scan_err(p, e))?
-                .dev(),
-        ),
-        None => None,
-    };
-    scan_below(root, parent_dev)
-}
-
-fn scan_err(p: &Path, e: std::io::Error) -> SandboxError {
-    SandboxError::Profile(format!("scanning {} for secrets: {e}", p.display()))
-}
-
-/// `scan` with the device of the workspace's parent given (a test can place the workspace
-/// on a mount of its own that way).
-fn scan_below(root: &Path, parent_dev: Option<u64>) -> Result<Found, SandboxError> {
-    let (found, linked_secret) = walk(root, parent_dev, false)?;
-    if linked_secret {
-        return Ok(walk(root, parent_dev, true)?.0);
-    }
-    Ok(found)
-}
-
-/// One walk without following symlinks. `count_all` counts the links of every file, as if
-/// no directory were on its own mount. Also says whether a secret on such a mount has other
-/// names (it then needs the counting walk).
-fn walk(
-    root: &Path,
-    parent_dev: Option<u64>,
-    count_all: bool,
-) -> Result<(Found, bool), SandboxError> {
-    let err = scan_err;
-    let (mut secrets, mut dirs) = (Vec::new(), Vec::new());
-    let mut links: HashMap<(u64, u64), Links> = HashMap::new();
-    let mut linked_secret = false;
-    let mut todo = vec![Pending {
-        path: root.to_path_buf(),
-        parent_own_mount: false,
-        parent_dev,
-        in_secret: false,
-    }];
-    let mut seen = 0usize;
-    while let Some(dir) = todo.pop() {
-        let meta = std::fs::symlink_metadata(&dir.path).map_err(|e| err(&dir.path, e))?;
-        dirs.push((dir.path.clone(), Stamp::from_meta(&meta)));
-        let own_mount = !count_all && (dir.parent_own_mount || dir.parent_dev != Some(meta.dev()));
-        let entries = match std::fs::read_dir(&dir.path) {
-            Ok(e) => e,
-            // A directory nobody may list cannot be read by the run either.
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => continue,
-            Err(e) => return Err(err(&dir.path, e)),
-        };
-        for entry in entries {
-            let entry = entry.map_err(|e| err(&dir.path, e))?;
-            seen += 1;
-            if seen > MAX_ENTRIES {
-                return Err(SandboxError::Profile(format!(
-                    "workspace {} has more than {MAX_ENTRIES} entries: too many to scan for secrets",
-                    root.display()
-                )));
-            }
-            let path = entry.path();
-            let kind = entry.file_type().map_err(|e| err(&path, e))?;
-            let named =
-                crate::policy::paths::is_secret_file_name(&entry.file_name().to_string_lossy());
-            // Denied by name (or as a device), whatever the lstat below finds.
-            let denied =
-                !dir.in_secret && (named || kind.is_block_device() || kind.is_char_device());
-            if denied {
-                secrets.push(path.clone());
-            }
-            if kind.is_dir() {
-                todo.push(Pending {
-                    path,
-                    parent_own_mount: own_mount,
-                    parent_dev: Some(meta.dev()),
-                    in_secret: dir.in_secret || named,
-                });
-                continue;
-            }
-            let secret = dir.in_secret || named;
-            // Only a regular file has other names worth counting; on its own mount, only a
-            // secret's (a link elsewhere cannot leave the mount).
-            if !kind.is_file() || (own_mount && !secret) {
-                continue;
-            }
-            let m = match entry.metadata() {
-                Ok(m) => m,
-                // Removed since the listing (a concurrent approved run): no name to grant,
-                // and its directory's changed mtime voids this scan for the next run.
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(err(&path, e)),
-            };
-            if m.nlink() <= 1 {
-                continue;
-            }
-            if own_mount {
-                // A secret with other names: they are on this mount, found by counting.
-                linked_secret = true;
-                continue;
-            }
-            let l = links.entry((m.dev(), m.ino())).or_default();
-            l.nlink = m.nlink();
-            l.secret |= secret;
-            if dir.in_secret {
-                l.hidden += 1;
-            } else {
-                l.paths.push(path);
-            }
-        }
-    }
-    for l in links.into_values() {
-        if l.secret || (l.paths.len() as u64 + l.hidden) < l.nlink {
-            secrets.extend(l.paths);
-        }
-    }
-    secrets.sort();
-    secrets.dedup();
-    Ok(((secrets, dirs), linked_secret))
+    Ok(j)
 }
 
 #[cfg(test)]
@@ -255,6 +325,28 @@ mod tests {
         std::fs::write(ws.join("a/.env.prod"), "x").unwrap();
         let s = secrets_in(&ws).unwrap();
         assert!(s.contains(&ws.join("a/.env.prod")), "{s:?}");
+    }
+
+    #[test]
+    fn a_secret_written_into_a_cached_file_is_seen() {
+        let t = tempfile::tempdir().unwrap();
+        let ws = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(ws.join("a")).unwrap();
+        std::fs::write(ws.join("a/notes.txt"), "nothing\n").unwrap();
+        std::thread::sleep(RACY + std::time::Duration::from_millis(50));
+        assert!(secrets_in(&ws).unwrap().is_empty());
+        let cached = secrets_in(&ws).unwrap();
+        assert!(cached.is_empty());
+        // No directory changes: only the file's content.
+        let key = format!("-----BEGIN {}PRIVATE KEY-----\nMIIE\n", "EC ");
+        std::fs::write(ws.join("a/notes.txt"), key).unwrap();
+        assert_eq!(*secrets_in(&ws).unwrap(), vec![ws.join("a/notes.txt")]);
+        // Without watches, the files are re-stat'ed instead.
+        let mut j = super::super::ws_walk::scan(&ws).unwrap();
+        j.watch = None;
+        assert!(j.still_valid());
+        std::fs::write(ws.join("a/notes.txt"), "nothing again\n").unwrap();
+        assert!(!j.still_valid());
     }
 
     /// A workspace beside an outside directory, on the same filesystem.
@@ -282,7 +374,7 @@ mod tests {
         std::fs::create_dir_all(ws.join("b/.env/deep")).unwrap();
         std::fs::write(ws.join("b/.env/deep/key"), "k").unwrap();
         std::fs::hard_link(ws.join("b/.env/deep/key"), ws.join("a/key-copy")).unwrap();
-        let (found, _) = scan(&ws).unwrap();
+        let found = super::super::ws_walk::scan(&ws).unwrap().secrets;
         assert_eq!(
             found,
             vec![
@@ -297,32 +389,26 @@ mod tests {
     }
 
     #[test]
-    fn on_its_own_mount_only_links_to_secrets_are_looked_for() {
+    fn a_name_replaced_after_the_scan_is_not_granted() {
         let (_t, ws, out) = tree();
-        std::fs::write(ws.join("a/pkg.js"), "x").unwrap();
-        std::fs::hard_link(ws.join("a/pkg.js"), ws.join("b/pkg.js")).unwrap();
-        let own = Some(u64::MAX);
-        // link(2) cannot cross a mount: a file here has no name outside, so none is looked for.
-        assert_eq!(scan_below(&ws, own).unwrap().0, Vec::<PathBuf>::new());
-        std::fs::create_dir_all(ws.join("b/id_rsa")).unwrap();
-        std::fs::write(ws.join("b/id_rsa/key"), "k").unwrap();
-        std::fs::hard_link(ws.join("b/id_rsa/key"), ws.join("a/key-copy")).unwrap();
-        assert_eq!(
-            scan_below(&ws, own).unwrap().0,
-            vec![ws.join("a/key-copy"), ws.join("b/id_rsa")]
-        );
-        std::fs::write(ws.join("b/.env"), "K=v").unwrap();
-        std::fs::hard_link(ws.join("b/.env"), ws.join("a/copy.txt")).unwrap();
-        assert_eq!(
-            scan_below(&ws, own).unwrap().0,
-            vec![
-                ws.join("a/copy.txt"),
-                ws.join("a/key-copy"),
-                ws.join("b/.env"),
-                ws.join("b/id_rsa")
-            ]
-        );
-        drop(out);
+        std::fs::write(ws.join("a/race.txt"), "plain").unwrap();
+        std::fs::write(out.join("id_ed25519"), "k").unwrap();
+        let j = super::super::ws_walk::scan(&ws).unwrap();
+        let st = |p: &Path| nix::sys::stat::lstat(p).unwrap();
+        assert!(j.grants(&ws.join("a/race.txt"), &st(&ws.join("a/race.txt"))));
+        assert!(j.grants(&ws.join("a"), &st(&ws.join("a"))));
+        // Replaced by a hard link to a secret outside: another inode, not granted.
+        std::fs::remove_file(ws.join("a/race.txt")).unwrap();
+        std::fs::hard_link(out.join("id_ed25519"), ws.join("a/race.txt")).unwrap();
+        assert!(!j.grants(&ws.join("a/race.txt"), &st(&ws.join("a/race.txt"))));
+        // A judged file renamed to a secret's name, or changed since: not granted.
+        std::fs::write(ws.join("b/ok.txt"), "x").unwrap();
+        let j = super::super::ws_walk::scan(&ws).unwrap();
+        std::fs::rename(ws.join("b/ok.txt"), ws.join("b/.env")).unwrap();
+        assert!(!j.grants(&ws.join("b/.env"), &st(&ws.join("b/.env"))));
+        std::fs::rename(ws.join("b/.env"), ws.join("b/ok.txt")).unwrap();
+        std::fs::write(ws.join("b/ok.txt"), "xy").unwrap();
+        assert!(!j.grants(&ws.join("b/ok.txt"), &st(&ws.join("b/ok.txt"))));
     }
 
     #[test]
@@ -337,6 +423,9 @@ mod tests {
             eprintln!("mknod needs CAP_MKNOD: skipped");
             return;
         }
-        assert_eq!(scan(&ws).unwrap().0, vec![node]);
+        assert_eq!(
+            super::super::ws_walk::scan(&ws).unwrap().secrets,
+            vec![node]
+        );
     }
 }
