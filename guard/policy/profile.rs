@@ -184,10 +184,8 @@ const DENY_READ_RO: [&str; 1] = ["{workspace}/.env"];
 /// directories only where they hold programs and their data (`/usr`, `/lib*`, `/bin`,
 /// `/sbin`); of `/etc` only the files a program reads to start, resolve names and format
 /// output, each named (a deployment keeps secrets in `/etc`: k3s.yaml, environment,
-/// profile.d, pip.conf, apt credentials); of `/proc` the machine-wide files that show no
-/// process, and the whole of it only where it is mounted `hidepid=ptraceable` (`{proc}`):
-/// there the kernel hides every process outside the run's Landlock domain. A program that
-/// needs one more file gets that file named here, never a directory.
+/// profile.d, pip.conf, apt credentials); and /proc. A program that needs one more file
+/// gets that file named here, never a directory.
 const AUTONOMOUS_READ: &[&str] = &[
     "{workspace}",
     "{tmp}",
@@ -249,22 +247,12 @@ const AUTONOMOUS_READ: &[&str] = &[
     "/dev/zero",
     "/dev/urandom",
     "/dev/random",
-    // Machine-wide figures (`free`, `uptime`, `nproc`, `lscpu`); no process is in them.
-    "/proc/cpuinfo",
-    "/proc/meminfo",
-    "/proc/loadavg",
-    "/proc/uptime",
-    "/proc/version",
-    "/proc/stat",
-    "/proc/filesystems",
-    "/proc/swaps",
-    "/proc/sys/kernel/osrelease",
-    "/proc/sys/kernel/ostype",
-    "/proc/sys/kernel/pid_max",
-    "/proc/sys/vm/overcommit_memory",
+    // Its own processes, and machine-wide figures (`free`, `uptime`, `ps`). Other processes'
+    // per-process files: environ and memory need ptrace, which Landlock refuses outside the
+    // run's domain; command lines are hidden only where /proc is mounted
+    // `hidepid=ptraceable` (`doctor` warns; SECURITY.md).
+    "/proc",
     "/sys/devices/system/cpu",
-    // All of /proc where it hides other processes (the run's own then stay visible).
-    "{proc}",
 ];
 
 /// Under a readable root, still secret to an autonomous run: configuration a local

@@ -117,15 +117,6 @@ pub fn cap_last_cap() -> u32 {
     })
 }
 
-/// Whether this process's `/proc` hides the processes a reader may not ptrace, read from
-/// its mountinfo now; false when that cannot be read (fail closed: no /proc grant).
-pub fn proc_hidden_now() -> bool {
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .ok()
-        .and_then(|m| proc_hides_other_processes(&m))
-        .unwrap_or(false)
-}
-
 /// Whether the `/proc` mount in `mountinfo` (the text of /proc/self/mountinfo) hides the
 /// processes a reader may not ptrace (`hidepid=ptraceable`, shown as `4` by older kernels);
 /// None when there is no /proc mount.

@@ -177,13 +177,6 @@ fn resolve_fresh(
     for s in &spec.read {
         read.push(match s.as_str() {
             "{tmp}" => x.tmp_slot()?,
-            // All of /proc only where the kernel hides the processes a run may not ptrace
-            // (Landlock makes that every process outside the run): looked at per resolution,
-            // so a remount without `hidepid` takes the grant away.
-            "{proc}" => match super::kernel::proc_hidden_now() {
-                true => Slot::Path(PathBuf::from("/proc")),
-                false => Slot::Missing,
-            },
             _ => match walker.canonical(&x.path(s)?) {
                 Ok((p, _)) => Slot::Path(p),
                 Err(_) => Slot::Missing,
