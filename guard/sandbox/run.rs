@@ -126,27 +126,32 @@ async fn tmp_over(dir: PathBuf, max: u64) {
     loop {
         tokio::time::sleep(TMP_POLL).await;
         let d = dir.clone();
+        // A measurement that cannot be made counts as over (fail closed).
         let used = tokio::task::spawn_blocking(move || tree_bytes(&d))
             .await
-            .unwrap_or(0);
+            .unwrap_or(u64::MAX);
         if used > max {
             return;
         }
     }
 }
 
-/// Bytes allocated under `dir` (links not followed; unreadable parts count as nothing).
+/// Bytes allocated under `dir` (links not followed). A directory the guard cannot list
+/// (a run's `mkdir -m 300` under a non-root guard) counts as over any limit: what it holds
+/// cannot be measured, so it is not taken for nothing. One removed meanwhile counts nothing.
 fn tree_bytes(dir: &std::path::Path) -> u64 {
     use std::os::unix::fs::MetadataExt;
-    let mut total = 0;
+    let mut total: u64 = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
+        let rd = match std::fs::read_dir(&d) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(_) => return u64::MAX,
         };
         for e in rd.flatten() {
             if let Ok(m) = e.metadata() {
-                total += m.blocks() * 512;
+                total = total.saturating_add(m.blocks() * 512);
                 if m.is_dir() {
                     stack.push(e.path());
                 }
@@ -290,4 +295,21 @@ async fn run_confined(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome,
 /// A close-on-exec pipe: (read end, write end).
 fn pipe() -> Result<(OwnedFd, OwnedFd), SandboxError> {
     nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| SandboxError::Io(e.into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tree_bytes;
+
+    #[test]
+    fn a_tmp_that_cannot_be_listed_counts_as_over() {
+        let t = tempfile::tempdir().expect("tmp");
+        std::fs::write(t.path().join("f"), vec![1u8; 64 * 1024]).expect("f");
+        let used = tree_bytes(t.path());
+        assert!(used >= 64 * 1024 && used < u64::MAX, "{used}");
+        // Gone meanwhile: nothing to count.
+        assert_eq!(tree_bytes(&t.path().join("gone")), 0);
+        // Not listable (here ENOTDIR; a non-root guard gets EACCES on `mkdir -m 300`).
+        assert_eq!(tree_bytes(&t.path().join("f")), u64::MAX);
+    }
 }
