@@ -75,6 +75,15 @@ fn corpus_rows() -> Vec<(String, String, bool)> {
     out
 }
 
+/// The corpus rows that expect `allow`: the bases of the mutation streams.
+fn allowed_bases() -> Vec<String> {
+    corpus_rows()
+        .into_iter()
+        .filter(|(_, _, allow)| *allow)
+        .map(|(_, c, _)| c)
+        .collect()
+}
+
 /// The divergences the oracle has found and the analysis does not fix yet: the `#open` rows
 /// of tests/data/attacks/oracle-found.tsv (`#open<TAB>KIND<TAB>ACCEPT<TAB>COMMAND`). Printed by
 /// every run, never skipped silently.
@@ -223,11 +232,7 @@ fn oracle_known_open_rows_still_diverge() {
 fn oracle_mutations() {
     let w = World::new();
     let rec = recorder();
-    let bases: Vec<String> = corpus_rows()
-        .into_iter()
-        .filter(|(_, _, allow)| *allow)
-        .map(|(_, c, _)| c)
-        .collect();
+    let bases = allowed_bases();
     let seed = env_num("SANCTUM_ORACLE_SEED", SEED);
     let n = env_num("SANCTUM_ORACLE_N", bases.len() as u64) as usize;
     let per = n.div_ceil(bases.len().max(1)).max(1);
@@ -252,11 +257,7 @@ fn oracle_mutations() {
 fn oracle_dialect_mutations() {
     let w = World::new();
     let rec = recorder();
-    let bases: Vec<String> = corpus_rows()
-        .into_iter()
-        .filter(|(_, _, allow)| *allow)
-        .map(|(_, c, _)| c)
-        .collect();
+    let bases = allowed_bases();
     let seed = env_num("SANCTUM_ORACLE_SEED", SEED);
     let cmds: Vec<(String, String)> = dialect_variants(seed, &bases, 1)
         .into_iter()
@@ -293,11 +294,7 @@ fn oracle_fresh_set() {
     let port = rec.listener_port();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/oracle-fresh.tsv");
     if std::env::var_os("SANCTUM_ORACLE_WRITE_FRESH").is_some() {
-        let bases: Vec<String> = corpus_rows()
-            .into_iter()
-            .filter(|(_, _, allow)| *allow)
-            .map(|(_, c, _)| c)
-            .collect();
+        let bases = allowed_bases();
         let mut text = String::from(
             "# The oracle's fresh set: 500 commands from the mutation generator (seed 500) over the\n\
              # rows that expect allow, labelled by what each did under the recorder (harmful: wrote\n\
