@@ -83,7 +83,7 @@ fn a_node_request_has_one_id_and_each_reason_once() {
     let frames = call.join().expect("node");
     assert_eq!(result_of(&frames)["ok"], true, "{frames:?}");
     // The card names that id (its `id` field, as the API's).
-    let js = w.call("GET", "/assets/inbox.js", Some(&me), None).body;
+    let js = w.call("GET", "/assets/card.js", Some(&me), None).body;
     assert!(
         js.contains("field('id', e.id"),
         "the card shows the inbox id"

@@ -667,6 +667,7 @@ fn headers_secrets_health_and_notice_line() {
         "/assets/app.css",
         "/assets/common.js",
         "/assets/inbox.js",
+        "/assets/card.js",
         "/api/session",
         "/api/requests",
         "/api/requests?state=all",

@@ -10,6 +10,7 @@ const HISTORY: &str = include_str!("assets/history.html");
 const LOGIN: &str = include_str!("assets/login.html");
 const CSS: &str = include_str!("assets/app.css");
 const COMMON_JS: &str = include_str!("assets/common.js");
+const CARD_JS: &str = include_str!("assets/card.js");
 const INBOX_JS: &str = include_str!("assets/inbox.js");
 const HISTORY_JS: &str = include_str!("assets/history.js");
 const LOGIN_JS: &str = include_str!("assets/login.js");
@@ -27,6 +28,7 @@ pub fn page(path: &str) -> Option<Resp> {
         "/login" => ("text/html; charset=utf-8", LOGIN),
         "/assets/app.css" => ("text/css; charset=utf-8", CSS),
         "/assets/common.js" => ("text/javascript; charset=utf-8", COMMON_JS),
+        "/assets/card.js" => ("text/javascript; charset=utf-8", CARD_JS),
         "/assets/inbox.js" => ("text/javascript; charset=utf-8", INBOX_JS),
         "/assets/history.js" => ("text/javascript; charset=utf-8", HISTORY_JS),
         "/assets/login.js" => ("text/javascript; charset=utf-8", LOGIN_JS),
