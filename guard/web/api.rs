@@ -9,7 +9,9 @@ use super::signin_guard::SignInGuard;
 use super::view::{audit_history, entry_json, source_name};
 use crate::inbox::{Inbox, InboxError, StateFilter};
 use hyper::body::Incoming;
-use hyper::header::{HeaderName, HeaderValue, COOKIE, HOST, ORIGIN, SET_COOKIE};
+use hyper::header::{
+    HeaderName, HeaderValue, AUTHORIZATION, COOKIE, HOST, ORIGIN, SET_COOKIE, WWW_AUTHENTICATE,
+};
 use hyper::{Method, Request, StatusCode};
 use serde_json::json;
 use std::net::SocketAddr;
@@ -189,13 +191,7 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
     }
     match (method.clone(), path.as_str()) {
         (Method::GET, "/readyz") => return readyz(&sh),
-        (Method::GET, "/metrics") => {
-            return with_type(
-                StatusCode::OK,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                metrics().render(),
-            )
-        }
+        (Method::GET, "/metrics") => return scrape(&sh, &req),
         _ => {}
     }
     if method == Method::GET || method == Method::HEAD {
@@ -255,6 +251,31 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
     }
 }
 
+/// `GET /metrics`: the open series to anyone; with the operator's bearer token, the
+/// sign-in series too (see `metrics`); a wrong token is refused, not served less.
+fn scrape(sh: &Shared, req: &Request<Incoming>) -> Resp {
+    use super::metrics::{scrape_access, Scrape};
+    let full = match scrape_access(&sh.state_dir, header(req, AUTHORIZATION)) {
+        Scrape::Open => false,
+        Scrape::Full => true,
+        Scrape::Refused => {
+            let mut r = refuse(
+                "metrics-token",
+                StatusCode::UNAUTHORIZED,
+                "wrong or unconfigured metrics scrape token",
+            );
+            r.headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return r;
+        }
+    };
+    with_type(
+        StatusCode::OK,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        metrics().render(full),
+    )
+}
+
 fn readyz(sh: &Shared) -> Resp {
     use nix::unistd::{access, AccessFlags};
     use std::os::unix::fs::FileTypeExt;
@@ -310,11 +331,13 @@ pub(super) fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// `GET /api/requests?state=pending|resolved|all[&source=..][&by=..][&q=..][&limit=N][&offset=N]`:
+/// `GET /api/requests?state=pending|resolved|all[&source=..][&by=..][&status=..][&q=..][&limit=N][&offset=N]`:
 /// pending oldest deadline first; otherwise newest first, with the guard's own decisions
 /// (from the audit log's tail) among the people's. `by` (`policy`, `human`, `fallback`) keeps
-/// one decider's. `total` is how many match before the page (`offset`, `limit`) is cut, so a
-/// client knows what it does not show.
+/// one decider's, `status` one outcome (`approved`, `denied`, `expired`,
+/// `resolved-elsewhere`); `q` searches the summary, id, reason and the deciding person's
+/// name. `total` is how many match before the page (`offset`, `limit`) is cut, so a client
+/// knows what it does not show (History pages and searches through every decision here).
 async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     let filter = match query_param(q, "state").as_deref() {
         None | Some("pending") => StateFilter::Pending,
@@ -330,6 +353,7 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     };
     let source = query_param(q, "source").filter(|s| !s.is_empty());
     let by = query_param(q, "by").filter(|s| !s.is_empty());
+    let status = query_param(q, "status").filter(|s| !s.is_empty());
     let with_own = filter != StateFilter::Pending && by.as_deref().is_none_or(|b| b == "policy");
     let with_inbox = by.as_deref() != Some("policy");
     let text = query_param(q, "q")
@@ -346,7 +370,7 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     // decoded); with one, every entry of the state is read and filtered here.
     // The guard's own decisions come merged in: the store's first `offset + limit` are all
     // the page can hold of its entries.
-    let paged = source.is_none() && text.is_none() && by.is_none();
+    let paged = source.is_none() && text.is_none() && by.is_none() && status.is_none();
     let sh2 = sh.clone();
     let res = tokio::task::spawn_blocking(move || {
         let (mut entries, total) = if !with_inbox {
@@ -389,11 +413,13 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
                 && by
                     .as_deref()
                     .is_none_or(|b| e.decision.as_ref().is_some_and(|d| decided_by(d) == b))
+                && status.as_deref().is_none_or(|st| e.state.as_str() == st)
                 && text.as_deref().is_none_or(|t| {
                     e.summary().to_lowercase().contains(t)
                         || e.id.contains(t)
                         || e.decision.as_ref().is_some_and(|d| {
                             d.reason.as_deref().unwrap_or("").to_lowercase().contains(t)
+                                || decider_name(d).to_lowercase().contains(t)
                         })
                 })
         });
@@ -417,6 +443,14 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
         &json!({"requests": items, "total": total, "offset": offset,
             "nowMs": crate::engine::decision::now_ms()}),
     )
+}
+
+/// The person who made `d` (empty for the policy and the fallback).
+fn decider_name(d: &crate::policy::request::Decision) -> &str {
+    match &d.by {
+        crate::policy::request::DecidedBy::Human(n) => n,
+        _ => "",
+    }
 }
 
 /// Who made `d`, as `by=` names it.
