@@ -70,7 +70,8 @@
 
   function pager(shown) {
     const first = shown ? offset + 1 : 0;
-    document.getElementById('count').textContent = total === 0 ? 'No decisions match.' :
+    // With nothing to show, #empty says so; the count line stays empty.
+    document.getElementById('count').textContent = total === 0 ? '' :
       'Showing ' + first + '–' + (offset + shown) + ' of ' + total +
       (newer ? ' · ' + newer + ' newer since this page loaded' : '');
     document.getElementById('prev').disabled = offset === 0;
