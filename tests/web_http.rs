@@ -643,6 +643,21 @@ fn decisions_stale_cards_and_body_limit() {
         "{m}"
     );
     assert!(!m.contains("admin"), "an approver's name in /metrics: {m}");
+    // The web door's refusals only with the scrape token (tests/web_abuse.rs has the rest).
+    assert!(!m.contains("sanctum_web_refusals_total"), "{m}");
+    let scrape_token = "0123456789abcdef0123456789abcdef-web-http";
+    support::process::write_secret(&w.world.guard_state.join("web-metrics-token"), scrape_token);
+    let m = w
+        .raw(
+            "GET",
+            "/metrics",
+            &[
+                format!("Host: {}", w.host()),
+                format!("Authorization: Bearer {scrape_token}"),
+            ],
+            None,
+        )
+        .body;
     assert!(
         m.contains("sanctum_web_refusals_total{reason=\"stale\"} 2"),
         "{m}"

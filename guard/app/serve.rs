@@ -458,9 +458,17 @@ async fn start_front(
             engine.judge().gateway_tables().clone(),
             audit,
         )
-        .with_sessions(Arc::new(move |id: &str| {
-            sessions.get(id).map(|s| s.identity)
-        })),
+        .with_sessions(crate::gateway::browser::BrowserSessions::new(
+            Arc::new({
+                let sessions = sessions.clone();
+                move |id: &str| sessions.get(id).map(|s| s.identity)
+            }),
+            Arc::new({
+                let sessions = sessions.clone();
+                move |id: &str| sessions.alive(id)
+            }),
+            sessions.ended(),
+        )),
     );
     // The door is a data path whose load grows with its clients: it runs on a runtime of
     // its own with two workers (as nginx runs two), so a burst of frames neither waits for

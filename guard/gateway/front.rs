@@ -1,11 +1,12 @@
 //! The front door: a WebSocket proxy in front of the gateway that every human client (ACP,
 //! an IDE, a chat page) passes. A client is authenticated before the upgrade (a door link's
 //! secret path, or a signed-in browser's web-prompt cookie sent with the web prompt's own
-//! `Origin`; else 401); an `Origin`, when sent, must be one the guard serves, and is not
-//! passed on (the upstream connection is the guard's own, so `Host` is the upstream's). The
-//! gateway's challenge and the client's `connect` pass byte for byte (the device signature
-//! covers them); every later client frame passes the pure method filter and is forwarded as
-//! received or refused in the gateway's own error shape, audited with who was refused.
+//! `Origin`, for as long as that session lives (`browser`); else 401); an `Origin`, when
+//! sent, must be one the guard serves, and is not passed on (the upstream connection is the
+//! guard's own, so `Host` is the upstream's). The gateway's challenge and the client's
+//! `connect` pass byte for byte (the device signature covers them); every later client frame
+//! passes the pure method filter and is forwarded as received or refused in the gateway's
+//! own error shape, audited with who was refused.
 //! Both legs are frame-level, nothing is decoded and re-encoded: the client's frames are read
 //! by `client_leg` and go up as the client's own masked bytes once judged; the gateway's pass
 //! down as received (`relay`), except approval events, which are the guard's to answer. The
@@ -18,6 +19,7 @@
 //! counted per peer and reason (`audit::tally`): anyone can cause them, and a record each
 //! would let a flood fill the disk the audit log needs.
 
+use super::browser::BrowserSessions;
 use super::bucket::Bucket;
 use super::client_leg::{close_frame, server_frame, ClientError, ClientFrames, FromClient};
 use super::handshake::{self, Refusal};
@@ -58,18 +60,14 @@ pub struct FrontSettings {
     pub allowed_origins: Vec<String>,
 }
 
-/// The identity of a live web-prompt session, by its cookie value.
-pub type SessionLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
 /// The running door's shared state.
 pub struct Front {
     pub settings: FrontSettings,
     pub state_dir: PathBuf,
     pub tables: GatewayTables,
     pub audit: AuditLog,
-    /// Who a web-prompt session id belongs to (none: no browser may use its cookie here).
-    /// A function, so that this door does not import the web door; the wiring supplies it.
-    sessions: Option<SessionLookup>,
+    /// The web prompt's sessions (none: no browser may use its cookie here).
+    sessions: Option<BrowserSessions>,
     conns: AtomicUsize,
     /// Upgrades whose request has not arrived whole.
     pending: Pending,
@@ -97,23 +95,9 @@ impl Front {
     }
 
     /// Accepts the web prompt's session cookie as a credential too.
-    pub fn with_sessions(mut self, sessions: SessionLookup) -> Self {
+    pub fn with_sessions(mut self, sessions: BrowserSessions) -> Self {
         self.sessions = Some(sessions);
         self
-    }
-
-    /// The signed-in browser behind the request's cookie (either cookie name of the web
-    /// prompt: cookies are not bound to a port, so the web prompt's reaches the door).
-    fn browser(&self, req: &Request) -> Option<String> {
-        let sessions = self.sessions.as_ref()?;
-        req.headers()
-            .get_all("cookie")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|kv| kv.trim().split_once('='))
-            .filter(|(k, _)| *k == "sg_session" || *k == "__Host-sg_session")
-            .find_map(|(_, id)| sessions(id))
     }
 
     async fn refuse(
@@ -220,6 +204,8 @@ impl Drop for Slot<'_> {
 #[derive(Default)]
 struct Gate<'a> {
     who: Option<String>,
+    /// The web-prompt session (its cookie value) the client came in with, if it did.
+    session: Option<String>,
     slot: Option<Slot<'a>>,
     refused: Option<(&'static str, String)>,
 }
@@ -232,7 +218,11 @@ fn check_upgrade<'a>(front: &'a Front, req: &Request, g: &mut Gate<'a>) -> Resul
     let origin = req.headers().get("origin");
     // A cookie is sent by the browser whatever page opened the socket: it counts only with
     // an Origin, which the check below holds to the web prompt's (no cross-site hijacking).
-    let name = name.or_else(|| origin.and_then(|_| front.browser(req)));
+    let name = name.or_else(|| {
+        let (who, session) = origin.and(front.sessions.as_ref())?.admit(req)?;
+        g.session = Some(session);
+        Some(who)
+    });
     let Some(name) = name else {
         g.refused = Some((
             "unauthenticated",
@@ -292,7 +282,7 @@ async fn client(
         _ = ticket.shed.notified() => return,
     };
     drop(ticket);
-    let _slot = gate.slot;
+    let _slot = gate.slot.take();
     let who = gate.who.unwrap_or_else(|| "unauthenticated".into());
     if let Some((reason, message)) = gate.refused {
         front.refuse_upgrade(&who, peer, reason, &message).await;
@@ -322,6 +312,8 @@ async fn client(
     tokio::pin!(stop);
     let mut to_gateway = Upward::new();
     let mut from = ClientFrames::new(already, max, FRAME_DEADLINE);
+    let signed_out = super::browser::session_end(front.sessions.as_ref(), gate.session.as_deref());
+    tokio::pin!(signed_out);
     loop {
         tokio::select! {
             m = from.next(&mut down) => {
@@ -394,6 +386,14 @@ async fn client(
                     }
                     Ok(None) => { let _ = to_client.close(&mut down, 1011, "upstream closed").await; break }
                 }
+            }
+            _ = &mut signed_out => {
+                front.refuse(&who, peer, None, "signed-out", "its web-prompt session ended").await;
+                let _ = to_gateway.send(&mut up, OP_CLOSE, &[]).await;
+                if to_client.close(&mut down, 1008, "signed out").await.is_ok() {
+                    linger(&mut down).await;
+                }
+                break;
             }
             _ = &mut stop => {
                 let _ = to_client.close(&mut down, 1001, "guard stopping").await;

@@ -11,6 +11,7 @@
 
 pub mod approval;
 pub mod approver;
+pub mod browser;
 mod bucket;
 mod client_leg;
 pub mod front;

@@ -1,15 +1,18 @@
-//! Routing and the JSON API (the contract is in the README, "Web prompt"). Every request
-//! must name an allowed `Host` (DNS rebinding); every state-changing one must also come from
-//! the page's own `Origin` and, once signed in, carry the session's CSRF token.
+//! Routing and the JSON API (the contract is in the README, "Web prompt"; the request lists
+//! are `api_list`). Every request must name an allowed `Host` (DNS rebinding); every
+//! state-changing one must also come from the page's own `Origin` and, once signed in, carry
+//! the session's CSRF token.
 
 use super::auth::{self, SessionView, Sessions};
 use super::http::{error, json, secure, with_type, Resp};
 use super::metrics::global as metrics;
 use super::signin_guard::SignInGuard;
-use super::view::{audit_history, entry_json, source_name};
-use crate::inbox::{Inbox, InboxError, StateFilter};
+use super::view::entry_json;
+use crate::inbox::Inbox;
 use hyper::body::Incoming;
-use hyper::header::{HeaderName, HeaderValue, COOKIE, HOST, ORIGIN, SET_COOKIE};
+use hyper::header::{
+    HeaderName, HeaderValue, AUTHORIZATION, COOKIE, HOST, ORIGIN, SET_COOKIE, WWW_AUTHENTICATE,
+};
 use hyper::{Method, Request, StatusCode};
 use serde_json::json;
 use std::net::SocketAddr;
@@ -189,13 +192,7 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
     }
     match (method.clone(), path.as_str()) {
         (Method::GET, "/readyz") => return readyz(&sh),
-        (Method::GET, "/metrics") => {
-            return with_type(
-                StatusCode::OK,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                metrics().render(),
-            )
-        }
+        (Method::GET, "/metrics") => return scrape(&sh, &req),
         _ => {}
     }
     if method == Method::GET || method == Method::HEAD {
@@ -237,7 +234,9 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
         (Method::GET, ["session"]) => super::api_auth::session_json(&sh, &session),
         (Method::POST, ["logout"]) => super::api_auth::logout(&sh, &sid),
         (Method::POST, ["sessions", "revoke"]) => super::api_auth::revoke_all(&sh),
-        (Method::GET, ["requests"]) => list(&sh, req.uri().query().unwrap_or("")).await,
+        (Method::GET, ["requests"]) => {
+            super::api_list::list(&sh, req.uri().query().unwrap_or("")).await
+        }
         (Method::GET, ["requests", id]) => one(&sh, id),
         (Method::POST, ["requests", id, "decision"]) => {
             let id = id.to_string();
@@ -253,6 +252,31 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
         ),
         _ => error(StatusCode::NOT_FOUND, "not-found", "no such endpoint"),
     }
+}
+
+/// `GET /metrics`: the open series to anyone; with the operator's bearer token, the
+/// sign-in series too (see `metrics`); a wrong token is refused, not served less.
+fn scrape(sh: &Shared, req: &Request<Incoming>) -> Resp {
+    use super::metrics::{scrape_access, Scrape};
+    let full = match scrape_access(&sh.state_dir, header(req, AUTHORIZATION)) {
+        Scrape::Open => false,
+        Scrape::Full => true,
+        Scrape::Refused => {
+            let mut r = refuse(
+                "metrics-token",
+                StatusCode::UNAUTHORIZED,
+                "wrong or unconfigured metrics scrape token",
+            );
+            r.headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return r;
+        }
+    };
+    with_type(
+        StatusCode::OK,
+        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        metrics().render(full),
+    )
 }
 
 fn readyz(sh: &Shared) -> Resp {
@@ -275,7 +299,7 @@ fn readyz(sh: &Shared) -> Resp {
     )
 }
 
-fn query_param(q: &str, key: &str) -> Option<String> {
+pub(super) fn query_param(q: &str, key: &str) -> Option<String> {
     q.split('&')
         .filter_map(|kv| kv.split_once('='))
         .find(|(k, _)| *k == key)
@@ -308,125 +332,6 @@ pub(super) fn percent_decode(s: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// `GET /api/requests?state=pending|resolved|all[&source=..][&by=..][&q=..][&limit=N][&offset=N]`:
-/// pending oldest deadline first; otherwise newest first, with the guard's own decisions
-/// (from the audit log's tail) among the people's. `by` (`policy`, `human`, `fallback`) keeps
-/// one decider's. `total` is how many match before the page (`offset`, `limit`) is cut, so a
-/// client knows what it does not show.
-async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
-    let filter = match query_param(q, "state").as_deref() {
-        None | Some("pending") => StateFilter::Pending,
-        Some("resolved") => StateFilter::Resolved,
-        Some("all") => StateFilter::All,
-        Some(_) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "bad-state",
-                "state is pending, resolved or all",
-            )
-        }
-    };
-    let source = query_param(q, "source").filter(|s| !s.is_empty());
-    let by = query_param(q, "by").filter(|s| !s.is_empty());
-    let with_own = filter != StateFilter::Pending && by.as_deref().is_none_or(|b| b == "policy");
-    let with_inbox = by.as_deref() != Some("policy");
-    let text = query_param(q, "q")
-        .map(|s| s.to_lowercase())
-        .filter(|s| !s.is_empty());
-    let limit = query_param(q, "limit")
-        .and_then(|l| l.parse::<usize>().ok())
-        .unwrap_or(500)
-        .min(5000);
-    let offset = query_param(q, "offset")
-        .and_then(|o| o.parse::<usize>().ok())
-        .unwrap_or(0);
-    // Without a source or text filter the store cuts the page itself (only the page is
-    // decoded); with one, every entry of the state is read and filtered here.
-    // The guard's own decisions come merged in: the store's first `offset + limit` are all
-    // the page can hold of its entries.
-    let paged = source.is_none() && text.is_none() && by.is_none();
-    let sh2 = sh.clone();
-    let res = tokio::task::spawn_blocking(move || {
-        let (mut entries, total) = if !with_inbox {
-            (Vec::new(), 0)
-        } else if paged {
-            sh2.inbox.page(filter, 0, offset.saturating_add(limit))?
-        } else {
-            let entries = sh2.inbox.list(filter)?;
-            let n = entries.len();
-            (entries, n)
-        };
-        let (runs, own) = if filter == StateFilter::Pending {
-            Default::default()
-        } else {
-            audit_history(&sh2.audit_path, with_own)
-        };
-        let total = total + own.len();
-        entries.extend(own);
-        Ok::<_, InboxError>((entries, total, runs))
-    })
-    .await;
-    let (mut entries, mut total, runs) = match res {
-        Ok(Ok(x)) => x,
-        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
-        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
-    };
-    let offset = if paged {
-        if with_own {
-            entries.sort_by_key(|e| std::cmp::Reverse(e.resolved_ms.unwrap_or(e.created_ms)));
-        }
-        let offset = offset.min(total);
-        entries.drain(..offset.min(entries.len()));
-        entries.truncate(limit);
-        offset
-    } else {
-        entries.retain(|e| {
-            source
-                .as_deref()
-                .is_none_or(|s| source_name(e.request.who.source) == s)
-                && by
-                    .as_deref()
-                    .is_none_or(|b| e.decision.as_ref().is_some_and(|d| decided_by(d) == b))
-                && text.as_deref().is_none_or(|t| {
-                    e.summary().to_lowercase().contains(t)
-                        || e.id.contains(t)
-                        || e.decision.as_ref().is_some_and(|d| {
-                            d.reason.as_deref().unwrap_or("").to_lowercase().contains(t)
-                        })
-                })
-        });
-        if filter == StateFilter::Pending {
-            entries.sort_by_key(|e| (e.deadline_ms, e.created_ms));
-        } else {
-            entries.sort_by_key(|e| std::cmp::Reverse(e.resolved_ms.unwrap_or(e.created_ms)));
-        }
-        total = entries.len();
-        let offset = offset.min(total);
-        entries.drain(..offset);
-        entries.truncate(limit);
-        offset
-    };
-    let items: Vec<_> = entries
-        .iter()
-        .map(|e| entry_json(e, runs.get(&e.request.id)))
-        .collect();
-    json(
-        StatusCode::OK,
-        &json!({"requests": items, "total": total, "offset": offset,
-            "nowMs": crate::engine::decision::now_ms()}),
-    )
-}
-
-/// Who made `d`, as `by=` names it.
-fn decided_by(d: &crate::policy::request::Decision) -> &'static str {
-    use crate::policy::request::DecidedBy;
-    match d.by {
-        DecidedBy::Policy => "policy",
-        DecidedBy::Human(_) => "human",
-        DecidedBy::Fallback => "fallback",
-    }
 }
 
 fn one(sh: &Shared, id: &str) -> Resp {

@@ -4,7 +4,7 @@
 
 use super::api::{session_cookie, set_cookie, Shared};
 use super::auth::{self, SessionView};
-use super::http::{error, json, read_body, Resp};
+use super::http::{error, json, read_body_max, Resp, MAX_SIGNIN_BODY};
 use super::login;
 use super::metrics::global as metrics;
 use super::secret::hash_hex;
@@ -53,9 +53,12 @@ fn failed(sh: &Shared, peer: SocketAddr, reason: &'static str) -> Resp {
     bad_link()
 }
 
-/// With a second factor enrolled: a code is required, code attempts are limited per
-/// address, the token must name a live link, and the code must be current and unused. A
-/// wrong code counts against the link; the last one it survives burns it.
+/// With a second factor enrolled: a code is required, and the link is checked first. A
+/// live link with the current, unused code always signs in, whatever else came from its
+/// address (junk from a shared address must not lock its person out: the link is 256
+/// random bits, so holding one is proof enough to skip the address's limit). Everything
+/// else is a guess and spends the address's allowance (429 once spent); a wrong code on a
+/// live link also counts against the link, and the last one it survives burns it.
 async fn check_code(
     sh: &Shared,
     totp: &totp_rs::TOTP,
@@ -71,22 +74,20 @@ async fn check_code(
             "enter the 6-digit code from your authenticator",
         ));
     };
+    let live = token_well_formed(token) && lookup_link(sh, token.to_owned()).await?.is_some();
+    if live && auth::totp_ok(totp, code) && sh.signin.claim_code(code) {
+        return Ok(());
+    }
+    if live && sh.signin.code_failed(&hash_hex(token)) {
+        let _ = consume_link(sh, token.to_owned()).await?;
+        tracing::warn!(peer = %peer.ip(), "web: login link burned after wrong codes");
+    }
     if !sh.signin.allow_code_attempt(peer.ip()) {
         sh.signin.log_refusal(peer, "rate-limited");
         return Err(rate_limited());
     }
-    if !token_well_formed(token) {
-        return Err(failed(sh, peer, "malformed-token"));
-    }
-    if lookup_link(sh, token.to_owned()).await?.is_none() {
+    if !live {
         return Err(failed(sh, peer, "unknown-token"));
-    }
-    if auth::totp_ok(totp, code) && sh.signin.claim_code(code) {
-        return Ok(());
-    }
-    if sh.signin.code_failed(&hash_hex(token)) {
-        let _ = consume_link(sh, token.to_owned()).await?;
-        tracing::warn!(peer = %peer.ip(), "web: login link burned after wrong codes");
     }
     metrics().web_refusal("bad-totp");
     Err(failed(sh, peer, "bad-totp"))
@@ -112,14 +113,15 @@ fn bad_link() -> Resp {
     )
 }
 
-/// The request body as JSON (a body that is not JSON reads as empty: no token).
+/// The request body as JSON (a body that is not JSON reads as empty: no token), at most
+/// [`MAX_SIGNIN_BODY`] bytes: nobody is signed in yet.
 async fn credentials(req: Request<Incoming>) -> Result<serde_json::Value, Resp> {
     let declared = req
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
-    let body = read_body(req.into_body(), declared)
+    let body = read_body_max(req.into_body(), declared, MAX_SIGNIN_BODY)
         .await
         .map_err(|e| e.response())?;
     Ok(serde_json::from_slice(&body).unwrap_or_default())

@@ -109,6 +109,13 @@ impl Sessions {
         }
     }
 
+    /// Whether the session of a cookie value is live, without touching it (a door
+    /// connection checking its session must not keep it from going idle).
+    pub fn alive(&self, id: &str) -> bool {
+        let now = Instant::now();
+        self.map().get(&hash_hex(id)).is_some_and(|s| live(s, now))
+    }
+
     /// Ends one session (logout).
     pub fn remove(&self, id: &str) {
         self.map().remove(&hash_hex(id));

@@ -14,8 +14,12 @@ use std::time::Duration;
 pub type Body = BoxBody<Bytes, Infallible>;
 pub type Resp = Response<Body>;
 
-/// Request bodies larger than this get 413.
+/// Request bodies of a signed-in session larger than this get 413.
 pub const MAX_BODY: usize = 1024 * 1024;
+/// Request bodies before sign-in larger than this get 413. A sign-in body is a 43-character
+/// token and a 6-digit code: anyone can send one, so it must not cost the guard more than
+/// a few KiB each (1,000 bodies of 1 MB once grew the guard by 1.2 GB).
+pub const MAX_SIGNIN_BODY: usize = 4 * 1024;
 /// A body must arrive within this (slow clients cannot hold a handler).
 pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -73,7 +77,8 @@ pub fn error(status: StatusCode, code: &str, message: &str) -> Resp {
 
 /// Why a body could not be read.
 pub enum BodyError {
-    TooLarge,
+    /// Over the limit (bytes) of its endpoint.
+    TooLarge(usize),
     Slow,
     Broken,
 }
@@ -81,10 +86,10 @@ pub enum BodyError {
 impl BodyError {
     pub fn response(&self) -> Resp {
         match self {
-            BodyError::TooLarge => error(
+            BodyError::TooLarge(limit) => error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "too-large",
-                "request body over 1 MB",
+                &format!("request body over the {limit}-byte limit of this endpoint"),
             ),
             BodyError::Slow => error(
                 StatusCode::REQUEST_TIMEOUT,
@@ -98,14 +103,25 @@ impl BodyError {
 
 /// Reads the whole body, at most [`MAX_BODY`] bytes, within [`BODY_TIMEOUT`].
 pub async fn read_body(body: Incoming, declared: Option<u64>) -> Result<Bytes, BodyError> {
-    if declared.is_some_and(|n| n > MAX_BODY as u64) {
-        return Err(BodyError::TooLarge);
+    read_body_max(body, declared, MAX_BODY).await
+}
+
+/// Reads the whole body, at most `max` bytes, within [`BODY_TIMEOUT`]. A declared length
+/// over `max` is refused before a byte is read; an undeclared (chunked) one stops at `max`:
+/// never more than `max` is buffered, and the rest is never read (the connection closes).
+pub async fn read_body_max(
+    body: Incoming,
+    declared: Option<u64>,
+    max: usize,
+) -> Result<Bytes, BodyError> {
+    if declared.is_some_and(|n| n > max as u64) {
+        return Err(BodyError::TooLarge(max));
     }
-    let collect = Limited::new(body, MAX_BODY).collect();
+    let collect = Limited::new(body, max).collect();
     match tokio::time::timeout(BODY_TIMEOUT, collect).await {
         Err(_) => Err(BodyError::Slow),
         Ok(Ok(c)) => Ok(c.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(BodyError::TooLarge(max)),
         Ok(Err(_)) => Err(BodyError::Broken),
     }
 }

@@ -1,7 +1,13 @@
 //! The Prometheus exposition (`GET /metrics`, text format via `prometheus-client`): pending
 //! count, decisions by kind and by who, decision latency, rejections (denies) by reason,
-//! sandbox runs by outcome, and the web door's own refusals. One process-wide registry
+//! sandbox runs by outcome, and the web door's own refusals. One process-wide set
 //! ([`global`]); the engine reports to it through its `MetricsSink` seam, wired by `serve`.
+//!
+//! Two registries, because `/metrics` answers without sign-in: the open one says how the
+//! guard is doing; the sign-in one (the web door's refusals by reason: `bad-totp`,
+//! `bad-login`, `rate-limited`, …) tells whoever can read it whether a login link they
+//! tried is still live, so it is served only to a scraper presenting the operator's bearer
+//! token ([`SCRAPE_TOKEN_FILE`]), and to nobody when no token is configured.
 
 use crate::policy::request::{DecidedBy, Decision};
 use prometheus_client::encoding::text::encode;
@@ -10,13 +16,50 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+use std::path::Path;
 use std::sync::LazyLock;
+
+/// The scrape token's file in the state dir (written by the operator, e.g. 0600, ≥ 32
+/// characters): present = `Authorization: Bearer <its content>` gets the sign-in series too.
+pub const SCRAPE_TOKEN_FILE: &str = "web-metrics-token";
+/// A shorter token is taken as no token (fail closed: nothing guessable unlocks the series).
+const MIN_TOKEN_LEN: usize = 32;
+
+/// What one scrape may see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scrape {
+    /// No credential sent: the open series only.
+    Open,
+    /// The configured token: every series.
+    Full,
+    /// A credential that is not the configured token (or none is configured): 401.
+    Refused,
+}
+
+/// Who the `Authorization` header value `auth` makes this scrape. The file is read per
+/// scrape, so the operator can rotate the token without restarting the guard.
+pub fn scrape_access(state_dir: &Path, auth: Option<&str>) -> Scrape {
+    let Some(auth) = auth else {
+        return Scrape::Open;
+    };
+    let configured = std::fs::read_to_string(state_dir.join(SCRAPE_TOKEN_FILE))
+        .ok()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| t.len() >= MIN_TOKEN_LEN);
+    let sent = auth.strip_prefix("Bearer ").map(str::trim);
+    match (configured, sent) {
+        (Some(c), Some(s)) if super::secret::eq_ct(c.as_bytes(), s.as_bytes()) => Scrape::Full,
+        _ => Scrape::Refused,
+    }
+}
 
 type Labels = Vec<(&'static str, String)>;
 
 /// Every metric the guard exports.
 pub struct Metrics {
     registry: Registry,
+    /// Series that reveal sign-in state: token holders only.
+    signin_registry: Registry,
     pub pending: Gauge,
     decisions: Family<Labels, Counter>,
     human_decisions: Family<Labels, Counter>,
@@ -94,13 +137,15 @@ impl Metrics {
             "Approved execs by run outcome",
             runs.clone(),
         );
-        registry.register(
+        let mut signin_registry = Registry::with_prefix("sanctum");
+        signin_registry.register(
             "web_refusals",
             "Web requests refused by reason (unauthenticated, csrf, origin, rate-limit, ...)",
             web_refusals.clone(),
         );
         Metrics {
             registry,
+            signin_registry,
             pending,
             decisions,
             human_decisions,
@@ -159,11 +204,18 @@ impl Metrics {
             .inc();
     }
 
-    /// The exposition text.
-    pub fn render(&self) -> String {
+    /// The exposition text: the open series, and the sign-in ones too with `full`.
+    pub fn render(&self, full: bool) -> String {
         let mut out = String::new();
         if encode(&mut out, &self.registry).is_err() {
             out.clear();
+        }
+        if full {
+            let mut more = String::new();
+            if encode(&mut more, &self.signin_registry).is_ok() {
+                // One exposition ends with one `# EOF`: drop the first one's.
+                out = out.trim_end_matches("# EOF\n").to_owned() + &more;
+            }
         }
         out
     }

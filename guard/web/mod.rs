@@ -13,6 +13,7 @@ mod agent;
 mod api;
 mod api_auth;
 mod api_decide;
+mod api_list;
 mod assets;
 pub mod auth;
 mod confusable;

@@ -36,7 +36,12 @@ const SG = (() => {
     return frag;
   }
 
-  function hasSpecial(s) { return SPECIAL.test(String(s ?? '')); }
+  // Whether `s` holds a character that hides or changes how text reads. A newline or a tab
+  // in a write or a script is ordinary text that shows as itself (a line break, an indent):
+  // warning for every multi-line write taught people to ignore the warning. They are still
+  // marked where text is shown (vis); CR, ESC, bidi, zero-width and other controls count.
+  const PLAIN = /[\n\t]/g;
+  function hasSpecial(s) { return SPECIAL.test(String(s ?? '').replace(PLAIN, '')); }
 
   // `s` as plain text with the same markers (for places that take no markup: notifications).
   function visText(s) {

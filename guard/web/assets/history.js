@@ -2,7 +2,6 @@
 (() => {
   const { el, vis, api } = SG;
   const rows = document.getElementById('rows');
-  let all = [];
 
   function outcome(run, e) {
     if (!run) {
@@ -51,7 +50,51 @@
         el('dt', {}, 'request hash'), el('dd', { class: 'mono hash' }, e.requestHash)));
   }
 
-  // Does `e` pass the filters as they are set now?
+  // History is searched and paged by the guard (GET /api/requests): every decision is
+  // reachable, however many there are; the page holds one page of them at a time.
+  const PAGE = 50;
+  let offset = 0;
+  let total = 0;
+  let newer = 0;
+  let seq = 0;
+
+  function query() {
+    const p = new URLSearchParams({ state: 'resolved', limit: String(PAGE), offset: String(offset) });
+    const add = (k, id) => { const v = document.getElementById(id).value.trim(); if (v) p.set(k, v); };
+    add('status', 'f-state');
+    add('source', 'f-source');
+    add('by', 'f-by');
+    add('q', 'f-text');
+    return '/api/requests?' + p.toString();
+  }
+
+  function pager(shown) {
+    const first = shown ? offset + 1 : 0;
+    // With nothing to show, #empty says so; the count line stays empty.
+    document.getElementById('count').textContent = total === 0 ? '' :
+      'Showing ' + first + '–' + (offset + shown) + ' of ' + total +
+      (newer ? ' · ' + newer + ' newer since this page loaded' : '');
+    document.getElementById('prev').disabled = offset === 0;
+    document.getElementById('next').disabled = offset + shown >= total;
+  }
+
+  // Loads the page at `offset` for the filters as they are now; an answer that a later
+  // request overtook is dropped.
+  async function load() {
+    const mine = ++seq;
+    const r = await api('GET', query());
+    if (!r.ok || mine !== seq) return;
+    total = r.data.total || 0;
+    if (offset > 0 && offset >= total) { offset = Math.max(0, total - PAGE); return load(); }
+    if (offset === 0) newer = 0;
+    rows.textContent = '';
+    r.data.requests.forEach((e) => rows.appendChild(row(e)));
+    document.getElementById('empty').hidden = r.data.requests.length > 0;
+    pager(r.data.requests.length);
+  }
+
+  // Does `e` pass the filters as they are set now? (The guard's own search, for one new
+  // row: summary, id, reason and the person's name.)
   function matches(e) {
     const st = document.getElementById('f-state').value;
     const src = document.getElementById('f-source').value;
@@ -63,19 +106,13 @@
         ((e.decision && e.decision.name) || '')).toLowerCase().includes(q));
   }
 
-  function render() {
-    rows.textContent = '';
-    const shown = all.filter(matches);
-    shown.forEach((e) => rows.appendChild(row(e)));
-    document.getElementById('empty').hidden = shown.length > 0;
-  }
-
-  // Live updates, incrementally: each resolved or expired request is fetched on its own and
-  // put on top; a burst (more than 50 within 300 ms) is one reload instead of one per event.
-  const KEEP = 5000;
+  // Live updates. On the first page each resolved or expired request is fetched on its own
+  // and put on top (a burst of more than 50 within 300 ms is one reload); further back, the
+  // page stays put and says how many are newer.
   const queued = new Set();
   let timer = null;
   function changed(m) {
+    if (offset > 0) { newer += 1; pager(rows.children.length); return; }
     try { queued.add(JSON.parse(m.data).id); } catch (_) { return; }
     if (!timer) timer = setTimeout(flush, 300);
   }
@@ -86,26 +123,27 @@
     if (ids.length > 50) { await load(); return; }
     for (const id of ids) {
       const r = await api('GET', '/api/requests/' + encodeURIComponent(id));
-      if (!r.ok) continue;
-      all = [r.data, ...all.filter((e) => e.id !== r.data.id)].slice(0, KEEP);
+      if (!r.ok || offset > 0) continue;
       const old = [...rows.children].find((n) => n.getAttribute('data-id') === r.data.id);
       if (old) old.remove();
-      if (matches(r.data)) {
-        rows.prepend(row(r.data));
-        document.getElementById('empty').hidden = true;
-      }
+      else if (matches(r.data)) total += 1;
+      if (matches(r.data)) rows.prepend(row(r.data));
+      while (rows.children.length > PAGE) rows.lastChild.remove();
+      document.getElementById('empty').hidden = rows.children.length > 0;
+      pager(rows.children.length);
     }
   }
 
-  async function load() {
-    const r = await api('GET', '/api/requests?state=resolved&limit=1000');
-    if (!r.ok) return;
-    all = r.data.requests;
-    render();
+  let typing = null;
+  function refilter() {
+    clearTimeout(typing);
+    typing = setTimeout(() => { offset = 0; load(); }, 250);
   }
 
-  document.getElementById('filters').addEventListener('input', render);
-  document.getElementById('filters').addEventListener('submit', (ev) => ev.preventDefault());
+  document.getElementById('filters').addEventListener('input', refilter);
+  document.getElementById('filters').addEventListener('submit', (ev) => { ev.preventDefault(); clearTimeout(typing); offset = 0; load(); });
+  document.getElementById('prev').addEventListener('click', () => { offset = Math.max(0, offset - PAGE); load(); });
+  document.getElementById('next').addEventListener('click', () => { offset += PAGE; load(); });
   document.getElementById('verify').addEventListener('click', async () => {
     const out = document.getElementById('verify-result');
     out.textContent = 'Verifying…';
