@@ -1,15 +1,17 @@
 //! The forward proxy itself: one HTTP request head per connection, either `CONNECT host:port`
 //! (a tunnel, for HTTPS) or an absolute-form `METHOD http://host[:port]/path` (plain HTTP,
-//! forwarded in origin form with `Connection: close`). The destination must match the
-//! allow-list and resolve to an address its rule may reach; anything else is answered 4xx/5xx
-//! and nothing is connected. Each allowed connection and each closed tunnel is an audit
+//! forwarded in origin form with `Connection: close`). The egress rules judge it (a deny rule
+//! wins; an unlisted destination is refused); an allowed one must resolve to an address its
+//! rule may reach (`rules::may_reach`); anything else is answered 4xx/5xx with the reason and
+//! nothing is connected. Each allowed connection and each closed tunnel is an audit
 //! record; denials are counted per client address and reason (`audit::tally`): the first of a
 //! window in full, the rest as one count, so no client can grow the log faster than that.
 
-use super::rules::{matching, may_reach, split_host_port, Rule};
+use super::rules::{dest_host, may_reach, OwnNets};
 use crate::audit::event::{EgressCounted, EgressRecord};
 use crate::audit::tally::{Tally, WINDOW};
 use crate::audit::{AuditEvent, AuditLog};
+use crate::policy::egress::{judge, split_host_port, Destination, EgressRule, EgressVerdict};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +24,9 @@ pub const MAX_HEAD: usize = 16 * 1024;
 
 /// How the proxy runs.
 pub struct Options {
-    pub rules: Vec<Rule>,
+    pub rules: Vec<EgressRule>,
+    /// The proxy's own networks, which a name reaches only through an `internal` rule.
+    pub own: OwnNets,
     /// Connections served at once; more wait in the kernel's backlog.
     pub max_connections: usize,
     /// Time to send the request head, and to connect upstream.
@@ -37,6 +41,11 @@ struct Ask {
     method: String,
     host: String,
     port: u16,
+    /// `None` for CONNECT; the request target's path (with its query) otherwise.
+    path: Option<String>,
+    /// `None` for CONNECT; the request body's length otherwise (what is forwarded upstream
+    /// after the head; anything the client sends beyond it is not).
+    body_len: Option<u64>,
     /// `None` for CONNECT; the origin-form head to send upstream otherwise.
     forward_head: Option<Vec<u8>>,
 }
@@ -66,6 +75,8 @@ fn parse_head(head: &[u8]) -> Result<Ask, (u16, &'static str)> {
             method: method.into(),
             host: host.into(),
             port,
+            path: None,
+            body_len: None,
             forward_head: None,
         });
     }
@@ -88,15 +99,33 @@ fn parse_head(head: &[u8]) -> Result<Ask, (u16, &'static str)> {
         p => p.to_owned(),
     };
     let mut out = format!("{method} {path} {version}\r\n");
+    let mut hosts = 0;
+    let mut body_len: Option<u64> = None;
     for h in lines.filter(|l| !l.is_empty()) {
-        let name = h
-            .split(':')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase();
+        let (name, value) = h.split_once(':').unwrap_or((h, ""));
+        let name = name.trim().to_ascii_lowercase();
         if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
             continue;
+        }
+        // The server picks its site by Host: one that differs from the judged URL would
+        // reach a destination no rule judged (another virtual host on the same address).
+        if name == "host" {
+            hosts += 1;
+            if hosts > 1 || !same_authority(value.trim(), authority, port) {
+                return Err((400, "the Host header differs from the URL's host"));
+            }
+        }
+        // Exactly one body, of a length both sides read alike: a second request pipelined
+        // or smuggled behind it would reach the same server unjudged.
+        if name == "transfer-encoding" {
+            return Err((400, "request bodies with Transfer-Encoding are not proxied"));
+        }
+        if name == "content-length" {
+            let v = value.trim();
+            if body_len.is_some() || v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+                return Err((400, "one Content-Length of digits only"));
+            }
+            body_len = Some(v.parse().map_err(|_| (400, "Content-Length too large"))?);
         }
         out.push_str(h);
         out.push_str("\r\n");
@@ -106,8 +135,24 @@ fn parse_head(head: &[u8]) -> Result<Ask, (u16, &'static str)> {
         method: method.into(),
         host: host.into(),
         port,
+        path: Some(path),
+        body_len: Some(body_len.unwrap_or(0)),
         forward_head: Some(out.into_bytes()),
     })
+}
+
+/// Whether a Host header names the URL's authority (case and a default port aside).
+fn same_authority(header: &str, authority: &str, port: u16) -> bool {
+    let norm = |a: &str| {
+        let a = a.to_ascii_lowercase();
+        match split_host_port(&a) {
+            Some((h, p)) => (h.trim_end_matches('.').to_owned(), p),
+            None => (a.trim_end_matches('.').to_owned(), 80),
+        }
+    };
+    let (h, p) = norm(header);
+    let (ah, _) = norm(authority);
+    h == ah && p == port
 }
 
 /// Reads the request head; returns it and any bytes that followed it.
@@ -153,7 +198,8 @@ async fn answer(s: &mut TcpStream, status: u16, reason: &str) {
 
 /// Resolves and connects to an address `rule` may reach.
 async fn connect(
-    rule: &Rule,
+    rule: &EgressRule,
+    own: &OwnNets,
     host: &str,
     port: u16,
     timeout: Duration,
@@ -164,14 +210,26 @@ async fn connect(
             Ok(Err(e)) => return Err(format!("cannot resolve {host}: {e}")),
             Err(_) => return Err(format!("resolving {host} timed out")),
         };
+    let mut refused = Vec::new();
     let allowed: Vec<SocketAddr> = addrs
         .iter()
         .copied()
-        .filter(|a| may_reach(rule, a.ip()))
+        .filter(|a| match may_reach(rule, a.ip(), own) {
+            Ok(()) => true,
+            Err(why) => {
+                refused.push(why);
+                false
+            }
+        })
         .collect();
     if allowed.is_empty() {
         return Err(format!(
-            "{host} resolves only to addresses a host name may not reach ({addrs:?})"
+            "{host} resolves to no address its rule may reach: {}",
+            if refused.is_empty() {
+                "no address".to_owned()
+            } else {
+                refused.join("; ")
+            }
         ));
     }
     let mut last = String::new();
@@ -186,16 +244,33 @@ async fn connect(
 }
 
 /// Copies both ways until either side closes or nothing moves for `idle`; bytes up, down.
-async fn splice(mut a: TcpStream, mut b: TcpStream, idle: Duration) -> (u64, u64) {
+/// With `up_limit`, at most that many bytes go from `a` to `b`; after them nothing more of
+/// `a` is read (the answer still flows back).
+async fn splice(
+    mut a: TcpStream,
+    mut b: TcpStream,
+    idle: Duration,
+    up_limit: Option<u64>,
+) -> (u64, u64) {
     let (mut ar, mut aw) = a.split();
     let (mut br, mut bw) = b.split();
     let (mut up, mut down) = (0u64, 0u64);
     let mut x = [0u8; 16384];
     let mut y = [0u8; 16384];
+    let room = |up: u64| {
+        up_limit.map_or(usize::MAX, |l| {
+            usize::try_from(l - up).unwrap_or(usize::MAX)
+        })
+    };
     loop {
+        let open_up = room(up) > 0;
         tokio::select! {
-            r = tokio::time::timeout(idle, ar.read(&mut x)) => match r {
-                Ok(Ok(n)) if n > 0 => { if bw.write_all(&x[..n]).await.is_err() { break; } up += n as u64; }
+            r = tokio::time::timeout(idle, ar.read(&mut x)), if open_up => match r {
+                Ok(Ok(n)) if n > 0 => {
+                    let n = n.min(room(up));
+                    if bw.write_all(&x[..n]).await.is_err() { break; }
+                    up += n as u64;
+                }
                 _ => break,
             },
             r = tokio::time::timeout(idle, br.read(&mut y)) => match r {
@@ -275,14 +350,42 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
     };
     rec.method.clone_from(&ask.method);
     rec.target = format!("{}:{}", ask.host, ask.port);
-    let Some(rule) = matching(&opts.rules, &ask.host, ask.port) else {
-        rec.reason = "destination not on the egress allow-list".into();
-        let why = rec.reason.clone();
-        records.deny(rec, "not-allowed").await;
-        answer(&mut s, 403, &why).await;
-        return;
+    let host = match dest_host(&ask.host) {
+        Ok(h) => h,
+        Err(why) => {
+            rec.reason = format!("bad host {:?}: {why}", ask.host);
+            let why = rec.reason.clone();
+            records.deny(rec, "bad-request").await;
+            answer(&mut s, 400, &why).await;
+            return;
+        }
     };
-    let up = match connect(rule, &ask.host, ask.port, opts.head_timeout).await {
+    let dest = Destination {
+        host,
+        port: ask.port,
+        plain: ask.path.clone().map(|p| (ask.method.clone(), p)),
+    };
+    let rule = match judge(&opts.rules, &dest) {
+        EgressVerdict::Allow(r) => r,
+        EgressVerdict::Deny(r) => {
+            rec.reason = format!("denied by {}", r.origin);
+            let why = rec.reason.clone();
+            records.deny(rec, "denied").await;
+            answer(&mut s, 403, &why).await;
+            return;
+        }
+        EgressVerdict::Unlisted => {
+            rec.reason = format!(
+                "no egress rule covers {}; an operator can add one (`sanctum-guard egress rules` lists them)",
+                rec.target
+            );
+            let why = rec.reason.clone();
+            records.deny(rec, "not-allowed").await;
+            answer(&mut s, 403, &why).await;
+            return;
+        }
+    };
+    let up = match connect(rule, &opts.own, &ask.host, ask.port, opts.head_timeout).await {
         Ok(u) => u,
         Err(why) => {
             rec.reason = why.clone();
@@ -292,7 +395,7 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
         }
     };
     rec.verdict = "allow";
-    rec.reason = format!("allowed by {}:{}", rule.host, rule.port);
+    rec.reason = format!("allowed by {}", rule.origin);
     rec.upstream = up.peer_addr().ok().map(|a| a.to_string());
     // The decision is on disk before a byte reaches the destination.
     if audit
@@ -311,10 +414,17 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
         }
         Some(head) => up.write_all(head).await,
     };
+    // A plain request's body: what Content-Length said, and not a byte more.
+    let mut rest = rest;
+    let mut up_limit = ask.body_len;
+    if let Some(limit) = up_limit.as_mut() {
+        rest.truncate(usize::try_from(*limit).unwrap_or(usize::MAX));
+        *limit -= rest.len() as u64;
+    }
     if first.is_err() || (!rest.is_empty() && up.write_all(&rest).await.is_err()) {
         return;
     }
-    let (u, d) = splice(s, up, opts.idle_timeout).await;
+    let (u, d) = splice(s, up, opts.idle_timeout, up_limit).await;
     rec.phase = "closed";
     rec.bytes_up = Some(u + rest.len() as u64);
     rec.bytes_down = Some(d);
@@ -383,6 +493,11 @@ mod tests {
             String::from_utf8(g.forward_head.unwrap()).unwrap(),
             "POST /v1/chat?x=1 HTTP/1.1\r\nHost: model:8080\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"
         );
+        let h = parse_head(
+            b"GET http://A.Example./x HTTP/1.1\r\nHost: a.example:80\r\nContent-Length: 7",
+        )
+        .unwrap();
+        assert_eq!((h.path.as_deref(), h.body_len), (Some("/x"), Some(7)));
         let d = parse_head(b"GET http://example.com HTTP/1.0").unwrap();
         assert_eq!((d.host.as_str(), d.port), ("example.com", 80));
         assert_eq!(
@@ -399,6 +514,14 @@ mod tests {
             b"GET  http://example.com/ HTTP/1.1",
             b"get http://example.com/ HTTP/1.1",
             b"\xff\xfe",
+            // The Host header must name the judged URL, once.
+            b"GET http://a.example/ HTTP/1.1\r\nHost: internal.example",
+            b"GET http://a.example/ HTTP/1.1\r\nHost: a.example:81",
+            b"GET http://a.example/ HTTP/1.1\r\nHost: a.example\r\nHost: a.example",
+            // One body of one declared length.
+            b"POST http://a.example/ HTTP/1.1\r\nTransfer-Encoding: chunked",
+            b"POST http://a.example/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1",
+            b"POST http://a.example/ HTTP/1.1\r\nContent-Length: -1",
         ] {
             assert!(
                 parse_head(bad).is_err(),
