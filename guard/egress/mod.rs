@@ -5,6 +5,7 @@
 //! hash-chained audit log. It judges destinations only: what flows inside a TLS tunnel to an
 //! allowed host is not seen (SECURITY.md says what that leaves open).
 
+mod head;
 pub mod proxy;
 pub mod rules;
 
