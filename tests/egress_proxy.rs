@@ -46,11 +46,28 @@ struct Proxy {
 /// the bound address from the line it prints once it listens: no port is picked in advance
 /// that a test running beside this one could take first.
 fn start(allow: &[String]) -> Proxy {
+    start_with(allow, &[], None)
+}
+
+/// [`start`] with more arguments (`--policy F`), optionally inside its own mount namespace
+/// whose /etc/hosts is `hosts` (names the test maps where it wants).
+fn start_with(allow: &[String], extra: &[&str], hosts: Option<&std::path::Path>) -> Proxy {
     let state = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(guard_bin());
+    let mut cmd = match hosts {
+        None => Command::new(guard_bin()),
+        Some(h) => {
+            let mut c = Command::new("unshare");
+            c.args(["--mount", "--propagation", "private", "sh", "-c"])
+                .arg(r#"mount --bind "$0" /etc/hosts && exec "$@""#)
+                .arg(h)
+                .arg(guard_bin());
+            c
+        }
+    };
     cmd.args(["egress", "--listen", "127.0.0.1:0"])
         .arg("--state-dir")
-        .arg(state.path().join("egress"));
+        .arg(state.path().join("egress"))
+        .args(extra);
     for a in allow {
         cmd.args(["--allow", a]);
     }
@@ -305,4 +322,251 @@ fn a_flood_of_refused_clients_does_not_stop_allowed_traffic() {
     for f in floods {
         assert!(f.join().unwrap().starts_with("HTTP/1.1 403"));
     }
+}
+
+/// Rules by host, port, scheme, method and path from a policy file, judged on what the proxy
+/// reads: deny wins, a tunnel cannot pass a path rule, a path that reads two ways never
+/// passes an allow prefix, the Host header must be the URL's, and nothing pipelined or
+/// smuggled behind the judged request reaches the server.
+#[test]
+fn policy_rules_judge_host_port_method_and_path() {
+    let (up, seen) = upstream();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        format!(
+            r#"version = 1
+[[egress.rules]]
+action = "allow"
+host = "127.0.0.1"
+ports = [{up}]
+scheme = "http"
+methods = ["GET"]
+path_prefix = "/ok/"
+[[egress.rules]]
+action = "deny"
+host = "127.0.0.1"
+ports = [{up}]
+path_prefix = "/ok/secret"
+"#
+        ),
+    )
+    .unwrap();
+    let p = start_with(&[], &["--policy", policy.to_str().unwrap()], None);
+    let host = format!("127.0.0.1:{up}");
+    let get = |path: &str, headers: &str| {
+        format!("GET http://{host}{path} HTTP/1.1\r\nHost: {host}\r\n{headers}\r\n")
+    };
+    // A path that reads two ways never passes the allow prefix and meets the deny's
+    // (`denied by`); a clear path outside every rule is unlisted (`no egress rule`).
+    // Allowed: reaches the server as judged, in every spelling of the address.
+    for head in [
+        get("/ok/a", ""),
+        format!("GET http://2130706433:{up}/ok/b HTTP/1.1\r\n\r\n"),
+        format!("GET http://0x7f.1:{up}/ok/c HTTP/1.1\r\n\r\n"),
+    ] {
+        assert_eq!(ask(&p, &head, b""), "pong", "{head}");
+        let got = seen.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(got.starts_with("GET /ok/"), "{got}");
+    }
+    let rows = [
+        (get("/ok/secret/x", ""), "403", "denied by"),
+        (get("/ok/%73ecret", ""), "403", "denied by"),
+        (
+            format!(
+                "POST http://{host}/ok/a HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\n\r\n"
+            ),
+            "403",
+            "no egress rule",
+        ),
+        (get("/ok/../admin", ""), "403", "denied by"),
+        (get("/ok/%2e%2e/admin", ""), "403", "denied by"),
+        (get("/ok/..%2fadmin", ""), "403", "denied by"),
+        (get("/ok//x", ""), "403", "denied by"),
+        (get("/other", ""), "403", "no egress rule"),
+        // A tunnel hides its path: the deny rule's path covers it.
+        (
+            format!("CONNECT {host} HTTP/1.1\r\n\r\n"),
+            "403",
+            "denied by",
+        ),
+        (
+            format!("GET http://{host}/ok/a HTTP/1.1\r\nHost: internal.example\r\n\r\n"),
+            "400",
+            "Host header",
+        ),
+        (
+            format!("GET http://{host}/ok/a HTTP/1.1\r\nHost: {host}\r\nHost: {host}\r\n\r\n"),
+            "400",
+            "Host header",
+        ),
+        (
+            get("/ok/a", "Transfer-Encoding: chunked\r\n"),
+            "400",
+            "Transfer-Encoding",
+        ),
+        (
+            get("/ok/a", "Content-Length: 1\r\nContent-Length: 2\r\n"),
+            "400",
+            "Content-Length",
+        ),
+        (
+            get("/ok/a", "Content-Length: +5\r\n"),
+            "400",
+            "Content-Length",
+        ),
+        (
+            format!("GET http://[{host}]/ok/a HTTP/1.1\r\n\r\n"),
+            "400",
+            "",
+        ),
+    ];
+    for (head, status, why) in &rows {
+        let a = ask(&p, head, b"");
+        assert!(
+            a.starts_with(&format!("HTTP/1.1 {status}")) && a.contains(why),
+            "{head:.80}: {a}"
+        );
+    }
+    assert!(
+        seen.recv_timeout(Duration::from_millis(300)).is_err(),
+        "a refused request reached the upstream"
+    );
+    // Pipelined and body-smuggled requests: only the judged request (and its declared body)
+    // is forwarded.
+    for (head, body) in [
+        (
+            get("/ok/a", ""),
+            &b"GET /admin HTTP/1.1\r\nHost: x\r\n\r\n"[..],
+        ),
+        (
+            get("/ok/a", "Content-Length: 3\r\n"),
+            &b"abcGET /admin HTTP/1.1\r\n\r\n"[..],
+        ),
+    ] {
+        let mut s = TcpStream::connect(("127.0.0.1", p.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body).unwrap();
+        let got = seen.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert!(got.starts_with("GET /ok/a"), "{got}");
+        assert!(!got.contains("/admin"), "smuggled: {got:?}");
+        // The upstream reads what arrives first; give the rest time to (not) arrive.
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(seen.recv_timeout(Duration::from_millis(100)).is_err());
+    }
+    // `egress rules` prints what the proxy serves, where each rule was written.
+    let (code, out, err) = guard_cli(
+        &[
+            "egress",
+            "rules",
+            "--policy",
+            policy.to_str().unwrap(),
+            "--allow",
+            "api.example.com:443",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[0].starts_with("allow")
+            && lines[0].contains("path=/ok/*")
+            && lines[0].contains("methods=GET"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("deny") && lines[1].contains("egress rule 2"),
+        "{out}"
+    );
+    assert!(
+        lines[2].contains("api.example.com:443") && lines[2].contains("--allow"),
+        "{out}"
+    );
+}
+
+/// A policy rule the proxy could not judge as written refuses to start, naming the line.
+#[test]
+fn a_rule_that_reads_two_ways_refuses_to_load() {
+    let dir = tempfile::tempdir().unwrap();
+    for (rule, why) in [
+        ("host = \"*.com\"\nports = [443]", "two labels"),
+        (
+            "host = \"api.example.com\"\nports = [443]\npath_prefix = \"/v1/\"",
+            r#"scheme = "http""#,
+        ),
+        ("host = \"a*.example.com\"\nports = [443]", "wildcard"),
+        ("host = \"api.example.com\"\nports = [0]", "1-65535"),
+    ] {
+        let policy = dir.path().join("p.toml");
+        std::fs::write(
+            &policy,
+            format!("version = 1\n[[egress.rules]]\naction = \"allow\"\n{rule}\n"),
+        )
+        .unwrap();
+        let (code, out, err) = guard_cli(
+            &["egress", "rules", "--policy", policy.to_str().unwrap()],
+            &[],
+        );
+        assert_eq!(code, 2, "{rule}: {out}{err}");
+        // `FILE:LINE:COLUMN: why`, the rule's own line (line 2 is `[[egress.rules]]`).
+        assert!(
+            err.contains(why) && err.contains(&format!("{}:2:", policy.display())),
+            "{rule}: {err}"
+        );
+    }
+}
+
+/// Names never lead home, whatever the hosts file says: Debian's `127.0.1.1 <hostname>`, a
+/// name mapped to the metadata address or a private one, refused after resolution with the
+/// reason; only an `internal` rule reaches a private address, and never loopback.
+#[test]
+fn names_the_hosts_file_maps_home_are_refused_after_resolution() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts = dir.path().join("hosts");
+    std::fs::write(
+        &hosts,
+        "127.0.0.1 localhost\n127.0.1.1 debian-host.test\n169.254.169.254 metadata.test\n\
+         10.77.0.9 private.test\n172.30.77.20 svc.example.test\n10.77.0.10 model.test\n",
+    )
+    .unwrap();
+    let dir2 = tempfile::tempdir().unwrap();
+    let policy = dir2.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[[egress.rules]]\naction = \"allow\"\nhost = \"*.example.test\"\nports = [443]\n\
+         [[egress.rules]]\naction = \"allow\"\nhost = \"model.test\"\nports = [443]\ninternal = true\n\
+         [[egress.rules]]\naction = \"allow\"\nhost = \"metadata.test\"\nports = [80]\ninternal = true\n",
+    )
+    .unwrap();
+    let p = start_with(
+        &["debian-host.test:443".into(), "private.test:443".into()],
+        &["--policy", policy.to_str().unwrap()],
+        Some(&hosts),
+    );
+    for (head, why) in [
+        ("CONNECT debian-host.test:443 HTTP/1.1\r\n\r\n", "loopback"),
+        ("CONNECT private.test:443 HTTP/1.1\r\n\r\n", "private"),
+        ("CONNECT svc.example.test:443 HTTP/1.1\r\n\r\n", "private"),
+        (
+            "GET http://metadata.test/latest/meta-data/ HTTP/1.1\r\n\r\n",
+            "link-local",
+        ),
+    ] {
+        let a = ask(&p, head, b"");
+        assert!(
+            a.starts_with("HTTP/1.1 502") && a.contains(why),
+            "{head}: {a}"
+        );
+    }
+    // The internal rule passes the address check: the connection is attempted (whether
+    // anything answers there depends on the machine's network), never refused by the rule.
+    let a = ask(&p, "CONNECT model.test:443 HTTP/1.1\r\n\r\n", b"");
+    assert!(
+        (a.starts_with("HTTP/1.1 200") || a.starts_with("HTTP/1.1 502"))
+            && !a.contains("may reach"),
+        "{a}"
+    );
 }

@@ -9,6 +9,8 @@ use sanctum_guard::policy::request::{DecidedBy, Decision, DecisionKind};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod egress;
+
 /// mimalloc: the policy core allocates many small strings per decision; glibc's allocator
 /// cost ~25% of `decide()` (benches/decide.rs declares the same allocator).
 #[global_allocator]
@@ -127,21 +129,9 @@ enum Command {
         #[command(subcommand)]
         cmd: AuditCmd,
     },
-    /// The egress proxy: the agent's one way out, to the allow-listed destinations only.
-    Egress {
-        /// Address to listen on (the agent's internal network).
-        #[arg(long, default_value = "127.0.0.1:3128")]
-        listen: std::net::SocketAddr,
-        /// Allowed destinations, host:port (repeat, or comma-separated; no wildcards).
-        #[arg(long = "allow", value_delimiter = ',')]
-        allow: Vec<String>,
-        /// Holds egress-audit.jsonl and its key.
-        #[arg(long)]
-        state_dir: PathBuf,
-        /// Connections served at once.
-        #[arg(long, default_value_t = 256)]
-        max_connections: usize,
-    },
+    /// The egress proxy: the agent's one way out, to what its egress rules allow; and
+    /// `egress rules`, the rules it serves.
+    Egress(egress::EgressArgs),
     /// Ask a running guard whether it is ready (container health checks: no shell needed).
     /// Exit 0 on HTTP 200, 1 on any other status, 2 when there is no answer.
     Health {
@@ -705,32 +695,6 @@ fn run_node(a: NodeArgs) -> ExitCode {
     }
 }
 
-/// `egress`: exit 0 after SIGTERM/SIGINT, 2 on a start-up error.
-fn run_egress(o: sanctum_guard::egress::EgressOptions) -> ExitCode {
-    if let Err(e) = sanctum_guard::app::config::ensure_state_dir(&o.state_dir) {
-        eprintln!("sanctum-guard egress: state dir: {e}");
-        return ExitCode::from(2);
-    }
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("sanctum-guard egress: runtime: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match rt.block_on(sanctum_guard::egress::serve(o)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("sanctum-guard egress: {e}");
-            ExitCode::from(2)
-        }
-    }
-}
-
 fn run_serve(cmd: ServeCmdArgs) -> ExitCode {
     let a = cmd.base;
     let overrides = sanctum_guard::app::config::Overrides {
@@ -1068,17 +1032,7 @@ pub fn main() -> ExitCode {
         Command::ApproverId { state_dir } => device_id("approver-id", state_dir, "gateway"),
         Command::NodeId { state_dir } => device_id("node-id", state_dir, "node"),
         Command::FsSnapshot { out, dirs } => fs_snapshot(&out, &dirs),
-        Command::Egress {
-            listen,
-            allow,
-            state_dir,
-            max_connections,
-        } => run_egress(sanctum_guard::egress::EgressOptions {
-            listen,
-            allow,
-            state_dir,
-            max_connections,
-        }),
+        Command::Egress(a) => egress::run(a),
         Command::Health { url } => {
             match sanctum_guard::app::health::probe(&url, std::time::Duration::from_secs(3)) {
                 Ok(200) => ExitCode::SUCCESS,

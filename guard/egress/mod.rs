@@ -1,10 +1,11 @@
 //! Door: the agent's one way out. A forward proxy (`sanctum-guard egress`) that the agent's
 //! container reaches on its internal network, and that alone has a route to the outside. It
-//! lets through exactly the `host:port` destinations of its allow-list (the model provider),
-//! refuses everything else, and writes every decision and every closed tunnel to its own
+//! lets through exactly what its egress rules allow (the policy file's `[[egress.rules]]` and
+//! its `--allow host:port` entries: `policy::egress`), refuses everything else with the reason, and writes every decision and every closed tunnel to its own
 //! hash-chained audit log. It judges destinations only: what flows inside a TLS tunnel to an
 //! allowed host is not seen (SECURITY.md says what that leaves open).
 
+mod head;
 pub mod proxy;
 pub mod rules;
 
@@ -16,7 +17,8 @@ use std::time::Duration;
 /// `sanctum-guard egress` settings.
 pub struct EgressOptions {
     pub listen: SocketAddr,
-    pub allow: Vec<String>,
+    /// The rules served (`rules::rule_set`).
+    pub rules: Vec<crate::policy::egress::EgressRule>,
     /// Holds the egress audit log (`egress-audit.jsonl`) and its key.
     pub state_dir: PathBuf,
     pub max_connections: usize,
@@ -25,8 +27,8 @@ pub struct EgressOptions {
 /// Why the proxy could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum EgressError {
-    #[error(transparent)]
-    Rule(#[from] rules::RuleError),
+    #[error("the proxy's own network interfaces: {0}")]
+    Interfaces(std::io::Error),
     #[error("audit log: {0}")]
     Audit(#[from] AuditError),
     #[error("listen on {addr}: {source}")]
@@ -41,7 +43,9 @@ pub enum EgressError {
 /// Runs the proxy until SIGTERM or SIGINT. The state dir must exist and be the guard's
 /// own (the command line checks it as for `serve`).
 pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
-    let rules = rules::parse_all(&o.allow)?;
+    let rules = o.rules;
+    // Fail closed: without its own networks the proxy cannot tell which names lead home.
+    let own = rules::OwnNets::read().map_err(EgressError::Interfaces)?;
     let (audit, _) = AuditLog::open(&o.state_dir.join("egress-audit.jsonl"))?;
     let listener = tokio::net::TcpListener::bind(o.listen)
         .await
@@ -58,11 +62,14 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
             source,
         })?;
     eprintln!(
-        "sanctum-guard: egress proxy   {bound} ({} allowed destinations)",
+        "sanctum-guard: egress proxy   {bound} ({} rules)",
         rules.len()
     );
     for r in &rules {
-        eprintln!("sanctum-guard: egress allow   {}:{}", r.host, r.port);
+        eprintln!(
+            "sanctum-guard: egress rule    {}",
+            crate::policy::egress::describe(r)
+        );
     }
     let (tx, rx) = tokio::sync::watch::channel(false);
     use tokio::signal::unix::{signal, SignalKind};
@@ -74,6 +81,7 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
     });
     let opts = proxy::Options {
         rules,
+        own,
         max_connections: o.max_connections,
         head_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(300),

@@ -1,15 +1,18 @@
-//! The forward proxy itself: one HTTP request head per connection, either `CONNECT host:port`
+//! The forward proxy itself: one HTTP request head per connection (`head`), either `CONNECT host:port`
 //! (a tunnel, for HTTPS) or an absolute-form `METHOD http://host[:port]/path` (plain HTTP,
-//! forwarded in origin form with `Connection: close`). The destination must match the
-//! allow-list and resolve to an address its rule may reach; anything else is answered 4xx/5xx
-//! and nothing is connected. Each allowed connection and each closed tunnel is an audit
+//! forwarded in origin form with `Connection: close`). The egress rules judge it (a deny rule
+//! wins; an unlisted destination is refused); an allowed one must resolve to an address its
+//! rule may reach (`rules::may_reach`); anything else is answered 4xx/5xx with the reason and
+//! nothing is connected. Each allowed connection and each closed tunnel is an audit
 //! record; denials are counted per client address and reason (`audit::tally`): the first of a
 //! window in full, the rest as one count, so no client can grow the log faster than that.
 
-use super::rules::{matching, may_reach, split_host_port, Rule};
+use super::head::parse_head;
+use super::rules::{dest_host, may_reach, OwnNets};
 use crate::audit::event::{EgressCounted, EgressRecord};
 use crate::audit::tally::{Tally, WINDOW};
 use crate::audit::{AuditEvent, AuditLog};
+use crate::policy::egress::{judge, Destination, EgressRule, EgressVerdict};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,92 +25,15 @@ pub const MAX_HEAD: usize = 16 * 1024;
 
 /// How the proxy runs.
 pub struct Options {
-    pub rules: Vec<Rule>,
+    pub rules: Vec<EgressRule>,
+    /// The proxy's own networks, which a name reaches only through an `internal` rule.
+    pub own: OwnNets,
     /// Connections served at once; more wait in the kernel's backlog.
     pub max_connections: usize,
     /// Time to send the request head, and to connect upstream.
     pub head_timeout: Duration,
     /// A tunnel with no byte either way for this long is closed.
     pub idle_timeout: Duration,
-}
-
-/// What the client asked for.
-#[derive(Debug, PartialEq, Eq)]
-struct Ask {
-    method: String,
-    host: String,
-    port: u16,
-    /// `None` for CONNECT; the origin-form head to send upstream otherwise.
-    forward_head: Option<Vec<u8>>,
-}
-
-/// Parses a request head (everything up to the blank line) into what it asks; the error is
-/// the status and reason to answer.
-fn parse_head(head: &[u8]) -> Result<Ask, (u16, &'static str)> {
-    let text = std::str::from_utf8(head).map_err(|_| (400, "request head is not UTF-8"))?;
-    let mut lines = text.split("\r\n");
-    let line = lines.next().unwrap_or_default();
-    let mut parts = line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err((400, "malformed request line"));
-    };
-    if !matches!(version, "HTTP/1.1" | "HTTP/1.0")
-        || method.is_empty()
-        || !method.bytes().all(|b| b.is_ascii_uppercase())
-    {
-        return Err((400, "malformed request line"));
-    }
-    if method == "CONNECT" {
-        let (host, port) =
-            split_host_port(target).ok_or((400, "CONNECT target is not host:port"))?;
-        return Ok(Ask {
-            method: method.into(),
-            host: host.into(),
-            port,
-            forward_head: None,
-        });
-    }
-    let rest = target.strip_prefix("http://").ok_or((
-        400,
-        "only CONNECT and absolute http:// requests are proxied",
-    ))?;
-    let (authority, path) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    if authority.contains('@') {
-        return Err((400, "credentials in the URL are not proxied"));
-    }
-    let (host, port) = match split_host_port(authority) {
-        Some(hp) => hp,
-        None if !authority.is_empty() && !authority.contains(':') => (authority, 80),
-        None => return Err((400, "bad host in the URL")),
-    };
-    let path = match path {
-        "" => "/".to_owned(),
-        p if p.starts_with('?') => format!("/{p}"),
-        p => p.to_owned(),
-    };
-    let mut out = format!("{method} {path} {version}\r\n");
-    for h in lines.filter(|l| !l.is_empty()) {
-        let name = h
-            .split(':')
-            .next()
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase();
-        if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
-            continue;
-        }
-        out.push_str(h);
-        out.push_str("\r\n");
-    }
-    out.push_str("Connection: close\r\n\r\n");
-    Ok(Ask {
-        method: method.into(),
-        host: host.into(),
-        port,
-        forward_head: Some(out.into_bytes()),
-    })
 }
 
 /// Reads the request head; returns it and any bytes that followed it.
@@ -153,7 +79,8 @@ async fn answer(s: &mut TcpStream, status: u16, reason: &str) {
 
 /// Resolves and connects to an address `rule` may reach.
 async fn connect(
-    rule: &Rule,
+    rule: &EgressRule,
+    own: &OwnNets,
     host: &str,
     port: u16,
     timeout: Duration,
@@ -164,14 +91,26 @@ async fn connect(
             Ok(Err(e)) => return Err(format!("cannot resolve {host}: {e}")),
             Err(_) => return Err(format!("resolving {host} timed out")),
         };
+    let mut refused = Vec::new();
     let allowed: Vec<SocketAddr> = addrs
         .iter()
         .copied()
-        .filter(|a| may_reach(rule, a.ip()))
+        .filter(|a| match may_reach(rule, a.ip(), own) {
+            Ok(()) => true,
+            Err(why) => {
+                refused.push(why);
+                false
+            }
+        })
         .collect();
     if allowed.is_empty() {
         return Err(format!(
-            "{host} resolves only to addresses a host name may not reach ({addrs:?})"
+            "{host} resolves to no address its rule may reach: {}",
+            if refused.is_empty() {
+                "no address".to_owned()
+            } else {
+                refused.join("; ")
+            }
         ));
     }
     let mut last = String::new();
@@ -186,16 +125,33 @@ async fn connect(
 }
 
 /// Copies both ways until either side closes or nothing moves for `idle`; bytes up, down.
-async fn splice(mut a: TcpStream, mut b: TcpStream, idle: Duration) -> (u64, u64) {
+/// With `up_limit`, at most that many bytes go from `a` to `b`; after them nothing more of
+/// `a` is read (the answer still flows back).
+async fn splice(
+    mut a: TcpStream,
+    mut b: TcpStream,
+    idle: Duration,
+    up_limit: Option<u64>,
+) -> (u64, u64) {
     let (mut ar, mut aw) = a.split();
     let (mut br, mut bw) = b.split();
     let (mut up, mut down) = (0u64, 0u64);
     let mut x = [0u8; 16384];
     let mut y = [0u8; 16384];
+    let room = |up: u64| {
+        up_limit.map_or(usize::MAX, |l| {
+            usize::try_from(l - up).unwrap_or(usize::MAX)
+        })
+    };
     loop {
+        let open_up = room(up) > 0;
         tokio::select! {
-            r = tokio::time::timeout(idle, ar.read(&mut x)) => match r {
-                Ok(Ok(n)) if n > 0 => { if bw.write_all(&x[..n]).await.is_err() { break; } up += n as u64; }
+            r = tokio::time::timeout(idle, ar.read(&mut x)), if open_up => match r {
+                Ok(Ok(n)) if n > 0 => {
+                    let n = n.min(room(up));
+                    if bw.write_all(&x[..n]).await.is_err() { break; }
+                    up += n as u64;
+                }
                 _ => break,
             },
             r = tokio::time::timeout(idle, br.read(&mut y)) => match r {
@@ -275,14 +231,42 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
     };
     rec.method.clone_from(&ask.method);
     rec.target = format!("{}:{}", ask.host, ask.port);
-    let Some(rule) = matching(&opts.rules, &ask.host, ask.port) else {
-        rec.reason = "destination not on the egress allow-list".into();
-        let why = rec.reason.clone();
-        records.deny(rec, "not-allowed").await;
-        answer(&mut s, 403, &why).await;
-        return;
+    let host = match dest_host(&ask.host) {
+        Ok(h) => h,
+        Err(why) => {
+            rec.reason = format!("bad host {:?}: {why}", ask.host);
+            let why = rec.reason.clone();
+            records.deny(rec, "bad-request").await;
+            answer(&mut s, 400, &why).await;
+            return;
+        }
     };
-    let up = match connect(rule, &ask.host, ask.port, opts.head_timeout).await {
+    let dest = Destination {
+        host,
+        port: ask.port,
+        plain: ask.path.clone().map(|p| (ask.method.clone(), p)),
+    };
+    let rule = match judge(&opts.rules, &dest) {
+        EgressVerdict::Allow(r) => r,
+        EgressVerdict::Deny(r) => {
+            rec.reason = format!("denied by {}", r.origin);
+            let why = rec.reason.clone();
+            records.deny(rec, "denied").await;
+            answer(&mut s, 403, &why).await;
+            return;
+        }
+        EgressVerdict::Unlisted => {
+            rec.reason = format!(
+                "no egress rule covers {}; an operator can add one (`sanctum-guard egress rules` lists them)",
+                rec.target
+            );
+            let why = rec.reason.clone();
+            records.deny(rec, "not-allowed").await;
+            answer(&mut s, 403, &why).await;
+            return;
+        }
+    };
+    let up = match connect(rule, &opts.own, &ask.host, ask.port, opts.head_timeout).await {
         Ok(u) => u,
         Err(why) => {
             rec.reason = why.clone();
@@ -292,7 +276,7 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
         }
     };
     rec.verdict = "allow";
-    rec.reason = format!("allowed by {}:{}", rule.host, rule.port);
+    rec.reason = format!("allowed by {}", rule.origin);
     rec.upstream = up.peer_addr().ok().map(|a| a.to_string());
     // The decision is on disk before a byte reaches the destination.
     if audit
@@ -311,10 +295,17 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
         }
         Some(head) => up.write_all(head).await,
     };
+    // A plain request's body: what Content-Length said, and not a byte more.
+    let mut rest = rest;
+    let mut up_limit = ask.body_len;
+    if let Some(limit) = up_limit.as_mut() {
+        rest.truncate(usize::try_from(*limit).unwrap_or(usize::MAX));
+        *limit -= rest.len() as u64;
+    }
     if first.is_err() || (!rest.is_empty() && up.write_all(&rest).await.is_err()) {
         return;
     }
-    let (u, d) = splice(s, up, opts.idle_timeout).await;
+    let (u, d) = splice(s, up, opts.idle_timeout, up_limit).await;
     rec.phase = "closed";
     rec.bytes_up = Some(u + rest.len() as u64);
     rec.bytes_down = Some(d);
@@ -360,51 +351,5 @@ pub async fn run(
             serve_one(s, peer, opts, records).await;
             drop(permit);
         });
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn heads_parse_into_what_they_ask() {
-        let c = parse_head(b"CONNECT api.example.com:443 HTTP/1.1\r\nHost: x").unwrap();
-        assert_eq!(
-            (c.host.as_str(), c.port, c.forward_head),
-            ("api.example.com", 443, None)
-        );
-        let g = parse_head(
-            b"POST http://model:8080/v1/chat?x=1 HTTP/1.1\r\nHost: model:8080\r\nProxy-Authorization: Basic eA==\r\nConnection: keep-alive\r\nContent-Length: 2",
-        )
-        .unwrap();
-        assert_eq!((g.host.as_str(), g.port), ("model", 8080));
-        assert_eq!(
-            String::from_utf8(g.forward_head.unwrap()).unwrap(),
-            "POST /v1/chat?x=1 HTTP/1.1\r\nHost: model:8080\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"
-        );
-        let d = parse_head(b"GET http://example.com HTTP/1.0").unwrap();
-        assert_eq!((d.host.as_str(), d.port), ("example.com", 80));
-        assert_eq!(
-            d.forward_head.unwrap(),
-            b"GET / HTTP/1.0\r\nConnection: close\r\n\r\n"
-        );
-        for bad in [
-            &b"GET /relative HTTP/1.1"[..],
-            b"GET https://example.com/ HTTP/1.1",
-            b"CONNECT example.com HTTP/1.1",
-            b"CONNECT example.com:0 HTTP/1.1",
-            b"GET http://u:p@example.com/ HTTP/1.1",
-            b"GET http://example.com/ HTTP/2",
-            b"GET  http://example.com/ HTTP/1.1",
-            b"get http://example.com/ HTTP/1.1",
-            b"\xff\xfe",
-        ] {
-            assert!(
-                parse_head(bad).is_err(),
-                "{:?}",
-                String::from_utf8_lossy(bad)
-            );
-        }
     }
 }

@@ -1,207 +1,223 @@
-//! The egress allow-list: which `host:port` destinations the agent's traffic may reach. Pure.
+//! The proxy's side of the egress rules: the rule set it serves (the policy file's
+//! `[[egress.rules]]` plus its `--allow` entries; `policy::egress` judges them), how it reads a
+//! requested host, and where an allowed destination may lead once resolved.
 //!
-//! An entry is an exact host name or IP literal and a port (`api.example.com:443`,
-//! `10.0.0.5:8080`, `[::1]:8080`). Wildcards, leading dots, schemes, paths and port 0 are
-//! refused at load: a pattern is how an allow-list starts reaching attacker hosts
-//! (`*.github.io`), and each entry should name one service.
+//! A requested host is read the way the most permissive client reads it
+//! (`readproxy::addr::parse_host`): `2130706433`, `0x7f.1` and `127.1` are 127.0.0.1 and match
+//! only an address rule for it; IDNA is applied, so a lookalike name is another name.
 //!
-//! Where a destination may lead: a host NAME never reaches loopback, link-local, multicast or
-//! unspecified addresses, whatever DNS answers (DNS rebinding onto the proxy's own
-//! neighbourhood); only an entry that is itself such an IP literal reaches one.
+//! After resolution: an address rule reaches its address only. A name reaches public unicast
+//! addresses only (never loopback, private, link-local, CGNAT, ULA, the proxy's own networks,
+//! whatever DNS or the hosts file answers), unless its rule says `internal`: then private
+//! addresses too, but still never loopback, link-local (cloud metadata), unspecified or
+//! multicast.
 
+use crate::policy::egress::{DestHost, EgressRule, EgressRuleError, HostPattern};
+use crate::readproxy::addr::{non_public, parse_host, Host};
 use std::net::IpAddr;
 
-/// One allowed destination.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rule {
-    /// Lower-case host name without a trailing dot, or an IP literal's text.
-    pub host: String,
-    pub port: u16,
-    /// The entry is an IP literal (then it is the only address it reaches).
-    pub ip: Option<IpAddr>,
+/// The rules the proxy serves: the file's first, then `--allow` entries.
+pub fn rule_set<S: AsRef<str>>(
+    file: &[EgressRule],
+    allow: &[S],
+) -> Result<Vec<EgressRule>, EgressRuleError> {
+    let mut rules = file.to_vec();
+    for a in allow {
+        rules.push(EgressRule::from_allow(a.as_ref().trim())?);
+    }
+    Ok(rules)
 }
 
-/// Why an allow-list entry was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("egress allow entry {entry:?}: {why}")]
-pub struct RuleError {
-    pub entry: String,
-    pub why: &'static str,
-}
-
-/// Splits `host:port` (IPv6 in brackets); `None` when the shape is wrong.
-pub fn split_host_port(s: &str) -> Option<(&str, u16)> {
-    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
-        let (h, p) = rest.split_once("]:")?;
-        (h, p)
+/// A requested host (as `split_host_port` gave it: IPv6 without brackets) as the rules read it.
+pub fn dest_host(raw: &str) -> Result<DestHost, &'static str> {
+    let bracketed;
+    let raw = if raw.contains(':') && !raw.starts_with('[') {
+        bracketed = format!("[{raw}]");
+        &bracketed
     } else {
-        let (h, p) = s.rsplit_once(':')?;
-        if h.contains(':') {
-            return None;
-        }
-        (h, p)
+        raw
     };
-    if port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+    Ok(match parse_host(raw)? {
+        Host::Ip(ip) => DestHost::Ip(ip),
+        Host::Name(n) => DestHost::Name(n),
+    })
+}
+
+/// The networks the proxy's own interfaces are on (address, prefix length).
+#[derive(Debug, Clone, Default)]
+pub struct OwnNets(pub Vec<(IpAddr, u8)>);
+
+impl OwnNets {
+    /// Reads the interfaces now; an interface without a netmask counts as its one address.
+    pub fn read() -> std::io::Result<OwnNets> {
+        let mut nets = Vec::new();
+        for ifa in nix::ifaddrs::getifaddrs().map_err(std::io::Error::from)? {
+            let ip = |s: &nix::sys::socket::SockaddrStorage| -> Option<IpAddr> {
+                s.as_sockaddr_in()
+                    .map(|a| IpAddr::V4(a.ip()))
+                    .or_else(|| s.as_sockaddr_in6().map(|a| IpAddr::V6(a.ip())))
+            };
+            let Some(addr) = ifa.address.as_ref().and_then(ip) else {
+                continue;
+            };
+            let bits = ifa
+                .netmask
+                .as_ref()
+                .and_then(ip)
+                .map_or(if addr.is_ipv4() { 32 } else { 128 }, prefix_len);
+            nets.push((addr, bits));
+        }
+        Ok(OwnNets(nets))
     }
-    let port: u16 = port.parse().ok()?;
-    (!host.is_empty() && port != 0).then_some((host, port))
-}
 
-/// Lower-cases and drops one trailing dot: the form rules and requests are compared in.
-pub fn normal_host(h: &str) -> String {
-    h.strip_suffix('.').unwrap_or(h).to_ascii_lowercase()
-}
-
-impl Rule {
-    /// Parses one entry (see the module doc).
-    pub fn parse(entry: &str) -> Result<Rule, RuleError> {
-        let bad = |why| RuleError {
-            entry: entry.to_owned(),
-            why,
-        };
-        if entry.contains("://") || entry.contains('/') {
-            return Err(bad("give host:port only (no scheme, no path)"));
-        }
-        let (host, port) =
-            split_host_port(entry).ok_or_else(|| bad("not host:port (port 1-65535)"))?;
-        if let Ok(ip) = host.parse::<IpAddr>() {
-            return Ok(Rule {
-                host: ip.to_string(),
-                port,
-                ip: Some(ip),
-            });
-        }
-        if host.contains('*') || host.starts_with('.') {
-            return Err(bad(
-                "wildcards and leading dots are not allowed: name each host",
-            ));
-        }
-        let host = normal_host(host);
-        let label_ok = |l: &str| {
-            !l.is_empty()
-                && l.len() <= 63
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        };
-        if host.len() > 253 || !host.split('.').all(label_ok) {
-            return Err(bad("not a valid host name"));
-        }
-        Ok(Rule {
-            host,
-            port,
-            ip: None,
-        })
+    fn contains(&self, a: IpAddr) -> bool {
+        self.0.iter().any(|(net, bits)| same_net(*net, a, *bits))
     }
 }
 
-/// The whole list; an empty list allows nothing (and is allowed: a deployment with no
-/// provider reachable yet).
-pub fn parse_all<S: AsRef<str>>(entries: &[S]) -> Result<Vec<Rule>, RuleError> {
-    entries
-        .iter()
-        .map(|e| Rule::parse(e.as_ref().trim()))
-        .collect()
-}
-
-/// The rule that allows `host:port`, if one does.
-pub fn matching<'a>(rules: &'a [Rule], host: &str, port: u16) -> Option<&'a Rule> {
-    let h = normal_host(host.trim_start_matches('[').trim_end_matches(']'));
-    let as_ip = h.parse::<IpAddr>().ok().map(|ip| ip.to_string());
-    rules
-        .iter()
-        .find(|r| r.port == port && (r.host == h || as_ip.as_deref() == Some(r.host.as_str())))
-}
-
-/// Whether `rule` may connect to `addr` (see the module doc).
-pub fn may_reach(rule: &Rule, addr: IpAddr) -> bool {
-    if let Some(ip) = rule.ip {
-        return ip == addr;
-    }
-    let special = match addr {
-        IpAddr::V4(a) => {
-            a.is_loopback()
-                || a.is_link_local()
-                || a.is_multicast()
-                || a.is_unspecified()
-                || a.is_broadcast()
-        }
-        IpAddr::V6(a) => {
-            let mapped = a.to_ipv4_mapped();
-            a.is_loopback()
-                || a.is_multicast()
-                || a.is_unspecified()
-                || (a.segments()[0] & 0xffc0) == 0xfe80
-                || mapped
-                    .is_some_and(|m| m.is_loopback() || m.is_link_local() || m.is_unspecified())
-        }
+fn prefix_len(mask: IpAddr) -> u8 {
+    let ones = match mask {
+        IpAddr::V4(m) => u32::from(m).leading_ones(),
+        IpAddr::V6(m) => u128::from(m).leading_ones(),
     };
-    !special
+    u8::try_from(ones).unwrap_or(0)
+}
+
+fn same_net(net: IpAddr, a: IpAddr, bits: u8) -> bool {
+    match (net, a) {
+        (IpAddr::V4(n), IpAddr::V4(a)) => {
+            let mask = u32::MAX
+                .checked_shl(32 - u32::from(bits.min(32)))
+                .unwrap_or(0);
+            u32::from(n) & mask == u32::from(a) & mask
+        }
+        (IpAddr::V6(n), IpAddr::V6(a)) => {
+            let mask = u128::MAX
+                .checked_shl(128 - u32::from(bits.min(128)))
+                .unwrap_or(0);
+            u128::from(n) & mask == u128::from(a) & mask
+        }
+        _ => false,
+    }
+}
+
+/// `::ffff:a.b.c.d` is judged as `a.b.c.d`.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Never reachable through a name, even an internal one.
+fn never_by_name(a: IpAddr) -> Option<&'static str> {
+    match canonical(a) {
+        IpAddr::V4(v) if v.is_loopback() => Some("loopback"),
+        IpAddr::V4(v) if v.is_link_local() => Some("link-local (incl. cloud metadata)"),
+        IpAddr::V4(v) if v.is_unspecified() || v.octets()[0] == 0 => Some("\"this network\""),
+        IpAddr::V4(v) if v.is_multicast() || v.is_broadcast() => Some("multicast or broadcast"),
+        IpAddr::V6(v) if v.is_loopback() => Some("loopback"),
+        IpAddr::V6(v) if v.is_unspecified() => Some("unspecified"),
+        IpAddr::V6(v) if v.is_multicast() => Some("multicast"),
+        IpAddr::V6(v) if v.segments()[0] & 0xffc0 == 0xfe80 => Some("link-local"),
+        _ => None,
+    }
+}
+
+/// Whether `rule` may connect to `addr`; the error says why not.
+pub fn may_reach(rule: &EgressRule, addr: IpAddr, own: &OwnNets) -> Result<(), String> {
+    if let HostPattern::Ip(ip) = rule.host {
+        return if canonical(ip) == canonical(addr) {
+            Ok(())
+        } else {
+            Err(format!("{addr} is not the rule's address {ip}"))
+        };
+    }
+    if let Some(why) = never_by_name(addr) {
+        return Err(format!("{addr} is {why}: a host name never reaches it"));
+    }
+    if rule.internal {
+        return Ok(());
+    }
+    if let Some(why) = non_public(addr) {
+        return Err(format!(
+            "{addr} is {why}: only a rule marked `internal` lets a name reach it"
+        ));
+    }
+    if own.contains(canonical(addr)) {
+        return Err(format!(
+            "{addr} is on the proxy's own network: only a rule marked `internal` lets a name reach it"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn named(host: &str, internal: bool) -> EgressRule {
+        let mut r = EgressRule::from_allow(&format!("{host}:443")).unwrap();
+        r.internal = internal;
+        r
+    }
+
     #[test]
-    fn entries_are_exact_host_and_port() {
-        let ok = [
-            ("api.example.com:443", "api.example.com", 443),
-            ("API.Example.COM.:443", "api.example.com", 443),
-            ("10.0.0.5:8080", "10.0.0.5", 8080),
-            ("[::1]:8080", "::1", 8080),
-            ("model:8080", "model", 8080),
-        ];
-        for (e, host, port) in ok {
-            let r = Rule::parse(e).unwrap_or_else(|err| panic!("{err}"));
-            assert_eq!((r.host.as_str(), r.port), (host, port), "{e}");
-        }
-        for e in [
-            "*.github.com:443",
-            ".github.io:443",
-            "github.com",
-            "github.com:0",
-            "github.com:99999",
-            "https://github.com:443",
-            "github.com:443/x",
-            "gith*b.com:443",
-            "-a.com:443",
-            "a..b:443",
-            ":443",
-            "::1:443",
-            "github.com:+443",
-            "a b:443",
+    fn requested_hosts_are_read_in_every_spelling() {
+        let ip = |s: &str| DestHost::Ip(s.parse().unwrap());
+        for (raw, want) in [
+            ("2130706433", ip("127.0.0.1")),
+            ("0x7f.1", ip("127.0.0.1")),
+            ("0177.0.0.1", ip("127.0.0.1")),
+            ("127.1", ip("127.0.0.1")),
+            ("::1", ip("::1")),
+            ("[::1]", ip("::1")),
+            ("API.Example.COM.", DestHost::Name("api.example.com".into())),
         ] {
-            assert!(Rule::parse(e).is_err(), "{e} accepted");
+            assert_eq!(dest_host(raw), Ok(want), "{raw}");
+        }
+        for raw in ["[example.com]", "a..b", "fe80::1%eth0", "1.2.3.999"] {
+            assert!(dest_host(raw).is_err(), "{raw} accepted");
         }
     }
 
     #[test]
-    fn matching_is_exact_and_names_never_reach_loopback() {
-        let rules = parse_all(&["api.example.com:443", "127.0.0.1:8080"]).unwrap();
-        assert!(matching(&rules, "api.example.com", 443).is_some());
-        assert!(matching(&rules, "API.example.com.", 443).is_some());
-        assert!(matching(&rules, "api.example.com", 80).is_none());
-        assert!(matching(&rules, "evil.api.example.com", 443).is_none());
-        assert!(matching(&rules, "api.example.com.evil", 443).is_none());
-        assert!(matching(&rules, "127.0.0.1", 8080).is_some());
-        assert!(matching(&rules, "127.0.0.2", 8080).is_none());
-        let name = &rules[0];
-        for a in [
-            "127.0.0.1",
-            "0.0.0.0",
-            "169.254.169.254",
-            "::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-            "224.0.0.1",
-        ] {
-            assert!(!may_reach(name, a.parse().unwrap()), "{a}");
+    fn names_reach_public_addresses_only_unless_internal() {
+        let own = OwnNets(vec![("93.184.0.7".parse().unwrap(), 24)]);
+        let public = named("api.example.com", false);
+        let internal = named("model", true);
+        let literal = EgressRule::from_allow("10.0.0.5:443").unwrap();
+        let rows: [(&EgressRule, &str, bool); 19] = [
+            (&public, "93.184.216.34", true),
+            (&public, "2606:2800:220:1::1", true),
+            (&public, "127.0.0.1", false),
+            (&public, "127.0.1.1", false),
+            (&public, "10.1.2.3", false),
+            (&public, "172.30.77.20", false),
+            (&public, "192.168.1.1", false),
+            (&public, "100.64.0.1", false),
+            (&public, "169.254.169.254", false),
+            (&public, "fd00::1", false),
+            (&public, "::ffff:127.0.0.1", false),
+            (&public, "0.0.0.0", false),
+            (&public, "93.184.0.99", false),
+            (&internal, "172.30.78.10", true),
+            (&internal, "fd00::1", true),
+            (&internal, "127.0.0.1", false),
+            (&internal, "169.254.169.254", false),
+            (&literal, "10.0.0.5", true),
+            (&literal, "10.0.0.6", false),
+        ];
+        for (r, a, want) in rows {
+            let got = may_reach(r, a.parse().unwrap(), &own);
+            assert_eq!(got.is_ok(), want, "{} -> {a}: {got:?}", r.origin);
         }
-        assert!(may_reach(name, "93.184.216.34".parse().unwrap()));
-        assert!(may_reach(name, "172.30.77.20".parse().unwrap()));
-        assert!(may_reach(&rules[1], "127.0.0.1".parse().unwrap()));
-        assert!(!may_reach(&rules[1], "127.0.0.2".parse().unwrap()));
+    }
+
+    #[test]
+    fn own_networks_are_read_from_the_interfaces() {
+        let own = OwnNets::read().unwrap();
+        assert!(own.contains("127.0.0.1".parse().unwrap()), "{own:?}");
+        assert!(own.contains("127.0.0.99".parse().unwrap()), "{own:?}");
     }
 }

@@ -137,6 +137,8 @@ pub struct Policy {
     profiles: BTreeMap<String, ProfileSpec>,
     /// The front door's method filter tables (`[gateway]`).
     gateway: crate::policy::gateway_filter::GatewayTables,
+    /// The egress proxy's rules (`[[egress.rules]]`), in the order written.
+    egress: Vec<crate::policy::egress::EgressRule>,
 }
 
 impl Policy {
@@ -218,6 +220,11 @@ impl Policy {
     /// The front door's method filter tables.
     pub fn gateway(&self) -> &crate::policy::gateway_filter::GatewayTables {
         &self.gateway
+    }
+
+    /// The egress proxy's rules from the file (its `--allow` entries come on top).
+    pub fn egress(&self) -> &[crate::policy::egress::EgressRule] {
+        &self.egress
     }
 
     pub fn profiles(&self) -> &BTreeMap<String, ProfileSpec> {

@@ -3,6 +3,7 @@
 //! context, and a policy file arrives as text (tests/policy_purity.rs keeps it so).
 pub mod allowlist;
 pub mod decide;
+pub mod egress;
 pub mod env;
 pub mod explain;
 pub mod facts;

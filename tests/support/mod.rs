@@ -7,6 +7,8 @@
 
 /// Audit-log files as lines.
 pub mod audit;
+/// The side-by-side benches' figures: proxies' CPU time, rates and percentiles, knobs.
+pub mod bench;
 /// Real headless Chromium over WebDriver: the driver, a session, waits, clicks, screenshots.
 pub mod browser;
 /// The compose deployment under podman: images, the stack, commands inside its containers.

@@ -6,6 +6,7 @@ use super::{
     category_name, CategoryRule, CommandOverride, Policy, PolicyError, ALL_CATEGORIES,
     PROTECTED_DIRS, PROTECTED_PROGRAMS,
 };
+use crate::policy::egress::EgressRule;
 use crate::policy::gateway_filter::GatewayTables;
 use crate::policy::paths::{lexical_clean, validate_rule, SensitivePaths};
 use crate::policy::profile::{builtin_profiles, ProfileSpec};
@@ -26,6 +27,8 @@ struct Merged {
     categories: BTreeMap<Category, CategoryRule>,
     profiles: BTreeMap<String, ProfileSpec>,
     gateway: GatewayTables,
+    /// `[[egress.rules]]` of every layer, the default's first: a file adds rules.
+    egress: Vec<EgressRule>,
 }
 
 impl Merged {
@@ -40,6 +43,7 @@ impl Merged {
             categories: BTreeMap::new(),
             profiles: builtin_profiles(),
             gateway: GatewayTables::default(),
+            egress: Vec::new(),
         }
     }
 
@@ -91,6 +95,12 @@ impl Merged {
         }
         if let Some(g) = &layer.gateway {
             self.gateway.merge(g);
+        }
+        for (i, r) in layer.egress.iter().flat_map(|e| &e.rules).enumerate() {
+            let here = format!("{origin} egress rule {}", i + 1);
+            let rule = EgressRule::from_raw(r.get_ref(), here)
+                .map_err(|e| PolicyError::at(origin, text, r.span(), e.why))?;
+            self.egress.push(rule);
         }
         Ok(())
     }
@@ -144,6 +154,7 @@ pub(super) fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyErro
         sensitive,
         profiles: m.profiles,
         gateway: m.gateway,
+        egress: m.egress,
     })
 }
 

@@ -24,6 +24,7 @@ pub(super) struct RawPolicy {
     #[serde(default)]
     pub profiles: BTreeMap<String, Spanned<ProfileSpec>>,
     pub gateway: Option<crate::policy::gateway_filter::RawGatewayTables>,
+    pub egress: Option<crate::policy::egress::RawEgress>,
 }
 
 #[derive(Debug, Deserialize)]
