@@ -24,6 +24,17 @@ pub(super) struct Ask {
 /// the status and reason to answer.
 pub(super) fn parse_head(head: &[u8]) -> Result<Ask, (u16, &'static str)> {
     let text = std::str::from_utf8(head).map_err(|_| (400, "request head is not UTF-8"))?;
+    // Lines end in CRLF only: a bare CR or LF, or another control byte, is where a server
+    // could read a header the proxy did not (`X: a\nTransfer-Encoding: chunked`).
+    if text
+        .split("\r\n")
+        .any(|l| l.chars().any(|c| c.is_control() && c != '\t'))
+    {
+        return Err((
+            400,
+            "a control character or bare line break in the request head",
+        ));
+    }
     let mut lines = text.split("\r\n");
     let line = lines.next().unwrap_or_default();
     let mut parts = line.split(' ');
@@ -72,8 +83,17 @@ pub(super) fn parse_head(head: &[u8]) -> Result<Ask, (u16, &'static str)> {
     let mut hosts = 0;
     let mut body_len: Option<u64> = None;
     for h in lines.filter(|l| !l.is_empty()) {
-        let (name, value) = h.split_once(':').unwrap_or((h, ""));
-        let name = name.trim().to_ascii_lowercase();
+        // A folded line continues the header above it for some servers and not for others.
+        if h.starts_with([' ', '\t']) {
+            return Err((400, "folded header lines are not proxied"));
+        }
+        let (name, value) = h
+            .split_once(':')
+            .ok_or((400, "a header line without a colon"))?;
+        if name.is_empty() || name.contains([' ', '\t']) {
+            return Err((400, "a header name with white space"));
+        }
+        let name = name.to_ascii_lowercase();
         if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
             continue;
         }
@@ -170,6 +190,13 @@ mod tests {
             b"GET http://a.example/ HTTP/1.1\r\nHost: internal.example",
             b"GET http://a.example/ HTTP/1.1\r\nHost: a.example:81",
             b"GET http://a.example/ HTTP/1.1\r\nHost: a.example\r\nHost: a.example",
+            // Lines a server could read differently from the proxy.
+            b"GET http://a.example/ HTTP/1.1\r\nX: a\nTransfer-Encoding: chunked",
+            b"GET http://a.example/ HTTP/1.1\r\nX: a\rHost: b.example",
+            b"GET http://a.example/ HTTP/1.1\r\nHost: a.example\r\n b.example",
+            b"GET http://a.example/ HTTP/1.1\r\nTransfer-Encoding : chunked",
+            b"GET http://a.example/ HTTP/1.1\r\nno colon here",
+            b"GET http://a.example/\0 HTTP/1.1",
             // One body of one declared length.
             b"POST http://a.example/ HTTP/1.1\r\nTransfer-Encoding: chunked",
             b"POST http://a.example/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1",
