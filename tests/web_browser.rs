@@ -229,7 +229,16 @@ async fn web_prompt_in_chromium() {
     tokio::time::sleep(READ).await;
     card.send_keys("D").await.expect("key");
     assert_eq!(first_json(&k.join().expect("k"))["decision"], "deny");
-    // Nothing moves on by itself; j opens the npm one, and `a` (once it was read) allows it.
+    // Nothing moves on by itself; j (past the 300 ms debounce) opens the npm one, and `a`
+    // (once it was read) allows it.
+    let sel = js(
+        &c,
+        "return document.querySelectorAll('li.card.selected').length",
+        vec![],
+    )
+    .await;
+    assert_eq!(sel, json!(0), "a decision selected the next request");
+    tokio::time::sleep(READ).await;
     card.send_keys("j").await.expect("j");
     let sel = js(&c, "const s = document.querySelector('li.card.selected'); return s && s.textContent.includes('left-pad')", vec![]).await;
     assert_eq!(sel, json!(true));
