@@ -316,11 +316,15 @@ async fn inbox_tab_at_10000_pending_stays_under_300_mb() {
         "return arguments[0].every(id => { const n = document.getElementById('q-' + id); \
         return !!n && !n.classList.contains('pending'); })";
     until(&c, "decided cards", done_by, vec![json!(decided)]).await;
-    // The cancelled ones are some 100 rows down: scrolled to, their rows are made.
-    let gone_done = "const q = document.getElementById('queue'); \
-        window.scrollTo(0, q.getBoundingClientRect().top + window.scrollY + 90 * 34); \
-        return arguments[0].every(t => [...document.querySelectorAll('li.qrow:not([hidden])')] \
-        .some(n => !n.classList.contains('pending') && n.querySelector('.qcmd').textContent.endsWith('/tmp/' + t)))";
+    // The cancelled ones are some 100 rows down: scrolled past, their rows are made (and
+    // recycled again), each showing its outcome.
+    let gone_done = "const want = arguments[0]; return (async () => { const q = document.getElementById('queue'); const seen = new Set(); \
+        const top = q.getBoundingClientRect().top + window.scrollY; \
+        for (let y = 0; y < 400 * 34; y += 400) { window.scrollTo(0, top + y); \
+          await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r))); \
+          for (const n of document.querySelectorAll('li.qrow.done:not([hidden]) .qcmd')) seen.add(n.textContent); } \
+        window.scrollTo(0, 0); \
+        return want.every(t => seen.has('touch /tmp/' + t)); })();";
     until(&c, "cancelled cards", gone_done, vec![json!(gone_cmds)]).await;
     js(&c, "window.scrollTo(0, 0); return true", vec![]).await;
     // 20 decided and 10 gone among the shown cards, 10 new: the count follows.
