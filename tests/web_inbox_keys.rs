@@ -57,9 +57,17 @@ async fn press(c: &Client, keys: &str, gap: Duration) {
     let _ = c.perform_actions(seq).await;
 }
 
-/// How many requests are pending, as the API says.
-fn pending_n(w: &Web, me: &Login) -> usize {
-    w.pending(me).len()
+/// How many decisions people have made, as the API says (a request whose test client gave
+/// up waiting is cancelled by the fallback, and is not counted).
+fn human_decisions(w: &Web, me: &Login) -> u64 {
+    let r = w.call(
+        "GET",
+        "/api/requests?state=resolved&by=human&limit=1",
+        Some(me),
+        None,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    r.json()["total"].as_u64().expect("total")
 }
 
 /// One attack: a request, what happens to its card, the keys, and whether a decision may
@@ -86,6 +94,11 @@ const DISABLE_ALLOW: &str = "document.querySelector('#r-' + arguments[0] + \
 const BLUR: &str = "document.activeElement.blur(); return true";
 const CHANGE: &str = "document.querySelector('#r-' + arguments[0] + ' .what') \
     .appendChild(document.createElement('span')).textContent = ' (more)'; return true";
+
+/// Pushes the card's content far below its pane's visible part (the pane scrolls on its own).
+const AWAY: &str =
+    "document.querySelector('#r-' + arguments[0] + ' .card-head').style.marginBottom = '4000px'; \
+    return true";
 
 const CASES: &[Case] = &[
     Case {
@@ -150,6 +163,17 @@ const CASES: &[Case] = &[
         wait_before_ms: 600,
         then: BLUR,
         wait_after_ms: 0,
+        keys: "a",
+        gap_ms: 0,
+        decided: false,
+    },
+    Case {
+        attack: "the card's command is out of view (it moved away, then stayed)",
+        cmd: "touch /tmp/sg-key-away",
+        open: true,
+        wait_before_ms: 0,
+        then: AWAY,
+        wait_after_ms: 700,
         keys: "a",
         gap_ms: 0,
         decided: false,
@@ -235,11 +259,10 @@ async fn keys_act_only_on_a_card_seen_focused_and_steady() {
 
     let mut clients = Vec::new();
     for (i, case) in CASES.iter().enumerate() {
-        let before = pending_n(&w, &me);
+        let before = human_decisions(&w, &me);
         clients.push(w.ask(&format!("key-{i}"), case.cmd));
         let needle = case.cmd.rsplit('/').next().expect("name");
         let id = row_id(&c, needle).await;
-        assert_eq!(pending_n(&w, &me), before + 1, "{}", case.attack);
         let opened = "return !!document.querySelector('li.card') || !!document.querySelector('li.qrow.open')";
         if case.open {
             click(&c, &format!("#q-{id}")).await;
@@ -259,12 +282,14 @@ async fn keys_act_only_on_a_card_seen_focused_and_steady() {
         press(&c, case.keys, Duration::from_millis(case.gap_ms)).await;
         // Whatever the keys did has reached the guard well within this.
         tokio::time::sleep(Duration::from_millis(1200)).await;
-        let after = pending_n(&w, &me);
-        let want = before + 1 - usize::from(case.decided);
+        let after = human_decisions(&w, &me);
+        let want = before + u64::from(case.decided);
         assert_eq!(
-            after, want,
-            "{}: {} pending, expected {want}",
-            case.attack, after
+            after,
+            want,
+            "{}: {} decisions made, expected {want}",
+            case.attack,
+            after - before
         );
         if case.decided {
             // The decided card stays open with its outcome; nothing else is selected.
@@ -293,7 +318,7 @@ async fn keys_act_only_on_a_card_seen_focused_and_steady() {
     let ida = row_id(&c, "sg-key-always").await;
     click(&c, &format!("#q-{ida}")).await;
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let before = pending_n(&w, &me);
+    let before = human_decisions(&w, &me);
     press(&c, "A", Duration::ZERO).await;
     let asked = c.get_alert_text().await.expect("A asks for confirmation");
     assert!(
@@ -302,7 +327,7 @@ async fn keys_act_only_on_a_card_seen_focused_and_steady() {
     );
     c.dismiss_alert().await.expect("dismiss");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(pending_n(&w, &me), before, "a dismissed A decided");
+    assert_eq!(human_decisions(&w, &me), before, "a dismissed A decided");
 
     // Bulk deny names what it denies.
     let b1 = w.ask("key-bulk1", "touch /tmp/sg-key-bulk-one");
