@@ -156,12 +156,6 @@ async fn phone_shows_the_first_allow_and_desktop_shows_six_requests_without_scro
         g["rows"].as_u64().unwrap_or(0) >= 6,
         "fewer than 6 requests on the first screen: {g}"
     );
-    assert!(
-        g["allowBottom"]
-            .as_f64()
-            .is_some_and(|b| b <= g["innerHeight"].as_f64().unwrap_or(0.0)),
-        "the open card's Allow is below the fold: {g}"
-    );
 
     // Phone, 390×844: a fresh page; the first request opened; its Allow on the first screen.
     c.set_window_size(390, 844).await.expect("phone");

@@ -45,7 +45,7 @@
         rec.card = c;
         if (rec.done) paintDone(rec);
         c.pick.checked = picks.has(rec.entry.id);
-        c.pick.addEventListener('change', () => tick_pick(rec, c.pick.checked));
+        c.pick.addEventListener('change', () => tickPick(rec, c.pick.checked));
         c.node.addEventListener('click', (ev) => {
           const b = ev.target && ev.target.closest && ev.target.closest('button[data-act]');
           // A disabled button gets no click; checked again here, on the button itself.
@@ -110,7 +110,7 @@
     picked: (rec) => picks.has(rec.entry.id),
     commandText,
     open: (rec) => openRec(rec, { focus: true }),
-    pick: (rec, on) => tick_pick(rec, on),
+    pick: (rec, on) => tickPick(rec, on),
     lookup: (id) => byId.get(id),
   });
   const render = rows.render;
@@ -122,7 +122,7 @@
     return e.summary;
   }
 
-  function tick_pick(rec, on) {
+  function tickPick(rec, on) {
     if (on && !rec.done) picks.add(rec.entry.id); else picks.delete(rec.entry.id);
     if (open === rec && rec.card) rec.card.pick.checked = picks.has(rec.entry.id);
     rec.ver++;
@@ -328,7 +328,13 @@
   search.addEventListener('input', () => {
     query = search.value.trim();
     if (open && !matches(open.entry)) closeCard();
-    items = items.filter((rec) => matches(rec.entry));
+    // Requests the search hides are dropped as data too (the guard's answer brings back
+    // what matches), so searching and paging never pile records up.
+    items = items.filter((rec) => {
+      if (matches(rec.entry)) return true;
+      if (rec !== open) byId.delete(rec.entry.id);
+      return false;
+    });
     render();
     clearTimeout(searchTimer);
     searchTimer = setTimeout(() => { offset = 0; load(); }, 250);
