@@ -16,16 +16,33 @@ use support::browser::*;
 use support::socket::*;
 use support::web::*;
 
-const CARD_BY_REQ: &str = "return [...document.querySelectorAll('li.card')].some(n => n.textContent.includes(arguments[0]))";
+const ROW_BY_REQ: &str = "return [...document.querySelectorAll('li.qrow:not([hidden])')].some(n => n.textContent.includes(arguments[0]))";
 
+/// The inbox id of the queue row showing `needle` (waits for it). Nothing opens by itself:
+/// the card is read after [`open_card`].
 async fn card_id(c: &Client, needle: &str) -> String {
-    until(c, needle, CARD_BY_REQ, vec![json!(needle)]).await;
-    js(c, "return [...document.querySelectorAll('li.card')].find(n => n.textContent.includes(arguments[0])).getAttribute('data-id')", vec![json!(needle)])
+    until(c, needle, ROW_BY_REQ, vec![json!(needle)]).await;
+    js(c, "return [...document.querySelectorAll('li.qrow:not([hidden])')].find(n => n.textContent.includes(arguments[0])).getAttribute('data-id')", vec![json!(needle)])
         .await
         .as_str()
         .expect("id")
         .to_owned()
 }
+
+/// Opens the card of inbox entry `id` as a person does: a click on its queue row.
+async fn open_card(c: &Client, id: &str) {
+    click(c, &format!("#q-{id}")).await;
+    until(
+        c,
+        "the card open",
+        "return !!document.getElementById('r-' + arguments[0])",
+        vec![json!(id)],
+    )
+    .await;
+}
+
+/// Keys act on a card only after it has been on screen unchanged this long (issue 36).
+const READ: Duration = Duration::from_millis(700);
 
 /// Visible one-line fields whose placeholder is wider than the room inside them (measured in
 /// the field's own font): `[]` when every placeholder fits.
@@ -79,6 +96,7 @@ async fn web_prompt_in_chromium() {
     // A request from a real socket client appears live; Allow once reaches the client.
     let a = w.ask("br-1", "touch /tmp/sg-web-allow");
     let ida = card_id(&c, "sg-web-allow").await;
+    open_card(&c, &ida).await;
     click(&c, &format!("#r-{ida} button[data-act='allow-once']")).await;
     assert_eq!(first_json(&a.join().expect("a"))["decision"], "allow-once");
     until(
@@ -99,6 +117,7 @@ async fn web_prompt_in_chromium() {
     let idk = card_id(&c, "sg-web-ctl").await;
     let n = w.ask("br-npm", "npm install --save left-pad@1.3.0");
     let _idn = card_id(&c, "left-pad").await;
+    open_card(&c, &idx).await;
     let cmd = js(
         &c,
         "return document.querySelector('#r-' + arguments[0] + ' pre.cmd').textContent",
@@ -116,7 +135,8 @@ async fn web_prompt_in_chromium() {
         "bidi not made visible: {cmd}"
     );
     let inert = js(&c, "return [window.__pwned === undefined, document.querySelectorAll('img[src=\"x\"]').length, document.scripts.length, document.querySelectorAll('li.card script').length]", vec![]).await;
-    assert_eq!(inert, json!([true, 0, 3, 0]), "payload became markup");
+    assert_eq!(inert, json!([true, 0, 5, 0]), "payload became markup");
+    open_card(&c, &idk).await;
     let ctl_text = js(
         &c,
         "return document.querySelector('#r-' + arguments[0] + ' pre.cmd').textContent",
@@ -128,35 +148,34 @@ async fn web_prompt_in_chromium() {
         "{ctl_text}"
     );
     // Unanalysable text offers no allow-always; a plain write does.
-    let btns = js(&c, "return [document.querySelectorAll('#r-' + arguments[0] + ' button[data-act=allow-always]').length, document.querySelectorAll('#r-' + arguments[1] + ' button[data-act=allow-always]').length]", vec![json!(idk), json!(idx)]).await;
-    assert_eq!(btns, json!([0, 1]));
+    let always = "return document.querySelectorAll('#r-' + arguments[0] + ' button[data-act=allow-always]').length";
+    assert_eq!(js(&c, always, vec![json!(idk)]).await, json!(0));
     // The key legend names A only while the selected request offers Allow always, and A asks
     // for confirmation: dismissing it stores nothing and leaves the request pending.
     let legend = "return !document.getElementById('key-always').hidden";
-    c.find(Locator::Css(&format!("#r-{idk}")))
-        .await
-        .expect("ctl card")
-        .click()
-        .await
-        .expect("select ctl");
     assert_eq!(
         js(&c, legend, vec![]).await,
         json!(false),
         "A named for a request without allow-always"
     );
+    open_card(&c, &idx).await;
+    assert_eq!(js(&c, always, vec![json!(idx)]).await, json!(1));
     let xcard = c
         .find(Locator::Css(&format!("#r-{idx}")))
         .await
         .expect("xss card");
-    xcard.click().await.expect("select xss");
     assert_eq!(
         js(&c, legend, vec![]).await,
         json!(true),
         "A not named where offered"
     );
+    tokio::time::sleep(READ).await;
     xcard.send_keys("A").await.expect("A");
     let asked = c.get_alert_text().await.expect("A asks for confirmation");
-    assert!(asked.contains("Allow always"), "{asked}");
+    assert!(
+        asked.contains("Allow always") && asked.contains("sg-web-xss"),
+        "{asked}"
+    );
     c.dismiss_alert().await.expect("dismiss");
     let still = js(
         &c,
@@ -166,7 +185,7 @@ async fn web_prompt_in_chromium() {
     .await;
     assert_eq!(still, json!(true), "a dismissed A decided the request");
     // Oldest deadline first.
-    let order = js(&c, "return [...document.querySelectorAll('li.card.pending')].map(n => n.getAttribute('data-id'))", vec![]).await;
+    let order = js(&c, "return [...document.querySelectorAll('li.qrow.pending:not([hidden])')].sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top).map(n => n.getAttribute('data-id'))", vec![]).await;
     assert_eq!(order.as_array().expect("order")[0], json!(idx), "{order}");
     shot(&c, "inbox-desktop.png").await;
     c.set_window_size(390, 844).await.expect("phone");
@@ -201,15 +220,25 @@ async fn web_prompt_in_chromium() {
         "reason or approver missing from the audit log"
     );
 
-    // Keyboard: select the control-character card, D denies it.
+    // Keyboard: open the control-character card, read it, D denies it.
+    open_card(&c, &idk).await;
     let card = c
         .find(Locator::Css(&format!("#r-{idk}")))
         .await
         .expect("card");
-    card.click().await.expect("select");
+    tokio::time::sleep(READ).await;
     card.send_keys("D").await.expect("key");
     assert_eq!(first_json(&k.join().expect("k"))["decision"], "deny");
-    // And `a` allows the npm one once (after j moves the selection to it).
+    // Nothing moves on by itself; j (past the 300 ms debounce) opens the npm one, and `a`
+    // (once it was read) allows it.
+    let sel = js(
+        &c,
+        "return document.querySelectorAll('li.card.selected').length",
+        vec![],
+    )
+    .await;
+    assert_eq!(sel, json!(0), "a decision selected the next request");
+    tokio::time::sleep(READ).await;
     card.send_keys("j").await.expect("j");
     let sel = js(&c, "const s = document.querySelector('li.card.selected'); return s && s.textContent.includes('left-pad')", vec![]).await;
     assert_eq!(sel, json!(true));
@@ -217,6 +246,7 @@ async fn web_prompt_in_chromium() {
         .find(Locator::Css("li.card.selected"))
         .await
         .expect("selected");
+    tokio::time::sleep(READ).await;
     selected.send_keys("a").await.expect("a");
     assert_eq!(first_json(&n.join().expect("n"))["decision"], "allow-once");
 
@@ -230,6 +260,7 @@ async fn web_prompt_in_chromium() {
     let idl = card_id(&c, "sg-web-look").await;
     let _nl = w.ask("br-nl", "echo a\ntouch /tmp/sg-web-nl");
     let idn2 = card_id(&c, "sg-web-nl").await;
+    open_card(&c, &idh).await;
     let text = js(
         &c,
         "return document.querySelector('#r-' + arguments[0] + ' pre.cmd').textContent",
@@ -247,17 +278,17 @@ async fn web_prompt_in_chromium() {
         !text.contains(['\u{3164}', '\u{2800}', '\u{ad}', '\u{2028}']),
         "raw hidden characters: {text}"
     );
-    let warned = js(
-        &c,
-        "return [...arguments].map(id => !!document.querySelector('#r-' + id + ' p.warn'))",
-        vec![json!(idh), json!(idn2), json!(ida)],
-    )
-    .await;
-    assert_eq!(
-        warned,
-        json!([true, false, false]),
-        "the hidden-characters line"
-    );
+    // A plain newline is no hidden character (idn2 holds only newlines and tabs).
+    for (id, want) in [(&idh, true), (&idn2, false), (&idl, false)] {
+        open_card(&c, id).await;
+        let warned = js(
+            &c,
+            "return !!document.querySelector('#r-' + arguments[0] + ' p.warn')",
+            vec![json!(id)],
+        )
+        .await;
+        assert_eq!(warned, json!(want), "the hidden-characters line of {id}");
+    }
     let look = js(
         &c,
         "const u = document.querySelector('#r-' + arguments[0] + ' ul.confusables'); return u ? u.textContent : ''",
@@ -284,6 +315,7 @@ async fn web_prompt_in_chromium() {
     let idb1 = card_id(&c, "sg-web-bulk-0000").await;
     let b2 = w.ask("br-bulk2", "touch /tmp/sg-web-bulk-two");
     let idb2 = card_id(&c, "sg-web-bulk-two").await;
+    open_card(&c, &idb1).await;
     let more = js(&c, "const d = document.querySelector('#r-' + arguments[0] + ' details.more-text summary'); return d ? d.textContent : ''", vec![json!(idb1)]).await;
     assert!(
         more.as_str().unwrap_or("").starts_with("Show all "),
@@ -299,6 +331,7 @@ async fn web_prompt_in_chromium() {
         height.as_f64().unwrap_or(1e9) < 1500.0,
         "card height {height}"
     );
+    open_card(&c, &idb2).await;
     let fields = js(&c, "const n = document.getElementById('r-' + arguments[0]); const prog = [...n.querySelectorAll('dt')].find(d => d.textContent === 'program'); return [!!n.querySelector('[data-field=asked]'), !!n.querySelector('[data-field=stores]'), !!prog && prog.nextElementSibling.textContent.includes('/touch')]", vec![json!(idb2)]).await;
     assert_eq!(
         fields,
@@ -310,21 +343,21 @@ async fn web_prompt_in_chromium() {
     until(
         &c,
         "search to leave the two bulk cards",
-        "const v = [...document.querySelectorAll('li.card.pending')].filter(n => !n.hidden); return v.length === 2 && v.every(n => n.textContent.includes('sg-web-bulk'))",
+        "const v = [...document.querySelectorAll('li.qrow.pending')].filter(n => !n.hidden); return v.length === 2 && v.every(n => n.textContent.includes('sg-web-bulk'))",
         vec![],
     )
     .await;
     click(&c, "#compact").await;
     let kv = js(
         &c,
-        "return getComputedStyle(document.querySelector('#r-' + arguments[0] + ' .kv')).display",
+        "return getComputedStyle(document.querySelector('#r-' + arguments[0] + ' .reasons')).display",
         vec![json!(idb2)],
     )
     .await;
     assert_eq!(kv, json!("none"), "compact view still shows the details");
     click(&c, "#compact").await;
     for id in [&idb1, &idb2] {
-        click(&c, &format!("#r-{id} input.pick")).await;
+        click(&c, &format!("#q-{id} input.pick")).await;
     }
     click(&c, "#bulk-deny").await;
     let asked = c.get_alert_text().await.expect("bulk deny asks first");
@@ -338,6 +371,7 @@ async fn web_prompt_in_chromium() {
     // Allow always says so, and what it stored, on the card (and in History below).
     let al = w.ask("br-always", "touch /tmp/sg-web-always");
     let idal = card_id(&c, "sg-web-always").await;
+    open_card(&c, &idal).await;
     click(&c, &format!("#r-{idal} button[data-act='allow-always']")).await;
     assert_eq!(
         first_json(&al.join().expect("al"))["decision"],
@@ -382,7 +416,7 @@ async fn web_prompt_in_chromium() {
     while start.elapsed() < Duration::from_secs(40) && !expired {
         let t = js(
             &c,
-            "return document.getElementById('r-' + arguments[0]).textContent",
+            "const n = document.getElementById('q-' + arguments[0]); return n ? n.textContent : ''",
             vec![json!(ide)],
         )
         .await;
@@ -390,6 +424,7 @@ async fn web_prompt_in_chromium() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert!(expired, "expired card did not change state");
+    open_card(&c, &ide).await;
     let disabled = js(&c, "return [...document.querySelectorAll('#r-' + arguments[0] + ' button')].every(b => b.disabled)", vec![json!(ide)]).await;
     assert_eq!(disabled, json!(true));
     assert_eq!(first_json(&e.join().expect("e"))["decision"], "deny");

@@ -682,6 +682,8 @@ fn headers_secrets_health_and_notice_line() {
         "/assets/app.css",
         "/assets/common.js",
         "/assets/inbox.js",
+        "/assets/inbox-gate.js",
+        "/assets/inbox-queue.js",
         "/assets/card.js",
         "/api/session",
         "/api/requests",

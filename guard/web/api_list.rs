@@ -49,10 +49,15 @@ pub async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     // The guard's own decisions come merged in: the store's first `offset + limit` are all
     // the page can hold of its entries.
     let paged = source.is_none() && text.is_none() && by.is_none() && status.is_none();
+    // Alone (pending: no own decisions to merge), the store cuts the page at its offset too:
+    // page 10 of 10,000 pending decodes its 1,000 entries, not the 10,000 before them.
+    let store_cut = paged && !with_own;
     let sh2 = sh.clone();
     let res = tokio::task::spawn_blocking(move || {
         let (mut entries, total) = if !with_inbox {
             (Vec::new(), 0)
+        } else if store_cut {
+            sh2.inbox.page(filter, offset, limit)?
         } else if paged {
             sh2.inbox.page(filter, 0, offset.saturating_add(limit))?
         } else {
@@ -75,7 +80,9 @@ pub async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
         Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
     };
-    let offset = if paged {
+    let offset = if store_cut {
+        offset.min(total)
+    } else if paged {
         if with_own {
             entries.sort_by_key(|e| std::cmp::Reverse(e.resolved_ms.unwrap_or(e.created_ms)));
         }

@@ -12,6 +12,8 @@ const CSS: &str = include_str!("assets/app.css");
 const COMMON_JS: &str = include_str!("assets/common.js");
 const CARD_JS: &str = include_str!("assets/card.js");
 const INBOX_JS: &str = include_str!("assets/inbox.js");
+const INBOX_GATE_JS: &str = include_str!("assets/inbox-gate.js");
+const INBOX_QUEUE_JS: &str = include_str!("assets/inbox-queue.js");
 const HISTORY_JS: &str = include_str!("assets/history.js");
 const LOGIN_JS: &str = include_str!("assets/login.js");
 const AGENT: &str = include_str!("assets/agent.html");
@@ -30,6 +32,8 @@ pub fn page(path: &str) -> Option<Resp> {
         "/assets/common.js" => ("text/javascript; charset=utf-8", COMMON_JS),
         "/assets/card.js" => ("text/javascript; charset=utf-8", CARD_JS),
         "/assets/inbox.js" => ("text/javascript; charset=utf-8", INBOX_JS),
+        "/assets/inbox-gate.js" => ("text/javascript; charset=utf-8", INBOX_GATE_JS),
+        "/assets/inbox-queue.js" => ("text/javascript; charset=utf-8", INBOX_QUEUE_JS),
         "/assets/history.js" => ("text/javascript; charset=utf-8", HISTORY_JS),
         "/assets/login.js" => ("text/javascript; charset=utf-8", LOGIN_JS),
         "/favicon.ico" | "/assets/icon.svg" => ("image/svg+xml", ICON),

@@ -1,186 +1,371 @@
 'use strict';
+// The inbox: a dense queue of pending requests (one line each, kept as data; only the rows
+// near the viewport exist in the page, recycled as it scrolls) and one open card, the request
+// the reviewer chose. A reviewer approves only what they saw, so nothing is ever chosen for
+// them: an arrival is never opened, a decision never moves on to the next request, and a key
+// acts only on the open card while it is on screen, focused, and has stayed unchanged for a
+// moment (SG.gate, inbox-gate.js); every Allow goes through the card's own button, which the
+// card keeps disabled while part of what runs is not yet shown.
 (() => {
   const { vis, api } = SG;
-  const cards = new Map(); // id -> {entry, node, done}
-  const list = document.getElementById('cards');
-  let selected = null;
-  let es = null;
-
   const { stateLabel } = SG.card;
+  /** Entries read per page (the API's `limit`); the rest are reached by paging or search. */
+  const PAGE = 1000;
+  /** How long a decided request stays in the queue with its outcome. */
+  const DONE_KEEP_MS = 60000;
 
-  function card(e) {
-    const c = SG.card.build(e);
-    const { node, reason } = c;
-    node.addEventListener('click', (ev) => {
-      const act = ev.target && ev.target.getAttribute && ev.target.getAttribute('data-act');
-      select(c);
-      if (act) decide(c, act);
-    });
-    reason.addEventListener('keydown', (ev) => {
-      if (ev.key === 'Enter') { ev.preventDefault(); decide(c, 'deny'); }
-      if (ev.key === 'Escape') reason.blur();
-    });
-    return c;
+  const queue = document.getElementById('queue');
+  const cardsBox = document.getElementById('cards');
+  const inboxEl = document.getElementById('inbox');
+  let items = [];            // records in queue order: {entry, done, state, note, ver}
+  const byId = new Map();    // id -> record (every record in `items`, and the open one)
+  let open = null;           // the record whose card is open (the reviewer chose it)
+  let es = null;
+  let offset = 0;
+  let total = 0;             // matches of the last load (the page's query)
+  let pending = 0;           // every pending request, for the badge and title
+  let query = '';
+  const picks = new Set();   // ids ticked for bulk deny
+
+  function record(e) {
+    const r = byId.get(e.id);
+    if (r) return r;
+    const rec = { entry: e, done: false, state: 'pending', note: '', ver: 0, card: null, inflight: false };
+    byId.set(e.id, rec);
+    return rec;
   }
 
-  function finish(c, state, decision, note) {
-    if (c.done) return;
-    c.done = true;
-    c.node.classList.remove('pending');
-    c.node.classList.add('done', state);
-    c.node.querySelector('.badge.state').textContent = stateLabel(state);
-    c.countdown.textContent = '';
-    for (const b of c.node.querySelectorAll('button, input')) b.disabled = true;
-    let text = note || '';
-    if (!text && decision) {
-      text = stateLabel(state) + ' by ' + SG.decisionText(decision) + (decision.reason ? ' — ' + decision.reason : '');
-      const stored = SG.storedText(decision, c.entry.action);
-      if (stored) text += ' — ' + stored;
+  // ---- the open card -------------------------------------------------------------------
+  function openRec(rec, opts) {
+    if (open !== rec) {
+      if (open) closeCard();
+      open = rec;
+      if (rec) {
+        const c = SG.card.build(rec.entry);
+        rec.card = c;
+        if (rec.done) paintDone(rec);
+        c.pick.checked = picks.has(rec.entry.id);
+        c.pick.addEventListener('change', () => tickPick(rec, c.pick.checked));
+        c.node.addEventListener('click', (ev) => {
+          const b = ev.target && ev.target.closest && ev.target.closest('button[data-act]');
+          // A disabled button gets no click; checked again here, on the button itself.
+          if (b && !b.disabled && c.node.contains(b)) decide(rec, b.getAttribute('data-act'));
+        });
+        c.reason.addEventListener('keydown', (ev) => {
+          if (ev.key === 'Enter') { ev.preventDefault(); decide(rec, 'deny'); }
+          if (ev.key === 'Escape') c.reason.blur();
+        });
+        keepCwdInCompact(c.node);
+        cardsBox.replaceChildren(c.node);
+        SG.gate.watch(c);
+      }
     }
-    c.status.textContent = '';
-    c.status.appendChild(vis(text));
-    if (selected === c) {
-      const next = [...list.children].map((n) => cards.get(n.getAttribute('data-id'))).find((o) => o && !o.done);
-      select(next || null);
-    }
-    setTimeout(() => { c.node.remove(); cards.delete(c.entry.id); refreshCount(); }, 60000);
-    refreshCount();
-  }
-
-  async function decide(c, kind) {
-    if (c.done) return;
-    const body = { decision: kind, hash: c.entry.requestHash };
-    if (kind === 'deny' && c.reason.value.trim()) body.reason = c.reason.value.trim();
-    c.status.textContent = 'Sending…';
-    const r = await api('POST', '/api/requests/' + encodeURIComponent(c.entry.id) + '/decision', body);
-    if (r.ok) {
-      finish(c, r.data.state, r.data.decision);
-    } else if (r.status === 409) {
-      finish(c, 'stale', null, r.data.message || 'This request changed or was already answered; your decision was not applied.');
-      c.node.querySelector('.badge.state').textContent = 'NOT APPLIED';
-    } else {
-      c.status.textContent = r.data.message || ('Error ' + r.status);
+    document.getElementById('detail-hint').hidden = !!rec;
+    paintSelected();
+    render();
+    if (rec && opts && opts.focus) {
+      rec.card.node.focus({ preventScroll: true });
+      // On a narrow screen the card sits above the queue: bring its top into view if needed.
+      const top = rec.card.node.getBoundingClientRect().top;
+      if (window.matchMedia('(max-width: 899px)').matches && (top < 0 || top > window.innerHeight / 2)) {
+        rec.card.node.scrollIntoView({ block: 'start' });
+      }
     }
   }
 
-  function add(e) {
-    if (cards.has(e.id)) return;
-    const c = card(e);
-    cards.set(e.id, c);
-    // Oldest deadline first.
-    const after = [...list.children].find((n) => {
-      const o = cards.get(n.getAttribute('data-id'));
-      return o && !o.done && o.entry.deadlineMs > e.deadlineMs;
-    });
-    list.insertBefore(c.node, after || null);
-    tick();
-    refreshCount();
-    notify(e);
-    if (!selected) select(c);
+  function closeCard() {
+    if (!open) return;
+    if (open.card) SG.gate.unwatch(open.card);
+    open.card = null;
+    open = null;
+    cardsBox.replaceChildren();
+    document.getElementById('detail-hint').hidden = false;
+    paintSelected();
   }
 
-  function select(c) {
-    if (selected) selected.node.classList.remove('selected');
-    selected = c;
-    if (c) { c.node.classList.add('selected'); }
-    // The legend names Allow always only where the selected request offers it.
-    document.getElementById('key-always').hidden = !(c && (c.entry.offered || []).includes('allow-always'));
+  // `.selected` marks the open card while it can still be decided; a decided card stays
+  // open with its outcome, selected for nothing.
+  function paintSelected() {
+    const c = open && open.card;
+    if (c) c.node.classList.toggle('selected', !open.done);
+    const always = !!(open && !open.done && (open.entry.offered || []).includes('allow-always'));
+    document.getElementById('key-always').hidden = !always || inboxEl.classList.contains('compact');
   }
 
-  // Pending requests the last load counted but did not fetch (beyond the shown pages): the
-  // badge and title count them too, so 10,000 pending never reads as 500.
-  let beyond = 0;
+  // Compact view keeps the command and where it runs: the card's cwd field is marked so the
+  // compact rules in app.css leave it shown.
+  function keepCwdInCompact(node) {
+    for (const dt of node.querySelectorAll('dt')) {
+      if (dt.textContent === 'cwd' && dt.nextElementSibling) {
+        dt.setAttribute('data-compact-keep', '');
+        dt.nextElementSibling.setAttribute('data-compact-keep', '');
+      }
+    }
+  }
+
+  // ---- the queue (virtualised: inbox-queue.js) --------------------------------------------
+  const rows = SG.queue(queue, {
+    items: () => items,
+    isOpen: (rec) => rec === open,
+    picked: (rec) => picks.has(rec.entry.id),
+    commandText,
+    open: (rec) => openRec(rec, { focus: true }),
+    pick: (rec, on) => tickPick(rec, on),
+    lookup: (id) => byId.get(id),
+  });
+  const render = rows.render;
+
+  // One line of what runs: the shell text, else the argv, else the summary.
+  function commandText(e) {
+    const a = e.action || {};
+    if (a.kind === 'exec') return a.command || (a.argv || []).join(' ') || e.summary;
+    return e.summary;
+  }
+
+  function tickPick(rec, on) {
+    if (on && !rec.done) picks.add(rec.entry.id); else picks.delete(rec.entry.id);
+    if (open === rec && rec.card) rec.card.pick.checked = picks.has(rec.entry.id);
+    rec.ver++;
+    render();
+  }
+
   function refreshCount() {
-    const n = [...cards.values()].filter((c) => !c.done).length + beyond;
+    const n = Math.max(0, pending);
     document.getElementById('pending-count').textContent = String(n);
-    document.getElementById('empty').hidden = cards.size > 0;
     document.title = (n ? '(' + n + ') ' : '') + 'Inbox · sanctum-guard';
   }
 
-  function tick() {
-    const now = SG.now();
-    for (const c of cards.values()) {
-      if (c.done) continue;
-      const left = Math.ceil((c.entry.deadlineMs - now) / 1000);
-      if (left > 0) {
-        c.countdown.textContent = left + ' s left';
-        c.node.classList.toggle('urgent', left <= 5);
-      } else {
-        c.countdown.textContent = 'deadline passed';
-      }
+  // Oldest deadline first, as the API orders them.
+  function insertSorted(rec) {
+    const d = rec.entry.deadlineMs;
+    let lo = 0;
+    let hi = items.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (items[mid].entry.deadlineMs <= d) lo = mid + 1; else hi = mid;
     }
+    items.splice(lo, 0, rec);
   }
 
-  function notify(e) {
-    if (!('Notification' in window) || Notification.permission !== 'granted') return;
-    try { new Notification('sanctum-guard: approval needed', { body: SG.visText(e.summary), tag: e.id }); } catch (_) { /* ignore */ }
+  function matches(e) {
+    if (!query) return true;
+    const q = query.toLowerCase();
+    return String(e.summary || '').toLowerCase().includes(q) || e.id.includes(q);
   }
 
-  // Pending requests are read a page at a time (oldest deadline first); `total` says how many
-  // there are, so the page never takes the first page for all of them.
-  const PAGE = 500;
-  let shown = PAGE;
-  async function load() {
-    const r = await api('GET', '/api/requests?state=pending&limit=' + shown);
-    if (!r.ok) return;
-    SG.setServerNow(r.data.nowMs);
-    const complete = r.data.total <= r.data.requests.length;
-    // Only a complete list proves that a card missing from it is no longer pending.
-    if (complete) {
-      const live = new Set(r.data.requests.map((e) => e.id));
-      for (const c of cards.values()) {
-        if (!c.done && !live.has(c.entry.id)) finish(c, 'resolved-elsewhere', null, 'No longer pending (answered elsewhere or expired).');
-      }
+  // ---- decisions --------------------------------------------------------------------------
+  function paintDone(rec) {
+    const c = rec.card;
+    if (!c) return;
+    c.node.classList.remove('pending', 'selected', 'inflight');
+    c.node.classList.add('done', rec.state);
+    c.node.querySelector('.badge.state').textContent = stateLabel(rec.state);
+    c.countdown.textContent = '';
+    for (const b of c.node.querySelectorAll('button, input')) b.disabled = true;
+    c.status.replaceChildren(vis(rec.note));
+  }
+
+  // What the guard recorded, in words: its state, who decided and what was stored.
+  function outcome(state, decision, note) {
+    let text = note || '';
+    if (!text && decision) {
+      text = stateLabel(state) + ' by ' + SG.decisionText(decision) + (decision.reason ? ' — ' + decision.reason : '');
     }
-    r.data.requests.forEach(add);
-    beyond = Math.max(0, r.data.total - r.data.requests.length);
-    const more = document.getElementById('more');
-    more.hidden = complete;
-    document.getElementById('more-text').textContent = complete ? '' :
-      'Showing ' + r.data.requests.length + ' of ' + r.data.total + ' pending requests (oldest deadlines first).';
+    return text || stateLabel(state);
+  }
+
+  // `rec` is decided (by anyone) or gone: one fewer pending.
+  function finish(rec, state, decision, note) {
+    if (rec.done) return;
+    pending--;
+    total = Math.max(0, total - 1);
+    markDone(rec, state, decision, note);
+  }
+
+  function markDone(rec, state, decision, note) {
+    rec.done = true;
+    rec.state = state;
+    rec.note = outcome(state, decision, note);
+    const stored = SG.storedText(decision, rec.entry.action);
+    if (stored) rec.note += ' — ' + stored;
+    rec.ver++;
+    picks.delete(rec.entry.id);
+    paintDone(rec);
+    paintSelected();
+    setTimeout(() => drop(rec), DONE_KEEP_MS);
     refreshCount();
+    pager();
+    render();
+  }
+
+  function drop(rec) {
+    const i = items.indexOf(rec);
+    if (i >= 0) items.splice(i, 1);
+    if (open === rec) closeCard();
+    byId.delete(rec.entry.id);
+    render();
+  }
+
+  // One decision at a time per request: every button of the card is disabled from the
+  // click to the guard's answer, and the card then shows what the guard recorded (from the
+  // answer, or from the event stream if that came first), never a contradicting word.
+  async function decide(rec, kind) {
+    if (!rec || rec.done || rec.inflight) return;
+    const c = rec.card;
+    const btns = c ? [...c.node.querySelectorAll('button[data-act]')] : [];
+    const was = btns.map((b) => b.disabled);
+    rec.inflight = true;
+    btns.forEach((b) => { b.disabled = true; });
+    if (c) { c.node.classList.add('inflight'); c.status.textContent = 'Sending…'; }
+    const body = { decision: kind, hash: rec.entry.requestHash };
+    if (kind === 'deny' && c && c.reason.value.trim()) body.reason = c.reason.value.trim();
+    let r;
+    try {
+      r = await api('POST', '/api/requests/' + encodeURIComponent(rec.entry.id) + '/decision', body);
+      if (rec.done) return;
+      if (r.ok) { finish(rec, r.data.state, r.data.decision); return; }
+      if (r.status === 409 || r.status === 404) { await recorded(rec); return; }
+    } catch (_) {
+      r = { ok: false, status: 0, data: {} };
+    } finally {
+      rec.inflight = false;
+    }
+    if (rec.done) return;
+    btns.forEach((b, i) => { b.disabled = was[i]; });
+    if (c) { c.node.classList.remove('inflight'); c.status.textContent = r.data.message || ('Error ' + r.status + ': nothing was decided.'); }
+  }
+
+  // The decision was refused (answered elsewhere, expired, or the request changed): ask the
+  // guard what it recorded and show that.
+  async function recorded(rec) {
+    const g = await api('GET', '/api/requests/' + encodeURIComponent(rec.entry.id));
+    if (rec.done) return;
+    const why = 'your decision was not applied (already answered, expired or changed)';
+    if (g.ok && g.data.state && g.data.state !== 'pending') {
+      finish(rec, g.data.state, null, outcome(g.data.state, g.data.decision, '') + ' — ' + why);
+    } else {
+      finish(rec, 'stale', null, 'NOT APPLIED — ' + why);
+    }
+  }
+
+  // ---- loading, paging, search ------------------------------------------------------------
+  let loadSeq = 0;
+  async function load() {
+    const seq = ++loadSeq;
+    const qs = 'state=pending&limit=' + PAGE + '&offset=' + offset + (query ? '&q=' + encodeURIComponent(query) : '');
+    const r = await api('GET', '/api/requests?' + qs);
+    if (!r.ok || seq !== loadSeq) return;
+    SG.setServerNow(r.data.nowMs);
+    total = r.data.total;
+    if (!query) pending = total;
+    offset = r.data.offset || 0;
+    const got = r.data.requests;
+    const live = new Set(got.map((e) => e.id));
+    const complete = offset === 0 && total <= got.length;
+    // Only a complete list proves that a request missing from it is no longer pending; in a
+    // partial one it may have moved to another page.
+    const kept = [];
+    for (const rec of items) {
+      if (live.has(rec.entry.id)) continue;
+      if (rec.done) { kept.push(rec); continue; }
+      if (complete && !query) {
+        markDone(rec, 'resolved-elsewhere', null, 'No longer pending (answered elsewhere or expired).');
+        kept.push(rec);
+      } else if (rec !== open) {
+        byId.delete(rec.entry.id);
+      }
+    }
+    items = got.map(record);
+    for (const rec of kept) if (matches(rec.entry)) insertSorted(rec);
+    if (open && !items.includes(open) && !matches(open.entry)) closeCard();
+    pager();
+    refreshCount();
+    render();
     openLinked();
   }
-  document.getElementById('more-btn').addEventListener('click', () => { shown += PAGE; load(); });
-
-  // A `#r=ID` link (the guard's log line names one per waiting request) opens that card:
-  // selected, scrolled into view and focused.
-  function openLinked() {
-    const m = /^#r=([A-Za-z0-9_-]+)$/.exec(location.hash);
-    const c = m && cards.get(m[1]);
-    if (!c) return;
-    select(c);
-    c.node.scrollIntoView({ block: 'center' });
-    c.node.focus();
+  // Where this page lies among every match; hidden while one page holds them all.
+  function pager() {
+    const n = items.filter((rec) => !rec.done).length;
+    const complete = offset === 0 && total <= n;
+    document.getElementById('more').hidden = complete;
+    document.getElementById('more-text').textContent = complete ? '' :
+      'Showing ' + (n ? offset + 1 : 0) + '–' + (offset + n) + ' of ' + total + ' pending' +
+      (query ? ' matching “' + query + '”' : ' requests') + ' (oldest deadlines first).';
+    document.getElementById('prev-btn').disabled = offset === 0;
+    document.getElementById('next-btn').disabled = offset + n >= total;
   }
-  window.addEventListener('hashchange', openLinked);
+  document.getElementById('next-btn').addEventListener('click', () => { offset += PAGE; load(); window.scrollTo(0, 0); });
+  document.getElementById('prev-btn').addEventListener('click', () => { offset = Math.max(0, offset - PAGE); load(); window.scrollTo(0, 0); });
 
-  // Search: cards whose text does not contain the words are hidden (never decided).
-  const search = document.getElementById('search');
-  function applySearch() {
-    const q = search.value.trim().toLowerCase();
-    for (const c of cards.values()) {
-      c.node.hidden = !!q && !c.node.textContent.toLowerCase().includes(q);
+  // A `#r=ID` link (the guard's log line names one per waiting request) opens that card: an
+  // explicit choice, so it is opened and focused, fetched on its own if not on this page.
+  // Once per link: a later reload of the list never takes the reviewer back to it.
+  let linked = '';
+  async function openLinked() {
+    const m = /^#r=([A-Za-z0-9_-]+)$/.exec(location.hash);
+    if (!m || linked === m[1]) return;
+    linked = m[1];
+    let rec = byId.get(m[1]);
+    if (!rec) {
+      const r = await api('GET', '/api/requests/' + encodeURIComponent(m[1]));
+      if (!r.ok || r.data.state !== 'pending' || byId.has(m[1])) { linked = ''; return; }
+      rec = record(r.data);
+      insertSorted(rec);
+    }
+    openRec(rec, { focus: true });
+    const i = items.indexOf(rec);
+    if (i >= 0 && window.matchMedia('(min-width: 900px)').matches) {
+      const top = queue.getBoundingClientRect().top + window.scrollY + i * rows.ROW_H;
+      window.scrollTo(0, Math.max(0, top - window.innerHeight / 2));
     }
   }
-  search.addEventListener('input', applySearch);
-  // Compact view: the command and its buttons only; remembered in this browser.
-  const compact = document.getElementById('compact');
-  function setCompact(on) {
-    list.classList.toggle('compact', on);
-    compact.setAttribute('aria-pressed', on ? 'true' : 'false');
-    try { localStorage.setItem('sg-compact', on ? '1' : ''); } catch (_) { /* private mode */ }
-  }
-  compact.addEventListener('click', () => setCompact(!list.classList.contains('compact')));
-  try { setCompact(localStorage.getItem('sg-compact') === '1'); } catch (_) { /* ignore */ }
-  // Bulk deny: the ticked, still pending, visible cards, after one confirmation.
-  document.getElementById('bulk-deny').addEventListener('click', async () => {
-    const chosen = [...cards.values()].filter((c) => !c.done && c.pick.checked && !c.node.hidden);
-    if (!chosen.length) { SG.banner('Tick the requests to deny first.'); return; }
-    if (!window.confirm('Deny ' + chosen.length + ' selected request' + (chosen.length > 1 ? 's' : '') + '?')) return;
-    for (const c of chosen) await decide(c, 'deny');
+  window.addEventListener('hashchange', () => { linked = ''; openLinked(); });
+
+  // Search asks the guard (all pending requests, not only this page). The open card closes
+  // at once when it no longer matches: a key never acts on a request the search hid.
+  const search = document.getElementById('search');
+  let searchTimer = 0;
+  search.addEventListener('input', () => {
+    query = search.value.trim();
+    if (open && !matches(open.entry)) closeCard();
+    // Requests the search hides are dropped as data too (the guard's answer brings back
+    // what matches), so searching and paging never pile records up.
+    items = items.filter((rec) => {
+      if (matches(rec.entry)) return true;
+      if (rec !== open) byId.delete(rec.entry.id);
+      return false;
+    });
+    render();
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => { offset = 0; load(); }, 250);
   });
 
+  // Compact view: the command, its cwd and Allow once / Deny; Allow always only in the full
+  // card. Remembered in this browser.
+  const compact = document.getElementById('compact');
+  function setCompact(on) {
+    inboxEl.classList.toggle('compact', on);
+    compact.setAttribute('aria-pressed', on ? 'true' : 'false');
+    paintSelected();
+    try { localStorage.setItem('sg-compact', on ? '1' : ''); } catch (_) { /* private mode */ }
+  }
+  compact.addEventListener('click', () => setCompact(!inboxEl.classList.contains('compact')));
+  try { setCompact(localStorage.getItem('sg-compact') === '1'); } catch (_) { /* ignore */ }
+
+  // Bulk deny: the ticked requests still pending in the list as it is shown, after one
+  // confirmation that names each command.
+  document.getElementById('bulk-deny').addEventListener('click', async () => {
+    const chosen = items.filter((rec) => !rec.done && picks.has(rec.entry.id));
+    if (!chosen.length) { SG.banner('Tick the requests to deny first.'); return; }
+    const MAX_LISTED = 15;
+    const lines = chosen.slice(0, MAX_LISTED).map((rec) => '• ' + SG.visText(commandText(rec.entry)).slice(0, 200));
+    if (chosen.length > MAX_LISTED) lines.push('… and ' + (chosen.length - MAX_LISTED) + ' more');
+    const n = chosen.length;
+    if (!window.confirm('Deny ' + n + ' selected request' + (n > 1 ? 's' : '') + '?\n\n' + lines.join('\n'))) return;
+    for (const rec of chosen) await decide(rec, 'deny');
+  });
+
+  // ---- live events --------------------------------------------------------------------------
   // The stream failed. EventSource retries by itself only while the server is unreachable;
   // a refusal (a session the guard no longer knows after a restart or logout, or every
   // stream slot taken) closes it for good. Ask the session: gone → "Not signed in";
@@ -200,20 +385,36 @@
     }
   }
 
+  // An arrival joins the queue (never opened); beyond this page it is only counted.
+  function added(e) {
+    if (byId.has(e.id)) return;
+    pending++;
+    refreshCount();
+    notify(e);
+    if (!matches(e)) return;
+    const live = items.filter((rec) => !rec.done);
+    const later = offset + live.length < total && live.length > 0 &&
+      e.deadlineMs >= live[live.length - 1].entry.deadlineMs;
+    total++;
+    if (!later) insertSorted(record(e));
+    pager();
+    render();
+  }
+
   function connect() {
     if (es) es.close();
     es = new EventSource('/api/events');
     const liveEl = document.getElementById('live');
     es.onopen = () => { liveEl.textContent = '● live'; liveEl.className = 'live on'; load(); };
     es.onerror = () => { liveEl.textContent = '○ reconnecting…'; liveEl.className = 'live off'; lost(); };
-    es.addEventListener('added', (m) => add(JSON.parse(m.data)));
+    es.addEventListener('added', (m) => added(JSON.parse(m.data)));
     const done = (m) => {
       const d = JSON.parse(m.data);
-      const c = cards.get(d.id);
-      if (!c) return;
+      const rec = byId.get(d.id);
+      if (!rec) { pending--; total = Math.max(0, total - 1); refreshCount(); pager(); return; }
       const note = d.state === 'expired' ?
         'EXPIRED — nobody decided in time; the agent was told ' + ((d.decision && d.decision.reason) || 'approval-timeout') + '.' : null;
-      finish(c, d.state, d.decision, note);
+      finish(rec, d.state, d.decision, note);
     };
     es.addEventListener('resolved', done);
     es.addEventListener('expired', done);
@@ -221,33 +422,30 @@
     es.addEventListener('signed-out', () => { es.close(); SG.signedOut(); });
   }
 
-  function move(dir) {
-    const open = [...list.children].map((n) => cards.get(n.getAttribute('data-id'))).filter((c) => c && !c.done);
-    if (!open.length) return;
-    const i = Math.max(0, open.indexOf(selected));
-    const next = open[Math.min(open.length - 1, Math.max(0, i + dir))];
-    select(next);
-    next.node.focus();
+  function notify(e) {
+    if (!('Notification' in window) || Notification.permission !== 'granted') return;
+    try { new Notification('sanctum-guard: approval needed', { body: SG.visText(e.summary), tag: e.id }); } catch (_) { /* ignore */ }
   }
 
-  document.addEventListener('keydown', (ev) => {
-    if (ev.target && (ev.target.tagName === 'INPUT' || ev.target.tagName === 'TEXTAREA') ) return;
-    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
-    const c = selected && !selected.done ? selected : null;
-    switch (ev.key) {
-      case 'j': move(1); break;
-      case 'k': move(-1); break;
-      case 'a': if (c) decide(c, 'allow-once'); break;
-      case 'A':
-        // A stored grant outlives this request: one key press never makes one unasked.
-        if (c && c.entry.offered.includes('allow-always') &&
-            window.confirm('Allow always: store a grant for this exact command?')) decide(c, 'allow-always');
-        break;
-      case 'd': if (c) { ev.preventDefault(); c.reason.focus(); } break;
-      case 'D': if (c) decide(c, 'deny'); break;
-      default: return;
+  // ---- keys -----------------------------------------------------------------------------------
+  // j/k: open the next/previous undecided request (an explicit choice, then read it).
+  function move(dir) {
+    const at = open ? items.indexOf(open) : -1;
+    const order = dir > 0 ? items.slice(at + 1) : items.slice(0, Math.max(0, at)).reverse();
+    const next = order.find((rec) => !rec.done);
+    if (next) openRec(next, { focus: true });
+  }
+
+  SG.gate.keys({ current: () => open, move, decide, commandText });
+
+  function tick() {
+    const now = SG.now();
+    rows.tick(now);
+    if (open && open.card && !open.done) {
+      const left = Math.ceil((open.entry.deadlineMs - now) / 1000);
+      open.card.countdown.textContent = left > 0 ? left + ' s left' : 'deadline passed';
     }
-  });
+  }
 
   document.getElementById('notify').addEventListener('click', async () => {
     if (!('Notification' in window)) { SG.banner('This browser cannot show notifications.'); return; }
@@ -257,7 +455,7 @@
 
   (async () => {
     if (!(await SG.session())) return;
-    document.getElementById('inbox').hidden = false;
+    inboxEl.hidden = false;
     connect();
     setInterval(tick, 250);
   })();
