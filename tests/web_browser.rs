@@ -9,37 +9,12 @@
 
 mod support;
 
-use fantoccini::{Client, Locator};
+use fantoccini::Locator;
 use serde_json::json;
 use std::time::{Duration, Instant};
 use support::browser::*;
 use support::socket::*;
 use support::web::*;
-
-const ROW_BY_REQ: &str = "return [...document.querySelectorAll('li.qrow:not([hidden])')].some(n => n.textContent.includes(arguments[0]))";
-
-/// The inbox id of the queue row showing `needle` (waits for it). Nothing opens by itself:
-/// the card is read after [`open_card`].
-async fn card_id(c: &Client, needle: &str) -> String {
-    until(c, needle, ROW_BY_REQ, vec![json!(needle)]).await;
-    js(c, "return [...document.querySelectorAll('li.qrow:not([hidden])')].find(n => n.textContent.includes(arguments[0])).getAttribute('data-id')", vec![json!(needle)])
-        .await
-        .as_str()
-        .expect("id")
-        .to_owned()
-}
-
-/// Opens the card of inbox entry `id` as a person does: a click on its queue row.
-async fn open_card(c: &Client, id: &str) {
-    click(c, &format!("#q-{id}")).await;
-    until(
-        c,
-        "the card open",
-        "return !!document.getElementById('r-' + arguments[0])",
-        vec![json!(id)],
-    )
-    .await;
-}
 
 /// Keys act on a card only after it has been on screen unchanged this long (issue 36).
 const READ: Duration = Duration::from_millis(700);

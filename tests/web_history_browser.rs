@@ -16,18 +16,6 @@ use support::browser::*;
 use support::socket::*;
 use support::web::*;
 
-const CARD_BY_REQ: &str = "return [...document.querySelectorAll('li.card')].some(n => n.textContent.includes(arguments[0]))";
-
-/// The inbox card whose text contains `needle`: its id.
-async fn card_id(c: &Client, needle: &str) -> String {
-    until(c, needle, CARD_BY_REQ, vec![json!(needle)]).await;
-    js(c, "return [...document.querySelectorAll('li.card')].find(n => n.textContent.includes(arguments[0])).getAttribute('data-id')", vec![json!(needle)])
-        .await
-        .as_str()
-        .expect("id")
-        .to_owned()
-}
-
 /// Signs the browser in with `link` and waits for the live inbox.
 async fn sign_in(c: &Client, link: &str) {
     c.goto(link.trim()).await.expect("goto link");
@@ -81,17 +69,24 @@ async fn newlines_are_not_hidden_and_history_searches_every_decision() {
     let nl = card_id(&c, "sg-hb-nl").await;
     let zw = card_id(&c, "sg-hb-zw").await;
     let cr = card_id(&c, "sg-hb-cr").await;
-    let warned = js(
-        &c,
-        "return [...arguments].map(id => !!document.querySelector('#r-' + id + ' p.warn'))",
-        vec![json!(nl), json!(zw), json!(cr)],
-    )
-    .await;
+    let mut warned = Vec::new();
+    for id in [&nl, &zw, &cr] {
+        open_card(&c, id).await;
+        warned.push(
+            js(
+                &c,
+                "return !!document.querySelector('#r-' + arguments[0] + ' p.warn')",
+                vec![json!(id)],
+            )
+            .await,
+        );
+    }
     assert_eq!(
         warned,
-        json!([false, true, true]),
+        vec![json!(false), json!(true), json!(true)],
         "hidden-character warnings for [newlines and tabs, U+200B, CR]"
     );
+    open_card(&c, &zw).await;
     let zw_text = js(
         &c,
         "return document.querySelector('#r-' + arguments[0] + ' pre.cmd').textContent",

@@ -211,3 +211,28 @@ pub fn renderers() -> Vec<RendererMem> {
         })
         .collect()
 }
+
+pub const ROW_BY_REQ: &str = "return [...document.querySelectorAll('li.qrow:not([hidden])')].some(n => n.textContent.includes(arguments[0]))";
+
+/// The inbox id of the queue row showing `needle` (waits for it). Nothing opens by itself:
+/// the card is read after [`open_card`].
+pub async fn card_id(c: &Client, needle: &str) -> String {
+    until(c, needle, ROW_BY_REQ, vec![json!(needle)]).await;
+    js(c, "return [...document.querySelectorAll('li.qrow:not([hidden])')].find(n => n.textContent.includes(arguments[0])).getAttribute('data-id')", vec![json!(needle)])
+        .await
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+/// Opens the card of inbox entry `id` as a person does: a click on its queue row.
+pub async fn open_card(c: &Client, id: &str) {
+    click(c, &format!("#q-{id}")).await;
+    until(
+        c,
+        "the card open",
+        "return !!document.getElementById('r-' + arguments[0])",
+        vec![json!(id)],
+    )
+    .await;
+}
