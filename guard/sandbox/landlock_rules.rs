@@ -297,7 +297,7 @@ fn into_fd(created: landlock::RulesetCreated) -> Result<OwnedFd, SandboxError> {
 /// Builds the limits layer (every right on `/`, capped by `limits`) and the directories its
 /// walk listed.
 fn build_limits(
-    limits: &[Limit],
+    (limits, linked): (&[Limit], &Linked),
     abi: ABI,
     level: CompatLevel,
     ws: Scanned<'_>,
@@ -305,8 +305,7 @@ fn build_limits(
     let fs = AccessFs::from_all(abi);
     let created = new_ruleset(level, fs, BitFlags::empty(), BitFlags::empty())?;
     let mut walk = Walk::default();
-    let linked = linked_of(limits)?;
-    let ctx = (limits, &linked, ws);
+    let ctx = (limits, linked, ws);
     grant_limited(Path::new("/"), None, fs, ctx, abi, &mut walk)?;
     Ok((into_fd(add_grants(created, walk.grants)?)?, walk.walked))
 }
@@ -435,12 +434,31 @@ fn base_roots(
     kept
 }
 
+/// The limits the limits layer must walk: those at, above or below some root. A limit
+/// beside every root changes nothing (no root grants anything there, and rights meet by
+/// intersection), yet walking it listed whole directories: `/etc/shadow` for the
+/// autonomous profile, which grants `/etc` file by file, cost a rule per `/etc` entry in
+/// every run. Other names of capped files stay capped in both layers (`Linked`).
+fn walked_limits(limits: &[Limit], roots: &[(PathBuf, BitFlags<AccessFs>)]) -> Vec<Limit> {
+    limits
+        .iter()
+        .filter(|(l, _)| {
+            roots
+                .iter()
+                .any(|(r, _)| l.starts_with(r) || r.starts_with(l))
+        })
+        .cloned()
+        .collect()
+}
+
 /// Builds the base layer (one rule per root, the TCP ports, the scopes) and each root's
-/// identity, which tells the cache when a root was replaced.
+/// identity, which tells the cache when a root was replaced. A file root that is another
+/// name of a capped file keeps only the cap's rights (see `walked_limits`).
 fn build_base(
     roots: &[(PathBuf, BitFlags<AccessFs>)],
     ports: &[u16],
     r: &Rights,
+    linked: &Linked,
 ) -> Result<(OwnedFd, Vec<(PathBuf, landlock_cache::Ident)>), SandboxError> {
     let mut grants: Grants = Vec::new();
     let mut idents = Vec::new();
@@ -448,6 +466,13 @@ fn build_base(
         let ident = match grant(p, None, *rights, r.abi, &mut grants)? {
             Some(fd) => {
                 let st = nix::sys::stat::fstat(fd).map_err(ll_err)?;
+                let cap = linked.get(&(st.st_dev, st.st_ino)).copied();
+                if let (Some(cap), Some(last)) = (cap, grants.last_mut()) {
+                    last.1 &= cap;
+                    if last.1.is_empty() {
+                        grants.pop();
+                    }
+                }
                 Some((st.st_dev, st.st_ino))
             }
             None => None,
@@ -470,23 +495,27 @@ fn base_layer(
     roots: &[(PathBuf, BitFlags<AccessFs>)],
     ports: &[u16],
     r: &Rights,
+    limits: &[Limit],
 ) -> Result<Arc<OwnedFd>, SandboxError> {
     let key = landlock_cache::BaseKey {
         abi: r.kernel_abi,
         degraded: profile.allow_degraded,
         roots: roots.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
         ports: ports.to_vec(),
+        capped: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
     };
-    landlock_cache::base_get_or_build(key, || build_base(roots, ports, r))
+    landlock_cache::base_get_or_build(key, || build_base(roots, ports, r, &linked_of(limits)?))
 }
 
 /// The limits layer from the cache, None when nothing is capped.
 fn limits_layer(
     profile: &ResolvedProfile,
     limits: &[Limit],
+    roots: &[(PathBuf, BitFlags<AccessFs>)],
     r: &Rights,
 ) -> Result<Option<Arc<OwnedFd>>, SandboxError> {
-    if limits.is_empty() {
+    let walked = walked_limits(limits, roots);
+    if walked.is_empty() {
         return Ok(None);
     }
     // The workspace scan's profile grants only what the scan judged inside the workspace.
@@ -498,11 +527,16 @@ fn limits_layer(
     let key = landlock_cache::Key {
         abi: r.kernel_abi,
         degraded: profile.allow_degraded,
-        limits: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
+        limits: walked.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
+        capped: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
         scanned: judged.is_some(),
     };
     let ws = judged.as_deref().map(|j| (profile.workspace.as_path(), j));
-    landlock_cache::get_or_build(key, || build_limits(limits, r.abi, r.level, ws)).map(Some)
+    landlock_cache::get_or_build(key, || {
+        let linked = linked_of(limits)?;
+        build_limits((&walked, &linked), r.abi, r.level, ws)
+    })
+    .map(Some)
 }
 
 /// Builds both layers for `profile` on a kernel with Landlock ABI `kernel_abi` (None when
@@ -539,8 +573,8 @@ pub fn build(
         missing.push("landlock tcp port rules (network unrestricted by landlock)".into());
     }
     let layers = Layers {
-        base: base_layer(profile, &roots, ports, &r)?,
-        limits: limits_layer(profile, &limits, &r)?,
+        base: base_layer(profile, &roots, ports, &r, &limits)?,
+        limits: limits_layer(profile, &limits, &roots, &r)?,
     };
     let report = LandlockReport {
         level: if missing.is_empty() {

@@ -10,6 +10,7 @@ pub mod env;
 pub mod identity;
 pub mod integrity;
 pub mod kernel;
+mod landlock_base_check;
 pub mod landlock_cache;
 pub mod landlock_rules;
 pub mod launch;
