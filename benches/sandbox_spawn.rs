@@ -8,6 +8,9 @@
 //! dir, like a project checkout (not /tmp itself, whose churn is not a workspace's).
 //! Variants are interleaved round-robin so machine load hits them equally; bwrap runs
 //! after them, on its own (see the comment at its loop).
+//! First a phase table (resolve, Landlock layers, seccomp, cgroup, clone..exec, exec..exit,
+//! reap, drops) for read-only, autonomous-read, and autonomous-read without a cgroup, which
+//! shows what the run's cgroup costs; SANCTUM_BENCH_PHASES_ONLY=1 stops after it.
 //! `cargo bench --bench sandbox_spawn` (N from SANCTUM_BENCH_N, default 1000 per variant).
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
