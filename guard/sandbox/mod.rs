@@ -12,6 +12,7 @@ pub mod integrity;
 pub mod kernel;
 mod landlock_base_check;
 pub mod landlock_cache;
+mod landlock_roots;
 pub mod landlock_rules;
 pub mod launch;
 pub mod process;
