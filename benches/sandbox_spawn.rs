@@ -8,6 +8,9 @@
 //! dir, like a project checkout (not /tmp itself, whose churn is not a workspace's).
 //! Variants are interleaved round-robin so machine load hits them equally; bwrap runs
 //! after them, on its own (see the comment at its loop).
+//! First a phase table (resolve, Landlock layers, seccomp, cgroup, clone..exec, exec..exit,
+//! reap, drops) for read-only, autonomous-read, and autonomous-read without a cgroup, which
+//! shows what the run's cgroup costs; SANCTUM_BENCH_PHASES_ONLY=1 stops after it.
 //! `cargo bench --bench sandbox_spawn` (N from SANCTUM_BENCH_N, default 1000 per variant).
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
@@ -230,6 +233,23 @@ fn main() {
         unsafe { c.pre_exec(|| Ok(())) };
         c
     };
+    // The autonomous profile without per-run limits: what the run's cgroup costs.
+    let mut auto_nocg = auto_spec.clone();
+    (auto_nocg.limits.pids, auto_nocg.limits.memory_mb) = (0, 0);
+    auto_nocg.limits.cpu_percent = 0;
+    print_phases(
+        &[
+            ("read-only", &ro_spec),
+            ("autonomous-read", &auto_spec),
+            ("auto, no cgroup", &auto_nocg),
+        ],
+        &ws,
+        &env,
+        n,
+    );
+    if std::env::var_os("SANCTUM_BENCH_PHASES_ONLY").is_some() {
+        return;
+    }
     let (mut plain, mut ours, mut bw, mut prep) = (vec![], vec![], vec![], vec![]);
     let mut fork = vec![];
     let (mut full, mut prep_full, mut write) = (vec![], vec![], vec![]);
@@ -372,5 +392,89 @@ fn main() {
     println!("(fork+exec itself costs {fk:.3} ms more than posix_spawn here)");
     if let Some(b) = bwrap {
         b.stop();
+    }
+}
+
+/// Where one resolved-per-spawn run's time goes, phase by phase (the breakdown):
+/// resolve (paths, private tmp, workspace scan), the Landlock layers (cached, re-checked),
+/// seccomp, the run's cgroup, the rest of prepare(), clone to exec, exec to exit, reaping,
+/// and the drops (the cgroup removed or pooled, the private tmp emptied).
+const PHASES: [&str; 9] = [
+    "resolve",
+    "landlock layers",
+    "seccomp filter",
+    "resources (cgroup)",
+    "prepare() whole",
+    "clone..exec",
+    "exec..exit",
+    "reap",
+    "drop (cgroup, tmp)",
+];
+
+fn phases(
+    spec: &sanctum_guard::sandbox::ProfileSpec,
+    ws: &Path,
+    env: &BTreeMap<String, String>,
+) -> [Duration; 9] {
+    use sanctum_guard::sandbox::{kernel, landlock_rules, resources, seccomp};
+    let argv = vec!["/bin/true".to_string()];
+    let mut d = [Duration::ZERO; 9];
+    let mut t = Instant::now();
+    let lap = |i: usize, d: &mut [Duration; 9], t: &mut Instant| {
+        d[i] = t.elapsed();
+        *t = Instant::now();
+    };
+    let p = spec.resolve(ws).expect("profile"); // startup
+    lap(0, &mut d, &mut t);
+    let layers = landlock_rules::build(&p, kernel::landlock_abi()).expect("landlock"); // startup
+    lap(1, &mut d, &mut t);
+    let bpf = seccomp::build(&p).expect("seccomp"); // startup
+    lap(2, &mut d, &mut t);
+    let res = resources::plan(&p).expect("resources"); // startup
+    lap(3, &mut d, &mut t);
+    drop((layers, bpf, res));
+    t = Instant::now();
+    let pp = prepare(&p).expect("prepare"); // startup
+    lap(4, &mut d, &mut t);
+    let mut c = pp.spawn(&argv, ws, env, ChildStdio::null()).expect("spawn"); // startup
+    lap(5, &mut d, &mut t);
+    c.exited_blocking().expect("wait"); // startup
+    lap(6, &mut d, &mut t);
+    let st = c.finish().expect("reap"); // startup
+    lap(7, &mut d, &mut t);
+    drop(pp);
+    drop(p);
+    lap(8, &mut d, &mut t);
+    assert!(st.success());
+    d
+}
+
+/// Prints the median of each phase for each profile, `n` interleaved runs.
+fn print_phases(
+    specs: &[(&str, &sanctum_guard::sandbox::ProfileSpec)],
+    ws: &Path,
+    env: &BTreeMap<String, String>,
+    n: usize,
+) {
+    let mut all: Vec<Vec<Vec<Duration>>> = vec![vec![Vec::new(); PHASES.len()]; specs.len()];
+    for _ in 0..n {
+        for (k, (_, s)) in specs.iter().enumerate() {
+            for (i, x) in phases(s, ws, env).into_iter().enumerate() {
+                all[k][i].push(x);
+            }
+        }
+    }
+    print!("{:<22}", "phase (median ms)");
+    for (name, _) in specs {
+        print!(" {name:>16}");
+    }
+    println!();
+    for (i, phase) in PHASES.iter().enumerate() {
+        print!("{phase:<22}");
+        for v in all.iter_mut() {
+            v[i].sort();
+            print!(" {:>16.3}", ms(v[i][v[i].len() / 2]));
+        }
+        println!();
     }
 }

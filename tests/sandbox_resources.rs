@@ -342,3 +342,104 @@ async fn true_stays_fast_under_a_flood() {
     );
     assert!(p99 < 500.0, "p99 {p99:.1} ms");
 }
+
+/// The autonomous profile's concurrency cap through the real path (`serve`, signed `exec`
+/// frames as OpenClaw's node host sends them): six `sleep`s sent at once never run more
+/// than four at a time (their processes counted from outside), the two that waited say so
+/// with `queuedMs` in their `exec` audit records, and a run whose own deadline passes in
+/// the queue is not started at all and says why.
+#[test]
+fn autonomous_runs_beyond_the_cap_queue_and_a_queued_deadline_is_refused() {
+    use serde_json::{json, Value};
+    use support::socket::{audit_with, send_exec, Serve, World, HIGH_RATE, NEW};
+    const TOKEN: &str = "queue-test-token-0123456789abcdefgh";
+    let cap = builtin_profiles()[AUTO].limits.concurrent as usize;
+    assert_eq!(cap, 4, "README documents 4");
+    let w = World::new(NEW, TOKEN, &[]);
+    let _serve = Serve::start(&w, &HIGH_RATE, &[]);
+    let exec = |secs: &str, timeout_ms: u64| {
+        let (sock, home) = (w.socket(), w.home.clone());
+        let secs = secs.to_string();
+        std::thread::spawn(move || {
+            let argv = ["/usr/bin/sleep", secs.as_str()];
+            let rj = json!({"command":argv,"rawCommand":argv.join(" "),"cwd":home,
+                "env":{"LANG":"C"},"timeoutMs":timeout_ms,"needsScreenRecording":false,
+                "agentId":"main","sessionKey":"agent:main:main","approvalDecision":null})
+            .to_string();
+            send_exec(&sock, TOKEN, &rj)
+        })
+    };
+    // Sleeps of distinct lengths, so each run's process can be told apart in /proc.
+    let lengths: Vec<String> = (1..=6).map(|i| format!("1.5{i}")).collect();
+    let started = Instant::now();
+    let runs: Vec<_> = lengths.iter().map(|s| exec(s, 20_000)).collect();
+    let (mut most, mut seen) = (0, std::collections::BTreeSet::new());
+    while runs.iter().any(|h| !h.is_finished()) && started.elapsed() < Duration::from_secs(30) {
+        let now: Vec<&String> = lengths
+            .iter()
+            .filter(|s| count(&format!("sleep\x00{s}\x00")) > 0)
+            .collect();
+        most = most.max(now.len());
+        seen.extend(now);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let replies: Vec<Value> = runs.into_iter().map(|h| h.join().unwrap()).collect();
+    for r in &replies {
+        assert_eq!(r["payload"]["success"], true, "{r}");
+    }
+    assert_eq!(seen.len(), 6, "every run was seen running: {seen:?}");
+    assert_eq!(most, cap, "at most {cap} at once, and the cap was reached");
+    assert!(
+        started.elapsed() >= Duration::from_millis(3000),
+        "six 1.5 s runs four at a time take two rounds: {:?}",
+        started.elapsed()
+    );
+    let audit = audit_with(&w, &lengths.iter().map(|s| &**s).collect::<Vec<_>>());
+    let queued: Vec<u64> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.to_string().contains("/usr/bin/sleep") && v["kind"] == "exec")
+        .map(|v| {
+            let f = if v["fields"].is_null() {
+                &v
+            } else {
+                &v["fields"]
+            };
+            f["queuedMs"].as_u64().unwrap_or(0)
+        })
+        .collect();
+    assert_eq!(queued.len(), 6, "{audit}");
+    assert_eq!(
+        queued.iter().filter(|&&q| q >= 1000).count(),
+        2,
+        "two runs waited for a slot: {queued:?}"
+    );
+    // Four slots busy for 3 s; a fifth run with a 600 ms deadline never starts.
+    let busy: Vec<_> = (1..=4).map(|i| exec(&format!("3.0{i}"), 20_000)).collect();
+    while count("sleep\x003.0") < cap {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "slots never filled"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t = Instant::now();
+    let late = exec("0.77", 600).join().unwrap();
+    assert!(
+        t.elapsed() < Duration::from_millis(2500),
+        "{:?}",
+        t.elapsed()
+    );
+    let p = &late["payload"];
+    assert_eq!(p["success"], false, "{late}");
+    assert_eq!(p["exitCode"], Value::Null, "{late}");
+    let why = p["error"].as_str().unwrap_or("");
+    assert!(
+        why.contains("free slot") && why.contains("not run"),
+        "a clear reason: {late}"
+    );
+    assert_eq!(count("sleep\x000.77"), 0, "the late run never started");
+    for h in busy {
+        assert_eq!(h.join().unwrap()["payload"]["success"], true);
+    }
+}

@@ -11,11 +11,19 @@
 //!
 //! The child joins its run's cgroup itself, between clone and exec, by writing `0` ("me")
 //! to each `cgroup.procs` opened here (`child.rs`); everything it starts is born inside.
+//!
+//! Run cgroups are pooled: making one (mkdir, its limits written, on v1 one per hierarchy)
+//! and removing it were ~0.25 ms of an autonomous run's ~0.6 ms of overhead. A cgroup goes
+//! back to the pool only when it is empty (no member in any `cgroup.procs`, and `pids.current`
+//! 0, which still counts zombies), and is handed out again only for the same limits; only
+//! the guard can move a process into it (the run's processes cannot write the cgroup
+//! files), so an idle pooled cgroup stays empty. What a pooled cgroup keeps from its last
+//! run is accounting only (usage counters, reclaimable page cache on v1), not limits.
 
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// The limits one run's cgroup enforces (0: none).
@@ -190,19 +198,33 @@ fn write(path: &Path, value: &str) -> std::io::Result<()> {
         .write_all(value.as_bytes())
 }
 
-/// One run's cgroups (one per v1 hierarchy, one on v2), removed when dropped.
+/// One run's cgroups (one per v1 hierarchy, one on v2), pooled or removed when dropped.
 #[derive(Debug)]
 pub struct RunCgroup {
     dirs: Vec<PathBuf>,
     /// `cgroup.procs` of each, open for writing: the child writes `0` to join.
     procs: Vec<OwnedFd>,
     v2: bool,
+    /// The limits it was made with (a pooled cgroup is reused only for the same).
+    want: Wanted,
 }
 
+/// Idle run cgroups kept (about the runs in flight at once).
+const POOL_MAX: usize = 8;
+
+/// Idle, empty run cgroups, most recently used last.
+static POOL: Mutex<Vec<RunCgroup>> = Mutex::new(Vec::new());
+
 impl RunCgroup {
-    /// Makes the run's cgroups with `want`'s limits on the controllers the guard may use.
+    /// Makes the run's cgroups with `want`'s limits on the controllers the guard may use,
+    /// or takes an idle pooled one made with the same limits.
     /// `None` when there is nothing to make (no limit wanted where a cgroup is available).
     pub fn create(want: Wanted) -> std::io::Result<Option<RunCgroup>> {
+        if let Ok(mut pool) = POOL.lock() {
+            if let Some(i) = pool.iter().rposition(|c| c.want == want) {
+                return Ok(Some(pool.swap_remove(i)));
+            }
+        }
         let b = bases();
         let name = format!("sanctum-run-{}", uuid::Uuid::new_v4());
         let mut plan: Vec<(PathBuf, Vec<(&str, String)>)> = Vec::new();
@@ -242,6 +264,7 @@ impl RunCgroup {
             dirs: Vec::new(),
             procs: Vec::new(),
             v2: b.v2,
+            want,
         };
         for (dir, files) in plan {
             std::fs::create_dir(&dir)?;
@@ -268,6 +291,19 @@ impl RunCgroup {
         self.procs.iter().map(AsRawFd::as_raw_fd).collect()
     }
 
+    /// Whether no process (not even a zombie, which `pids.current` still counts) is in any
+    /// of the run's cgroups. Anything unreadable counts as not empty.
+    fn is_empty(&self) -> bool {
+        self.dirs.iter().all(|d| {
+            let procs = std::fs::read_to_string(d.join("cgroup.procs"));
+            let pids = match std::fs::read_to_string(d.join("pids.current")) {
+                Ok(n) => n.trim() == "0",
+                Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+            };
+            procs.is_ok_and(|p| p.trim().is_empty()) && pids
+        })
+    }
+
     /// Kills every process in the run's cgroup (v2's `cgroup.kill`; on v1 the process group
     /// kill and the reaper do it, see `reaper.rs`).
     pub fn kill(&self) {
@@ -285,6 +321,19 @@ const REMOVE_CAP: Duration = Duration::from_secs(30);
 impl Drop for RunCgroup {
     fn drop(&mut self) {
         self.kill();
+        if !self.dirs.is_empty() && self.is_empty() {
+            if let Ok(mut pool) = POOL.lock() {
+                if pool.len() < POOL_MAX {
+                    pool.push(RunCgroup {
+                        dirs: std::mem::take(&mut self.dirs),
+                        procs: std::mem::take(&mut self.procs),
+                        v2: self.v2,
+                        want: self.want,
+                    });
+                    return;
+                }
+            }
+        }
         let mut dirs = std::mem::take(&mut self.dirs);
         dirs.retain(|d| std::fs::remove_dir(d).is_err());
         if dirs.is_empty() {
@@ -308,5 +357,47 @@ impl Drop for RunCgroup {
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "could not start the cgroup removal thread");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pooled only when empty, reused only for the same limits (one test: the pool is
+    /// process-wide). Skipped where the guard may make no cgroup.
+    #[test]
+    fn a_run_cgroup_is_reused_only_empty_and_for_the_same_limits() {
+        let want = Wanted {
+            pids: 17,
+            memory_mb: 0,
+            cpu_percent: 0,
+        };
+        let Some(a) = RunCgroup::create(want).unwrap() else {
+            return;
+        };
+        let dirs = a.dirs.clone();
+        drop(a);
+        let b = RunCgroup::create(want).unwrap().unwrap();
+        assert_eq!(b.dirs, dirs, "an empty cgroup is reused");
+        let other = Wanted { pids: 18, ..want };
+        let c = RunCgroup::create(other).unwrap().unwrap();
+        assert_ne!(c.dirs, dirs, "never for other limits");
+        // A member left inside: not pooled, removed once it is gone.
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        write(&dirs[0].join("cgroup.procs"), &sleeper.id().to_string()).unwrap();
+        assert!(!b.is_empty());
+        drop(b);
+        let d = RunCgroup::create(want).unwrap().unwrap();
+        assert_ne!(
+            d.dirs, dirs,
+            "a cgroup with a member is not handed out again"
+        );
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+        drop((c, d));
     }
 }

@@ -19,8 +19,9 @@
 //! a root like any other, reused from a pool (`tmpdir`) with its inode. A base layer grants each root's rights to the inode
 //! the root's path named when it was opened (last component not followed), so a cached one
 //! equals a fresh build exactly when every root path still names the same inode (dev, inode),
-//! or still names nothing; each use checks that with one lstat per root. The ruleset pins
-//! those inodes, so their numbers cannot be reused by other files while it is cached.
+//! or still names nothing; each use checks that (`landlock_base_check`: one lstat per
+//! parent directory holding several roots, one per other root, and the mount table). The
+//! ruleset pins those inodes, so their numbers cannot be reused by other files while cached.
 //!
 //! Timestamps come from a coarse clock: a change in the same tick as the listing could keep
 //! the old mtime. As in git's "racy index" rule, a layer whose listed directories changed
@@ -28,6 +29,7 @@
 //! after `TTL` (bounding the effect of a wall-clock step backwards), and the cache holds at
 //! most `MAX_ENTRIES` layers.
 
+use super::landlock_base_check::{BaseCheck, Before};
 use super::SandboxError;
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
@@ -48,6 +50,8 @@ pub struct Key {
     pub abi: u8,
     pub degraded: bool,
     pub limits: Vec<(PathBuf, u64)>,
+    /// Every capped path (a superset of `limits`): other names of these files are capped.
+    pub capped: Vec<(PathBuf, u64)>,
     /// Built from a workspace scan (`ws_secrets`): inside the workspace only the inodes it
     /// judged are granted.
     pub scanned: bool,
@@ -185,41 +189,32 @@ pub struct BaseKey {
     pub degraded: bool,
     pub roots: Vec<(PathBuf, u64)>,
     pub ports: Vec<u16>,
+    /// The capped paths: a file root that is another name of one keeps only its cap.
+    pub capped: Vec<(PathBuf, u64)>,
 }
 
 /// The inode a root path named when its rule was made (dev, inode); None: no rule was made
 /// (the path was missing, or a symlink, which is never granted).
 pub type Ident = Option<(u64, u64)>;
 
-/// Whether each root path still names what it named at build time (lstat: the last
-/// component is not followed, as when it was opened).
-fn roots_unchanged(roots: &[(PathBuf, Ident)]) -> bool {
-    roots.iter().all(|(path, was)| {
-        let now = std::fs::symlink_metadata(path).ok();
-        match (was, now) {
-            (Some(id), Some(m)) => *id == (m.dev(), m.ino()),
-            (None, None) => true,
-            _ => false,
-        }
-    })
-}
-
-/// The cached base layer for `key` if every root still names the same inode, else
-/// `build()`'s. `build` returns the ruleset and each root's [`Ident`].
+/// The cached base layer for `key` if every root still names the same inode (checked as
+/// `landlock_base_check` says), else `build()`'s. `build` returns the ruleset and each
+/// root's [`Ident`].
 pub fn base_get_or_build<F>(key: BaseKey, build: F) -> Result<Arc<OwnedFd>, SandboxError>
 where
     F: FnOnce() -> Result<(OwnedFd, Vec<(PathBuf, Ident)>), SandboxError>,
 {
-    static CACHE: OnceLock<Cache<BaseKey, Vec<(PathBuf, Ident)>>> = OnceLock::new();
+    static CACHE: OnceLock<Cache<BaseKey, BaseCheck>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some((fd, roots)) = lookup(cache, &key) {
-        if roots_unchanged(&roots) {
+    if let Some((fd, check)) = lookup(cache, &key) {
+        if check.holds() {
             return Ok(fd);
         }
     }
+    let before = Before::stamp(key.roots.iter().map(|(p, _)| p.as_path()));
     let (fd, roots) = build()?;
     let fd = Arc::new(fd);
-    store(cache, key, &fd, roots);
+    store(cache, key, &fd, before.check(roots));
     Ok(fd)
 }
 
@@ -232,6 +227,7 @@ mod tests {
             abi: 0,
             degraded: false,
             limits: vec![(p.join("secret"), 0)],
+            capped: vec![(p.join("secret"), 0)],
             scanned: false,
         }
     }
@@ -298,6 +294,7 @@ mod tests {
             degraded: false,
             roots: vec![(root.clone(), 1), (missing.clone(), 1)],
             ports: vec![],
+            capped: vec![],
         };
         let builds = std::cell::Cell::new(0);
         let build = || {

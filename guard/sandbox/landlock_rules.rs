@@ -4,6 +4,7 @@
 //! right the profile needs (no silent best effort) unless the profile allows degraded mode.
 
 use super::landlock_cache::{self, Stamp};
+use super::landlock_roots::{base_roots, limits_of, walked_limits};
 use super::profile::{NetworkSpec, ResolvedProfile};
 use super::status::Level;
 use super::ws_secrets::{self, judged_ok, Scanned};
@@ -12,7 +13,6 @@ use landlock::{
     Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, NetPort, PathBeneath, Ruleset,
     RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
-use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -116,7 +116,7 @@ struct Walk {
 
 /// A path whose rights are capped: protected paths keep read rights only, deny-read paths
 /// get none.
-type Limit = (PathBuf, BitFlags<AccessFs>);
+pub(super) type Limit = (PathBuf, BitFlags<AccessFs>);
 
 /// The capped files that have other names (hard links), by (device, inode), with the rights
 /// every cap on them allows. Landlock ties a rule to the inode, so a file granted by one name
@@ -297,7 +297,7 @@ fn into_fd(created: landlock::RulesetCreated) -> Result<OwnedFd, SandboxError> {
 /// Builds the limits layer (every right on `/`, capped by `limits`) and the directories its
 /// walk listed.
 fn build_limits(
-    limits: &[Limit],
+    (limits, linked): (&[Limit], &Linked),
     abi: ABI,
     level: CompatLevel,
     ws: Scanned<'_>,
@@ -305,21 +305,20 @@ fn build_limits(
     let fs = AccessFs::from_all(abi);
     let created = new_ruleset(level, fs, BitFlags::empty(), BitFlags::empty())?;
     let mut walk = Walk::default();
-    let linked = linked_of(limits)?;
-    let ctx = (limits, &linked, ws);
+    let ctx = (limits, linked, ws);
     grant_limited(Path::new("/"), None, fs, ctx, abi, &mut walk)?;
     Ok((into_fd(add_grants(created, walk.grants)?)?, walk.walked))
 }
 
 /// What this kernel's Landlock can handle, and whether a missing right is an error.
-struct Rights {
+pub(super) struct Rights {
     kernel_abi: u8,
     abi: ABI,
     level: CompatLevel,
-    fs: BitFlags<AccessFs>,
+    pub(super) fs: BitFlags<AccessFs>,
     net: BitFlags<AccessNet>,
     scopes: BitFlags<Scope>,
-    read: BitFlags<AccessFs>,
+    pub(super) read: BitFlags<AccessFs>,
 }
 
 impl Rights {
@@ -362,85 +361,14 @@ fn abi_gap(kernel_abi: u8) -> Option<String> {
     Some(gap.to_string())
 }
 
-/// The capped paths: deny_read (no rights) first, then protected (read rights); also how
-/// many of them are deny_read.
-fn limits_of(profile: &ResolvedProfile, read: BitFlags<AccessFs>) -> (Vec<Limit>, usize) {
-    let mut limits: Vec<Limit> = profile
-        .deny_read
-        .iter()
-        .map(|p| (p.clone(), BitFlags::empty()))
-        .collect();
-    let deny_count = limits.len();
-    limits.extend(profile.protected.iter().map(|p| (p.clone(), read)));
-    (limits, deny_count)
-}
-
-/// The base layer's roots with their rights. A root equal to a limited path keeps only the
-/// rights the limit allows (read roots are capped by deny_read only); everything below a root
-/// is left to the limits layer. Roots left with no rights are dropped, and so are rules that
-/// add nothing to the layer: rules on one path are merged (the kernel ORs them anyway), and a
-/// root whose rights its ancestor roots already hold goes (rights are inherited down the tree
-/// when an access is checked), e.g. `/usr/bin` under `/usr`. The layer allows exactly the
-/// same accesses with fewer rules, and a cached one has fewer roots to re-check per use.
-fn base_roots(
-    profile: &ResolvedProfile,
-    r: &Rights,
-    limits: &[Limit],
-    deny_count: usize,
-) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
-    // The product of the masks of the limits on each path (a Path hashes by components,
-    // as it compares).
-    let mut deny_cap: HashMap<&Path, BitFlags<AccessFs>> = HashMap::new();
-    let mut all_cap: HashMap<&Path, BitFlags<AccessFs>> = HashMap::new();
-    for (i, (p, m)) in limits.iter().enumerate() {
-        if i < deny_count {
-            *deny_cap.entry(p).or_insert_with(BitFlags::all) &= *m;
-        }
-        *all_cap.entry(p).or_insert_with(BitFlags::all) &= *m;
-    }
-    let cap =
-        |root: &Path, rights: BitFlags<AccessFs>, caps: &HashMap<&Path, BitFlags<AccessFs>>| {
-            caps.get(root).map_or(rights, |m| rights & *m)
-        };
-    let mut roots: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
-    for p in &profile.read {
-        roots.push((p.clone(), cap(p, r.read, &deny_cap)));
-    }
-    for p in &profile.write {
-        roots.push((p.clone(), cap(p, r.fs, &all_cap)));
-    }
-    roots.retain(|(_, rights)| !rights.is_empty());
-    // Sorted by components, a path's descendants follow it directly.
-    roots.sort_by(|a, b| a.0.cmp(&b.0));
-    roots.dedup_by(|later, kept| {
-        let same = later.0 == kept.0;
-        if same {
-            kept.1 |= later.1;
-        }
-        same
-    });
-    let mut kept: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::with_capacity(roots.len());
-    // The kept roots that are ancestors of the current one, outermost first.
-    let mut above: Vec<usize> = Vec::new();
-    for (p, rights) in roots {
-        while above.last().is_some_and(|&i| !p.starts_with(&kept[i].0)) {
-            above.pop();
-        }
-        let inherited = above.iter().fold(BitFlags::empty(), |u, &i| u | kept[i].1);
-        if !inherited.contains(rights) {
-            above.push(kept.len());
-            kept.push((p, rights));
-        }
-    }
-    kept
-}
-
 /// Builds the base layer (one rule per root, the TCP ports, the scopes) and each root's
-/// identity, which tells the cache when a root was replaced.
+/// identity, which tells the cache when a root was replaced. A file root that is another
+/// name of a capped file keeps only the cap's rights (see `walked_limits`).
 fn build_base(
     roots: &[(PathBuf, BitFlags<AccessFs>)],
     ports: &[u16],
     r: &Rights,
+    linked: &Linked,
 ) -> Result<(OwnedFd, Vec<(PathBuf, landlock_cache::Ident)>), SandboxError> {
     let mut grants: Grants = Vec::new();
     let mut idents = Vec::new();
@@ -448,6 +376,13 @@ fn build_base(
         let ident = match grant(p, None, *rights, r.abi, &mut grants)? {
             Some(fd) => {
                 let st = nix::sys::stat::fstat(fd).map_err(ll_err)?;
+                let cap = linked.get(&(st.st_dev, st.st_ino)).copied();
+                if let (Some(cap), Some(last)) = (cap, grants.last_mut()) {
+                    last.1 &= cap;
+                    if last.1.is_empty() {
+                        grants.pop();
+                    }
+                }
                 Some((st.st_dev, st.st_ino))
             }
             None => None,
@@ -470,23 +405,27 @@ fn base_layer(
     roots: &[(PathBuf, BitFlags<AccessFs>)],
     ports: &[u16],
     r: &Rights,
+    limits: &[Limit],
 ) -> Result<Arc<OwnedFd>, SandboxError> {
     let key = landlock_cache::BaseKey {
         abi: r.kernel_abi,
         degraded: profile.allow_degraded,
         roots: roots.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
         ports: ports.to_vec(),
+        capped: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
     };
-    landlock_cache::base_get_or_build(key, || build_base(roots, ports, r))
+    landlock_cache::base_get_or_build(key, || build_base(roots, ports, r, &linked_of(limits)?))
 }
 
 /// The limits layer from the cache, None when nothing is capped.
 fn limits_layer(
     profile: &ResolvedProfile,
     limits: &[Limit],
+    roots: &[(PathBuf, BitFlags<AccessFs>)],
     r: &Rights,
 ) -> Result<Option<Arc<OwnedFd>>, SandboxError> {
-    if limits.is_empty() {
+    let walked = walked_limits(limits, roots);
+    if walked.is_empty() {
         return Ok(None);
     }
     // The workspace scan's profile grants only what the scan judged inside the workspace.
@@ -498,11 +437,16 @@ fn limits_layer(
     let key = landlock_cache::Key {
         abi: r.kernel_abi,
         degraded: profile.allow_degraded,
-        limits: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
+        limits: walked.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
+        capped: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
         scanned: judged.is_some(),
     };
     let ws = judged.as_deref().map(|j| (profile.workspace.as_path(), j));
-    landlock_cache::get_or_build(key, || build_limits(limits, r.abi, r.level, ws)).map(Some)
+    landlock_cache::get_or_build(key, || {
+        let linked = linked_of(limits)?;
+        build_limits((&walked, &linked), r.abi, r.level, ws)
+    })
+    .map(Some)
 }
 
 /// Builds both layers for `profile` on a kernel with Landlock ABI `kernel_abi` (None when
@@ -539,8 +483,8 @@ pub fn build(
         missing.push("landlock tcp port rules (network unrestricted by landlock)".into());
     }
     let layers = Layers {
-        base: base_layer(profile, &roots, ports, &r)?,
-        limits: limits_layer(profile, &limits, &r)?,
+        base: base_layer(profile, &roots, ports, &r, &limits)?,
+        limits: limits_layer(profile, &limits, &roots, &r)?,
     };
     let report = LandlockReport {
         level: if missing.is_empty() {

@@ -1,0 +1,105 @@
+//! Which paths a profile's two Landlock layers name (`landlock_rules` builds them): the
+//! capped paths, the base layer's roots with their rights, and the caps the limits layer
+//! must walk. Pure computations on paths; nothing here opens a file.
+
+use super::landlock_rules::{Limit, Rights};
+use super::profile::ResolvedProfile;
+use landlock::{AccessFs, BitFlags};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// The capped paths: deny_read (no rights) first, then protected (read rights); also how
+/// many of them are deny_read.
+pub(super) fn limits_of(
+    profile: &ResolvedProfile,
+    read: BitFlags<AccessFs>,
+) -> (Vec<Limit>, usize) {
+    let mut limits: Vec<Limit> = profile
+        .deny_read
+        .iter()
+        .map(|p| (p.clone(), BitFlags::empty()))
+        .collect();
+    let deny_count = limits.len();
+    limits.extend(profile.protected.iter().map(|p| (p.clone(), read)));
+    (limits, deny_count)
+}
+
+/// The base layer's roots with their rights. A root equal to a limited path keeps only the
+/// rights the limit allows (read roots are capped by deny_read only); everything below a root
+/// is left to the limits layer. Roots left with no rights are dropped, and so are rules that
+/// add nothing to the layer: rules on one path are merged (the kernel ORs them anyway), and a
+/// root whose rights its ancestor roots already hold goes (rights are inherited down the tree
+/// when an access is checked), e.g. `/usr/bin` under `/usr`. The layer allows exactly the
+/// same accesses with fewer rules, and a cached one has fewer roots to re-check per use.
+pub(super) fn base_roots(
+    profile: &ResolvedProfile,
+    r: &Rights,
+    limits: &[Limit],
+    deny_count: usize,
+) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
+    // The product of the masks of the limits on each path (a Path hashes by components,
+    // as it compares).
+    let mut deny_cap: HashMap<&Path, BitFlags<AccessFs>> = HashMap::new();
+    let mut all_cap: HashMap<&Path, BitFlags<AccessFs>> = HashMap::new();
+    for (i, (p, m)) in limits.iter().enumerate() {
+        if i < deny_count {
+            *deny_cap.entry(p).or_insert_with(BitFlags::all) &= *m;
+        }
+        *all_cap.entry(p).or_insert_with(BitFlags::all) &= *m;
+    }
+    let cap =
+        |root: &Path, rights: BitFlags<AccessFs>, caps: &HashMap<&Path, BitFlags<AccessFs>>| {
+            caps.get(root).map_or(rights, |m| rights & *m)
+        };
+    let mut roots: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::new();
+    for p in &profile.read {
+        roots.push((p.clone(), cap(p, r.read, &deny_cap)));
+    }
+    for p in &profile.write {
+        roots.push((p.clone(), cap(p, r.fs, &all_cap)));
+    }
+    roots.retain(|(_, rights)| !rights.is_empty());
+    // Sorted by components, a path's descendants follow it directly.
+    roots.sort_by(|a, b| a.0.cmp(&b.0));
+    roots.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 |= later.1;
+        }
+        same
+    });
+    let mut kept: Vec<(PathBuf, BitFlags<AccessFs>)> = Vec::with_capacity(roots.len());
+    // The kept roots that are ancestors of the current one, outermost first.
+    let mut above: Vec<usize> = Vec::new();
+    for (p, rights) in roots {
+        while above.last().is_some_and(|&i| !p.starts_with(&kept[i].0)) {
+            above.pop();
+        }
+        let inherited = above.iter().fold(BitFlags::empty(), |u, &i| u | kept[i].1);
+        if !inherited.contains(rights) {
+            above.push(kept.len());
+            kept.push((p, rights));
+        }
+    }
+    kept
+}
+
+/// The limits the limits layer must walk: those at, above or below some root. A limit
+/// beside every root changes nothing (no root grants anything there, and rights meet by
+/// intersection), yet walking it listed whole directories: `/etc/shadow` for the
+/// autonomous profile, which grants `/etc` file by file, cost a rule per `/etc` entry in
+/// every run. Other names of capped files stay capped in both layers (`Linked`).
+pub(super) fn walked_limits(
+    limits: &[Limit],
+    roots: &[(PathBuf, BitFlags<AccessFs>)],
+) -> Vec<Limit> {
+    limits
+        .iter()
+        .filter(|(l, _)| {
+            roots
+                .iter()
+                .any(|(r, _)| l.starts_with(r) || r.starts_with(l))
+        })
+        .cloned()
+        .collect()
+}
