@@ -36,6 +36,8 @@ pub struct Shared {
     pub shutdown: watch::Receiver<bool>,
     /// The Agent page's gateway connection (none: no gateway configured).
     pub agent: Option<Arc<crate::engine::agent::AgentControl>>,
+    /// The engine beside the prompt: a card's run line and grants come from its plan.
+    pub engine: Option<Arc<crate::engine::Engine>>,
 }
 
 impl Shared {
@@ -64,6 +66,7 @@ impl Shared {
             sse_per_session: std::sync::Mutex::default(),
             shutdown,
             agent: None,
+            engine: None,
         }
     }
 
@@ -410,7 +413,7 @@ async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     };
     let items: Vec<_> = entries
         .iter()
-        .map(|e| entry_json(e, runs.get(&e.request.id)))
+        .map(|e| entry_json(e, runs.get(&e.request.id), sh.engine.as_deref()))
         .collect();
     json(
         StatusCode::OK,
@@ -431,7 +434,7 @@ fn decided_by(d: &crate::policy::request::Decision) -> &'static str {
 
 fn one(sh: &Shared, id: &str) -> Resp {
     match sh.inbox.get(id) {
-        Ok(Some(e)) => json(StatusCode::OK, &entry_json(&e, None)),
+        Ok(Some(e)) => json(StatusCode::OK, &entry_json(&e, None, sh.engine.as_deref())),
         Ok(None) => error(StatusCode::NOT_FOUND, "unknown-id", "no such request"),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
     }

@@ -15,6 +15,7 @@ mod api_auth;
 mod api_decide;
 mod assets;
 pub mod auth;
+mod card_facts;
 mod confusable;
 mod events;
 mod http;

@@ -76,6 +76,7 @@ pub async fn start(
     shutdown: watch::Receiver<bool>,
     agent: Option<Arc<crate::engine::agent::AgentControl>>,
     sessions: Arc<super::auth::Sessions>,
+    engine: Arc<crate::engine::Engine>,
 ) -> Result<Option<WebHandle>, WebError> {
     let Some(addr) = settings.listen else {
         eprintln!("sanctum-guard: web prompt      off");
@@ -114,6 +115,7 @@ pub async fn start(
         shutdown.clone(),
     );
     shared.agent = agent;
+    shared.engine = Some(engine);
     shared.sessions = sessions;
     let shared = Arc::new(shared);
     login::write_private(&state_dir.join(login::URL_FILE), &format!("{base_url}\n"))?;
