@@ -19,7 +19,7 @@ pub fn shown(name: &str, value: &str, dropped: bool, reads: &[&str]) -> EnvShown
     for p in &mut parts {
         let Some(t) = &p.text else { continue };
         // Hidden unless the command reads it and it could be code (not a plain token).
-        if p.secret && !(expanded && !plain_token(t)) {
+        if p.secret && (!expanded || plain_token(t)) {
             p.text = None;
         }
     }

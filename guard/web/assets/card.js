@@ -180,7 +180,7 @@ SG.card = (() => {
         el('code', {}, vis((x.argv || []).join(' '))), ' in ', el('code', {}, vis(x.cwd || '(any cwd: none named)'))));
     }
     return el('div', { class: 'grants-box', 'data-field': 'stores' },
-      el('div', { class: 'label' }, 'Allow always stores ' + (entries.length ? entries.length + ' ' + g.store : g.store)),
+      el('div', { class: 'label' }, 'Allow always stores' + (entries.length ? ' (' + entries.length + ')' : '') + ': ' + g.store),
       entries.length ? ul : null,
       el('p', { class: 'grants-means' }, vis(g.means || '')));
   }
