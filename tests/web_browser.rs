@@ -99,6 +99,8 @@ async fn web_prompt_in_chromium() {
     let idk = card_id(&c, "sg-web-ctl").await;
     let n = w.ask("br-npm", "npm install --save left-pad@1.3.0");
     let _idn = card_id(&c, "left-pad").await;
+    let p = w.ask("br-plain", "touch /tmp/sg-web-plain");
+    let idp = card_id(&c, "sg-web-plain").await;
     let cmd = js(
         &c,
         "return document.querySelector('#r-' + arguments[0] + ' pre.cmd').textContent",
@@ -127,9 +129,10 @@ async fn web_prompt_in_chromium() {
         ctl_text.as_str().expect("t").contains("⟨ESC⟩"),
         "{ctl_text}"
     );
-    // Unanalysable text offers no allow-always; a plain write does.
-    let btns = js(&c, "return [document.querySelectorAll('#r-' + arguments[0] + ' button[data-act=allow-always]').length, document.querySelectorAll('#r-' + arguments[1] + ' button[data-act=allow-always]').length]", vec![json!(idk), json!(idx)]).await;
-    assert_eq!(btns, json!([0, 1]));
+    // Unanalysable text offers no allow-always, nor a redirection (a grant could never cover
+    // it, so the same command would keep asking); a plain write does.
+    let btns = js(&c, "return [...arguments].map(id => document.querySelectorAll('#r-' + id + ' button[data-act=allow-always]').length)", vec![json!(idk), json!(idx), json!(idp)]).await;
+    assert_eq!(btns, json!([0, 0, 1]));
     // The key legend names A only while the selected request offers Allow always, and A asks
     // for confirmation: dismissing it stores nothing and leaves the request pending.
     let legend = "return !document.getElementById('key-always').hidden";
@@ -145,10 +148,10 @@ async fn web_prompt_in_chromium() {
         "A named for a request without allow-always"
     );
     let xcard = c
-        .find(Locator::Css(&format!("#r-{idx}")))
+        .find(Locator::Css(&format!("#r-{idp}")))
         .await
-        .expect("xss card");
-    xcard.click().await.expect("select xss");
+        .expect("plain card");
+    xcard.click().await.expect("select plain");
     assert_eq!(
         js(&c, legend, vec![]).await,
         json!(true),
@@ -161,10 +164,12 @@ async fn web_prompt_in_chromium() {
     let still = js(
         &c,
         "return document.getElementById('r-' + arguments[0]).classList.contains('pending')",
-        vec![json!(idx)],
+        vec![json!(idp)],
     )
     .await;
     assert_eq!(still, json!(true), "a dismissed A decided the request");
+    click(&c, &format!("#r-{idp} button[data-act='deny']")).await;
+    assert_eq!(first_json(&p.join().expect("p"))["decision"], "deny");
     // Oldest deadline first.
     let order = js(&c, "return [...document.querySelectorAll('li.card.pending')].map(n => n.getAttribute('data-id'))", vec![]).await;
     assert_eq!(order.as_array().expect("order")[0], json!(idx), "{order}");

@@ -272,3 +272,39 @@ fn allow_always_stores_exactly_the_listed_grants_and_the_words_hold() {
     );
     assert_eq!(first_json(&h.join().unwrap())["decision"], "deny");
 }
+
+/// Allow always is offered only where storing the listed grants makes the same command run
+/// unasked: never for a segment a grant cannot match later (a redirection), nor where the
+/// request sets environment a person must see (a grant binds argv and cwd, not env).
+#[test]
+fn allow_always_is_offered_only_where_the_grants_cover_the_command() {
+    use sanctum_guard::engine::grants::planned;
+    use sanctum_guard::policy::decide::{decide, DecideContext};
+    use sanctum_guard::policy::request::{Action, DecisionKind};
+    use support::policy::*;
+    let w = attack_world();
+    let mut ctx = DecideContext::standalone(&w.home, PATH, &w.ws);
+    ctx.workspace = Some(w.ws.clone());
+    for (command, env, offered, grants) in [
+        ("touch /tmp/sg-card-x", &[][..], true, 1),
+        ("touch /tmp/sg-card-x; touch /tmp/sg-card-y", &[], true, 2),
+        ("echo hi > /tmp/sg-card-x", &[], false, 0),
+        ("touch /tmp/sg-card-x > /tmp/sg-card-log", &[], false, 0),
+        ("touch /tmp/sg-card-x", &["FOO"][..], false, 0),
+    ] {
+        let mut req = shell_request("offer", command, &w.ws);
+        if let Action::Exec(e) = &mut req.action {
+            e.env_keys = env.iter().map(|s| s.to_string()).collect();
+        }
+        let v = decide(&w.policy, &ctx, &req);
+        let has = v.offered.contains(&DecisionKind::AllowAlways);
+        assert_eq!(
+            has, offered,
+            "{command} {env:?}: {:?} {:?}",
+            v.kind, v.offered
+        );
+        if has {
+            assert_eq!(planned(&req, &v).len(), grants, "{command}");
+        }
+    }
+}

@@ -171,6 +171,11 @@ mod tests {
     }
 
     #[test]
+    fn the_marker_is_the_one_redaction_writes() {
+        assert_eq!(crate::audit::redact_str("sk-ant-abcdefghijkl"), REDACTED);
+    }
+
+    #[test]
     fn a_name_is_read_only_as_a_whole_identifier() {
         for (w, n, want) in [
             ("$NOTE", "NOTE", true),

@@ -126,3 +126,63 @@ pub fn grants_json(e: &Entry) -> Value {
                   with the same cwd, then runs unasked; any other argv or cwd still asks",
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inbox::State;
+    use crate::policy::request::{Action, ExecAction, OpenClawAsk, Request, Who};
+    use crate::policy::verdict::{Category, Verdict, VerdictKind};
+
+    fn entry(source: Source) -> Entry {
+        Entry {
+            id: "e".into(),
+            request: Request {
+                id: "r".into(),
+                who: Who {
+                    agent_id: "main".into(),
+                    session_key: None,
+                    source,
+                },
+                action: Action::Exec(ExecAction::default()),
+                received_at_ms: 1,
+                deadline_ms: Some(99),
+                openclaw: OpenClawAsk::default(),
+            },
+            verdict: Verdict {
+                kind: VerdictKind::Ask,
+                category: Category::Unanalysable,
+                reasons: Vec::new(),
+                offered: vec![DecisionKind::AllowOnce, DecisionKind::Deny],
+                segments: Vec::new(),
+                profile: None,
+            },
+            request_hash: String::new(),
+            created_ms: 1,
+            deadline_ms: 99,
+            state: State::Pending,
+            decision: None,
+            resolved_ms: None,
+        }
+    }
+
+    /// Whatever OpenClaw runs itself is unconfined; a confined source without the engine
+    /// that would run it is never called confined.
+    #[test]
+    fn who_runs_each_source_without_an_engine() {
+        for (source, by, confined) in [
+            (Source::SocketRequest, "openclaw", false),
+            (Source::Gateway, "openclaw", false),
+            (Source::Plugin, "openclaw", false),
+            (Source::SocketExec, "unknown", false),
+            (Source::Node, "unknown", false),
+            (Source::Cli, "nobody", true),
+        ] {
+            let r = runs_json(None, &entry(source));
+            assert_eq!(r["by"], by, "{source:?}: {r}");
+            assert_eq!(r["confined"], confined, "{source:?}: {r}");
+            assert_eq!(r["deadlineMs"], 99, "{source:?}");
+        }
+        assert_eq!(grants_json(&entry(Source::SocketRequest)), Value::Null);
+    }
+}

@@ -1,7 +1,8 @@
-//! What the API shows of an inbox entry: the request as the person must judge it (never an
-//! environment value: the request model holds env keys only), the verdict's reasons, the
-//! decisions offered, the state, who decided, and the run's outcome when the audit log has
-//! one. This is the JSON contract documented in the README ("Web prompt").
+//! What the API shows of an inbox entry: the request as the person must judge it (environment
+//! values only as `EnvShown` parts, secret-looking parts hidden), the verdict's reasons, the
+//! decisions offered, who runs it once approved and the grants allow-always stores
+//! (`card_facts`), the state, who decided, and the run's outcome when the audit log has one.
+//! This is the JSON contract documented in the README ("Web prompt").
 
 use crate::inbox::{Entry, Resolved, State};
 use crate::policy::request::{DecidedBy, Decision, DecisionKind, Request, Source};

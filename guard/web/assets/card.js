@@ -189,7 +189,7 @@ SG.card = (() => {
     const a = e.action || {};
     const gates = [];
     // Over the values themselves: JSON text would spell a newline or ESC as plain `\n`.
-    const special = (v) => typeof v === 'string' ? SG.hasSpecial(v.replace(/[\n\t]/g, ' ')) :
+    const special = (v) => typeof v === 'string' ? SG.hasSpecial(v) :
       (v && typeof v === 'object' ? Object.values(v).some(special) : false);
     const warn = special(a) ?
       el('p', { class: 'warn' }, '⚠ Hidden or control characters in this request are shown as ⟨…⟩ markers.') : null;
