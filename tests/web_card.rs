@@ -32,7 +32,8 @@ fn pending_where(w: &Web, login: &Login, pred: impl Fn(&Value) -> bool) -> Value
     panic!("never pending; serve log:\n{}", w.serve.log());
 }
 
-/// Every source's card names who runs it: the guard's sandbox (socket `exec`, confined, with
+/// Every source's card names who runs it: the guard's sandbox (socket `exec` and a node host's
+/// `system.run`, confined, with
 /// uid, profile, writes, network and timeout), OpenClaw unconfined (socket `request`, plugin
 /// tool calls), and the request's absolute deadline.
 #[test]
@@ -84,12 +85,25 @@ fn the_run_line_names_who_runs_each_source_and_how_confined() {
     assert!(runs["network"].is_string(), "{runs}");
     assert!(runs["timeoutMs"].as_u64().unwrap() > 0, "{runs}");
     assert_eq!(runs["deadlineMs"], e["deadlineMs"]);
+    // A node host's `system.run` (the socket `request` with `source:"node"`): its sandbox.
+    let nd = send(
+        &w,
+        json!({"type":"request","token":TOKEN,"id":"runs-node","request":{
+            "command":"touch /tmp/sg-card-node","commandArgv":["touch","/tmp/sg-card-node"],
+            "cwd":"/tmp","source":"node","agentId":"main","timeoutMs":15_000}})
+        .to_string()
+            + "\n",
+    );
+    let e = w.wait_pending(&login, "runs-node");
+    assert_eq!(e["runs"]["by"], "node", "{}", e["runs"]);
+    assert_eq!(e["runs"]["confined"], true, "{}", e["runs"]);
+    assert!(e["runs"]["profile"].is_string(), "{}", e["runs"]);
     for e in w.pending(&login) {
         let id = e["id"].as_str().unwrap();
         let hash = e["requestHash"].as_str().unwrap();
         w.decide(&login, id, json!({"decision":"deny","hash":hash}));
     }
-    for h in [r, p, x] {
+    for h in [r, p, x, nd] {
         assert!(denied(&h.join().expect("reply")));
     }
 }
