@@ -125,6 +125,7 @@ fn main() {
         rx,
         None,
         Arc::new(Sessions::default()),
+        None,
     ))
     .expect("web");
     // Sign in with the link serve wrote: the cookie from the answer's header, the CSRF token

@@ -4,8 +4,17 @@
 import { createHash, randomUUID } from "node:crypto";
 import { PATH_TOOLS, readVariants, resolveToolPath } from "./paths.js";
 
-/** Characters of a write's content sent as its preview by default. */
+/** Characters of a write's start (and of its end) sent when the whole content is too large. */
 export const PREVIEW_CHARS = 2048;
+/**
+ * Largest JSON encoding of a write's content sent whole. The guard reads lines up to
+ * 256,000 bytes (socket/wire.rs MAX_LINE_BYTES); this leaves room for the rest of the
+ * frame. The content is measured as it travels (JSON-escaped, UTF-8), so control
+ * characters (6 bytes each escaped) cannot push a frame past the limit. Sent whole, the
+ * guard checks it against contentSha256 and a person can read every byte; beyond, only the
+ * start and the end are sent, and the card says the middle never reached the guard.
+ */
+export const MAX_CONTENT_JSON_BYTES = 200_000;
 /**
  * Longest edit or patch text sent in full. The guard reads lines up to 256,000 bytes and
  * JSON escaping can double a text, so a longer one is refused here (blocked), never cut:
@@ -51,6 +60,30 @@ function head(s, n) {
   return out;
 }
 
+/** The last `n` characters (code points). */
+function tail(s, n) {
+  const cps = Array.from(s);
+  return cps.slice(Math.max(0, cps.length - n)).join("");
+}
+
+/** A write's content as sent: whole when its encoding fits the frame, else head and tail. */
+export function contentFields(content, opts = {}) {
+  const bytes = Buffer.from(content, "utf8");
+  const out = {
+    contentSha256: createHash("sha256").update(bytes).digest("hex"),
+    contentBytes: bytes.length,
+  };
+  const cap = opts.maxContentJsonBytes ?? MAX_CONTENT_JSON_BYTES;
+  if (Buffer.byteLength(JSON.stringify(content), "utf8") <= cap) {
+    out.content = content;
+  } else {
+    const n = opts.previewChars ?? PREVIEW_CHARS;
+    out.preview = head(content, n);
+    out.tail = tail(content, n);
+  }
+  return out;
+}
+
 /**
  * A file tool's params with each path as the tool will open it (`paths.js`), or `{ block }`.
  * `opts.cwdFor(agentId)` and `opts.home` are the tool's cwd and the gateway's home.
@@ -92,12 +125,7 @@ export function toolRequest(event, ctx, opts = {}) {
   switch (name) {
     case "write": {
       const content = str(params.content);
-      if (content !== undefined) {
-        const bytes = Buffer.from(content, "utf8");
-        tool.contentSha256 = createHash("sha256").update(bytes).digest("hex");
-        tool.contentBytes = bytes.length;
-        tool.preview = head(content, opts.previewChars ?? PREVIEW_CHARS);
-      }
+      if (content !== undefined) Object.assign(tool, contentFields(content, opts));
       break;
     }
     case "edit":

@@ -145,7 +145,8 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
         "the audit log records the plugin's read"
     );
 
-    // A write waits in the inbox with its preview; the file exists only after approval.
+    // A write waits in the inbox with its whole content (checked against its digest by the
+    // guard); the file exists only after approval.
     let content = "approved content\u{202e}evil\n";
     let turn = spawn_collect(gw.agent_tool_cmd(
         "write",
@@ -153,7 +154,7 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
         json!({"path":"approved.txt","content":content}),
     ));
     let e = wait_tool(&web, &login, "write", "approved.txt");
-    assert_eq!(e["action"]["preview"], content, "{e}");
+    assert_eq!(e["action"]["content"], content, "{e}");
     assert_eq!(e["action"]["content_bytes"], content.len());
     assert_eq!(e["source"], "plugin");
     std::thread::sleep(Duration::from_secs(2));

@@ -92,6 +92,8 @@ async fn web_prompt_in_chromium() {
     let idk = card_id(&c, "sg-web-ctl").await;
     let n = w.ask("br-npm", "npm install --save left-pad@1.3.0");
     let _idn = card_id(&c, "left-pad").await;
+    let p = w.ask("br-plain", "touch /tmp/sg-web-plain");
+    let idp = card_id(&c, "sg-web-plain").await;
     open_card(&c, &idx).await;
     let cmd = js(
         &c,
@@ -122,7 +124,8 @@ async fn web_prompt_in_chromium() {
         ctl_text.as_str().expect("t").contains("⟨ESC⟩"),
         "{ctl_text}"
     );
-    // Unanalysable text offers no allow-always; a plain write does.
+    // Unanalysable text offers no allow-always, nor a redirection (a grant could never cover
+    // it, so the same command would keep asking); a plain write does.
     let always = "return document.querySelectorAll('#r-' + arguments[0] + ' button[data-act=allow-always]').length";
     assert_eq!(js(&c, always, vec![json!(idk)]).await, json!(0));
     // The key legend names A only while the selected request offers Allow always, and A asks
@@ -134,11 +137,13 @@ async fn web_prompt_in_chromium() {
         "A named for a request without allow-always"
     );
     open_card(&c, &idx).await;
-    assert_eq!(js(&c, always, vec![json!(idx)]).await, json!(1));
+    assert_eq!(js(&c, always, vec![json!(idx)]).await, json!(0));
+    open_card(&c, &idp).await;
+    assert_eq!(js(&c, always, vec![json!(idp)]).await, json!(1));
     let xcard = c
-        .find(Locator::Css(&format!("#r-{idx}")))
+        .find(Locator::Css(&format!("#r-{idp}")))
         .await
-        .expect("xss card");
+        .expect("plain card");
     assert_eq!(
         js(&c, legend, vec![]).await,
         json!(true),
@@ -148,17 +153,19 @@ async fn web_prompt_in_chromium() {
     xcard.send_keys("A").await.expect("A");
     let asked = c.get_alert_text().await.expect("A asks for confirmation");
     assert!(
-        asked.contains("Allow always") && asked.contains("sg-web-xss"),
+        asked.contains("Allow always") && asked.contains("sg-web-plain"),
         "{asked}"
     );
     c.dismiss_alert().await.expect("dismiss");
     let still = js(
         &c,
         "return document.getElementById('r-' + arguments[0]).classList.contains('pending')",
-        vec![json!(idx)],
+        vec![json!(idp)],
     )
     .await;
     assert_eq!(still, json!(true), "a dismissed A decided the request");
+    click(&c, &format!("#r-{idp} button[data-act='deny']")).await;
+    assert_eq!(first_json(&p.join().expect("p"))["decision"], "deny");
     // Oldest deadline first.
     let order = js(&c, "return [...document.querySelectorAll('li.qrow.pending:not([hidden])')].sort((a, b) => a.getBoundingClientRect().top - b.getBoundingClientRect().top).map(n => n.getAttribute('data-id'))", vec![]).await;
     assert_eq!(order.as_array().expect("order")[0], json!(idx), "{order}");
@@ -177,6 +184,7 @@ async fn web_prompt_in_chromium() {
     c.set_window_size(1280, 1000).await.expect("desktop");
 
     // Deny with a reason: typed in the card, sent with the Deny button.
+    open_card(&c, &idx).await;
     let reason = c
         .find(Locator::Css(&format!("#r-{idx} input.reason")))
         .await
@@ -355,7 +363,7 @@ async fn web_prompt_in_chromium() {
     until(
         &c,
         "the stored grant named on the card",
-        "return document.querySelector('#r-' + arguments[0] + ' .card-status').textContent.includes('allowed ALWAYS: stored a grant for this exact command')",
+        "return document.querySelector('#r-' + arguments[0] + ' .card-status').textContent.includes('allowed ALWAYS: stored 1 allowlist entry: touch /tmp/sg-web-always')",
         vec![json!(idal)],
     )
     .await;
@@ -439,7 +447,7 @@ async fn web_prompt_in_chromium() {
     .await;
     let text = text.as_str().expect("t");
     assert!(
-        text.contains("allowed ALWAYS: stored a grant for this exact command"),
+        text.contains("allowed ALWAYS: stored 1 allowlist entry: touch /tmp/sg-web-always"),
         "History does not say what Allow always stored: {text}"
     );
     assert!(

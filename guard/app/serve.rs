@@ -240,6 +240,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         rx.clone(),
         agent,
         sessions.clone(),
+        Some(engine.clone()),
     )
     .await?;
     // The door admits the web prompt's pages: its origin is the prompt's base URL as bound

@@ -312,37 +312,25 @@ impl Judge {
     }
 
     /// Writes OpenClaw `allow-always` entries for every gated segment of `verdict` that has a
-    /// resolved executable, atomically in the store. Returns how many entries were added.
+    /// resolved executable ([`super::grants::planned`], the list the card shows), atomically
+    /// in the store. Returns how many entries were added.
     pub async fn persist_allow_always(
         &self,
         req: &Request,
         verdict: &Verdict,
     ) -> Result<usize, JudgeError> {
-        let cwd = match &req.action {
-            crate::policy::request::Action::Exec(e) => e
-                .cwd
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            _ => String::new(),
-        };
-        let segs: Vec<(String, Vec<String>)> = verdict
-            .segments
-            .iter()
-            .filter(|s| s.verdict == VerdictKind::Ask && s.category != Category::Unanalysable)
-            .filter_map(|s| s.resolved_path.clone().map(|p| (p, s.argv.clone())))
-            .collect();
+        let planned = super::grants::planned(req, verdict);
         let agent = req.who.agent_id.clone();
         let store = self.store.clone();
         let added = tokio::task::spawn_blocking(move || {
             let mut added = 0;
             store.update(|doc| {
-                let grants: Vec<Grant<'_>> = segs
+                let grants: Vec<Grant<'_>> = planned
                     .iter()
-                    .map(|(p, argv)| Grant {
-                        resolved_path: p,
-                        argv,
-                        cwd: &cwd,
+                    .map(|g| Grant {
+                        resolved_path: &g.pattern,
+                        argv: &g.argv,
+                        cwd: &g.cwd,
                     })
                     .collect();
                 added = append_allow_always(doc, &agent, &grants, super::decision::now_ms());
@@ -354,6 +342,12 @@ impl Judge {
         .map_err(JudgeError::from)??;
         self.reload();
         Ok(added)
+    }
+
+    /// The sandbox profile named `name`, as the policy defines it (what the card's run
+    /// line describes).
+    pub fn profile_spec(&self, name: &str) -> Option<&ProfileSpec> {
+        self.profiles.get(name)
     }
 
     /// The deployment facts every plan is resolved against.

@@ -174,24 +174,19 @@ impl ExecPlan {
         }
     }
 
-    /// The request's overrides `requested` as a reviewer sees them: values of secret-looking
-    /// names, and values with a secret's shape (a token, a URL with a password), masked
-    /// (length and digest only), and whether this plan drops them.
+    /// The request's overrides `requested` as a reviewer sees them (see
+    /// [`super::env_shown`]): only the secret-looking parts hidden, a variable this plan's
+    /// argv reads marked `expanded`, and whether this plan drops it.
     pub fn env_shown(
         &self,
         requested: Option<&BTreeMap<String, String>>,
     ) -> Vec<crate::policy::request::EnvShown> {
+        let reads: Vec<&str> = self.argv.iter().map(String::as_str).collect();
         requested
             .into_iter()
             .flatten()
             .map(|(name, value)| {
-                crate::policy::request::EnvShown::new(
-                    name,
-                    value,
-                    crate::sandbox::env::is_secret(name)
-                        || crate::audit::redact_str(value) != *value,
-                    self.dropped_env.contains(name),
-                )
+                super::env_shown::shown(name, value, self.dropped_env.contains(name), &reads)
             })
             .collect()
     }

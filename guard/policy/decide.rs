@@ -106,6 +106,10 @@ struct Scored {
     gated: Vec<Category>,
     inline_eval: bool,
     allowlisted: bool,
+    /// An allow-always grant can cover it later: a plain segment (no redirection, nothing
+    /// unread) with a static argv and a resolved program. Else a grant would be stored and
+    /// never match, and the exact command would keep asking after "allow always".
+    grantable: bool,
 }
 
 impl Scored {
@@ -126,6 +130,7 @@ impl Scored {
             gated,
             inline_eval: c.inline_eval,
             allowlisted: false,
+            grantable: false,
         }
     }
 }
@@ -371,6 +376,11 @@ fn request_env(verdict: &mut Verdict, env_keys: &[String]) {
         .filter(|k| matches!(env::classify(k), EnvName::Loads | EnvName::Other))
         .map(String::as_str)
         .collect();
+    // A grant covers argv and cwd, never the environment: with these names set the granted
+    // command would ask again, so "allow always" would promise what it cannot keep.
+    if !gating.is_empty() && verdict.kind == VerdictKind::Ask {
+        verdict.offered.retain(|d| *d != DecisionKind::AllowAlways);
+    }
     if !gating.is_empty() && verdict.kind == VerdictKind::Allow {
         ask_person(
             verdict,
@@ -418,6 +428,10 @@ fn score_segment(
     // The argv as the allowlist sees it, only when the allowlist is asked.
     let static_argv =
         || -> Option<Vec<String>> { seg.argv.iter().map(|w| w.value.clone()).collect() };
+    let grantable = plain
+        && seg.resolved.is_some()
+        && !seg.argv.is_empty()
+        && seg.argv.iter().all(|w| w.value.is_some());
     if let Some(argv) = (plain && wanted).then(static_argv).flatten() {
         if let Some(first) = argv.first() {
             let real = seg.real_path();
@@ -474,6 +488,7 @@ fn score_segment(
         gated,
         inline_eval: c.inline_eval,
         allowlisted,
+        grantable,
     }
 }
 
@@ -506,7 +521,7 @@ fn combine(policy: &Policy, scored: Vec<Scored>) -> Verdict {
         let persists = scored
             .iter()
             .filter(|s| s.status == Status::Gated)
-            .all(|s| !s.inline_eval && s.gated.iter().all(|c| policy.persist(*c)));
+            .all(|s| s.grantable && !s.inline_eval && s.gated.iter().all(|c| policy.persist(*c)));
         if persists {
             vec![
                 DecisionKind::AllowOnce,

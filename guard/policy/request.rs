@@ -55,34 +55,43 @@ pub struct ExecAction {
     pub env: Vec<EnvShown>,
 }
 
-impl EnvShown {
-    /// `name=value` as shown: the value kept unless `masked`, its length and digest always.
-    pub fn new(name: &str, value: &str, masked: bool, dropped: bool) -> EnvShown {
-        use sha2::{Digest, Sha256};
-        EnvShown {
-            name: name.to_owned(),
-            value: (!masked).then(|| value.to_owned()),
-            len: value.len(),
-            sha256: hex::encode(Sha256::digest(value.as_bytes())),
-            dropped,
-        }
-    }
-}
-
-/// One environment override as a card shows it.
+/// One environment override as a card shows it. What the hash binds is the real value (its
+/// `sha256`); what a person sees is `parts`: the value piece by piece, with the pieces that
+/// look secret (a token, a URL's password, the whole value of a secret-looking name) marked,
+/// and hidden (`text` null) unless showing them is needed to see what runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EnvShown {
     pub name: String,
-    /// The value, unless the name looks secret (then only its length and digest).
+    /// The whole value, when no part of it is hidden.
     #[serde(default)]
     pub value: Option<String>,
+    /// The value in pieces, in order (empty for an empty value).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<EnvPart>,
     /// Length of the value in bytes.
     pub len: usize,
-    /// Lowercase hex SHA-256 of the value: what the hash binds even when it is masked.
+    /// Lowercase hex SHA-256 of the value: what the hash binds even when a part is hidden.
     pub sha256: String,
     /// The run will not receive it (a loader or secret variable the sandbox drops).
     #[serde(default)]
     pub dropped: bool,
+    /// The command names it (`$NAME`, `${NAME}`, `eval "$NAME"`, `printenv NAME`): what it
+    /// holds may run, so a secret part that could be code is shown too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expanded: bool,
+}
+
+/// One piece of an environment value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnvPart {
+    /// The text, or null when this secret-looking piece is hidden.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// The piece looks like a secret.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secret: bool,
+    /// Its length in bytes.
+    pub len: usize,
 }
 
 /// What the agent wants to do.

@@ -46,9 +46,16 @@ pub struct ToolCall {
     /// `write`: the content's size in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_bytes: Option<u64>,
-    /// `write`: the start of the content (bounded by the plugin).
+    /// `write`: the start of the content, when the whole content did not fit the frame.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<String>,
+    /// `write`: the end of the content, beside `preview`, when the whole did not fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail: Option<String>,
+    /// `write`: the whole content, checked by the guard against `content_sha256` (so what a
+    /// person reads is what is hashed); absent when it was too large for the frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
     /// `edit` (as a diff of its edits) and `apply_patch` (the patch itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,

@@ -105,7 +105,7 @@ fn sessions_json(sh: &Shared, mut rows: Vec<Value>) -> Resp {
         let mine: Vec<Value> = pending
             .iter()
             .filter(|e| e.request.who.session_key.as_deref() == Some(key.as_str()))
-            .map(|e| entry_json(e, None))
+            .map(|e| entry_json(e, None, sh.engine.as_deref()))
             .collect();
         row["pendingApprovals"] = Value::Array(mine);
     }

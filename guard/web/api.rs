@@ -39,6 +39,8 @@ pub struct Shared {
     pub shutdown: watch::Receiver<bool>,
     /// The Agent page's gateway connection (none: no gateway configured).
     pub agent: Option<Arc<crate::engine::agent::AgentControl>>,
+    /// The engine beside the prompt: a card's run line and grants come from its plan.
+    pub engine: Option<Arc<crate::engine::Engine>>,
 }
 
 impl Shared {
@@ -67,6 +69,7 @@ impl Shared {
             sse_per_session: std::sync::Mutex::default(),
             shutdown,
             agent: None,
+            engine: None,
         }
     }
 
@@ -336,7 +339,7 @@ pub(super) fn percent_decode(s: &str) -> String {
 
 fn one(sh: &Shared, id: &str) -> Resp {
     match sh.inbox.get(id) {
-        Ok(Some(e)) => json(StatusCode::OK, &entry_json(&e, None)),
+        Ok(Some(e)) => json(StatusCode::OK, &entry_json(&e, None, sh.engine.as_deref())),
         Ok(None) => error(StatusCode::NOT_FOUND, "unknown-id", "no such request"),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
     }

@@ -121,7 +121,7 @@ pub async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     };
     let items: Vec<_> = entries
         .iter()
-        .map(|e| entry_json(e, runs.get(&e.request.id)))
+        .map(|e| entry_json(e, runs.get(&e.request.id), sh.engine.as_deref()))
         .collect();
     json(
         StatusCode::OK,

@@ -9,6 +9,7 @@ const INBOX: &str = include_str!("assets/inbox.html");
 const HISTORY: &str = include_str!("assets/history.html");
 const LOGIN: &str = include_str!("assets/login.html");
 const CSS: &str = include_str!("assets/app.css");
+const CARD_CSS: &str = include_str!("assets/card.css");
 const COMMON_JS: &str = include_str!("assets/common.js");
 const CARD_JS: &str = include_str!("assets/card.js");
 const INBOX_JS: &str = include_str!("assets/inbox.js");
@@ -29,6 +30,7 @@ pub fn page(path: &str) -> Option<Resp> {
         "/assets/agent.js" => ("text/javascript; charset=utf-8", AGENT_JS),
         "/login" => ("text/html; charset=utf-8", LOGIN),
         "/assets/app.css" => ("text/css; charset=utf-8", CSS),
+        "/assets/card.css" => ("text/css; charset=utf-8", CARD_CSS),
         "/assets/common.js" => ("text/javascript; charset=utf-8", COMMON_JS),
         "/assets/card.js" => ("text/javascript; charset=utf-8", CARD_JS),
         "/assets/inbox.js" => ("text/javascript; charset=utf-8", INBOX_JS),

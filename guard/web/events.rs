@@ -96,6 +96,7 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
     let mut ended = sh.sessions.ended();
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let mut shutdown = sh.shutdown.clone();
+    let engine = sh.engine.clone();
     tokio::spawn(async move {
         let _slot = slot;
         if tx
@@ -109,7 +110,7 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
         loop {
             let msg = tokio::select! {
                 ev = sub.recv() => match ev {
-                    Ok(InboxEvent::Added(e)) => event("added", &entry_json(&e, None)),
+                    Ok(InboxEvent::Added(e)) => event("added", &entry_json(&e, None, engine.as_deref())),
                     Ok(InboxEvent::Resolved(r)) => event("resolved", &resolved_json(&r)),
                     Ok(InboxEvent::Expired(r)) => event("expired", &resolved_json(&r)),
                     Err(broadcast::error::RecvError::Lagged(_)) => event("resync", &serde_json::json!({})),

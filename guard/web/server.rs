@@ -65,7 +65,8 @@ fn load_tls(cert: &Path, key: &Path) -> Result<TlsAcceptor, WebError> {
 }
 
 /// Starts the web prompt (None when it is off, or when the default address is taken).
-/// Everything it shares with the rest of `serve` is passed in, hence the many arguments.
+/// Everything it shares with the rest of `serve` is passed in, hence the many arguments;
+/// `engine` (None in a bench without one) describes each card's run and grants.
 #[allow(clippy::too_many_arguments)]
 pub async fn start(
     settings: &WebSettings,
@@ -76,6 +77,7 @@ pub async fn start(
     shutdown: watch::Receiver<bool>,
     agent: Option<Arc<crate::engine::agent::AgentControl>>,
     sessions: Arc<super::auth::Sessions>,
+    engine: Option<Arc<crate::engine::Engine>>,
 ) -> Result<Option<WebHandle>, WebError> {
     let Some(addr) = settings.listen else {
         eprintln!("sanctum-guard: web prompt      off");
@@ -114,6 +116,7 @@ pub async fn start(
         shutdown.clone(),
     );
     shared.agent = agent;
+    shared.engine = engine;
     shared.sessions = sessions;
     let shared = Arc::new(shared);
     login::write_private(&state_dir.join(login::URL_FILE), &format!("{base_url}\n"))?;

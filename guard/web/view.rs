@@ -1,7 +1,8 @@
-//! What the API shows of an inbox entry: the request as the person must judge it (never an
-//! environment value: the request model holds env keys only), the verdict's reasons, the
-//! decisions offered, the state, who decided, and the run's outcome when the audit log has
-//! one. This is the JSON contract documented in the README ("Web prompt").
+//! What the API shows of an inbox entry: the request as the person must judge it (environment
+//! values only as `EnvShown` parts, secret-looking parts hidden), the verdict's reasons, the
+//! decisions offered, who runs it once approved and the grants allow-always stores
+//! (`card_facts`), the state, who decided, and the run's outcome when the audit log has one.
+//! This is the JSON contract documented in the README ("Web prompt").
 
 use crate::inbox::{Entry, Resolved, State};
 use crate::policy::request::{DecidedBy, Decision, DecisionKind, Request, Source};
@@ -33,7 +34,9 @@ pub fn decision_json(d: &Decision) -> Value {
     json!({"kind": d.kind.as_str(), "reason": d.reason, "by": by, "name": name, "atMs": d.at_ms})
 }
 
-pub fn entry_json(e: &Entry, run: Option<&Value>) -> Value {
+/// `eng` is the engine whose plan the run line describes (`None` only where no engine runs
+/// beside the web prompt: the card then says it cannot tell who runs it).
+pub fn entry_json(e: &Entry, run: Option<&Value>, eng: Option<&crate::engine::Engine>) -> Value {
     json!({
         "id": e.id,
         "state": e.state.as_str(),
@@ -60,6 +63,9 @@ pub fn entry_json(e: &Entry, run: Option<&Value>) -> Value {
         "offered": e.offered().iter().map(|k| k.as_str()).collect::<Vec<_>>(),
         "decision": e.decision.as_ref().map(decision_json),
         "run": run,
+        // Who runs it once approved, how confined, and the grants allow-always stores.
+        "runs": super::card_facts::runs_json(eng, e),
+        "grants": super::card_facts::grants_json(e),
     })
 }
 

@@ -11,6 +11,8 @@ pub mod audit;
 pub mod bench;
 /// Real headless Chromium over WebDriver: the driver, a session, waits, clicks, screenshots.
 pub mod browser;
+/// Fixtures of the card tests: plugin and `exec` frames, a long script.
+pub mod card;
 /// The compose deployment under podman: images, the stack, commands inside its containers.
 pub mod compose;
 /// A raw gateway WebSocket client: an operator with its own device, raw frames.

@@ -129,12 +129,17 @@ const SG = (() => {
     return who;
   }
 
-  // What an Allow always stored, in words ('' for any other decision): OpenClaw's allowlist
-  // gets a grant for this exact argv in this working directory, so later runs need nobody.
-  function storedText(d, a) {
+  // What an Allow always stored, in words ('' for any other decision): the entry's `grants`
+  // (the exact allowlist entries, listed by the code that stores them), each one argv in one
+  // working directory that later runs unasked there. Never "this exact command": a request
+  // of several segments stores one entry per gated segment.
+  function storedText(d, e) {
     if (!d || d.kind !== 'allow-always') return '';
-    const where = a && a.cwd ? ' in ' + a.cwd : '';
-    return 'allowed ALWAYS: stored a grant for this exact command' + where + '; its later runs need nobody';
+    const entries = (e && e.grants && e.grants.entries) || [];
+    if (!entries.length) return 'allowed ALWAYS: stored allowlist entries for the gated commands of this request';
+    const one = (x) => (x.argv || []).join(' ') + (x.cwd ? ' in ' + x.cwd : '');
+    return 'allowed ALWAYS: stored ' + entries.length + (entries.length > 1 ? ' allowlist entries: ' : ' allowlist entry: ') +
+      entries.map(one).join('; ') + ' (each exact argv runs unasked there)';
   }
 
   // What the request asks, as a title line.

@@ -42,7 +42,7 @@
       el('dl', { class: 'kv' },
         el('dt', {}, 'decided by'), el('dd', {}, vis(SG.decisionText(d) || '—')),
         el('dt', {}, 'decision'), el('dd', { 'data-field': 'decision' },
-          vis(SG.storedText(d, e.action) || d.kind || '—')),
+          vis(SG.storedText(d, e) || d.kind || '—')),
         el('dt', {}, 'why'), el('dd', {}, vis(d.reason || (e.reasons || []).map((r) => r.code).join(', ') || '—')),
         el('dt', {}, 'answered'), el('dd', {}, secs || '—'),
         el('dt', {}, 'outcome'), el('dd', {}, vis(outcome(e.run, e) + ran)),

@@ -186,7 +186,7 @@
     rec.done = true;
     rec.state = state;
     rec.note = outcome(state, decision, note);
-    const stored = SG.storedText(decision, rec.entry.action);
+    const stored = SG.storedText(decision, rec.entry);
     if (stored) rec.note += ' — ' + stored;
     rec.ver++;
     picks.delete(rec.entry.id);
