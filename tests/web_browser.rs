@@ -310,9 +310,15 @@ async fn web_prompt_in_chromium() {
         vec![json!(idb1)],
     )
     .await;
+    let parts = js(
+        &c,
+        "return [...document.getElementById('r-' + arguments[0]).querySelectorAll(':scope > *, .what > *, dl.kv > *')].map(n => n.className + ':' + n.offsetHeight).join(' ')",
+        vec![json!(idb1)],
+    )
+    .await;
     assert!(
         height.as_f64().unwrap_or(1e9) < 1500.0,
-        "card height {height}"
+        "card height {height}: {parts}"
     );
     open_card(&c, &idb2).await;
     let fields = js(&c, "const n = document.getElementById('r-' + arguments[0]); const prog = [...n.querySelectorAll('dt')].find(d => d.textContent === 'program'); return [!!n.querySelector('[data-field=asked]'), !!n.querySelector('[data-field=stores]'), !!prog && prog.nextElementSibling.textContent.includes('/touch')]", vec![json!(idb2)]).await;

@@ -175,9 +175,18 @@ SG.card = (() => {
     if (!g) return null;
     const entries = g.entries || [];
     const ul = el('ul', { class: 'grants' });
+    // A long argv (the same words the command block shows, behind its own gate) is cut here
+    // with the whole of it one click away, so the list stays a list.
+    const GRANT_ARGV = 120;
     for (const x of entries) {
-      ul.appendChild(el('li', {}, el('code', {}, vis(x.pattern)), ' with argv ',
-        el('code', {}, vis((x.argv || []).join(' '))), ' in ', el('code', {}, vis(x.cwd || '(any cwd: none named)'))));
+      const argv = (x.argv || []).join(' ');
+      const shown = argv.length > GRANT_ARGV ?
+        [el('code', {}, vis(argv.slice(0, GRANT_ARGV) + '…')),
+          el('details', { class: 'grant-argv' }, el('summary', {}, 'all ' + num((x.argv || []).length) + ' tokens'),
+            el('code', {}, vis(argv)))] :
+        [el('code', {}, vis(argv))];
+      ul.appendChild(el('li', {}, el('code', {}, vis(x.pattern)), ' with argv ', ...shown,
+        ' in ', el('code', {}, vis(x.cwd || '(any cwd: none named)'))));
     }
     return el('div', { class: 'grants-box', 'data-field': 'stores' },
       el('div', { class: 'label' }, 'Allow always stores' + (entries.length ? ' (' + entries.length + ')' : '') + ': ' + g.store),
