@@ -17,15 +17,12 @@ use support::browser::*;
 use support::card::*;
 use support::web::*;
 
-const CARD_BY_TEXT: &str = "return [...document.querySelectorAll('li.card')].some(n => n.textContent.includes(arguments[0]))";
-
-async fn card_id(c: &Client, needle: &str) -> String {
-    until(c, needle, CARD_BY_TEXT, vec![json!(needle)]).await;
-    js(c, "return [...document.querySelectorAll('li.card')].find(n => n.textContent.includes(arguments[0])).getAttribute('data-id')", vec![json!(needle)])
-        .await
-        .as_str()
-        .expect("id")
-        .to_owned()
+/// The inbox id of the request showing `needle`, its card opened (a click on its queue row,
+/// as a person does: the inbox opens nothing by itself).
+async fn card(c: &Client, needle: &str) -> String {
+    let id = card_id(c, needle).await;
+    open_card(c, &id).await;
+    id
 }
 
 /// `[once disabled, always disabled (null when absent)]` of a card.
@@ -64,7 +61,7 @@ async fn a_card_shows_everything_it_approves_and_says_what_approving_does() {
     // 1. A 4,151-byte script whose `curl … | sh` is past the first 2,048 characters.
     let script = long_script();
     let wr = send(&w, plugin_write("cb-write", "build.sh", &script, None));
-    let idw = card_id(&c, "build.sh").await;
+    let idw = card(&c, "build.sh").await;
     let shown = text_of(&c, &idw, "[data-field=shown]").await;
     assert!(shown.contains("showing 2,048 of 4,151 bytes"), "{shown}");
     assert!(!text_of(&c, &idw, "pre[data-field=preview]")
@@ -116,7 +113,7 @@ async fn a_card_shows_everything_it_approves_and_says_what_approving_does() {
         &w,
         json!({"command": argv, "timeoutMs": 50_000, "agentId": "main", "sessionKey": "agent:main:main"}),
     );
-    let ida = card_id(&c, "keep-19").await;
+    let ida = card(&c, "keep-19").await;
     assert_eq!(allow_disabled(&c, &ida).await[0], json!(true));
     assert!(!js(
         &c,
@@ -153,7 +150,7 @@ async fn a_card_shows_everything_it_approves_and_says_what_approving_does() {
     // Long shell text: the same rule.
     let long = format!("echo {} ; touch /tmp/sg-card-hidden-tail", "a".repeat(2100));
     let lt = w.ask("cb-long", &long);
-    let idl = card_id(&c, "sg-card-hidden-tail").await;
+    let idl = card(&c, "sg-card-hidden-tail").await;
     assert_eq!(
         allow_disabled(&c, &idl).await[0],
         json!(true),
@@ -170,7 +167,7 @@ async fn a_card_shows_everything_it_approves_and_says_what_approving_does() {
         "env":{"NOTE":format!("touch pwned-env; # {token}"),"LD_PRELOAD":"/tmp/x.so"},
         "timeoutMs":50_000,"agentId":"main","sessionKey":"agent:main:main"}),
     );
-    let ide = card_id(&c, "eval \"$NOTE\"").await;
+    let ide = card(&c, "eval \"$NOTE\"").await;
     let note = text_of(&c, &ide, "[data-env=NOTE]").await;
     assert!(
         note.contains("touch pwned-env; # ") && note.contains("⟦secret: 48 bytes hidden⟧"),
@@ -184,7 +181,7 @@ async fn a_card_shows_everything_it_approves_and_says_what_approving_does() {
 
     // 4. A socket `request`: OpenClaw runs it unconfined (red); allow-always lists its grant.
     let rq = w.ask("cb-req", "touch /tmp/sg-card-browser");
-    let idr = card_id(&c, "sg-card-browser").await;
+    let idr = card(&c, "sg-card-browser").await;
     let line = text_of(&c, &idr, "[data-field=runs]").await;
     assert!(
         line.starts_with("⚠ Unconfined: OpenClaw runs it itself"),
@@ -242,7 +239,7 @@ async fn a_card_shows_everything_it_approves_and_says_what_approving_does() {
             "@@ edit 1\n-let x = 1;\n+let x = 2;",
         ),
     );
-    let idd = card_id(&c, "src/lib.rs").await;
+    let idd = card(&c, "src/lib.rs").await;
     let colours = js(&c, "const q = (s) => document.querySelector('#r-' + arguments[0] + ' pre.diff ' + s); \
         return [getComputedStyle(q('.diff-add')).backgroundColor, getComputedStyle(q('.diff-del')).backgroundColor, q('.diff-add').textContent, q('.diff-del').textContent]",
         vec![json!(idd)]).await;
@@ -257,6 +254,7 @@ async fn a_card_shows_everything_it_approves_and_says_what_approving_does() {
     );
     js(&c, "document.getElementById('r-' + arguments[0]).scrollIntoView({block: 'start'}); return true", vec![json!(idd)]).await;
     shot(&c, "card-edit-desktop.png").await;
+    open_card(&c, &ide).await;
     js(&c, "document.getElementById('r-' + arguments[0]).scrollIntoView({block: 'start'}); return true", vec![json!(ide)]).await;
     shot(&c, "card-env-desktop.png").await;
 
