@@ -7,7 +7,7 @@
 
 mod support;
 
-use fantoccini::{Client, Locator};
+use fantoccini::Locator;
 use serde_json::json;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -15,13 +15,6 @@ use std::time::Duration;
 use support::browser::*;
 use support::socket::*;
 use support::web::*;
-
-/// Signs the browser in with `link` and waits for the live inbox.
-async fn sign_in(c: &Client, link: &str) {
-    c.goto(link.trim()).await.expect("goto link");
-    click(c, "#signin").await;
-    until_live(c, "live inbox").await;
-}
 
 /// Requests `tag-<i>` for `ids`, each held open on its own connection until it expires.
 fn hold(sock: &std::path::Path, ids: std::ops::Range<usize>, tag: &str) -> Vec<UnixStream> {

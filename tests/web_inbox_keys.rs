@@ -18,30 +18,6 @@ use support::browser::*;
 use support::socket::*;
 use support::web::*;
 
-/// The visible queue row whose text holds `arguments[0]`.
-const FIND_ROW: &str = "const r = [...document.querySelectorAll('li.qrow:not([hidden])')] \
-    .find(n => n.textContent.includes(arguments[0]));";
-
-/// The inbox id of the queue row showing `needle` (waits for it).
-async fn row_id(c: &Client, needle: &str) -> String {
-    until(
-        c,
-        needle,
-        &format!("{FIND_ROW} return !!r;"),
-        vec![json!(needle)],
-    )
-    .await;
-    js(
-        c,
-        &format!("{FIND_ROW} return r.getAttribute('data-id');"),
-        vec![json!(needle)],
-    )
-    .await
-    .as_str()
-    .expect("id")
-    .to_owned()
-}
-
 /// Presses `keys` on whatever has the focus, `gap` apart: real key events, as a person types.
 async fn press(c: &Client, keys: &str, gap: Duration) {
     let mut seq = KeyActions::new("keyboard".into());
@@ -262,7 +238,7 @@ async fn keys_act_only_on_a_card_seen_focused_and_steady() {
         let before = human_decisions(&w, &me);
         clients.push(w.ask(&format!("key-{i}"), case.cmd));
         let needle = case.cmd.rsplit('/').next().expect("name");
-        let id = row_id(&c, needle).await;
+        let id = card_id(&c, needle).await;
         let opened = "return !!document.querySelector('li.card') || !!document.querySelector('li.qrow.open')";
         if case.open {
             click(&c, &format!("#q-{id}")).await;
@@ -315,7 +291,7 @@ async fn keys_act_only_on_a_card_seen_focused_and_steady() {
 
     // `A` asks first and the question names the command; dismissing it decides nothing.
     let _al = w.ask("key-always", "touch /tmp/sg-key-always");
-    let ida = row_id(&c, "sg-key-always").await;
+    let ida = card_id(&c, "sg-key-always").await;
     click(&c, &format!("#q-{ida}")).await;
     tokio::time::sleep(Duration::from_millis(700)).await;
     let before = human_decisions(&w, &me);
@@ -333,7 +309,7 @@ async fn keys_act_only_on_a_card_seen_focused_and_steady() {
     let b1 = w.ask("key-bulk1", "touch /tmp/sg-key-bulk-one");
     let b2 = w.ask("key-bulk2", "touch /tmp/sg-key-bulk-two");
     for n in ["sg-key-bulk-one", "sg-key-bulk-two"] {
-        let id = row_id(&c, n).await;
+        let id = card_id(&c, n).await;
         click(&c, &format!("#q-{id} input.pick")).await;
     }
     click(&c, "#bulk-deny").await;
@@ -364,7 +340,7 @@ async fn a_double_click_decides_once_and_shows_what_the_guard_recorded() {
     click(&c, "#signin").await;
     until_live(&c, "live inbox").await;
     let a = w.ask("dbl-1", "touch /tmp/sg-dbl-click");
-    let id = row_id(&c, "sg-dbl-click").await;
+    let id = card_id(&c, "sg-dbl-click").await;
     click(&c, &format!("#q-{id}")).await;
     let btn = c
         .find(Locator::Css(&format!(

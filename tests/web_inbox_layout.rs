@@ -17,33 +17,9 @@ use support::browser::*;
 use support::socket::*;
 use support::web::*;
 
-const FIND_ROW: &str = "const r = [...document.querySelectorAll('li.qrow:not([hidden])')] \
-    .find(n => n.textContent.includes(arguments[0]));";
-
-async fn row_id(c: &Client, needle: &str) -> String {
-    until(
-        c,
-        needle,
-        &format!("{FIND_ROW} return !!r;"),
-        vec![json!(needle)],
-    )
-    .await;
-    js(
-        c,
-        &format!("{FIND_ROW} return r.getAttribute('data-id');"),
-        vec![json!(needle)],
-    )
-    .await
-    .as_str()
-    .expect("id")
-    .to_owned()
-}
-
 async fn signed_in(w: &Web, d: &Driver, profile: &std::path::Path) -> Client {
     let c = browser(d, profile).await;
-    c.goto(&w.new_link()).await.expect("goto link");
-    click(&c, "#signin").await;
-    until_live(&c, "live inbox").await;
+    sign_in(&c, &w.new_link()).await;
     c
 }
 
@@ -72,8 +48,8 @@ async fn compact_view_keeps_command_and_cwd_and_allow_always_only_in_the_full_ca
         .to_string();
     let _argv = std::thread::spawn(move || send_exec(&sock, TOKEN, &rj));
     let _shell = w.ask("compact-shell", "touch /tmp/sg-compact-shell");
-    let ida = row_id(&c, "sg-compact-argv").await;
-    let ids = row_id(&c, "sg-compact-shell").await;
+    let ida = card_id(&c, "sg-compact-argv").await;
+    let ids = card_id(&c, "sg-compact-shell").await;
     click(&c, "#compact").await;
     for (id, what) in [(&ida, "argv"), (&ids, "shell text")] {
         click(&c, &format!("#q-{id}")).await;
@@ -139,13 +115,13 @@ async fn phone_shows_the_first_allow_and_desktop_shows_six_requests_without_scro
     for i in 0..20 {
         clients.push(w.ask(&format!("lay-{i}"), &format!("touch /tmp/sg-layout-{i:02}")));
         // One at a time, so the deadlines keep this order.
-        row_id(&c, &format!("sg-layout-{i:02}")).await;
+        card_id(&c, &format!("sg-layout-{i:02}")).await;
     }
 
     // Desktop, 1280×800: the dense queue beside the open card.
     c.set_window_size(1280, 800).await.expect("desktop");
     js(&c, "window.scrollTo(0, 0); return true", vec![]).await;
-    let first = row_id(&c, "sg-layout-00").await;
+    let first = card_id(&c, "sg-layout-00").await;
     click(&c, &format!("#q-{first}")).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let g = js(&c, GEOMETRY, vec![]).await;
@@ -161,7 +137,7 @@ async fn phone_shows_the_first_allow_and_desktop_shows_six_requests_without_scro
     c.set_window_size(390, 844).await.expect("phone");
     c.refresh().await.expect("reload");
     until_live(&c, "live inbox on the phone").await;
-    let first = row_id(&c, "sg-layout-00").await;
+    let first = card_id(&c, "sg-layout-00").await;
     js(&c, "window.scrollTo(0, 0); return true", vec![]).await;
     c.find(fantoccini::Locator::Css(&format!("#q-{first}")))
         .await

@@ -236,3 +236,10 @@ pub async fn open_card(c: &Client, id: &str) {
     )
     .await;
 }
+
+/// Signs the browser in with the one-time `link` and waits for the live inbox.
+pub async fn sign_in(c: &Client, link: &str) {
+    c.goto(link.trim()).await.expect("goto link");
+    click(c, "#signin").await;
+    until_live(c, "live inbox").await;
+}
