@@ -7,7 +7,7 @@
 //! p99 each proxy adds over the direct path, and each proxy's CPU time per connection.
 //! Both modes: a plain `GET http://…` forwarded, and a CONNECT tunnel with one request
 //! inside. Nine rounds (`SANCTUM_BENCH_ROUNDS`, `SANCTUM_BENCH_REQUESTS` per client), the
-//! order rotating, medians reported. Targets (issue 38): throughput >= 1.0x the anchor's,
+//! order rotating, medians reported. Targets: throughput >= 1.0x the anchor's,
 //! p99 added <= 1 ms on loopback. Needs tinyproxy (`apt-get install tinyproxy-bin`); without
 //! it only our figures are printed.
 // Bench code: a panic is the failure report, and benches may read their environment.

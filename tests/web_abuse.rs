@@ -1,4 +1,4 @@
-//! The web prompt under load and abuse (issue 36 §3), against the real `serve` binary: a
+//! The web prompt under load and abuse, against the real `serve` binary: a
 //! flood of 1 MB sign-in bodies leaves the guard's memory flat (measured from /proc); junk
 //! sign-ins from an address never lock out the person holding a live link and the current
 //! code; `/metrics` shows the sign-in series only to the operator's scrape token; and "sign

@@ -16,7 +16,7 @@ use support::browser::*;
 use support::socket::*;
 use support::web::*;
 
-/// Keys act on a card only after it has been on screen unchanged this long (issue 36).
+/// Keys act on a card only after it has been on screen unchanged this long.
 const READ: Duration = Duration::from_millis(700);
 
 /// Visible one-line fields whose placeholder is wider than the room inside them (measured in

@@ -1,4 +1,4 @@
-//! The web prompt in real headless Chromium against the real `serve` (issue 36 §3): a write
+//! The web prompt in real headless Chromium against the real `serve`: a write
 //! with plain newlines and tabs raises no hidden-character warning, while a zero-width space
 //! or a carriage return does; and History searches and pages on the server, so a decision
 //! older than the newest 1,000 is found by its search box, with the total shown and

@@ -1,4 +1,4 @@
-//! Nothing is approved unseen (issue 36 §1), in real headless Chromium against the real
+//! Nothing is approved unseen, in real headless Chromium against the real
 //! `serve` and real socket clients, with real key events (WebDriver actions on whatever has
 //! the focus) and a real double click. Each row of the attack table is one way a reviewer's
 //! keys reached a request they never saw: a key right after the card appeared, a search that

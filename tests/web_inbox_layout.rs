@@ -1,4 +1,4 @@
-//! The inbox's layout (issue 36 §1 compact view, §2 layout), in real headless Chromium
+//! The inbox's layout (compact view, the queue beside the open card), in real headless Chromium
 //! against the real `serve`: compact view keeps the command (shell text or argv) and its cwd
 //! and offers Allow always only in the full card; on a phone (390×844) the first Allow button
 //! of an opened request is on the first screen; a 20-pending desktop inbox (1280×800) shows at
