@@ -12,7 +12,9 @@
 //! addresses too, but still never loopback, link-local (cloud metadata), unspecified or
 //! multicast.
 
-use crate::policy::egress::{DestHost, EgressRule, EgressRuleError, HostPattern};
+use crate::policy::egress::{
+    canonical_ip as canonical, DestHost, EgressRule, EgressRuleError, HostPattern,
+};
 use crate::readproxy::addr::{non_public, parse_host, Host};
 use std::net::IpAddr;
 
@@ -98,14 +100,6 @@ fn same_net(net: IpAddr, a: IpAddr, bits: u8) -> bool {
             u128::from(n) & mask == u128::from(a) & mask
         }
         _ => false,
-    }
-}
-
-/// `::ffff:a.b.c.d` is judged as `a.b.c.d`.
-fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
     }
 }
 

@@ -295,8 +295,8 @@ impl EgressRule {
     }
 }
 
-/// `::ffff:a.b.c.d` is `a.b.c.d`: the same address in a rule and a request.
-fn canonical_ip(ip: IpAddr) -> IpAddr {
+/// `::ffff:a.b.c.d` is `a.b.c.d`: the same address in a rule, a request and a resolved name.
+pub fn canonical_ip(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
         v4 => v4,
