@@ -439,6 +439,17 @@ fn autonomous_runs_beyond_the_cap_queue_and_a_queued_deadline_is_refused() {
         "a clear reason: {late}"
     );
     assert_eq!(count("sleep\x000.77"), 0, "the late run never started");
+    // Its record says it did not run, not that it ran and timed out.
+    let late_records: Vec<Value> = audit_with(&w, &["0.77"])
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["kind"] == "exec" && v.to_string().contains("0.77"))
+        .collect();
+    assert_eq!(late_records.len(), 1, "{late_records:?}");
+    let f = &late_records[0]["fields"];
+    let f = if f.is_null() { &late_records[0] } else { f };
+    assert_eq!(f["reason"], "queue-timeout", "{f}");
+    assert!(f["exitCode"].is_null() && f["durationMs"].is_null(), "{f}");
     for h in busy {
         assert_eq!(h.join().unwrap()["payload"]["success"], true);
     }

@@ -2,6 +2,8 @@
 //! security/ask/allowlist per agent, cached and reloaded when OpenClaw changes it;
 //! `allow-always` entries written back), and the sandbox runner for approved execs.
 
+mod run;
+
 use super::git;
 use super::plan::{Deployment, ExecPlan, PlanError, PlanInput};
 use crate::openclaw::allow_always::{append_allow_always, Grant};
@@ -17,6 +19,7 @@ use crate::policy::request::Request;
 use crate::policy::verdict::Reason;
 use crate::policy::verdict::{Category, Verdict, VerdictKind};
 use crate::sandbox::{self, DenyList, ProfileSpec, RunOutcome, RunSpec, SandboxError};
+use run::Slots;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -45,6 +48,9 @@ pub enum JudgeError {
         "workspace {workspace} is inside the sensitive path {secret}; choose another workspace"
     )]
     WorkspaceInSecret { workspace: PathBuf, secret: PathBuf },
+    /// The run's whole time went by waiting for a slot: nothing ran.
+    #[error("waited {waited:?} for a free slot of profile {profile} (limits.concurrent): not run")]
+    QueueTimeout { profile: String, waited: Duration },
 }
 
 /// Why OpenClaw's approvals document is not in hand (the judge then fails closed).
@@ -391,139 +397,6 @@ impl Judge {
             v.offered = vec![DecisionKind::AllowOnce, DecisionKind::Deny];
         }
         v
-    }
-
-    /// The profile a run of `verdict` gets: the autonomous one when nobody approved it
-    /// (whatever the category's profile says), else the category's (`workspace-write` when
-    /// it names none).
-    pub fn run_profile(&self, verdict: &Verdict, autonomous: bool) -> String {
-        if autonomous {
-            autonomous_profile(verdict).to_owned()
-        } else {
-            verdict
-                .profile
-                .clone()
-                .unwrap_or_else(|| "workspace-write".into())
-        }
-    }
-
-    /// Runs an approved plan under the sandbox profile the verdict names, with the plan's
-    /// program, argv, cwd and environment, writable only in the deployment's workspace.
-    /// `request_id` is the request that let it run: the read proxy ties the run's
-    /// requests to it.
-    pub async fn run(
-        &self,
-        verdict: &Verdict,
-        mut plan: ExecPlan,
-        autonomous: bool,
-        budget: Duration,
-        request_id: &str,
-    ) -> Result<RunOutcome, JudgeError> {
-        let name = self.run_profile(verdict, autonomous);
-        let spec = self
-            .profiles
-            .get(&name)
-            .ok_or_else(|| JudgeError::NoProfile(name.clone()))?;
-        let mut profile = spec
-            .resolve_with(&plan.workspace, &self.deployment.agent_home, &self.deny)?
-            .with_run_as(self.run_as)?;
-        // Held until the run ends: dropping it revokes the run's proxy credential.
-        let _pass = match profile.network {
-            sandbox::NetworkSpec::ReadProxy => {
-                let proxy = self
-                    .read_proxy
-                    .get()
-                    .ok_or_else(|| JudgeError::NoReadProxy(name.clone()))?;
-                let pass = proxy.admit(request_id)?;
-                crate::readproxy::confine(&mut profile, &mut plan.env, &pass);
-                Some(pass)
-            }
-            _ => None,
-        };
-        if autonomous {
-            plan.neutralise_git();
-        }
-        let timeout = plan.timeout.map_or(budget, |t| t.min(budget));
-        // A run beyond its profile's cap waits for a slot, within its own time.
-        let waited = std::time::Instant::now();
-        let _slot = match self.slots.get(&name, spec.limits.concurrent) {
-            None => None,
-            Some(sem) => match tokio::time::timeout(timeout, sem.acquire_owned()).await {
-                Ok(Ok(permit)) => Some(permit),
-                _ => return Ok(queue_timeout(&name, timeout)),
-            },
-        };
-        let queued = waited.elapsed();
-        let timeout = timeout.saturating_sub(queued);
-        let outcome = sandbox::run(RunSpec {
-            program: Some(plan.program),
-            inherit_env: false,
-            argv: plan.argv,
-            cwd: plan.cwd,
-            env: plan.env,
-            timeout,
-            output_cap: super::OUTPUT_CAP,
-            profile,
-        })
-        .await?;
-        Ok(RunOutcome {
-            queued_ms: queued.as_millis() as u64,
-            ..outcome
-        })
-    }
-}
-
-/// One semaphore per profile name that has a concurrency cap.
-#[derive(Default)]
-struct Slots(std::sync::Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>);
-
-impl Slots {
-    /// The semaphore of `profile` with `cap` permits (made on first use); `None`: no cap.
-    fn get(&self, profile: &str, cap: u64) -> Option<Arc<tokio::sync::Semaphore>> {
-        if cap == 0 {
-            return None;
-        }
-        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let sem = map.entry(profile.to_owned()).or_insert_with(|| {
-            Arc::new(tokio::sync::Semaphore::new(
-                usize::try_from(cap)
-                    .unwrap_or(usize::MAX)
-                    .min(tokio::sync::Semaphore::MAX_PERMITS),
-            ))
-        });
-        Some(sem.clone())
-    }
-}
-
-/// The outcome of a run whose whole time went by in the queue: nothing ran.
-fn queue_timeout(profile: &str, waited: Duration) -> RunOutcome {
-    RunOutcome {
-        exit_code: None,
-        timed_out: true,
-        success: false,
-        stdout: String::new(),
-        stderr: String::new(),
-        error: Some(format!(
-            "waited {waited:?} for a free slot of profile {profile} (limits.concurrent): not run"
-        )),
-        enforcement: sandbox::EnforcementStatus::not_started(),
-        signal: None,
-        integrity: vec![],
-        queued_ms: waited.as_millis() as u64,
-    }
-}
-
-/// The profile of a run nobody approved, whatever the category's profile says: the
-/// workspace and system dirs only, no writes but a private tmp, and the guard's read proxy
-/// as its only network when a segment is an HTTP read. (A policy may redefine these two names, e.g. to add caches.)
-fn autonomous_profile(v: &Verdict) -> &'static str {
-    use crate::policy::profile::{AUTONOMOUS_HTTP_PROFILE, AUTONOMOUS_PROFILE};
-    let http = v.category == Category::HttpRead
-        || v.segments.iter().any(|s| s.category == Category::HttpRead);
-    if http {
-        AUTONOMOUS_HTTP_PROFILE
-    } else {
-        AUTONOMOUS_PROFILE
     }
 }
 

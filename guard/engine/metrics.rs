@@ -11,7 +11,7 @@ pub trait MetricsSink: Send + Sync {
     /// One decision; `received_ms` gives its latency when known.
     fn decision(&self, d: &Decision, received_ms: Option<u64>);
     /// One approved exec's end: `success`, `exit-nonzero`, `timeout`, `error`,
-    /// `sandbox-unavailable` or `shutdown`.
+    /// `queue-timeout` (nothing ran: no slot in time), `sandbox-unavailable` or `shutdown`.
     fn run(&self, outcome: &'static str);
 }
 

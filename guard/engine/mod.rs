@@ -380,6 +380,32 @@ impl Engine {
                 }
                 RunResult::Ran(Box::new(o))
             }
+            // Nothing ran: the record says so, and the agent hears it as a run that did
+            // not start (no exit code, the reason as its error).
+            Err(e @ JudgeError::QueueTimeout { .. }) => {
+                self.metrics.run("queue-timeout");
+                let message = e.to_string();
+                self.record(AuditEvent::NotRun(NotRun {
+                    id: req.id.clone(),
+                    argv,
+                    error: Some(message.clone()),
+                    reason: "queue-timeout",
+                    message: None,
+                }))
+                .await;
+                RunResult::Ran(Box::new(RunOutcome {
+                    exit_code: None,
+                    timed_out: true,
+                    success: false,
+                    stdout: String::new(),
+                    stderr: String::new(),
+                    error: Some(message),
+                    enforcement: crate::sandbox::EnforcementStatus::not_started(),
+                    signal: None,
+                    integrity: vec![],
+                    queued_ms: started.elapsed().as_millis() as u64,
+                }))
+            }
             Err(e) => {
                 self.metrics.run("sandbox-unavailable");
                 self.record(AuditEvent::NotRun(NotRun {

@@ -190,7 +190,7 @@ impl Metrics {
     }
 
     /// Counts one sandboxed run: `success`, `exit-nonzero`, `timeout`, `error`,
-    /// `sandbox-unavailable` or `shutdown`.
+    /// `queue-timeout`, `sandbox-unavailable` or `shutdown`.
     pub fn run(&self, outcome: &'static str) {
         self.runs
             .get_or_create(&vec![("outcome", outcome.to_owned())])
