@@ -212,6 +212,15 @@ async fn web_prompt_in_chromium() {
     tokio::time::sleep(READ).await;
     card.send_keys("D").await.expect("key");
     assert_eq!(first_json(&k.join().expect("k"))["decision"], "deny");
+    // The client hears the decision before the page has the guard's answer: wait for the
+    // card to show it, then nothing else is selected.
+    until(
+        &c,
+        "denied card",
+        "return document.getElementById('r-' + arguments[0]).classList.contains('done')",
+        vec![json!(idk)],
+    )
+    .await;
     // Nothing moves on by itself; j (past the 300 ms debounce) opens the npm one, and `a`
     // (once it was read) allows it.
     let sel = js(
@@ -224,7 +233,8 @@ async fn web_prompt_in_chromium() {
     tokio::time::sleep(READ).await;
     card.send_keys("j").await.expect("j");
     let sel = js(&c, "const s = document.querySelector('li.card.selected'); return s && s.textContent.includes('left-pad')", vec![]).await;
-    assert_eq!(sel, json!(true));
+    let why = js(&c, "return [document.getElementById('key-note').textContent, document.activeElement && document.activeElement.outerHTML.slice(0, 200), [...document.querySelectorAll('li.qrow')].map(n => n.getAttribute('data-id') + ':' + n.className)]", vec![]).await;
+    assert_eq!(sel, json!(true), "j opened no left-pad card: {why}");
     let selected = c
         .find(Locator::Css("li.card.selected"))
         .await
@@ -375,6 +385,9 @@ async fn web_prompt_in_chromium() {
     .await;
 
     // A `#r=ID` link (the log line's) selects and focuses that card; buttons name the command.
+    // A request of its own, so its deadline is far off however slow the steps above were.
+    let _li = w.ask("br-link", "touch /tmp/sg-web-link");
+    let idl = card_id(&c, "sg-web-link").await;
     c.goto(&format!("{}/#r={idl}", w.base))
         .await
         .expect("goto #r=");
@@ -393,7 +406,7 @@ async fn web_prompt_in_chromium() {
     .await;
     assert!(
         label.as_str().unwrap_or("").starts_with("Deny: ")
-            && label.as_str().unwrap_or("").contains("sg-web-look"),
+            && label.as_str().unwrap_or("").contains("sg-web-link"),
         "{label}"
     );
 

@@ -104,20 +104,44 @@ pub async fn until_live(c: &Client, what: &str) {
 
 /// Clicks the element `css` names, scrolled into view first and after the next frame is laid
 /// out: a card out of view is not rendered (`content-visibility: auto`) until then, and
-/// chromedriver would find its buttons not interactable.
+/// chromedriver would find its buttons not interactable. The element is found afresh on each
+/// try (the queue recycles its rows as the page scrolls); after 5 s of refusals the panic
+/// says what the element looked like.
 pub async fn click(c: &Client, css: &str) {
-    let e = c
-        .find(Locator::Css(css))
+    let start = Instant::now();
+    loop {
+        let e = c
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css}: {e}"));
+        c.execute(
+            "arguments[0].scrollIntoView({block: 'center'}); \
+             return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))));",
+            vec![serde_json::to_value(&e).expect("element")],
+        )
         .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"));
-    c.execute(
-        "arguments[0].scrollIntoView({block: 'center'}); \
-         return new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))));",
-        vec![serde_json::to_value(&e).expect("element")],
-    )
-    .await
-    .expect("scroll into view");
-    e.click().await.expect("click");
+        .expect("scroll into view");
+        match e.click().await {
+            Ok(_) => return,
+            Err(err) if start.elapsed() < Duration::from_secs(5) => {
+                eprintln!("click {css}: {err}; trying again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(err) => {
+                let seen = js(
+                    c,
+                    "const n = document.querySelector(arguments[0]); if (!n) return 'gone'; \
+                     const card = n.closest('li'); const r = n.getBoundingClientRect(); \
+                     return [n.outerHTML.slice(0, 300), getComputedStyle(n).display, \
+                       r.width + 'x' + r.height + '@' + r.left + ',' + r.top, \
+                       card ? card.className : '', document.querySelectorAll(arguments[0]).length]",
+                    vec![json!(css)],
+                )
+                .await;
+                panic!("click {css}: {err}; the element: {seen}");
+            }
+        }
+    }
 }
 
 pub async fn shot(c: &Client, name: &str) -> PathBuf {

@@ -58,7 +58,8 @@ SG.queue = (queue, o) => {
     const last = Math.min(n, Math.ceil((window.innerHeight - top) / ROW_H) + OVERSCAN);
     const want = new Set(items.slice(first, last));
     for (const [rec, row] of shown) {
-      if (!want.has(rec)) { shown.delete(rec); row.hidden = true; free.push(row); }
+      // A recycled row forgets its request: no hidden element keeps an id a shown row uses.
+      if (!want.has(rec)) { shown.delete(rec); row.hidden = true; row.removeAttribute('id'); row.removeAttribute('data-id'); free.push(row); }
     }
     for (let i = first; i < last; i++) {
       const rec = items[i];

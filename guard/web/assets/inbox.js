@@ -30,7 +30,8 @@
   function record(e) {
     const r = byId.get(e.id);
     if (r) return r;
-    const rec = { entry: e, done: false, state: 'pending', note: '', ver: 0, card: null, inflight: false };
+    // `born`: how many list loads were sent before this record was known (see `load`).
+    const rec = { entry: e, done: false, state: 'pending', note: '', ver: 0, card: null, inflight: false, born: loadSeq };
     byId.set(e.id, rec);
     return rec;
   }
@@ -268,6 +269,9 @@
     for (const rec of items) {
       if (live.has(rec.entry.id)) continue;
       if (rec.done) { kept.push(rec); continue; }
+      // Arrived (on the event stream) after this list was asked for: the list cannot know
+      // it, so its absence proves nothing.
+      if (rec.born >= seq) { kept.push(rec); total++; continue; }
       if (complete && !query) {
         markDone(rec, 'resolved-elsewhere', null, 'No longer pending (answered elsewhere or expired).');
         kept.push(rec);
