@@ -37,11 +37,11 @@ async fn measure(name: &str, decider: Decider) {
         shutdown: rx,
         run_timer: Some(timer),
     };
-    let sent_at: Arc<Mutex<Option<(Instant, bool)>>> = Arc::new(Mutex::new(None));
+    let sent_at: Arc<Mutex<Option<(Instant, Value)>>> = Arc::new(Mutex::new(None));
     let s = sent_at.clone();
     let send: Send = Box::new(move |m: &str, p: Value| {
         if m == "node.invoke.result" {
-            *s.lock().expect("lock") = Some((Instant::now(), p["ok"] == true));
+            *s.lock().expect("lock") = Some((Instant::now(), p));
         }
     });
     let params = json!({"command":["/bin/sh","-lc","ls"],"rawCommand":"ls","agentId":"main",
@@ -58,8 +58,11 @@ async fn measure(name: &str, decider: Decider) {
         };
         let t0 = Instant::now();
         h.handle(inv, &send).await;
-        let (t1, ok) = sent_at.lock().expect("lock").take().expect("a result");
-        assert!(ok, "the autonomous run must succeed");
+        let (t1, result) = sent_at.lock().expect("lock").take().expect("a result");
+        assert!(
+            result["ok"] == true,
+            "{name}: the autonomous run must succeed (run {i}): {result}"
+        );
         let run = runs.lock().expect("lock").pop().expect("a run");
         if i >= WARMUP {
             added.push((t1 - t0).saturating_sub(run).as_secs_f64() * 1e3);
@@ -142,6 +145,7 @@ fn main() {
             token,
         },
         judge,
+        state_modes: cfg.state_modes(),
     }));
     rt.block_on(measure("sidecar-socket", decider));
     let _ = serve.kill();
