@@ -23,6 +23,16 @@ use tokio::sync::watch;
 const RUNS: usize = 500;
 const WARMUP: usize = 20;
 
+/// A child killed (and reaped) when dropped, unwinding included.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn pct(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
@@ -118,7 +128,7 @@ fn main() {
     // Deployment mode: the real sidecar over the approvals socket.
     let oc = tmp.path().join("oc-sidecar");
     let log = tmp.path().join("serve.log");
-    let mut serve = Command::new(env!("CARGO_BIN_EXE_sanctum-guard"))
+    let serve = Command::new(env!("CARGO_BIN_EXE_sanctum-guard"))
         .arg("serve")
         .arg("--state-dir")
         .arg(tmp.path().join("sidecar"))
@@ -134,6 +144,9 @@ fn main() {
         .stderr(std::fs::File::create(&log).expect("log"))
         .spawn()
         .expect("serve");
+    // Stopped however the bench ends: a panicking run must not leave serve holding its
+    // socket for the next one.
+    let _serve = KillOnDrop(serve);
     let start = Instant::now();
     while !std::fs::read_to_string(&log)
         .unwrap_or_default()
@@ -171,6 +184,4 @@ fn main() {
             std::fs::read_to_string(&sidecar_audit).unwrap_or_default()
         )
     }));
-    let _ = serve.kill();
-    let _ = serve.wait();
 }

@@ -62,9 +62,10 @@ pub const FAN_OUT: &str = "seq 64 | xargs -P 4 -n 16 xargs -P 4 -n 4 xargs -P 4 
 const FAN_OUTS: usize = 4;
 
 /// Starts [`FAN_OUTS`] autonomous fan-outs, waits until they hold processes, then makes agent
-/// turns while they are live: a `read` (no run slot needed) and a shell `ls` through the node
-/// (a run: it may wait for a slot, never fail for want of a process). The gateway and the node
-/// keep the room the container's `pids_limit` leaves above the runs' caps.
+/// turns: a `read` while they are live (no run slot needed), and a shell `ls` through the
+/// node, a run, which waits for a slot (the fan-outs hold all four until their run time is
+/// up: measured 30 s) and then runs, never failing for want of a process. The gateway and the
+/// node keep the room the container's `pids_limit` leaves above the runs' caps.
 pub fn fan_out_then_a_turn(stack: &Stack, web: &WebClient, login: &Login, workspace: &Path) {
     let idle = processes(stack).expect("a process count");
     let t = Instant::now();
