@@ -2,9 +2,9 @@
 //! an approved run can widen the guard's own files. Against the real `serve` running
 //! unprivileged (uid 64130 when the test is root, else the test's own uid): an approved run
 //! that chmods the audit key 0666 and the state dir 0777 succeeds (the kernel lets the owner),
-//! yet when it ends both are back at 0600 and 0700, a file the test loosened before too, and a
-//! `tamper` audit record names each with its old and new mode; `doctor` names a loose state
-//! file while it is loose and nothing once it was put back.
+//! yet when it ends both are back at 0600 and 0700 and a `tamper` audit record names each
+//! with its old and new mode; `doctor` then names nothing loose, and names a state file
+//! loosened by hand.
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
@@ -59,25 +59,13 @@ fn an_approved_runs_chmod_of_the_guards_files_is_put_back_and_audited() {
             cfg.to_str().unwrap(),
             "--workspace",
             ws.to_str().unwrap(),
+            "--web-listen",
+            "off",
         ],
     );
     let state = w.guard_state.clone();
     let key = state.join("audit.key");
-    let url = state.join("web-url");
-    assert_eq!(
-        (mode(&state), mode(&key), mode(&url)),
-        (0o700, 0o600, 0o600)
-    );
-
-    // Loosened before any run (as a careless hand would): doctor names it.
-    std::fs::set_permissions(&url, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let warned = doctor_layout(&state, &w.home);
-    assert!(
-        warned
-            .iter()
-            .any(|l| l.contains("loose modes") && l.contains("web-url 0644")),
-        "{warned:#?}"
-    );
+    assert_eq!((mode(&state), mode(&key)), (0o700, 0o600));
 
     // The state dir's path is hidden from the analysis, as a hostile agent would hide it: the
     // person approves what looks like a harmless script.
@@ -111,7 +99,6 @@ fn an_approved_runs_chmod_of_the_guards_files_is_put_back_and_audited() {
     // Put back before the answer reached the agent.
     assert_eq!(mode(&key), 0o600, "the audit key");
     assert_eq!(mode(&state), 0o700, "the state dir");
-    assert_eq!(mode(&url), 0o600, "a file loosened before the run");
     let audit = audit_with(&w, &["\"tamper\""]);
     let record: Value = audit
         .lines()
@@ -130,11 +117,7 @@ fn an_approved_runs_chmod_of_the_guards_files_is_put_back_and_audited() {
             )
         })
         .collect();
-    for (path, was, now) in [
-        (&key, "0666", "0600"),
-        (&state, "0777", "0700"),
-        (&url, "0644", "0600"),
-    ] {
+    for (path, was, now) in [(&key, "0666", "0600"), (&state, "0777", "0700")] {
         let want = (
             path.to_str().unwrap().to_owned(),
             was.to_owned(),
@@ -148,11 +131,20 @@ fn an_approved_runs_chmod_of_the_guards_files_is_put_back_and_audited() {
         Some(false)
     );
 
-    // Nothing loose is left for doctor to name.
+    // Nothing loose is left for doctor to name; a file loosened by hand is named.
     let warned = doctor_layout(&state, &w.home);
     assert!(
         !warned.iter().any(|l| l.contains("loose modes")),
         "{warned:#?}"
     );
     drop(serve);
+    let log = state.join("audit.jsonl");
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let warned = doctor_layout(&state, &w.home);
+    assert!(
+        warned
+            .iter()
+            .any(|l| l.contains("loose modes") && l.contains("audit.jsonl 0644 (want 0600)")),
+        "{warned:#?}"
+    );
 }
