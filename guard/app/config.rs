@@ -239,6 +239,16 @@ impl Config {
         self.state_dir.join("audit.jsonl")
     }
 
+    /// The guard's own state as the engine keeps it after approved runs and `doctor` checks
+    /// it: the state dir, with the agent's filesystem snapshot readable by others (as
+    /// `fs-snapshot` writes it) when it lies there.
+    pub fn state_modes(&self) -> crate::engine::state_modes::StateModes {
+        crate::engine::state_modes::StateModes::new(
+            self.state_dir.clone(),
+            self.agent_filesystem.iter().cloned().collect(),
+        )
+    }
+
     /// The judge's share: the policy (file or embedded, completed for this host), the state
     /// dirs and the workspace.
     pub fn judge_config(&self) -> Result<JudgeConfig, JudgeError> {

@@ -130,8 +130,9 @@ fn layout_warnings() -> Vec<String> {
     let mut out = Vec::new();
     let uid = nix::unistd::getuid().as_raw();
     if let Ok(cfg) = super::config::Config::load(&super::config::Overrides::default()) {
-        out.extend(run_identity_warning(&cfg, uid));
-        out.extend(gateway_reads_state_warning(&cfg));
+        out.extend(super::doctor_state::run_identity_warning(&cfg, uid));
+        out.extend(super::doctor_state::gateway_reads_state_warning(&cfg));
+        out.extend(super::doctor_state::loose_modes_warning(&cfg));
     }
     out.push(
         "socket `request` frames: the guard only answers, OpenClaw runs the command itself, \
@@ -152,86 +153,6 @@ fn layout_warnings() -> Vec<String> {
         );
     }
     out
-}
-
-/// Whether approved runs can change the guard's files: they can when they run as the uid
-/// that owns the guard's state dir (Landlock does not cover chmod/utime).
-fn run_identity_warning(cfg: &super::config::Config, guard_uid: u32) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let owner = std::fs::metadata(&cfg.state_dir).map(|m| m.uid()).ok();
-    match cfg.run_as {
-        None if owner.is_none_or(|o| o == guard_uid) => Some(format!(
-            "runs execute as this uid ({guard_uid}), which owns the guard's state dir {}: an \
-             approved workspace-write run can change the guard's files (chmod/utime its state \
-             dir, audit key and log, inbox, tokens); Landlock does not cover metadata. \
-             Autonomous runs cannot (seccomp refuses it). Set run_as (serve as root) or run \
-             the agent's commands under another uid (the compose layout) to close this.",
-            cfg.state_dir.display()
-        )),
-        Some(r) if owner == Some(r.uid) => Some(format!(
-            "run_as uid {} owns the guard's state dir {}: approved runs can change the \
-             guard's files; the state dir must belong to the guard",
-            r.uid,
-            cfg.state_dir.display()
-        )),
-        _ => None,
-    }
-}
-
-/// A file of the guard's state as the kernel's permission check sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StateFile {
-    pub name: String,
-    pub uid: u32,
-    pub gid: u32,
-    pub mode: u32,
-}
-
-/// The guard's state files a process of `gateway` (uid, gid) can read: root, the owner with
-/// the owner's read bit, the group with the group's, anyone with the other's. Why: OpenClaw's
-/// own tools run in the gateway's process, so what it can read the agent can ask to read.
-pub fn readable_by(gateway: (u32, u32), files: &[StateFile]) -> Vec<String> {
-    let (uid, gid) = gateway;
-    files
-        .iter()
-        .filter(|f| {
-            uid == 0
-                || (f.uid == uid && f.mode & 0o400 != 0)
-                || (f.gid == gid && f.mode & 0o040 != 0)
-                || f.mode & 0o004 != 0
-        })
-        .map(|f| f.name.clone())
-        .collect()
-}
-
-/// Whether the gateway's uid (the owner of OpenClaw's state dir, where it runs) can read the
-/// guard's audit key, login link and other state: true on a one-user laptop, where only the
-/// plugin's gate on OpenClaw's file tools keeps them from the agent.
-fn gateway_reads_state_warning(cfg: &super::config::Config) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let oc = std::fs::metadata(&cfg.openclaw_state_dir).ok()?;
-    let mut files = Vec::new();
-    for e in std::fs::read_dir(&cfg.state_dir).ok()?.flatten() {
-        if let Ok(m) = e.metadata() {
-            files.push(StateFile {
-                name: e.file_name().to_string_lossy().into_owned(),
-                uid: m.uid(),
-                gid: m.gid(),
-                mode: m.mode(),
-            });
-        }
-    }
-    let readable = readable_by((oc.uid(), oc.gid()), &files);
-    if readable.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "OpenClaw's gateway runs as uid {} (the owner of {}), which can read the guard's {} in          {}: OpenClaw's own file tools run in that process, so only the Sanctum plugin's gate          keeps them from the agent. Run the gateway under another uid (the compose layout)          to close this (SECURITY.md, \"One-user laptop\").",
-        oc.uid(),
-        cfg.openclaw_state_dir.display(),
-        readable.join(", "),
-        cfg.state_dir.display()
-    ))
 }
 
 /// OpenClaw's config (`<state>/openclaw.json`) against this machine's node identity.
@@ -465,7 +386,8 @@ impl DoctorReport {
 
 #[cfg(test)]
 mod tests {
-    use super::{approver_state_in, readable_by, StateFile};
+    use super::approver_state_in;
+    use crate::app::doctor_state::{readable_by, StateFile};
     use crate::gateway::approver::{connect_answer, STATUS_FILE};
     use serde_json::json;
 

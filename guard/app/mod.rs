@@ -3,6 +3,7 @@
 //! sinks), and `doctor` (what this machine enforces). No door or sink logic lives here.
 pub mod config;
 pub mod doctor;
+pub mod doctor_state;
 pub mod explain;
 pub mod fs_snapshot;
 pub mod health;

@@ -120,6 +120,7 @@ async fn build_decider(o: &NodeOptions, cfg: &Config) -> Result<Decider, NodeErr
                     token,
                 },
                 judge,
+                state_modes: cfg.state_modes(),
             })))
         }
         None => Ok(Decider::Local(Arc::new(local_engine(cfg, store)?))),
@@ -140,7 +141,8 @@ pub fn local_engine(cfg: &Config, store: Store) -> Result<Engine, NodeError> {
         inbox,
         audit,
         cfg.socket.durable_answers,
-    ))
+    )
+    .with_state_modes(cfg.state_modes()))
 }
 
 /// Runs the node until SIGTERM or SIGINT. Startup lines go to stderr.

@@ -215,6 +215,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
             cfg.socket.durable_answers,
         )
         .with_metrics(crate::web::metrics::global())
+        .with_state_modes(cfg.state_modes())
         .with_posture(Arc::new(crate::engine::posture::PostureGate::new(
             cfg.gateway.url.is_some(),
             !cfg.gateway.allow_unsafe_posture,

@@ -66,6 +66,8 @@ pub enum AuditEvent {
     EgressRefusals(EgressCounted),
     /// `read-proxy`: a request of an autonomous run through the guard's read proxy.
     ReadProxy(Box<ReadProxyRecord>),
+    /// `tamper`: an approved run had changed the guard's own files; what was put back.
+    StateTamper(StateTamper),
 }
 
 impl AuditEvent {
@@ -92,6 +94,7 @@ impl AuditEvent {
             AuditEvent::AgentAction(_) => "agent-action",
             AuditEvent::Egress(_) | AuditEvent::EgressRefusals(_) => "egress",
             AuditEvent::ReadProxy(_) => "read-proxy",
+            AuditEvent::StateTamper(_) => "tamper",
         }
     }
 
@@ -99,6 +102,31 @@ impl AuditEvent {
     pub fn fields(&self) -> Result<serde_json::Value, serde_json::Error> {
         serde_json::to_value(self)
     }
+}
+
+/// The guard's files an approved run had changed, found when it ended.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateTamper {
+    /// The run after which they were found.
+    pub request_id: String,
+    pub entries: Vec<StateRepair>,
+}
+
+/// One file or directory of the guard's state: what it was, what it should be, and whether
+/// the guard could put it back.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateRepair {
+    pub path: PathBuf,
+    /// Octal, as `ls -l` users read it: `0666`.
+    pub mode_was: String,
+    pub mode_now: String,
+    pub owner_was: u32,
+    pub owner_now: u32,
+    pub restored: bool,
+    /// Why it could not be put back (whole or in part).
+    pub error: Option<String>,
 }
 
 /// A socket peer's credentials: `{"uid","pid"}`.

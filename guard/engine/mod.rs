@@ -15,9 +15,11 @@ pub mod judge;
 pub mod metrics;
 pub mod plan;
 pub mod posture;
+pub mod state_modes;
 
 use crate::audit::event::{
     AllowAlways, Answered, Asked, AuditEvent, Decided, NotRun, OutputSummary, Ran, Requester,
+    StateRepair, StateTamper,
 };
 use crate::audit::AuditLog;
 use crate::inbox::{Cancel, Inbox};
@@ -29,6 +31,7 @@ use decision::{deny_reason, fallback, now_ms, policy_decision};
 pub use judge::{Judge, JudgeConfig, JudgeError};
 pub use metrics::MetricsSink;
 pub use plan::{ExecPlan, PlanError, PlanInput};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,6 +54,8 @@ pub struct Engine {
     metrics: &'static dyn MetricsSink,
     /// Shut while the gateway's posture is unchecked or unsafe: every decision is a deny.
     posture: Arc<posture::PostureGate>,
+    /// The guard's own state, put back after each approved run (none: not checked).
+    state_modes: Option<state_modes::StateModes>,
 }
 
 /// How an approved run ended, as the engine reports it to a door.
@@ -81,7 +86,14 @@ impl Engine {
             durable_answers,
             metrics: &metrics::NoMetrics,
             posture: Arc::new(posture::PostureGate::open()),
+            state_modes: None,
         }
+    }
+
+    /// Checks `modes` after every approved run (serve's and the node's state dirs).
+    pub fn with_state_modes(mut self, modes: state_modes::StateModes) -> Self {
+        self.state_modes = Some(modes);
+        self
     }
 
     /// Decides through `gate` (serve's, when a gateway is configured).
@@ -343,6 +355,61 @@ impl Engine {
         let autonomous = decision.by == DecidedBy::Policy;
         let started = std::time::Instant::now();
         let run = self.judge.run(verdict, plan, autonomous, budget, &req.id);
+        let result = self
+            .run_and_record(
+                req,
+                run,
+                (argv, cwd, program, dropped),
+                started,
+                &mut shutdown,
+            )
+            .await;
+        // Only an approved run may chmod: an autonomous one's seccomp filter refuses it.
+        if !autonomous {
+            self.restore_state_modes(&req.id).await;
+        }
+        result
+    }
+
+    /// Puts back the guard's state files an approved run widened; a `tamper` record names them.
+    async fn restore_state_modes(&self, request_id: &str) {
+        let Some(modes) = &self.state_modes else {
+            return;
+        };
+        let repairs = modes.restore();
+        if repairs.is_empty() {
+            return;
+        }
+        let entries: Vec<StateRepair> = repairs
+            .into_iter()
+            .map(|r| StateRepair {
+                path: r.drift.path,
+                mode_was: format!("{:04o}", r.drift.mode),
+                mode_now: format!("{:04o}", r.drift.wanted_mode),
+                owner_was: r.drift.uid,
+                owner_now: r.owner,
+                restored: r.error.is_none(),
+                error: r.error,
+            })
+            .collect();
+        tracing::warn!(id = %request_id, entries = entries.len(),
+            "an approved run changed the guard's own files; restored");
+        self.record(AuditEvent::StateTamper(StateTamper {
+            request_id: request_id.to_owned(),
+            entries,
+        }))
+        .await;
+    }
+
+    /// Awaits `run` (or the guard's stop) and writes its outcome record.
+    async fn run_and_record(
+        &self,
+        req: &Request,
+        run: impl std::future::Future<Output = Result<RunOutcome, JudgeError>>,
+        (argv, cwd, program, dropped): (Vec<String>, PathBuf, PathBuf, Vec<String>),
+        started: std::time::Instant,
+        shutdown: &mut watch::Receiver<bool>,
+    ) -> RunResult {
         let outcome = tokio::select! {
             o = run => o,
             _ = async { let _ = shutdown.wait_for(|s| *s).await; } => {

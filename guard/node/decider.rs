@@ -112,6 +112,8 @@ impl SocketDecider {
 pub struct Remote {
     pub socket: SocketDecider,
     pub judge: Judge,
+    /// This node's state (on a laptop, the guard's too), put back after approved runs.
+    pub state_modes: crate::engine::state_modes::StateModes,
 }
 
 /// The deciding guard and the runner, as the node uses them.
@@ -174,13 +176,23 @@ impl Decider {
             Decider::Remote(r) => {
                 let mut shutdown = shutdown;
                 let autonomous = d.decision.by == DecidedBy::Policy;
-                tokio::select! {
+                let result = tokio::select! {
                     o = r.judge.run(&d.verdict, plan, autonomous, budget, &a.id) => match o {
                         Ok(o) => RunResult::Ran(Box::new(o)),
                         Err(e) => RunResult::Failed(e),
                     },
                     _ = async { let _ = shutdown.wait_for(|s| *s).await; } => RunResult::Shutdown,
+                };
+                if !autonomous {
+                    // No audit log here (the deciding guard's is over the socket): the log says it.
+                    for rep in r.state_modes.restore() {
+                        tracing::warn!(id = %a.id, path = %rep.drift.path.display(),
+                            mode_was = format!("{:04o}", rep.drift.mode),
+                            owner_was = rep.drift.uid, error = ?rep.error,
+                            "an approved run changed the node's state; restored");
+                    }
                 }
+                result
             }
         }
     }

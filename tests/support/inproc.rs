@@ -84,6 +84,7 @@ impl InProc {
                     socket: SocketDecider { path, token },
                     judge: Judge::load(cfg.judge_config().expect("judge config"), store)
                         .expect("judge"),
+                    state_modes: cfg.state_modes(),
                 }))
             }
         };

@@ -15,6 +15,10 @@ pub mod browser;
 pub mod card;
 /// The compose deployment under podman: images, the stack, commands inside its containers.
 pub mod compose;
+/// Agent turns in the compose deployment: New Tasks, what reached the model, a fan-out.
+pub mod compose_turns;
+/// Docker Compose v2 (the users' compose) and a private podman API service for it.
+pub mod compose_v2;
 /// A raw gateway WebSocket client: an operator with its own device, raw frames.
 pub mod gateway;
 /// One guard deployment: OpenClaw's approvals document and the real `serve` on temp dirs.
