@@ -19,6 +19,7 @@ pub mod policy;
 
 pub mod audit;
 pub mod inbox;
+pub mod notify;
 pub mod readproxy;
 #[allow(unsafe_code)]
 pub mod sandbox;
