@@ -1,7 +1,8 @@
 //! The card a push notification links to, opened in real headless Chromium at phone width:
 //! the link from the message the local ntfy server received opens that request's card for a
-//! signed-in reviewer (screenshot target/web-screenshots/notify-card-phone.png), and the same
-//! link in a browser that is not signed in shows the sign-in panel, never the card's buttons.
+//! signed-in reviewer (screenshot target/web-screenshots/notify-card-phone.png), the header
+//! names a push channel that fails, and the same link in a browser that is not signed in
+//! shows the sign-in panel, never the card's buttons.
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
@@ -15,11 +16,14 @@ use support::channels::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_notification_link_opens_the_card_on_a_phone() {
     let ntfy = ChannelServer::start(Api::Ntfy { token: None }, 0);
+    let (_d, key) = secret("hook-key-0123456789");
     let w = serve_with(
         30_000,
         &format!(
-            "[notify]\nbatch_ms = 0\n[[notify.channel]]\nkind = \"ntfy\"\nurl = \"{}\"\ntopic = \"phone\"\n",
-            ntfy.url
+            "[notify]\nbatch_ms = 0\n[[notify.channel]]\nkind = \"ntfy\"\nurl = \"{}\"\ntopic = \"phone\"\n\
+             [[notify.channel]]\nkind = \"webhook\"\nname = \"dead-hook\"\nurl = \"{}\"\nsecret_file = \"{key}\"\nattempts = 1\n",
+            ntfy.url,
+            dead_url()
         ),
     );
     let _a = w.ask("ph-1", "touch /tmp/sg-notify-phone");
@@ -31,6 +35,11 @@ async fn the_notification_link_opens_the_card_on_a_phone() {
         .expect("view url")
         .to_owned();
     let id = link.rsplit_once("#r=").expect("card id").1.to_owned();
+
+    let client = w.client();
+    support::process::wait_until("the dead channel failing", Duration::from_secs(15), || {
+        (client.call("GET", "/readyz", None, None).json()["notify"]["ok"] == false).then_some(())
+    });
 
     let d = chromedriver();
     // Not signed in: the link shows how to sign in, and no card or button.
@@ -75,6 +84,18 @@ async fn the_notification_link_opens_the_card_on_a_phone() {
     )
     .await;
     assert!(text.as_str().unwrap().contains("sg-notify-phone"), "{text}");
+    let banner = js(
+        &c,
+        "const b = document.getElementById('banner'); return b.hidden ? '' : b.textContent",
+        vec![],
+    )
+    .await;
+    assert!(
+        banner.as_str().unwrap().starts_with(
+            "Push notifications failing (decisions go on): dead-hook (webhook): connection failed"
+        ),
+        "{banner}"
+    );
     let fits = js(
         &c,
         "return document.documentElement.scrollWidth <= window.innerWidth",

@@ -201,3 +201,66 @@ impl ChannelSection {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(text: &str) -> Result<NotifySettings, NotifyConfigError> {
+        #[derive(Deserialize)]
+        struct F {
+            notify: NotifySection,
+        }
+        toml::from_str::<F>(text).unwrap().notify.settings()
+    }
+
+    #[test]
+    fn each_channel_needs_what_its_api_needs() {
+        let bad = [
+            ("[[notify.channel]]\nkind = \"ntfy\"\ntopic = \"t\"", "needs a url"),
+            ("[[notify.channel]]\nkind = \"ntfy\"\nurl = \"http://n\"", "needs a topic"),
+            ("[[notify.channel]]\nkind = \"ntfy\"\nurl = \"ftp://n\"\ntopic = \"t\"", "must start with http"),
+            ("[[notify.channel]]\nkind = \"telegram\"\ntoken_file = \"/t\"", "needs a chat_id"),
+            ("[[notify.channel]]\nkind = \"telegram\"\nchat_id = \"1\"", "needs a token_file"),
+            ("[[notify.channel]]\nkind = \"webhook\"\nurl = \"http://h\"", "needs a secret_file"),
+            (
+                "[[notify.channel]]\nkind = \"webhook\"\nurl = \"http://h\"\nsecret_file = \"/k\"\nquiet_hours = \"22-07\"",
+                "expected HH:MM-HH:MM",
+            ),
+            (
+                "[[notify.channel]]\nkind = \"webhook\"\nurl = \"http://h\"\nsecret_file = \"/k\"\nattempts = 0",
+                "attempts must be",
+            ),
+            (
+                "[[notify.channel]]\nkind = \"ntfy\"\nurl = \"http://n\"\ntopic = \"t\"\n[[notify.channel]]\nkind = \"ntfy\"\nurl = \"http://n\"\ntopic = \"u\"",
+                "two channels are named",
+            ),
+            ("[notify]\npublic_url = \"guard.example\"", "public_url"),
+        ];
+        for (text, why) in bad {
+            let e = section(&format!(
+                "[notify]\n{}",
+                text.trim_start_matches("[notify]\n")
+            ))
+            .expect_err(text)
+            .to_string();
+            assert!(e.contains(why), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn defaults_and_a_full_channel() {
+        let s = section("[notify]\n[[notify.channel]]\nkind = \"telegram\"\nchat_id = \"-1\"\ntoken_file = \"/t\"\nmin_category = \"run-code\"\nquiet_hours = \"22:00-07:00\"").unwrap();
+        assert_eq!(s.batch, Duration::from_millis(DEFAULT_BATCH_MS));
+        assert_eq!(s.queue, DEFAULT_QUEUE);
+        let c = &s.channels[0];
+        assert_eq!(
+            (c.name.as_str(), c.url.as_str()),
+            ("telegram", TELEGRAM_API)
+        );
+        assert_eq!(c.min, Level::of(Category::RunCode));
+        assert_eq!(c.quiet.map(|q| q.1), Some(Level::URGENT));
+        assert!(toml::from_str::<NotifySection>("[[channel]]\nkind = \"sms\"").is_err());
+        assert!(toml::from_str::<NotifySection>("batch = 1").is_err());
+    }
+}

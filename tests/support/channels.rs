@@ -99,7 +99,7 @@ impl ChannelServer {
                 "{} of {n} requests at the channel server: {h:#?}",
                 h.len()
             );
-            std::thread::sleep(Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(2));
         }
     }
 }
