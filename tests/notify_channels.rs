@@ -279,7 +279,7 @@ fn webhook_is_signed_and_retried_after_a_500() {
         &format!("[notify]\nbatch_ms = 0\n[[notify.channel]]\nkind = \"webhook\"\nname = \"ops\"\nurl = \"{}/hook\"\nsecret_file = \"{key}\"\n", hook.url),
     );
     let me = w.login();
-    let _a = w.ask("wh-1", "touch /tmp/sg-notify-hook");
+    let a = w.ask("wh-1", "touch /tmp/sg-notify-hook");
     let id = inbox_id(&w, &me, "wh-1");
     let hits = hook.wait_hits(2, Duration::from_secs(10));
     assert_eq!((hits[0].status, hits[1].status), (500, 200), "{hits:#?}");
@@ -307,6 +307,73 @@ fn webhook_is_signed_and_retried_after_a_500() {
         true,
         "{}",
         ready.body
+    ); // The outcome follows, signed too.
+    let hash = w.wait_pending(&me, "wh-1")["requestHash"].clone();
+    assert_eq!(
+        w.decide(&me, &id, json!({"decision": "deny", "hash": hash}))
+            .status,
+        200
+    );
+    assert_eq!(first_json(&a.join().expect("a"))["decision"], "deny");
+    let done = &hook.wait_hits(3, Duration::from_secs(10))[2];
+    assert_eq!(done.status, 200, "{done:?}");
+    assert_eq!(
+        (
+            done.body["event"].as_str(),
+            done.body["id"].as_str(),
+            done.body["state"].as_str()
+        ),
+        (Some("resolved"), Some(id.as_str()), Some("denied"))
+    );
+}
+
+#[test]
+fn a_hung_channel_fills_its_queue_and_drops_counted_while_decisions_go_on() {
+    let (_hold, url) = silent_url();
+    let (_d, key) = secret("hook-key-0123456789");
+    let w = serve_with(
+        20_000,
+        &format!("[notify]\nbatch_ms = 0\nqueue = 1\n[[notify.channel]]\nkind = \"webhook\"\nname = \"hung\"\nurl = \"{url}\"\nsecret_file = \"{key}\"\nattempts = 1\n"),
+    );
+    let me = w.login();
+    let asks: Vec<_> = (0..4)
+        .map(|i| {
+            (
+                i,
+                w.ask(
+                    &format!("hung-{i}"),
+                    &format!("touch /tmp/sg-notify-hung-{i}"),
+                ),
+            )
+        })
+        .collect();
+    let t = Instant::now();
+    for (i, a) in asks {
+        let e = w.wait_pending(&me, &format!("hung-{i}"));
+        let r = w.decide(
+            &me,
+            e["id"].as_str().unwrap(),
+            json!({"decision": "deny", "hash": e["requestHash"]}),
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(first_json(&a.join().expect("a"))["decision"], "deny");
+    }
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "decisions waited for a hung channel: {:?}",
+        t.elapsed()
+    );
+    // One notice is being sent (hung), one waits in the queue of 1: the rest were dropped.
+    let ready = w.client().call("GET", "/readyz", None, None).json();
+    let dropped = ready["notify"]["channels"][0]["dropped"].as_u64().unwrap();
+    assert!(dropped >= 1, "{ready}");
+    let metrics = w.client().call("GET", "/metrics", None, None).body;
+    assert!(
+        metrics.lines().any(
+            |l| l.starts_with("sanctum_notify_dropped_total{channel=\"hung\"}")
+                && !l.ends_with(" 0")
+        ),
+        "{metrics}"
     );
 }
 

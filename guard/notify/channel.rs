@@ -19,6 +19,8 @@ use tokio::time::Instant;
 /// The first retry's wait; each next one doubles, up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
+/// Requests remembered as told (a webhook posts outcomes only for those).
+const MAX_TOLD: usize = 1024;
 
 /// What a channel's queue carries.
 #[derive(Debug, Clone)]
@@ -43,6 +45,9 @@ pub struct Channel {
     pub health: Arc<Health>,
     pub slot: usize,
     pub metrics: Arc<dyn NotifyMetrics>,
+    /// The requests this channel sent, newest last: an outcome goes only where its request
+    /// went (a filtered one stays untold).
+    pub told: std::collections::VecDeque<String>,
 }
 
 impl Channel {
@@ -115,6 +120,12 @@ impl Channel {
                 false,
             ),
         };
+        for n in batch {
+            if self.told.len() >= MAX_TOLD {
+                self.told.pop_front();
+            }
+            self.told.push_back(n.id.clone());
+        }
         let result = self.attempts(&url, headers, body, delivery).await;
         let result = match (result, &mut self.api) {
             (Ok(answer), Api::Telegram(t)) => t.sent(batch, &answer),
@@ -125,6 +136,10 @@ impl Channel {
     }
 
     async fn outcome(&mut self, o: &Outcome) {
+        let Some(at) = self.told.iter().position(|id| *id == o.id) else {
+            return;
+        };
+        self.told.remove(at);
         let (url, body, delivery) = match &mut self.api {
             Api::Webhook(w) => (w.url.clone(), Webhook::outcome_body(o), true),
             Api::Telegram(t) => match t.edit_body(o) {

@@ -75,6 +75,7 @@ pub fn start(
             health: health.clone(),
             slot,
             metrics: metrics.clone(),
+            told: Default::default(),
         };
         tokio::spawn(ch.run(rx));
     }

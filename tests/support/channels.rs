@@ -391,3 +391,11 @@ pub fn secret(text: &str) -> (tempfile::TempDir, String) {
     }
     (d, p.to_str().expect("utf8").to_owned())
 }
+
+/// A URL whose server accepts connections (the kernel's backlog) and never answers: a channel
+/// that hangs. Nothing listens once the returned listener is dropped.
+pub fn silent_url() -> (TcpListener, String) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", l.local_addr().expect("addr"));
+    (l, url)
+}
