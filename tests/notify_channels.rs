@@ -2,8 +2,10 @@
 //! (tests/support/channels.rs), beside the real `serve` and real socket clients asking:
 //! the ntfy message's fields, the command redacted and a card link that alone cannot act,
 //! batching, a channel's minimum category and quiet hours, Telegram's message edited to the
-//! outcome on a decision and on expiry, the webhook's HMAC and its retry after a 500, and a
-//! dead channel named in `/readyz` and `doctor` while decisions go on.
+//! outcome on a decision and on expiry, the webhook's HMAC, its retry after a 500 and its
+//! outcome post, a dead channel named in `/readyz` and `doctor` while decisions go on, a hung
+//! one whose full queue drops (counted) without delaying a decision, and TLS that refuses a
+//! certificate no public root signed.
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
@@ -437,4 +439,32 @@ fn a_dead_channel_is_named_in_readyz_and_doctor_and_decisions_go_on() {
         out.contains("notify channel:      dead-hook (webhook): FAILING: connection failed"),
         "{out}\n{err}"
     );
+}
+
+#[test]
+fn a_channel_over_tls_refuses_a_certificate_no_public_root_signed() {
+    // A server with a self-signed certificate for the name the URL uses: a real service's
+    // certificate chains to a public root, so this one must be refused, never sent to.
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let certs = tempfile::tempdir().expect("tmp");
+    let _ca = rt.block_on(support::readproxy::public_server(
+        "127.0.0.211",
+        "127.0.0.211",
+        certs.path(),
+    ));
+    let w = serve_with(
+        20_000,
+        "[notify]\nbatch_ms = 0\n[[notify.channel]]\nkind = \"ntfy\"\nname = \"tls\"\nurl = \"https://127.0.0.211\"\ntopic = \"t\"\nattempts = 1\n",
+    );
+    let me = w.login();
+    let _a = w.ask("tls-1", "touch /tmp/sg-notify-tls");
+    inbox_id(&w, &me, "tls-1");
+    let c = w.client();
+    let ch =
+        support::process::wait_until("the TLS channel failing", Duration::from_secs(15), || {
+            let v = c.call("GET", "/readyz", None, None).json();
+            (v["notify"]["ok"] == false).then(|| v["notify"]["channels"][0].clone())
+        });
+    let err = ch["error"].as_str().unwrap();
+    assert!(err.contains("certificate"), "{ch}");
 }
