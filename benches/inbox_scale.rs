@@ -126,6 +126,7 @@ fn main() {
         None,
         Arc::new(Sessions::default()),
         None,
+        Arc::default(),
     ))
     .expect("web");
     // Sign in with the link serve wrote: the cookie from the answer's header, the CSRF token

@@ -3,7 +3,7 @@
 //!
 //! The pipeline, in order: doors (`socket`, `web`) turn frames into requests; the `engine` judges
 //! them with the pure `policy` core over OpenClaw's formats (`openclaw`); the sinks record and
-//! act (`inbox`, `audit`, `sandbox`); `app` wires it all for `serve`.
+//! act (`inbox`, `audit`, `sandbox`) and tell people (`notify`); `app` wires it all for `serve`.
 
 pub mod egress;
 pub mod gateway;
@@ -19,6 +19,7 @@ pub mod policy;
 
 pub mod audit;
 pub mod inbox;
+pub mod notify;
 pub mod readproxy;
 #[allow(unsafe_code)]
 pub mod sandbox;

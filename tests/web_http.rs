@@ -733,11 +733,12 @@ fn headers_secrets_health_and_notice_line() {
         !page.contains("<script>") && !page.contains("style="),
         "inline code in the page"
     );
-    // Ready: socket bound, inbox and audit writable.
+    // Ready: socket bound, inbox and audit writable; no push channel configured.
     let r = w.call("GET", "/readyz", None, None).json();
     assert_eq!(
         r,
-        json!({"ok":true,"socket":true,"inbox":true,"audit":true})
+        json!({"ok":true,"socket":true,"inbox":true,"audit":true,
+               "notify":{"ok":true,"channels":[]}})
     );
     // One log line names the waiting request, its time left and its card link.
     let log = w.serve.log();

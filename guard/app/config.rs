@@ -43,6 +43,8 @@ pub enum ConfigError {
     MissingDefault(&'static str),
     #[error("{0}")]
     RunAs(String),
+    #[error(transparent)]
+    Notify(#[from] crate::notify::NotifyConfigError),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -66,6 +68,8 @@ struct FileConfig {
     gateway: gateway::GatewaySection,
     #[serde(default)]
     front: front::FrontSection,
+    #[serde(default)]
+    notify: crate::notify::NotifySection,
 }
 
 /// `[audit]`.
@@ -139,6 +143,8 @@ pub struct Config {
     pub web: crate::web::WebSettings,
     pub gateway: GatewaySettings,
     pub front: FrontConfig,
+    /// `[notify]`: push channels (none by default).
+    pub notify: crate::notify::NotifySettings,
     /// Which file was read, for the startup lines.
     pub origin: String,
     /// The config file read, if any.
@@ -206,6 +212,7 @@ impl Config {
             web: layers::web_settings(o, &env, &file.web, &default.web)?,
             gateway: gateway::settings(o, &env, &file.gateway)?,
             front: front::settings(o, &env, &file.front)?,
+            notify: file.notify.settings()?,
             origin,
             config_file: layers::config_file(o, env.0),
             secret_files: Vec::new(),
@@ -214,7 +221,8 @@ impl Config {
 
     /// Every file this process was given or keeps that no run may read, from this
     /// configuration: the state dir (inbox, audit log, key and head, node identity, web
-    /// sign-in files), the config and policy files, the web TLS files, and `secret_files`.
+    /// sign-in files), the config and policy files, the web TLS files, the notification
+    /// channels' secrets, and `secret_files`.
     /// Relative paths are made absolute against the current directory, as the process
     /// itself opens them.
     pub fn own_files(&self) -> Vec<PathBuf> {
@@ -225,6 +233,8 @@ impl Config {
         out.extend(self.web.cert.iter().cloned());
         out.extend(self.web.key.iter().cloned());
         out.extend(self.secret_files.iter().cloned());
+        let notify = self.notify.channels.iter();
+        out.extend(notify.filter_map(|c| c.secret_file.clone()));
         out.into_iter()
             .map(|p| if p.is_absolute() { p } else { cwd.join(p) })
             .map(|p| crate::policy::paths::lexical_clean(&p))

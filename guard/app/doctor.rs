@@ -34,6 +34,8 @@ pub struct DoctorReport {
     pub gateway_approver: Option<ApproverState>,
     /// The gateway's posture as `serve`'s approver last checked it (none: never checked).
     pub gateway_posture: Option<PostureReport>,
+    /// The push channels as `serve` last saw them: `name (kind): ok …` or `…: FAILING: …`.
+    pub notify: Vec<String>,
 }
 
 /// The approver's last posture check (`serve` keeps it in the state dir).
@@ -286,6 +288,11 @@ pub fn check() -> DoctorReport {
         layout: layout_warnings(),
         gateway_approver: state_dir.as_deref().and_then(approver_state_in),
         gateway_posture: state_dir.as_deref().and_then(posture_in),
+        notify: state_dir
+            .as_deref()
+            .and_then(crate::notify::read_state)
+            .map(|v| crate::notify::state_lines(&v))
+            .unwrap_or_default(),
     }
 }
 
@@ -369,6 +376,9 @@ impl DoctorReport {
             for f in &p.findings {
                 out.push(format!("warning:             {f}"));
             }
+        }
+        for n in &self.notify {
+            out.push(format!("notify channel:      {n}"));
         }
         for w in &self.layout {
             out.push(format!("warning:             {w}"));

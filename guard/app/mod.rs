@@ -8,5 +8,6 @@ pub mod explain;
 pub mod fs_snapshot;
 pub mod health;
 pub mod node;
+pub mod notify;
 pub mod secret_file;
 pub mod serve;

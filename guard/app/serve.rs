@@ -50,6 +50,8 @@ pub enum ServeError {
     TokenFile(super::secret_file::SecretFileError),
     #[error("agent filesystem: {0}")]
     AgentFilesystem(#[from] super::fs_snapshot::FsSnapshotError),
+    #[error("{0}")]
+    Notify(#[from] super::notify::NotifyStartError),
     #[error("workspace {path}: {message}")]
     Workspace {
         path: std::path::PathBuf,
@@ -232,6 +234,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         agent.map(|rpc| Arc::new(crate::engine::agent::AgentControl::new(rpc, engine.clone())));
     // One set of web sessions: the front door accepts a signed-in browser's cookie.
     let sessions = Arc::new(crate::web::auth::Sessions::default());
+    let notify = Arc::new(crate::notify::Health::in_state_dir(&cfg.state_dir));
     let web = crate::web::start(
         &cfg.web,
         engine.inbox().clone(),
@@ -242,8 +245,16 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         agent,
         sessions.clone(),
         Some(engine.clone()),
+        notify.clone(),
     )
     .await?;
+    // Off the decision path: the notifier only listens to the inbox's events.
+    super::notify::start(
+        &cfg.notify,
+        engine.inbox(),
+        web.as_ref().map(|w| w.base_url.as_str()),
+        &notify,
+    )?;
     // The door admits the web prompt's pages: its origin is the prompt's base URL as bound
     // (a `:0` port resolved, a public origin if one is set), known only once it listens.
     let web_origin = web.map(|w| w.base_url);

@@ -41,6 +41,8 @@ pub struct Shared {
     pub agent: Option<Arc<crate::engine::agent::AgentControl>>,
     /// The engine beside the prompt: a card's run line and grants come from its plan.
     pub engine: Option<Arc<crate::engine::Engine>>,
+    /// The push channels' health: a failing one is named, never a reason to be unready.
+    pub notify: Arc<crate::notify::Health>,
 }
 
 impl Shared {
@@ -70,6 +72,7 @@ impl Shared {
             shutdown,
             agent: None,
             engine: None,
+            notify: Arc::default(),
         }
     }
 
@@ -296,9 +299,12 @@ fn readyz(sh: &Shared) -> Resp {
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
+    // A failing push channel is named here but never makes the guard unready: decisions
+    // do not wait for it.
     json(
         status,
-        &json!({"ok": ok, "socket": socket, "inbox": inbox, "audit": audit}),
+        &json!({"ok": ok, "socket": socket, "inbox": inbox, "audit": audit,
+                "notify": sh.notify.json()}),
     )
 }
 

@@ -190,7 +190,9 @@ pub fn session_json(sh: &Shared, s: &SessionView) -> Resp {
     json(
         StatusCode::OK,
         &json!({"identity": s.identity, "csrf": s.csrf, "expiresInS": s.expires_in.as_secs(),
-                "totpEnrolled": totp, "baseUrl": sh.base_url}),
+                "totpEnrolled": totp, "baseUrl": sh.base_url,
+                // Push channels whose last delivery failed: the page header names them.
+                "notifyFailing": sh.notify.failing()}),
     )
 }
 

@@ -67,6 +67,8 @@ pub struct Metrics {
     rejections: Family<Labels, Counter>,
     runs: Family<Labels, Counter>,
     web_refusals: Family<Labels, Counter>,
+    notify_messages: Family<Labels, Counter>,
+    notify_dropped: Family<Labels, Counter>,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -107,6 +109,18 @@ impl Metrics {
         let rejections = Family::<Labels, Counter>::default();
         let runs = Family::<Labels, Counter>::default();
         let web_refusals = Family::<Labels, Counter>::default();
+        let notify_messages = Family::<Labels, Counter>::default();
+        let notify_dropped = Family::<Labels, Counter>::default();
+        registry.register(
+            "notify_messages",
+            "Push messages by channel and result (delivered, failed after its attempts)",
+            notify_messages.clone(),
+        );
+        registry.register(
+            "notify_dropped",
+            "Notices dropped because a channel's queue was full (a decision never waits)",
+            notify_dropped.clone(),
+        );
         registry.register(
             "pending_requests",
             "Requests waiting for a human",
@@ -153,6 +167,8 @@ impl Metrics {
             rejections,
             runs,
             web_refusals,
+            notify_messages,
+            notify_dropped,
         }
     }
 
@@ -229,5 +245,28 @@ impl crate::engine::MetricsSink for Metrics {
 
     fn run(&self, outcome: &'static str) {
         Metrics::run(self, outcome)
+    }
+}
+
+/// The notifier's counts land in the global registry (`serve` plugs it in).
+pub struct NotifyCounts;
+
+impl crate::notify::NotifyMetrics for NotifyCounts {
+    fn sent(&self, channel: &str, ok: bool) {
+        let result = if ok { "delivered" } else { "failed" };
+        global()
+            .notify_messages
+            .get_or_create(&vec![
+                ("channel", cap(channel)),
+                ("result", result.to_owned()),
+            ])
+            .inc();
+    }
+
+    fn dropped(&self, channel: &str) {
+        global()
+            .notify_dropped
+            .get_or_create(&vec![("channel", cap(channel))])
+            .inc();
     }
 }

@@ -66,7 +66,8 @@ fn load_tls(cert: &Path, key: &Path) -> Result<TlsAcceptor, WebError> {
 
 /// Starts the web prompt (None when it is off, or when the default address is taken).
 /// Everything it shares with the rest of `serve` is passed in, hence the many arguments;
-/// `engine` (None in a bench without one) describes each card's run and grants.
+/// `engine` (None in a bench without one) describes each card's run and grants; `notify`
+/// is the push channels' health, named in `/readyz`.
 #[allow(clippy::too_many_arguments)]
 pub async fn start(
     settings: &WebSettings,
@@ -78,6 +79,7 @@ pub async fn start(
     agent: Option<Arc<crate::engine::agent::AgentControl>>,
     sessions: Arc<super::auth::Sessions>,
     engine: Option<Arc<crate::engine::Engine>>,
+    notify: Arc<crate::notify::Health>,
 ) -> Result<Option<WebHandle>, WebError> {
     let Some(addr) = settings.listen else {
         eprintln!("sanctum-guard: web prompt      off");
@@ -117,6 +119,7 @@ pub async fn start(
     );
     shared.agent = agent;
     shared.engine = engine;
+    shared.notify = notify;
     shared.sessions = sessions;
     let shared = Arc::new(shared);
     login::write_private(&state_dir.join(login::URL_FILE), &format!("{base_url}\n"))?;

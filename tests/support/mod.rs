@@ -13,6 +13,8 @@ pub mod bench;
 pub mod browser;
 /// Fixtures of the card tests: plugin and `exec` frames, a long script.
 pub mod card;
+/// Local servers speaking the push channels' APIs (ntfy, Telegram, a signed webhook).
+pub mod channels;
 /// The compose deployment under podman: images, the stack, commands inside its containers.
 pub mod compose;
 /// Agent turns in the compose deployment: New Tasks, what reached the model, a fan-out.

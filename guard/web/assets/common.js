@@ -105,6 +105,8 @@ const SG = (() => {
     state.csrf = r.data.csrf;
     state.identity = r.data.identity;
     document.getElementById('identity').textContent = 'Signed in as ' + r.data.identity;
+    const failing = r.data.notifyFailing || [];
+    if (failing.length) banner('Push notifications failing (decisions go on): ' + failing.join('; '));
     const out = document.getElementById('logout');
     out.addEventListener('click', async () => {
       await api('POST', '/api/logout');
