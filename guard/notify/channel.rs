@@ -1,5 +1,7 @@
 //! One channel's delivery loop: notices arrive on its bounded queue; those its minimum
-//! category and quiet hours admit wait out the batching window and leave as one message;
+//! category and quiet hours admit leave at once when the channel sent nothing for a batching
+//! window (the first of a burst reaches the phone without delay), else wait until a window
+//! has passed since the last message and leave together as one message;
 //! outcomes edit (Telegram) or post (webhook) what was sent. Attempts back off exponentially
 //! and are bounded; the result is the channel's health. Nothing here is on a decision's path.
 
@@ -48,6 +50,8 @@ pub struct Channel {
     /// The requests this channel sent, newest last: an outcome goes only where its request
     /// went (a filtered one stays untold).
     pub told: std::collections::VecDeque<String>,
+    /// When the last message for new requests left: the next waits until a window after it.
+    pub last_sent: Option<Instant>,
 }
 
 impl Channel {
@@ -74,8 +78,10 @@ impl Channel {
             };
             let mut batch = vec![first];
             let mut done = Vec::new();
-            let until = Instant::now() + self.batch;
-            loop {
+            let until = self
+                .last_sent
+                .map_or_else(Instant::now, |t| (t + self.batch).max(Instant::now()));
+            while Instant::now() < until {
                 let next = match rx.try_recv() {
                     Ok(i) => Some(i),
                     Err(mpsc::error::TryRecvError::Empty) => {
@@ -97,6 +103,7 @@ impl Channel {
             batch.retain(|n| !done.iter().any(|o| o.id == n.id));
             if !batch.is_empty() {
                 self.deliver(&batch).await;
+                self.last_sent = Some(Instant::now());
             }
             for o in done {
                 self.outcome(&o).await;

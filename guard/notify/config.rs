@@ -8,7 +8,8 @@ use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Requests within this window become one message per channel.
+/// After a message, the requests of the next window wait and become one message per channel
+/// (the first after a quiet window leaves at once).
 pub const DEFAULT_BATCH_MS: u64 = 3000;
 /// Notices waiting per channel beyond this are dropped (and counted), never waited for.
 pub const DEFAULT_QUEUE: usize = 256;

@@ -76,6 +76,7 @@ pub fn start(
             slot,
             metrics: metrics.clone(),
             told: Default::default(),
+            last_sent: None,
         };
         tokio::spawn(ch.run(rx));
     }
