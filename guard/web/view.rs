@@ -22,6 +22,7 @@ pub fn source_name(s: Source) -> &'static str {
         Source::Plugin => "plugin",
         Source::Cli => "cli",
         Source::Node => "node",
+        Source::Egress => "egress",
     }
 }
 

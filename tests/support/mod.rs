@@ -17,6 +17,8 @@ pub mod card;
 pub mod compose;
 /// A raw gateway WebSocket client: an operator with its own device, raw frames.
 pub mod gateway;
+/// The egress proxy as tests start it: upstreams, client exchanges, its audit records.
+pub mod egress;
 /// One guard deployment: OpenClaw's approvals document and the real `serve` on temp dirs.
 pub mod guard;
 /// Fixtures of the inbox tests: a gated request, its verdict, a human decision.
