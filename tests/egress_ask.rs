@@ -104,7 +104,10 @@ fn an_unknown_host_waits_in_the_inbox_and_passes_once_approved() {
     let entry = d.pending(&format!("connect://127.0.0.1:{up}"));
     assert_eq!(entry["request"]["action"]["method"], "CONNECT", "{entry}");
     let reasons = entry["verdict"]["reasons"].to_string();
-    assert!(reasons.contains(&rule_for(up, "https").replace('"', "\\\"")), "{reasons}");
+    assert!(
+        reasons.contains(&rule_for(up, "https").replace('"', "\\\"")),
+        "{reasons}"
+    );
     assert!(reasons.contains("for 10 min"), "{reasons}");
     let offered = entry["verdict"]["offered"].to_string();
     for k in ["allow-once", "allow-for", "allow-always", "deny"] {
@@ -116,25 +119,42 @@ fn an_unknown_host_waits_in_the_inbox_and_passes_once_approved() {
     );
     d.decide(&["approve", entry["id"].as_str().unwrap()]);
     let got = rx.recv_timeout(Duration::from_secs(20)).unwrap();
-    assert!(got.starts_with("HTTP/1.1 200") && got.ends_with("pong"), "{got}");
+    assert!(
+        got.starts_with("HTTP/1.1 200") && got.ends_with("pong"),
+        "{got}"
+    );
     assert_eq!(seen.recv_timeout(Duration::from_secs(5)).unwrap(), "ping");
 
     // Once is once: the next connection asks again; denied, the client reads why and how.
     let rx = through_later(e.port, connect_head(up), b"ping");
     let entry = d.pending(&format!("connect://127.0.0.1:{up}"));
-    d.decide(&["deny", entry["id"].as_str().unwrap(), "--reason", "not today"]);
+    d.decide(&[
+        "deny",
+        entry["id"].as_str().unwrap(),
+        "--reason",
+        "not today",
+    ]);
     let got = rx.recv_timeout(Duration::from_secs(20)).unwrap();
     assert!(got.starts_with("HTTP/1.1 403"), "{got}");
-    assert!(got.contains("not allowed") && got.contains("not today"), "{got}");
-    assert!(got.contains("[[egress.rules]]") && got.contains(&rule_for(up, "https")), "{got}");
+    assert!(
+        got.contains("not allowed") && got.contains("not today"),
+        "{got}"
+    );
+    assert!(
+        got.contains("[[egress.rules]]") && got.contains(&rule_for(up, "https")),
+        "{got}"
+    );
     assert!(seen.recv_timeout(Duration::from_millis(300)).is_err());
 
     // Plain HTTP shows its method and path.
-    let head = format!("GET http://127.0.0.1:{up}/docs?q=1 HTTP/1.1\r\nHost: 127.0.0.1:{up}\r\n\r\n");
+    let head =
+        format!("GET http://127.0.0.1:{up}/docs?q=1 HTTP/1.1\r\nHost: 127.0.0.1:{up}\r\n\r\n");
     let rx = through_later(e.port, head, b"");
     let entry = d.pending(&format!("http://127.0.0.1:{up}/docs?q=1"));
     assert_eq!(entry["request"]["action"]["method"], "GET");
-    assert!(entry["verdict"]["reasons"].to_string().contains("scheme = \\\"http\\\""));
+    assert!(entry["verdict"]["reasons"]
+        .to_string()
+        .contains("scheme = \\\"http\\\""));
     d.decide(&["approve", entry["id"].as_str().unwrap()]);
     assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), "pong");
     assert!(seen
@@ -148,9 +168,15 @@ fn an_unknown_host_waits_in_the_inbox_and_passes_once_approved() {
         (asked(&e).len() == 3).then_some(())
     });
     let a = asked(&e);
-    let verdicts: Vec<&str> = a.iter().map(|r| r["fields"]["verdict"].as_str().unwrap()).collect();
+    let verdicts: Vec<&str> = a
+        .iter()
+        .map(|r| r["fields"]["verdict"].as_str().unwrap())
+        .collect();
     assert_eq!(verdicts, ["allow", "deny", "allow"], "{a:?}");
-    assert!(a[0]["fields"]["reason"].as_str().unwrap().starts_with("allow-once by cli:"));
+    assert!(a[0]["fields"]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("allow-once by cli:"));
     let allowed = egress_records(&e.state)
         .into_iter()
         .filter(|r| r["fields"]["phase"] == "decided" && r["fields"]["verdict"] == "allow")
@@ -171,7 +197,10 @@ fn allow_for_a_while_covers_that_host_and_port_until_it_ends() {
     let entry = d.pending(&format!("connect://127.0.0.1:{up}"));
     assert!(entry["verdict"]["reasons"].to_string().contains("for 4 s"));
     d.decide(&["approve", "--grant", entry["id"].as_str().unwrap()]);
-    assert!(rx.recv_timeout(Duration::from_secs(20)).unwrap().ends_with("pong"));
+    assert!(rx
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap()
+        .ends_with("pong"));
     let granted = Instant::now();
 
     // The same host:port passes at once, without a new inbox entry.
@@ -180,24 +209,39 @@ fn allow_for_a_while_covers_that_host_and_port_until_it_ends() {
     let got = through(e.port, &connect_head(up), b"ping");
     assert!(got.ends_with("pong"), "{got}");
     assert!(t.elapsed() < Duration::from_secs(2));
-    assert_eq!(d.entries().len(), before, "a granted host:port was asked again");
+    assert_eq!(
+        d.entries().len(),
+        before,
+        "a granted host:port was asked again"
+    );
     assert_eq!(seen.recv_timeout(Duration::from_secs(5)).unwrap(), "ping");
 
     // Another port of the same host is asked.
     let rx = through_later(e.port, connect_head(other), b"ping");
     let entry = d.pending(&format!("connect://127.0.0.1:{other}"));
     d.decide(&["deny", entry["id"].as_str().unwrap()]);
-    assert!(rx.recv_timeout(Duration::from_secs(20)).unwrap().starts_with("HTTP/1.1 403"));
+    assert!(rx
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap()
+        .starts_with("HTTP/1.1 403"));
 
     // Once the grant ended, the same host:port is asked again.
-    std::thread::sleep(Duration::from_secs(4).saturating_sub(granted.elapsed()) + Duration::from_millis(300));
+    std::thread::sleep(
+        Duration::from_secs(4).saturating_sub(granted.elapsed()) + Duration::from_millis(300),
+    );
     let rx = through_later(e.port, connect_head(up), b"ping");
     let entry = d.pending(&format!("connect://127.0.0.1:{up}"));
     d.decide(&["approve", entry["id"].as_str().unwrap()]);
-    assert!(rx.recv_timeout(Duration::from_secs(20)).unwrap().ends_with("pong"));
+    assert!(rx
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap()
+        .ends_with("pong"));
     let a = asked(&e);
     assert!(
-        a.iter().any(|r| r["fields"]["reason"].as_str().unwrap().starts_with("allow-for 127.0.0.1:")),
+        a.iter().any(|r| r["fields"]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("allow-for 127.0.0.1:")),
         "{a:?}"
     );
 }
@@ -213,29 +257,45 @@ fn always_stores_the_rule_shown_and_it_outlives_a_restart() {
     let rx = through_later(e.port, connect_head(up), b"ping");
     let entry = d.pending(&format!("connect://127.0.0.1:{up}"));
     d.decide(&["approve", "--always", entry["id"].as_str().unwrap()]);
-    assert!(rx.recv_timeout(Duration::from_secs(20)).unwrap().ends_with("pong"));
+    assert!(rx
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap()
+        .ends_with("pong"));
     assert_eq!(seen.recv_timeout(Duration::from_secs(5)).unwrap(), "ping");
 
     // The rule shown is the rule stored: in the guard's overlay and the proxy's.
     let shown = rule_for(up, "https");
     let guard_overlay =
         std::fs::read_to_string(d.w.guard_state.join("egress-overlay.toml")).unwrap();
-    assert!(guard_overlay.contains(&format!("ports = [{up}]")), "{guard_overlay}");
+    assert!(
+        guard_overlay.contains(&format!("ports = [{up}]")),
+        "{guard_overlay}"
+    );
     let (code, out, err) = guard_cli(
         &["egress", "rules", "--state-dir", state.to_str().unwrap()],
         &[],
     );
     assert_eq!(code, 0, "{err}");
     assert!(
-        out.contains(&format!("allow 127.0.0.1:{up}  scheme=https  (overlay rule 1)")),
+        out.contains(&format!(
+            "allow 127.0.0.1:{up}  scheme=https  (overlay rule 1)"
+        )),
         "{out}"
     );
     let (_, json, _) = guard_cli(
-        &["egress", "rules", "--json", "--state-dir", state.to_str().unwrap()],
+        &[
+            "egress",
+            "rules",
+            "--json",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
         &[],
     );
     assert!(json.contains("\"origin\":\"overlay rule 1\""), "{json}");
-    assert!(entry["verdict"]["reasons"].to_string().contains(&shown.replace('"', "\\\"")));
+    assert!(entry["verdict"]["reasons"]
+        .to_string()
+        .contains(&shown.replace('"', "\\\"")));
 
     // A restarted proxy serves it without asking; with the guard gone too.
     e.child.kill9();
@@ -274,11 +334,20 @@ fn a_deny_rule_beats_a_grant() {
         "POST http://127.0.0.1:{up}/ HTTP/1.1\r\nHost: 127.0.0.1:{up}\r\nContent-Length: 2\r\n\r\n"
     );
     let got = through(e.port, &post, b"hi");
-    assert!(got.starts_with("HTTP/1.1 403") && got.contains("egress rule 1"), "{got}");
-    // A tunnel could carry a POST: the deny rule covers it too.
-    let got = through(e.port, &connect_head(up), b"ping");
-    assert!(got.starts_with("HTTP/1.1 403"), "{got}");
+    assert!(
+        got.starts_with("HTTP/1.1 403") && got.contains("egress rule 1"),
+        "{got}"
+    );
     assert_eq!(d.entries().len(), before, "a denied destination was asked");
+    // The grant was for plain requests: a tunnel to the same port (where the plain-HTTP deny
+    // rule could not see a POST) is asked, not let through.
+    let rx = through_later(e.port, connect_head(up), b"ping");
+    let entry = d.pending(&format!("connect://127.0.0.1:{up}"));
+    d.decide(&["deny", entry["id"].as_str().unwrap()]);
+    assert!(rx
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap()
+        .starts_with("HTTP/1.1 403"));
     assert!(seen.recv_timeout(Duration::from_millis(300)).is_err());
 }
 
@@ -292,16 +361,27 @@ fn an_unanswered_ask_times_out_and_a_guard_that_is_down_refuses_at_once() {
     let t = Instant::now();
     let got = through(e.port, &connect_head(up), b"ping");
     let waited = t.elapsed();
-    assert!(got.starts_with("HTTP/1.1 403") && got.contains("approval-timeout"), "{got}");
+    assert!(
+        got.starts_with("HTTP/1.1 403") && got.contains("approval-timeout"),
+        "{got}"
+    );
     assert!(got.contains(&rule_for(up, "https")), "{got}");
-    assert!(waited >= Duration::from_millis(1900) && waited < Duration::from_secs(10), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(1900) && waited < Duration::from_secs(10),
+        "{waited:?}"
+    );
     let entry = wait_entry(&d.w, "expired", Duration::from_secs(10)).expect("expired entry");
     assert_eq!(entry["decision"]["reason"], "approval-timeout");
     wait_until("the timeout on record", Duration::from_secs(10), || {
         asked(&e)
             .iter()
-            .any(|r| r["fields"]["verdict"] == "deny"
-                && r["fields"]["reason"].as_str().unwrap().contains("approval-timeout"))
+            .any(|r| {
+                r["fields"]["verdict"] == "deny"
+                    && r["fields"]["reason"]
+                        .as_str()
+                        .unwrap()
+                        .contains("approval-timeout")
+            })
             .then_some(())
     });
 
@@ -310,11 +390,19 @@ fn an_unanswered_ask_times_out_and_a_guard_that_is_down_refuses_at_once() {
     let t = Instant::now();
     let got = through(e.port, &connect_head(up), b"ping");
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
-    assert!(got.starts_with("HTTP/1.1 403") && got.contains("cannot be reached"), "{got}");
+    assert!(
+        got.starts_with("HTTP/1.1 403") && got.contains("cannot be reached"),
+        "{got}"
+    );
     wait_until("the refusal on record", Duration::from_secs(10), || {
         asked(&e)
             .iter()
-            .any(|r| r["fields"]["reason"].as_str().unwrap().contains("cannot be reached"))
+            .any(|r| {
+                r["fields"]["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("cannot be reached")
+            })
             .then_some(())
     });
     assert!(seen.recv_timeout(Duration::from_millis(300)).is_err());
@@ -331,22 +419,67 @@ fn forged_oversized_and_garbage_egress_asks_are_refused_without_harming_others()
     let rx = through_later(e.port, connect_head(up), b"ping");
     d.pending(&format!("connect://127.0.0.1:{up}"));
 
-    let ask = r#"{"host":"evil.example","port":443,"method":"CONNECT","waitMs":60000,"grantSecs":60}"#;
+    let ask =
+        r#"{"host":"evil.example","port":443,"method":"CONNECT","waitMs":60000,"grantSecs":60}"#;
     let frame = |token: &str, ask: &str| {
         format!(r#"{{"type":"egress-ask","id":"x1","token":"{token}","ask":{ask}}}"#)
     };
     let rows: Vec<(&str, String, &str)> = vec![
         ("forged token", frame("wrong", ask), "token"),
-        ("no token", frame(TOKEN, ask).replace(&format!(r#""token":"{TOKEN}","#), ""), "json"),
-        ("oversized", frame(TOKEN, &ask.replace("evil", &"e".repeat(5000))), "too-large"),
-        ("garbage", r#"{"type":"egress-ask","id":"x1",garbage"#.to_owned(), "json"),
-        ("unknown field", frame(TOKEN, &ask.replace("}", r#","allow":true}"#)), "json"),
-        ("bracketed host", frame(TOKEN, &ask.replace("evil.example", "[evil.example]")), "json"),
-        ("upper-case host", frame(TOKEN, &ask.replace("evil", "EVIL")), "json"),
-        ("control in path", frame(TOKEN, &ask.replace("CONNECT", "GET").replace("\"waitMs", "\"path\":\"/\\u0000\",\"waitMs")), "json"),
-        ("wait of a day", frame(TOKEN, &ask.replace("60000", "86400000")), "json"),
-        ("grant of a week", frame(TOKEN, &ask.replace(":60}", ":604800}")), "json"),
-        ("id with a newline", frame(TOKEN, ask).replace("x1", "x\\n1"), "json"),
+        (
+            "no token",
+            frame(TOKEN, ask).replace(&format!(r#""token":"{TOKEN}","#), ""),
+            "json",
+        ),
+        (
+            "oversized",
+            frame(TOKEN, &ask.replace("evil", &"e".repeat(5000))),
+            "too-large",
+        ),
+        (
+            "garbage",
+            r#"{"type":"egress-ask","id":"x1",garbage"#.to_owned(),
+            "json",
+        ),
+        (
+            "unknown field",
+            frame(TOKEN, &ask.replace("}", r#","allow":true}"#)),
+            "json",
+        ),
+        (
+            "bracketed host",
+            frame(TOKEN, &ask.replace("evil.example", "[evil.example]")),
+            "json",
+        ),
+        (
+            "upper-case host",
+            frame(TOKEN, &ask.replace("evil", "EVIL")),
+            "json",
+        ),
+        (
+            "control in path",
+            frame(
+                TOKEN,
+                &ask.replace("CONNECT", "GET")
+                    .replace("\"waitMs", "\"path\":\"/\\u0000\",\"waitMs"),
+            ),
+            "json",
+        ),
+        (
+            "wait of a day",
+            frame(TOKEN, &ask.replace("60000", "86400000")),
+            "json",
+        ),
+        (
+            "grant of a week",
+            frame(TOKEN, &ask.replace(":60}", ":604800}")),
+            "json",
+        ),
+        (
+            "id with a newline",
+            frame(TOKEN, ask).replace("x1", "x\\n1"),
+            "json",
+        ),
     ];
     for (what, line, reason) in &rows {
         let reply = send_line(&d.w.socket(), &format!("{line}\n"));
@@ -358,6 +491,9 @@ fn forged_oversized_and_garbage_egress_asks_are_refused_without_harming_others()
     assert_eq!(egress.len(), 1, "{egress:?}");
     assert!(!egress[0].to_string().contains("evil"));
     d.decide(&["approve", egress[0]["id"].as_str().unwrap()]);
-    assert!(rx.recv_timeout(Duration::from_secs(20)).unwrap().ends_with("pong"));
+    assert!(rx
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap()
+        .ends_with("pong"));
     audit_with(&d.w, &["\"reason\":\"too-large\"", "\"reason\":\"token\""]);
 }

@@ -53,7 +53,9 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         Some(at) => s.split_at(at),
         None => (s, "s"),
     };
-    let n: u64 = n.parse().map_err(|_| format!("{s:?} is not a duration like 30s"))?;
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 30s"))?;
     let secs = match unit {
         "s" => n,
         "m" => n * 60,

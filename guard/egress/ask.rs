@@ -86,16 +86,14 @@ impl Asker {
         line.push(b'\n');
         let unreachable =
             |e: &dyn std::fmt::Display| format!("the guard cannot be reached to ask a person: {e}");
-        let mut s = match tokio::time::timeout(
-            Duration::from_secs(2),
-            UnixStream::connect(&self.socket),
-        )
-        .await
-        {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(unreachable(&e)),
-            Err(_) => return Err(unreachable(&"connect timed out")),
-        };
+        let mut s =
+            match tokio::time::timeout(Duration::from_secs(2), UnixStream::connect(&self.socket))
+                .await
+            {
+                Ok(Ok(s)) => s,
+                Ok(Err(e)) => return Err(unreachable(&e)),
+                Err(_) => return Err(unreachable(&"connect timed out")),
+            };
         s.write_all(&line).await.map_err(|e| unreachable(&e))?;
         // The guard answers at its deadline (the wait); a little more for the answer's trip.
         let limit = self.wait + Duration::from_secs(5);

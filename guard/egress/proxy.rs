@@ -8,11 +8,11 @@
 //! window in full, the rest as one count, so no client can grow the log faster than that.
 
 use super::head::parse_head;
+use super::overlay::{Judged, LiveRules};
 use super::rules::{dest_host, may_reach, OwnNets};
 use crate::audit::event::{EgressCounted, EgressRecord};
 use crate::audit::tally::{Tally, WINDOW};
 use crate::audit::{AuditEvent, AuditLog};
-use super::overlay::{Judged, LiveRules};
 use crate::policy::egress::{Destination, EgressRule};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

@@ -56,7 +56,8 @@ pub async fn resolve(
     asked.phase = "asked";
     let granted = match outcome {
         Err(why) => {
-            rec.reason = format!("no egress rule covers {tgt} and it was not allowed: {why}; {how}");
+            rec.reason =
+                format!("no egress rule covers {tgt} and it was not allowed: {why}; {how}");
             asked.reason = rec.reason.clone();
             let _ = audit.record(AuditEvent::Egress(Box::new(asked))).await;
             return Err(Refused { counted: false });

@@ -128,7 +128,10 @@ pub fn check_ask(a: &EgressAsk) -> Result<DestHost, AskError> {
         _ => return Err(AskError::Field("a path goes with a plain request only")),
     }
     if a.client.as_ref().is_some_and(|c| {
-        c.len() > 64 || !c.bytes().all(|b| b.is_ascii_hexdigit() || b".:[]".contains(&b))
+        c.len() > 64
+            || !c
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() || b".:[]".contains(&b))
     }) {
         return Err(AskError::Field("client is not an address"));
     }

@@ -4,7 +4,8 @@ fn ask_line(ask: &str) -> String {
     format!(r#"{{"type":"egress-ask","id":"a1","token":"t","ask":{ask}}}"#)
 }
 
-const GOOD: &str = r#"{"host":"api.example.com","port":443,"method":"CONNECT","waitMs":30000,"grantSecs":600}"#;
+const GOOD: &str =
+    r#"{"host":"api.example.com","port":443,"method":"CONNECT","waitMs":30000,"grantSecs":600}"#;
 
 #[test]
 fn a_well_formed_ask_parses_and_everything_else_is_refused() {
@@ -19,19 +20,40 @@ fn a_well_formed_ask_parses_and_everything_else_is_refused() {
     );
     for (what, line) in [
         ("not json", "{".to_owned()),
-        ("too large", ask_line(&GOOD.replace("api", &"a".repeat(5000)))),
-        ("unknown field", ask_line(&GOOD.replace("}", r#","extra":1}"#))),
-        ("other type", ask_line(GOOD).replace("egress-ask", "egress-asks")),
+        (
+            "too large",
+            ask_line(&GOOD.replace("api", &"a".repeat(5000))),
+        ),
+        (
+            "unknown field",
+            ask_line(&GOOD.replace("}", r#","extra":1}"#)),
+        ),
+        (
+            "other type",
+            ask_line(GOOD).replace("egress-ask", "egress-asks"),
+        ),
         ("bad id", ask_line(GOOD).replace(r#""a1""#, r#""a 1""#)),
         ("upper-case host", ask_line(&GOOD.replace("api.", "API."))),
-        ("bracketed host", ask_line(&GOOD.replace("api.example.com", "[example.com]"))),
+        (
+            "bracketed host",
+            ask_line(&GOOD.replace("api.example.com", "[example.com]")),
+        ),
         ("trailing dot", ask_line(&GOOD.replace(".com", ".com."))),
         ("long host", ask_line(&long_host)),
         ("port 0", ask_line(&GOOD.replace("443", "0"))),
         ("port too big", ask_line(&GOOD.replace("443", "70000"))),
-        ("lower method", ask_line(&GOOD.replace("CONNECT", "connect"))),
-        ("tunnel with a path", ask_line(&GOOD.replace("\"waitMs", "\"path\":\"/\",\"waitMs"))),
-        ("plain without a path", ask_line(&GOOD.replace("CONNECT", "GET"))),
+        (
+            "lower method",
+            ask_line(&GOOD.replace("CONNECT", "connect")),
+        ),
+        (
+            "tunnel with a path",
+            ask_line(&GOOD.replace("\"waitMs", "\"path\":\"/\",\"waitMs")),
+        ),
+        (
+            "plain without a path",
+            ask_line(&GOOD.replace("CONNECT", "GET")),
+        ),
         ("wait 0", ask_line(&GOOD.replace("30000", "0"))),
         ("wait too long", ask_line(&GOOD.replace("30000", "6000000"))),
         ("grant too long", ask_line(&GOOD.replace("600", "999999"))),
@@ -43,7 +65,8 @@ fn a_well_formed_ask_parses_and_everything_else_is_refused() {
 
 #[test]
 fn answers_must_answer_this_ask_in_full() {
-    let ok = r#"{"type":"egress-answer","id":"a1","decision":"allow-for","reason":"r","untilMs":5}"#;
+    let ok =
+        r#"{"type":"egress-answer","id":"a1","decision":"allow-for","reason":"r","untilMs":5}"#;
     assert_eq!(parse_answer(ok.as_bytes(), "a1").unwrap().until_ms, Some(5));
     for bad in [
         ok.replace("a1", "a2"),

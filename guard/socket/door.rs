@@ -63,8 +63,9 @@ impl SocketDoor {
                 }
             })?;
         let mut door = Self::with_replay(token, socket, engine, replay);
-        door.egress =
-            super::egress_ask::EgressDesk::new(Some(state_dir.join(super::egress_ask::OVERLAY_FILE)));
+        door.egress = super::egress_ask::EgressDesk::new(Some(
+            state_dir.join(super::egress_ask::OVERLAY_FILE),
+        ));
         Ok(door)
     }
 

@@ -37,7 +37,7 @@ pub const OVERLAY_FILE: &str = "egress-overlay.toml";
 /// What the guard keeps for egress: live grants and where "always" rules are stored.
 #[derive(Debug)]
 pub struct EgressDesk {
-    /// `host:port` → end of its grant (epoch ms).
+    /// `connect://host:port` or `http://host:port` → end of its grant (epoch ms).
     grants: Mutex<HashMap<String, u64>>,
     /// `None`: no state dir (an in-memory door); "always" is then answered but not stored.
     overlay: Option<PathBuf>,
@@ -123,7 +123,7 @@ pub fn ask_verdict(what: &str, rule: &str, grant_secs: u64) -> Verdict {
             Reason::new(
                 "egress-grant",
                 format!(
-                    "{}: a grant of exactly this host and port, kept by the guard until it ends",
+                    "{}: a grant of exactly this host and port and this kind of connection (tunnel or plain HTTP), kept by the guard until it ends",
                     grant_text(grant_secs)
                 ),
             ),
@@ -136,6 +136,15 @@ pub fn ask_verdict(what: &str, rule: &str, grant_secs: u64) -> Verdict {
         ],
         segments: Vec::new(),
         profile: None,
+    }
+}
+
+/// What a grant is keyed by: the scheme and host:port of the request's URL (no path).
+fn req_key(url: &str) -> &str {
+    let after = url.find("://").map_or(0, |i| i + 3);
+    match url[after..].find('/') {
+        Some(i) => &url[..after + i],
+        None => url,
     }
 }
 
@@ -175,6 +184,7 @@ pub async fn on_egress_ask(
         None => format!("connect://{tgt}"),
         Some(p) => format!("http://{tgt}{p}"),
     };
+    let key = req_key(&url).to_owned();
     let req = Request {
         id: f.id.clone(),
         who: Who {
@@ -196,8 +206,10 @@ pub async fn on_egress_ask(
         port: a.port,
         plain: a.path.clone().map(|p| (a.method.clone(), p)),
     };
-    // What the guard already keeps answers without a person.
-    let kept = if let Some(until) = desk.granted(&tgt, received) {
+    // What the guard already keeps answers without a person. A grant is of one host:port and
+    // one kind of connection, like the rule "always" stores: a plain GET granted does not
+    // open a tunnel to the same port, where a deny rule on plain methods could not see.
+    let kept = if let Some(until) = desk.granted(&key, received) {
         Some((AnswerKind::AllowFor, Some(until), "egress-grant"))
     } else if desk.overlay_allows(&dest) {
         Some((AnswerKind::AllowAlways, None, "egress-overlay"))
@@ -208,7 +220,10 @@ pub async fn on_egress_ask(
         let verdict = Verdict {
             kind: VerdictKind::Allow,
             category: Category::HttpWrite,
-            reasons: vec![Reason::new(code, format!("{tgt} is allowed by the guard's {code}"))],
+            reasons: vec![Reason::new(
+                code,
+                format!("{tgt} is allowed by the guard's {code}"),
+            )],
             offered: Vec::new(),
             segments: Vec::new(),
             profile: None,
@@ -238,7 +253,7 @@ pub async fn on_egress_ask(
     let (d, _) = engine
         .decide_verdict(&requester, &req, verdict, shutdown, cancel)
         .await;
-    reply_to(engine, desk, &f, &tgt, &rule, &req, d).await
+    reply_to(engine, desk, &f, &key, &rule, &req, d).await
 }
 
 /// The answer to a person's (or the fallback's) decision, after keeping what it grants.
@@ -246,7 +261,7 @@ async fn reply_to(
     engine: &Arc<Engine>,
     desk: &EgressDesk,
     f: &AskFrame,
-    tgt: &str,
+    key: &str,
     rule: &str,
     req: &Request,
     d: Decision,
@@ -265,7 +280,7 @@ async fn reply_to(
         DecisionKind::AllowOnce => answer(&f.id, AnswerKind::AllowOnce, &by),
         DecisionKind::AllowFor => {
             let until = now_ms() + f.ask.grant_secs * 1000;
-            desk.grant(tgt.to_owned(), until);
+            desk.grant(key.to_owned(), until);
             let mut v = answer(&f.id, AnswerKind::AllowFor, &by);
             v["untilMs"] = serde_json::json!(until);
             v

@@ -215,7 +215,12 @@ pub enum Frame {
     /// Ours: how a node's run ended (`super::outcome`).
     Outcome(Box<super::outcome::OutcomeFrame>),
     /// Ours: the egress proxy asks about a destination no rule covers (`super::egress_ask`).
-    EgressAsk(Box<(crate::policy::egress_ask::AskFrame, crate::policy::egress::DestHost)>),
+    EgressAsk(
+        Box<(
+            crate::policy::egress_ask::AskFrame,
+            crate::policy::egress::DestHost,
+        )>,
+    ),
 }
 
 /// A frame that could not be decoded; `id` is echoed when it could be read.

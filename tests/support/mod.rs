@@ -15,10 +15,10 @@ pub mod browser;
 pub mod card;
 /// The compose deployment under podman: images, the stack, commands inside its containers.
 pub mod compose;
-/// A raw gateway WebSocket client: an operator with its own device, raw frames.
-pub mod gateway;
 /// The egress proxy as tests start it: upstreams, client exchanges, its audit records.
 pub mod egress;
+/// A raw gateway WebSocket client: an operator with its own device, raw frames.
+pub mod gateway;
 /// One guard deployment: OpenClaw's approvals document and the real `serve` on temp dirs.
 pub mod guard;
 /// Fixtures of the inbox tests: a gated request, its verdict, a human decision.
