@@ -1,8 +1,10 @@
 //! Door: the agent's one way out. A forward proxy (`sanctum-guard egress`) that the agent's
 //! container reaches on its internal network, and that alone has a route to the outside. It
 //! lets through exactly what its egress rules allow (the policy file's `[[egress.rules]]` and
-//! its `--allow host:port` entries: `policy::egress`), refuses everything else with the reason, and writes every decision and every closed tunnel to its own
-//! hash-chained audit log. It judges destinations only: what flows inside a TLS tunnel to an
+//! its `--allow host:port` entries: `policy::egress`, then the overlay of stored "always"
+//! answers: `overlay`), asks a person in the guard's inbox about a destination no rule covers
+//! (`ask`, `unlisted`), refuses everything else with the reason, and writes every decision and
+//! every closed tunnel to its own hash-chained audit log. It judges destinations only: what flows inside a TLS tunnel to an
 //! allowed host is not seen (SECURITY.md says what that leaves open).
 
 pub mod ask;
