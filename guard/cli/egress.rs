@@ -1,6 +1,8 @@
 //! `sanctum-guard egress` (the proxy) and `egress rules` (what it would serve).
 
 use clap::{Args, Subcommand};
+use sanctum_guard::egress::ask::Asker;
+use sanctum_guard::egress::overlay::{read_overlay, OVERLAY_FILE};
 use sanctum_guard::egress::rules::rule_set;
 use sanctum_guard::policy::egress::{describe, EgressRule};
 use std::path::{Path, PathBuf};
@@ -23,6 +25,47 @@ pub struct EgressArgs {
     /// Connections served at once.
     #[arg(long, default_value_t = 256)]
     max_connections: usize,
+    #[command(flatten)]
+    ask: AskArgs,
+}
+
+/// Asking a person about destinations no rule covers (through `serve`'s approvals socket).
+#[derive(Args, Debug)]
+struct AskArgs {
+    /// `serve`'s approvals socket: destinations no rule covers are asked in its inbox
+    /// (without it they are refused at once).
+    #[arg(long, requires = "ask_token_file")]
+    ask_socket: Option<PathBuf>,
+    /// The socket token (a file only its owner and group may read).
+    #[arg(long)]
+    ask_token_file: Option<PathBuf>,
+    /// How long a connection waits for a person, then is refused (e.g. 30s, 2m).
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    ask_wait: std::time::Duration,
+    /// How long "allow for a while" lets the same host:port through.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    grant: std::time::Duration,
+}
+
+/// `30s`, `2m`, `1h`, or plain seconds; 1 s .. 24 h (the guard refuses longer).
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let (n, unit) = match s.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => s.split_at(at),
+        None => (s, "s"),
+    };
+    let n: u64 = n
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 30s"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("{s:?}: the unit is s, m or h")),
+    };
+    if secs == 0 || secs > 24 * 3600 {
+        return Err(format!("{s:?}: between 1 s and 24 h"));
+    }
+    Ok(std::time::Duration::from_secs(secs))
 }
 
 /// Where the rules come from.
@@ -46,6 +89,9 @@ enum EgressCmd {
         /// One JSON object per rule.
         #[arg(long)]
         json: bool,
+        /// The proxy's state dir: its overlay rules (what "always" answers stored) too.
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
     },
 }
 
@@ -55,10 +101,23 @@ fn load(src: &RuleSources) -> Result<Vec<EgressRule>, String> {
     rule_set(policy.egress(), &src.allow).map_err(|e| e.to_string())
 }
 
+fn asker(a: &AskArgs) -> Result<Option<Asker>, String> {
+    let (Some(socket), Some(file)) = (&a.ask_socket, &a.ask_token_file) else {
+        return Ok(None);
+    };
+    let token = sanctum_guard::app::secret_file::read_secret(file).map_err(|e| e.to_string())?;
+    Ok(Some(Asker::new(socket.clone(), token, a.ask_wait, a.grant)))
+}
+
 /// Exit 0 after SIGTERM/SIGINT (or after printing the rules), 2 on a start-up error.
 pub fn run(a: EgressArgs) -> ExitCode {
-    if let Some(EgressCmd::Rules { rules, json }) = a.cmd {
-        return print_rules(&rules, json);
+    if let Some(EgressCmd::Rules {
+        rules,
+        json,
+        state_dir,
+    }) = a.cmd
+    {
+        return print_rules(&rules, json, state_dir.as_deref());
     }
     let fail = |what: &str| {
         eprintln!("sanctum-guard egress: {what}");
@@ -71,6 +130,10 @@ pub fn run(a: EgressArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
+    let asker = match asker(&a.ask) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
     serve(
         &state_dir,
         sanctum_guard::egress::EgressOptions {
@@ -78,6 +141,7 @@ pub fn run(a: EgressArgs) -> ExitCode {
             rules,
             state_dir: state_dir.clone(),
             max_connections: a.max_connections,
+            asker,
         },
     )
 }
@@ -107,8 +171,14 @@ fn serve(state_dir: &Path, o: sanctum_guard::egress::EgressOptions) -> ExitCode 
     }
 }
 
-fn print_rules(src: &RuleSources, json: bool) -> ExitCode {
-    let rules = match load(src) {
+fn print_rules(src: &RuleSources, json: bool, state_dir: Option<&Path>) -> ExitCode {
+    let overlay = |mut rules: Vec<EgressRule>| -> Result<Vec<EgressRule>, String> {
+        if let Some(d) = state_dir {
+            rules.extend(read_overlay(&d.join(OVERLAY_FILE))?);
+        }
+        Ok(rules)
+    };
+    let rules = match load(src).and_then(overlay) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("sanctum-guard egress rules: {e}");

@@ -159,11 +159,15 @@ enum InboxCmd {
         #[arg(long, default_value = "pending")]
         state: String,
     },
-    /// Approve one request (allow-once; --always for allow-always). Exit 1 if refused.
+    /// Approve one request (allow-once; --always for allow-always; --grant for the bounded
+    /// grant an egress request offers). Exit 1 if refused.
     Approve {
         id: String,
         #[arg(long)]
         always: bool,
+        /// allow-for: that host:port for the time the request states (egress requests).
+        #[arg(long, conflicts_with = "always")]
+        grant: bool,
         #[arg(long)]
         reason: Option<String>,
         /// Refuse unless the request's hash is this one (what you were shown).
@@ -390,11 +394,14 @@ fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
         InboxCmd::Approve {
             id,
             always,
+            grant,
             reason,
             hash,
         } => {
             let kind = if always {
                 DecisionKind::AllowAlways
+            } else if grant {
+                DecisionKind::AllowFor
             } else {
                 DecisionKind::AllowOnce
             };

@@ -1,13 +1,18 @@
 //! Door: the agent's one way out. A forward proxy (`sanctum-guard egress`) that the agent's
 //! container reaches on its internal network, and that alone has a route to the outside. It
 //! lets through exactly what its egress rules allow (the policy file's `[[egress.rules]]` and
-//! its `--allow host:port` entries: `policy::egress`), refuses everything else with the reason, and writes every decision and every closed tunnel to its own
-//! hash-chained audit log. It judges destinations only: what flows inside a TLS tunnel to an
+//! its `--allow host:port` entries: `policy::egress`, then the overlay of stored "always"
+//! answers: `overlay`), asks a person in the guard's inbox about a destination no rule covers
+//! (`ask`, `unlisted`), refuses everything else with the reason, and writes every decision and
+//! every closed tunnel to its own hash-chained audit log. It judges destinations only: what flows inside a TLS tunnel to an
 //! allowed host is not seen (SECURITY.md says what that leaves open).
 
+pub mod ask;
 mod head;
+pub mod overlay;
 pub mod proxy;
 pub mod rules;
+mod unlisted;
 
 use crate::audit::{AuditError, AuditLog};
 use std::net::SocketAddr;
@@ -22,6 +27,8 @@ pub struct EgressOptions {
     /// Holds the egress audit log (`egress-audit.jsonl`) and its key.
     pub state_dir: PathBuf,
     pub max_connections: usize,
+    /// Where to ask a person about a destination no rule covers (`None`: refuse it).
+    pub asker: Option<ask::Asker>,
 }
 
 /// Why the proxy could not start.
@@ -38,12 +45,15 @@ pub enum EgressError {
     },
     #[error("signals: {0}")]
     Signal(std::io::Error),
+    #[error("overlay rules: {0}")]
+    Overlay(String),
 }
 
 /// Runs the proxy until SIGTERM or SIGINT. The state dir must exist and be the guard's
 /// own (the command line checks it as for `serve`).
 pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
-    let rules = o.rules;
+    let rules = overlay::LiveRules::load(o.rules, Some(o.state_dir.join(overlay::OVERLAY_FILE)))
+        .map_err(EgressError::Overlay)?;
     // Fail closed: without its own networks the proxy cannot tell which names lead home.
     let own = rules::OwnNets::read().map_err(EgressError::Interfaces)?;
     let (audit, _) = AuditLog::open(&o.state_dir.join("egress-audit.jsonl"))?;
@@ -61,11 +71,19 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
             addr: o.listen,
             source,
         })?;
+    let shown = rules.snapshot();
     eprintln!(
         "sanctum-guard: egress proxy   {bound} ({} rules)",
-        rules.len()
+        shown.len()
     );
-    for r in &rules {
+    if let Some(a) = &o.asker {
+        eprintln!(
+            "sanctum-guard: egress asks    {} (waits {} s)",
+            a.socket.display(),
+            a.wait.as_secs_f32()
+        );
+    }
+    for r in &shown {
         eprintln!(
             "sanctum-guard: egress rule    {}",
             crate::policy::egress::describe(r)
@@ -81,6 +99,7 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
     });
     let opts = proxy::Options {
         rules,
+        asker: o.asker,
         own,
         max_connections: o.max_connections,
         head_timeout: Duration::from_secs(10),

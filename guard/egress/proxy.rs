@@ -8,11 +8,12 @@
 //! window in full, the rest as one count, so no client can grow the log faster than that.
 
 use super::head::parse_head;
+use super::overlay::{Judged, LiveRules};
 use super::rules::{dest_host, may_reach, OwnNets};
 use crate::audit::event::{EgressCounted, EgressRecord};
 use crate::audit::tally::{Tally, WINDOW};
 use crate::audit::{AuditEvent, AuditLog};
-use crate::policy::egress::{judge, Destination, EgressRule, EgressVerdict};
+use crate::policy::egress::{Destination, EgressRule};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,7 +26,10 @@ pub const MAX_HEAD: usize = 16 * 1024;
 
 /// How the proxy runs.
 pub struct Options {
-    pub rules: Vec<EgressRule>,
+    /// The policy's rules, then the overlay "always" answers grow.
+    pub rules: LiveRules,
+    /// How to ask a person about a destination no rule covers (`None`: refused at once).
+    pub asker: Option<super::ask::Asker>,
     /// The proxy's own networks, which a name reaches only through an `internal` rule.
     pub own: OwnNets,
     /// Connections served at once; more wait in the kernel's backlog.
@@ -246,27 +250,38 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
         port: ask.port,
         plain: ask.path.clone().map(|p| (ask.method.clone(), p)),
     };
-    let rule = match judge(&opts.rules, &dest) {
-        EgressVerdict::Allow(r) => r,
-        EgressVerdict::Deny(r) => {
+    let judged = opts.rules.judge(&dest);
+    let rule = match judged {
+        Judged::Allow(r) => r,
+        Judged::Deny(r) => {
             rec.reason = format!("denied by {}", r.origin);
             let why = rec.reason.clone();
             records.deny(rec, "denied").await;
             answer(&mut s, 403, &why).await;
             return;
         }
-        EgressVerdict::Unlisted => {
-            rec.reason = format!(
-                "no egress rule covers {}; an operator can add one (`sanctum-guard egress rules` lists them)",
-                rec.target
-            );
-            let why = rec.reason.clone();
-            records.deny(rec, "not-allowed").await;
-            answer(&mut s, 403, &why).await;
-            return;
+        Judged::Unlisted => {
+            let q = super::ask::Query {
+                host: &dest.host,
+                port: ask.port,
+                method: &ask.method,
+                path: ask.path.as_deref(),
+                client: peer,
+            };
+            match super::unlisted::resolve(&opts, audit, &mut rec, &q).await {
+                Ok(r) => r,
+                Err(refused) => {
+                    let why = rec.reason.clone();
+                    if refused.counted {
+                        records.deny(rec, "not-allowed").await;
+                    }
+                    answer(&mut s, 403, &why).await;
+                    return;
+                }
+            }
         }
     };
-    let up = match connect(rule, &opts.own, &ask.host, ask.port, opts.head_timeout).await {
+    let up = match connect(&rule, &opts.own, &ask.host, ask.port, opts.head_timeout).await {
         Ok(u) => u,
         Err(why) => {
             rec.reason = why.clone();

@@ -13,7 +13,9 @@ mod types;
 
 pub use hash::{canonical_json, request_hash};
 pub use store::{fallback_deny, now_ms, Store};
-pub use types::{Cancel, Entry, InboxError, InboxEvent, Resolved, State, StateFilter};
+pub use types::{
+    action_summary, Cancel, Entry, InboxError, InboxEvent, Resolved, State, StateFilter,
+};
 
 use crate::audit::AuditLog;
 use crate::policy::request::{Decision, Request};

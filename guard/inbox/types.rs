@@ -136,41 +136,7 @@ impl Entry {
 
     /// One line saying what is asked, for lists and logs.
     pub fn summary(&self) -> String {
-        use crate::policy::request::Action;
-        match &self.request.action {
-            Action::Exec(e) => match &e.command {
-                Some(c) => format!("exec {c}"),
-                None => format!("exec {}", e.argv.join(" ")),
-            },
-            Action::FileRead { path } => format!("read {}", path.display()),
-            Action::FileWrite { path, .. } => format!("write {}", path.display()),
-            Action::FileDelete { path } => format!("delete {}", path.display()),
-            Action::Http { method, url } => format!("http {method} {url}"),
-            Action::Browser { action, url } => {
-                format!("browser {action} {}", url.as_deref().unwrap_or(""))
-            }
-            Action::PackageInstall { manager, packages } => {
-                format!("install ({manager}) {}", packages.join(" "))
-            }
-            Action::ProcessExit { code } => format!("exit {code:?}"),
-            Action::SkillInstall { name } => format!("skill install {name}"),
-            Action::ConfigChange { key, .. } => format!("config {key}"),
-            Action::PluginApproval {
-                plugin_id, title, ..
-            } => format!("plugin {}: {title}", plugin_id.as_deref().unwrap_or("?")),
-            Action::Tool(t) => {
-                let mut s = format!("tool {}", t.name);
-                for p in &t.paths {
-                    s.push(' ');
-                    s.push_str(&p.to_string_lossy());
-                }
-                if let Some(u) = &t.url {
-                    s.push(' ');
-                    s.push_str(u);
-                }
-                s
-            }
-        }
+        action_summary(&self.request.action)
     }
 
     /// The `inbox list` line. A pending entry shows the seconds left to its deadline; a
@@ -250,4 +216,43 @@ pub enum Cancel {
     /// Another channel (OpenClaw's own UI, the gateway) answered it: state
     /// resolved-elsewhere; the text says where.
     ResolvedElsewhere(String),
+}
+
+/// One line saying what an action asks, for lists, logs and the card's recent history.
+pub fn action_summary(action: &crate::policy::request::Action) -> String {
+    use crate::policy::request::Action;
+    match action {
+        Action::Exec(e) => match &e.command {
+            Some(c) => format!("exec {c}"),
+            None => format!("exec {}", e.argv.join(" ")),
+        },
+        Action::FileRead { path } => format!("read {}", path.display()),
+        Action::FileWrite { path, .. } => format!("write {}", path.display()),
+        Action::FileDelete { path } => format!("delete {}", path.display()),
+        Action::Http { method, url } => format!("http {method} {url}"),
+        Action::Browser { action, url } => {
+            format!("browser {action} {}", url.as_deref().unwrap_or(""))
+        }
+        Action::PackageInstall { manager, packages } => {
+            format!("install ({manager}) {}", packages.join(" "))
+        }
+        Action::ProcessExit { code } => format!("exit {code:?}"),
+        Action::SkillInstall { name } => format!("skill install {name}"),
+        Action::ConfigChange { key, .. } => format!("config {key}"),
+        Action::PluginApproval {
+            plugin_id, title, ..
+        } => format!("plugin {}: {title}", plugin_id.as_deref().unwrap_or("?")),
+        Action::Tool(t) => {
+            let mut s = format!("tool {}", t.name);
+            for p in &t.paths {
+                s.push(' ');
+                s.push_str(&p.to_string_lossy());
+            }
+            if let Some(u) = &t.url {
+                s.push(' ');
+                s.push_str(u);
+            }
+            s
+        }
+    }
 }

@@ -22,6 +22,8 @@ pub enum Source {
     /// `sanctum-guard node`: a `system.run` the gateway sent to our node host (the socket's
     /// `request` frame with `source:"node"`, or in-process in laptop mode).
     Node,
+    /// The egress proxy: a connection to a destination no egress rule covers.
+    Egress,
 }
 
 /// Who is asking.
@@ -190,6 +192,8 @@ pub enum DecisionKind {
     AllowOnce,
     AllowAlways,
     Deny,
+    /// Ours, offered for egress only: this host:port for the grant's stated time.
+    AllowFor,
 }
 
 impl DecisionKind {
@@ -199,6 +203,7 @@ impl DecisionKind {
             DecisionKind::AllowOnce => "allow-once",
             DecisionKind::AllowAlways => "allow-always",
             DecisionKind::Deny => "deny",
+            DecisionKind::AllowFor => "allow-for",
         }
     }
 
@@ -208,6 +213,7 @@ impl DecisionKind {
             "allow-once" => Some(DecisionKind::AllowOnce),
             "allow-always" => Some(DecisionKind::AllowAlways),
             "deny" => Some(DecisionKind::Deny),
+            "allow-for" => Some(DecisionKind::AllowFor),
             _ => None,
         }
     }

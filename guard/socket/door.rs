@@ -40,6 +40,8 @@ pub struct SocketDoor {
     rate: RateLimiter,
     rejections: Rejections,
     engine: Arc<Engine>,
+    /// Egress grants and the overlay of stored egress rules.
+    egress: super::egress_ask::EgressDesk,
 }
 
 impl SocketDoor {
@@ -60,7 +62,11 @@ impl SocketDoor {
                     source,
                 }
             })?;
-        Ok(Self::with_replay(token, socket, engine, replay))
+        let mut door = Self::with_replay(token, socket, engine, replay);
+        door.egress = super::egress_ask::EgressDesk::new(Some(
+            state_dir.join(super::egress_ask::OVERLAY_FILE),
+        ));
+        Ok(door)
     }
 
     /// A door with the given replay cache (tests and benchmarks use an in-memory one).
@@ -78,6 +84,7 @@ impl SocketDoor {
             rate: RateLimiter::new(socket.rate_per_sec, socket.rate_burst),
             rejections: Rejections::default(),
             engine,
+            egress: super::egress_ask::EgressDesk::new(None),
         }
     }
 
@@ -150,6 +157,7 @@ impl SocketDoor {
             Frame::Request(r) => (r.id.clone(), FrameKind::Request),
             Frame::Exec(e) => (e.id.clone(), FrameKind::Exec),
             Frame::Outcome(o) => (o.id.clone(), FrameKind::Request),
+            Frame::EgressAsk(a) => (a.0.id.clone(), FrameKind::Request),
         };
         if let Err(r) = self.peers.check(peer) {
             return self
@@ -171,6 +179,17 @@ impl SocketDoor {
                     return self.reject(peer, id, k, r, "token mismatch").await;
                 }
                 super::outcome::on_outcome(&self.engine, peer, *f).await
+            }
+            Frame::EgressAsk(b) => {
+                let (f, host) = *b;
+                if !auth::token_matches(&self.token, &f.token) {
+                    let id = Some(f.id.clone());
+                    let (k, r) = (FrameKind::Request, RejectReason::Token);
+                    return self.reject(peer, id, k, r, "token mismatch").await;
+                }
+                let desk = &self.egress;
+                super::egress_ask::on_egress_ask(&self.engine, desk, peer, f, host, shutdown, link)
+                    .await
             }
         }
     }

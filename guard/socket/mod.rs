@@ -7,6 +7,7 @@ pub mod auth;
 pub mod budget;
 pub mod decision;
 pub mod door;
+pub mod egress_ask;
 pub mod limits;
 pub mod listener;
 pub mod outcome;

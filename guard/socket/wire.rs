@@ -214,6 +214,13 @@ pub enum Frame {
     Exec(ExecFrame),
     /// Ours: how a node's run ended (`super::outcome`).
     Outcome(Box<super::outcome::OutcomeFrame>),
+    /// Ours: the egress proxy asks about a destination no rule covers (`super::egress_ask`).
+    EgressAsk(
+        Box<(
+            crate::policy::egress_ask::AskFrame,
+            crate::policy::egress::DestHost,
+        )>,
+    ),
 }
 
 /// A frame that could not be decoded; `id` is echoed when it could be read.
@@ -324,6 +331,16 @@ pub fn parse_frame(line: &[u8]) -> Result<Frame, BadFrame> {
                 request_json,
             }))
         }
+        // Its own strict parser and size cap (`policy::egress_ask`), not the lenient shape above.
+        Some("egress-ask") => crate::policy::egress_ask::parse_ask(line)
+            .map(|f| Frame::EgressAsk(Box::new(f)))
+            .map_err(|e| {
+                let reason = match e {
+                    crate::policy::egress_ask::AskError::TooLarge(_) => RejectReason::TooLarge,
+                    _ => RejectReason::Json,
+                };
+                bad(FrameKind::Request, reason)
+            }),
         Some("outcome") => super::outcome::parse(id.clone(), raw.token, raw.outcome)
             .map(|f| Frame::Outcome(Box::new(f)))
             .ok_or_else(|| bad(FrameKind::Request, RejectReason::Json)),

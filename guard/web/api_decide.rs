@@ -48,7 +48,7 @@ pub async fn decide(
         return error(
             StatusCode::BAD_REQUEST,
             "bad-decision",
-            "decision is allow-once, allow-always or deny",
+            "decision is allow-once, allow-for (egress), allow-always or deny",
         );
     };
     let hash = v["hash"].as_str().unwrap_or("");

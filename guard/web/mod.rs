@@ -16,6 +16,7 @@ mod api_decide;
 mod api_list;
 mod assets;
 pub mod auth;
+mod card_egress;
 mod card_facts;
 mod confusable;
 mod events;

@@ -22,6 +22,7 @@ pub fn source_name(s: Source) -> &'static str {
         Source::Plugin => "plugin",
         Source::Cli => "cli",
         Source::Node => "node",
+        Source::Egress => "egress",
     }
 }
 
@@ -66,6 +67,7 @@ pub fn entry_json(e: &Entry, run: Option<&Value>, eng: Option<&crate::engine::En
         // Who runs it once approved, how confined, and the grants allow-always stores.
         "runs": super::card_facts::runs_json(eng, e),
         "grants": super::card_facts::grants_json(e),
+        "egress": super::card_egress::egress_json(eng, e),
     })
 }
 

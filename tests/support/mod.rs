@@ -21,6 +21,8 @@ pub mod compose;
 pub mod compose_turns;
 /// Docker Compose v2 (the users' compose) and a private podman API service for it.
 pub mod compose_v2;
+/// The egress proxy as tests start it: upstreams, client exchanges, its audit records.
+pub mod egress;
 /// A raw gateway WebSocket client: an operator with its own device, raw frames.
 pub mod gateway;
 /// One guard deployment: OpenClaw's approvals document and the real `serve` on temp dirs.

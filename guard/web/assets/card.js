@@ -194,6 +194,26 @@ SG.card = (() => {
       el('p', { class: 'grants-means' }, vis(g.means || '')));
   }
 
+  // An egress request: the destination, what each allow lets through (the rule "always"
+  // stores, shown before it is stored; how long "for a while" lasts), and what the agent
+  // did just before it reached out.
+  function egressBlock(e) {
+    const g = e.egress;
+    if (!g) return null;
+    const dl = el('dl', { class: 'kv' });
+    dl.append(...field('destination', g.target, { class: 'mono', 'data-field': 'egress-target' }));
+    dl.append(...field(g.tunnel ? 'connection' : 'request',
+      g.tunnel ? 'CONNECT tunnel (its contents are not visible to the guard)' : g.method + ' ' + (g.path || '/'),
+      { class: 'mono', 'data-field': 'egress-request' }));
+    dl.append(...field('Allow always stores', g.rule, { class: 'mono', 'data-field': 'egress-rule' }));
+    dl.append(...field(g.grantLabel || 'Allow for', g.grant, { 'data-field': 'egress-grant' }));
+    const recent = el('ol', { class: 'recent', 'data-field': 'egress-recent' });
+    for (const r of g.recent || []) recent.appendChild(el('li', {}, SG.time(r.atMs) + ' ', el('code', {}, vis(r.what)), ' → ', vis(r.answer)));
+    return el('div', { class: 'egress-box' }, dl,
+      el('div', { class: 'label' }, 'What the agent did just before'),
+      (g.recent || []).length ? recent : el('p', {}, 'Nothing on record before this request.'));
+  }
+
   function build(e) {
     const a = e.action || {};
     const gates = [];
@@ -216,6 +236,9 @@ SG.card = (() => {
     const once = el('button', { class: 'allow', type: 'button', 'data-act': 'allow-once', 'aria-label': 'Allow once: ' + what }, 'Allow once');
     const always = offered.includes('allow-always') ?
       el('button', { class: 'allow-always', type: 'button', 'data-act': 'allow-always', 'aria-label': 'Allow always: ' + what }, 'Allow always') : null;
+    const forLabel = (e.egress && e.egress.grantLabel) || 'Allow for a while';
+    const allowFor = offered.includes('allow-for') ?
+      el('button', { class: 'allow-for', type: 'button', 'data-act': 'allow-for', 'aria-label': forLabel + ': ' + what }, forLabel) : null;
     const deny = el('button', { class: 'deny', type: 'button', 'data-act': 'deny', 'aria-label': 'Deny: ' + what }, 'Deny');
     const status = el('p', { class: 'card-status', role: 'status' });
     const countdown = el('span', { class: 'countdown' });
@@ -248,6 +271,7 @@ SG.card = (() => {
       warn,
       look,
       body,
+      egressBlock(e),
       el('div', { class: 'label why' }, 'Why it needs you'),
       reasons,
       dl,
@@ -255,20 +279,20 @@ SG.card = (() => {
       runLine(e),
       gates.length ? unread : null,
       skipRow,
-      el('div', { class: 'actions' }, once, always, el('div', { class: 'deny-group' }, reason, deny)),
+      el('div', { class: 'actions' }, once, allowFor, always, el('div', { class: 'deny-group' }, reason, deny)),
       status);
     const unseen = () => skip.checked ? [] : gates.filter((g) => !g.seen()).map((g) => g.what);
     // The inbox disables everything once a card is decided; nothing here re-enables it then.
     const refresh = () => {
       if (node.classList.contains('done')) return;
       const left = unseen();
-      for (const b of [once, always]) if (b) b.disabled = left.length > 0;
+      for (const b of [once, allowFor, always]) if (b) b.disabled = left.length > 0;
       unread.textContent = left.length ? 'Allow is off until you open: ' + left.join('; ') + '.' : 'Everything that runs has been shown.';
     };
     node.addEventListener('toggle', refresh, true);
     skip.addEventListener('change', refresh);
     refresh();
-    return { entry: e, node, done: false, countdown, status, reason, pick, buttons: { once, always, deny }, unseen };
+    return { entry: e, node, done: false, countdown, status, reason, pick, buttons: { once, allowFor, always, deny }, unseen };
   }
 
   return { build, stateLabel };

@@ -109,7 +109,8 @@ SG.gate = (() => {
   // and what the card says will be stored.
   function confirmAlways(rec, o) {
     const a = rec.entry.action || {};
-    const stores = rec.card.node.querySelector('[data-field=stores]');
+    const stores = rec.card.node.querySelector('[data-field=stores]') ||
+      rec.card.node.querySelector('[data-field=egress-rule]');
     const text = 'Allow always: store a grant, so later runs need nobody.\n\nCommand: ' +
       SG.visText(o.commandText(rec.entry)).slice(0, 600) +
       (a.cwd ? '\nin: ' + SG.visText(a.cwd) : '') +
