@@ -1,8 +1,11 @@
 //! `sanctum-guard egress` (the proxy) and `egress rules` (what it would serve).
 
 use clap::{Args, Subcommand};
+use sanctum_guard::app::secret_file::read_secret;
+use sanctum_guard::egress::route::Routes;
 use sanctum_guard::egress::rules::rule_set;
 use sanctum_guard::policy::egress::{describe, EgressRule};
+use sanctum_guard::policy::egress_routes::{describe_route, ProviderRoute, ROUTE_PREFIX};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -49,10 +52,24 @@ enum EgressCmd {
     },
 }
 
-fn load(src: &RuleSources) -> Result<Vec<EgressRule>, String> {
+fn load(src: &RuleSources) -> Result<(Vec<EgressRule>, Vec<ProviderRoute>), String> {
     let policy = sanctum_guard::app::config::load_policy(src.policy.as_deref())
         .map_err(|e| e.to_string())?;
-    rule_set(policy.egress(), &src.allow).map_err(|e| e.to_string())
+    let rules = rule_set(policy.egress(), &src.allow).map_err(|e| e.to_string())?;
+    Ok((rules, policy.egress_routes().to_vec()))
+}
+
+/// The routes with their keys. A key that cannot be read leaves its route refusing, with the
+/// reason, rather than stopping the proxy (a deployment without a key still has its rules).
+fn with_keys(routes: Vec<ProviderRoute>) -> Result<Routes, String> {
+    let keyed = routes
+        .into_iter()
+        .map(|r| {
+            let key = read_secret(Path::new(&r.key_file)).map_err(|e| e.to_string());
+            (r, key)
+        })
+        .collect();
+    Routes::new(keyed).map_err(|e| e.to_string())
 }
 
 /// Exit 0 after SIGTERM/SIGINT (or after printing the rules), 2 on a start-up error.
@@ -67,7 +84,11 @@ pub fn run(a: EgressArgs) -> ExitCode {
     let Some(state_dir) = a.state_dir else {
         return fail("--state-dir is required to serve");
     };
-    let rules = match load(&a.rules) {
+    let (rules, routes) = match load(&a.rules) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let routes = match with_keys(routes) {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
@@ -78,6 +99,7 @@ pub fn run(a: EgressArgs) -> ExitCode {
             rules,
             state_dir: state_dir.clone(),
             max_connections: a.max_connections,
+            routes,
         },
     )
 }
@@ -108,15 +130,22 @@ fn serve(state_dir: &Path, o: sanctum_guard::egress::EgressOptions) -> ExitCode 
 }
 
 fn print_rules(src: &RuleSources, json: bool) -> ExitCode {
-    let rules = match load(src) {
+    let (rules, routes) = match load(src) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("sanctum-guard egress rules: {e}");
             return ExitCode::from(2);
         }
     };
-    if rules.is_empty() && !json {
+    if rules.is_empty() && routes.is_empty() && !json {
         println!("no egress rules: every destination is refused");
+    }
+    for r in &routes {
+        if json {
+            println!("{}", route_json(r));
+        } else {
+            println!("{}", describe_route(r));
+        }
     }
     for r in &rules {
         if json {
@@ -126,6 +155,19 @@ fn print_rules(src: &RuleSources, json: bool) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+fn route_json(r: &ProviderRoute) -> serde_json::Value {
+    serde_json::json!({
+        "route": r.name,
+        "path": format!("{ROUTE_PREFIX}{}/", r.name),
+        "upstream": r.upstream_url(),
+        "allow": r.allowed(),
+        "keyFile": r.key_file,
+        "header": r.header_name,
+        "internal": r.upstream.internal,
+        "origin": r.origin,
+    })
 }
 
 fn rule_json(r: &EgressRule) -> serde_json::Value {

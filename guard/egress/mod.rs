@@ -7,6 +7,8 @@
 
 mod head;
 pub mod proxy;
+pub mod route;
+mod route_tls;
 pub mod rules;
 
 use crate::audit::{AuditError, AuditLog};
@@ -22,6 +24,8 @@ pub struct EgressOptions {
     /// Holds the egress audit log (`egress-audit.jsonl`) and its key.
     pub state_dir: PathBuf,
     pub max_connections: usize,
+    /// Provider routes (`route::Routes::new`; `Routes::none()` for none).
+    pub routes: route::Routes,
 }
 
 /// Why the proxy could not start.
@@ -71,6 +75,9 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
             crate::policy::egress::describe(r)
         );
     }
+    for line in o.routes.describe() {
+        eprintln!("sanctum-guard: egress {line}");
+    }
     let (tx, rx) = tokio::sync::watch::channel(false);
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).map_err(EgressError::Signal)?;
@@ -85,6 +92,7 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
         max_connections: o.max_connections,
         head_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(300),
+        routes: o.routes,
     };
     proxy::run(listener, opts, audit, rx).await;
     Ok(())
