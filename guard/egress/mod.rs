@@ -3,7 +3,9 @@
 //! lets through exactly what its egress rules allow (the policy file's `[[egress.rules]]` and
 //! its `--allow host:port` entries: `policy::egress`), refuses everything else with the reason, and writes every decision and every closed tunnel to its own
 //! hash-chained audit log. It judges destinations only: what flows inside a TLS tunnel to an
-//! allowed host is not seen (SECURITY.md says what that leaves open).
+//! allowed host is not seen (SECURITY.md says what that leaves open). Its provider routes
+//! (`route`) are the one place the model key is: the agent calls the proxy itself, which adds
+//! the key and speaks TLS to the provider.
 
 mod head;
 pub mod proxy;
