@@ -285,6 +285,20 @@ allow = ["GET /v1/models"]
     );
     assert!(a.ends_with("ok /v1/models"), "{a}");
     assert!(wait(&seen_a).head.contains(KEY_A));
+    // Inside a CONNECT tunnel to the proxy itself (what OpenClaw's proxy client sends even for
+    // plain HTTP).
+    let mut s = TcpStream::connect(("127.0.0.1", p.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(format!("CONNECT 127.0.0.1:{0} HTTP/1.1\r\nhost: 127.0.0.1:{0}\r\n\r\nGET /providers/alpha/v1/models HTTP/1.1\r\nhost: 127.0.0.1:{0}\r\nconnection: close\r\n\r\n", p.port).as_bytes())
+        .unwrap();
+    let mut tunnelled = String::new();
+    let _ = s.read_to_string(&mut tunnelled);
+    assert!(
+        tunnelled.starts_with("HTTP/1.1 200 Connection established")
+            && tunnelled.ends_with("ok /v1/models"),
+        "{tunnelled}"
+    );
+    assert!(wait(&seen_a).head.contains(KEY_A));
     // A second route, its own key in its own header, under its base path.
     let b = ask(
         &p,

@@ -1,5 +1,6 @@
 //! Provider routes: requests addressed to the proxy itself at `/providers/<name>/...` (origin
-//! form, or absolute form naming the address the client reached). Each is served as HTTP/1.1
+//! form, absolute form naming the address the client reached, or inside a CONNECT tunnel to
+//! that address). Each is served as HTTP/1.1
 //! (hyper, keep-alive), checked against its route's method and path list and the egress deny
 //! rules, stripped of every credential header the agent sent, given the route's key, and sent
 //! over TLS, with the upstream's name verified, to the one address the route's upstream
@@ -149,6 +150,10 @@ impl Routes {
         let Ok(target) = std::str::from_utf8(target) else {
             return false;
         };
+        // A client that tunnels even plain HTTP asks for a tunnel to the proxy itself first.
+        if line.starts_with(b"CONNECT ") {
+            return local.is_some_and(|l| is_own(target, l));
+        }
         if target.starts_with(ROUTE_PREFIX) {
             return true;
         }
@@ -223,9 +228,23 @@ pub(super) async fn serve(
     audit: AuditLog,
 ) {
     let local = s.local_addr().ok();
-    let mut replay = head;
-    replay.extend_from_slice(b"\r\n\r\n");
-    replay.extend_from_slice(&rest);
+    let mut s = s;
+    // A tunnel to the proxy itself: the route requests come inside it.
+    let replay = if head.starts_with(b"CONNECT ") {
+        use tokio::io::AsyncWriteExt;
+        if s.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await
+            .is_err()
+        {
+            return;
+        }
+        rest
+    } else {
+        let mut replay = head;
+        replay.extend_from_slice(b"\r\n\r\n");
+        replay.extend_from_slice(&rest);
+        replay
+    };
     let io = TokioIo::new(Replay::new(replay, s));
     let (opts, audit) = (&opts, &audit);
     let svc = hyper::service::service_fn(move |req| async move {
