@@ -36,17 +36,9 @@ if [ "${1:-}" = init-secrets ]; then
     chmod 0440 "$tmp" && chown 1000:10001 "$tmp" && mv "$tmp" "$f"
     log "created $f"
   done
-  # The model provider's key (SANCTUM_MODEL_KEY_FILE, mounted here only; empty: none): a copy for the
-  # agent's user alone, 0400 with one link, as OpenClaw's file SecretRef requires; the guard's
-  # group cannot read it. Replaced at every start, removed when no key is given.
-  src=/run/host-secrets/model-api-key
-  if [ -s "$src" ]; then
-    tmp=$(mktemp "$d/.model-api-key.XXXXXX")
-    cat "$src" > "$tmp" && chown 1000:1000 "$tmp" && chmod 0400 "$tmp" && mv -f "$tmp" "$d/model-api-key"
-    log "model key copied to $d/model-api-key"
-  else
-    rm -f "$d/model-api-key"
-  fi
+  # The model key is the egress service's alone (its provider route adds it); a copy an
+  # earlier version of this script left here is removed.
+  rm -f "$d/model-api-key"
   g=/var/lib/sanctum
   key=$g/gateway/device-identity.json
   if [ ! -s "$key" ]; then

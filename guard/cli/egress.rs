@@ -3,8 +3,11 @@
 use clap::{Args, Subcommand};
 use sanctum_guard::egress::ask::Asker;
 use sanctum_guard::egress::overlay::{read_overlay, OVERLAY_FILE};
+use sanctum_guard::app::secret_file::read_secret;
+use sanctum_guard::egress::route::Routes;
 use sanctum_guard::egress::rules::rule_set;
 use sanctum_guard::policy::egress::{describe, EgressRule};
+use sanctum_guard::policy::egress_routes::{describe_route, ProviderRoute, ROUTE_PREFIX};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -95,10 +98,24 @@ enum EgressCmd {
     },
 }
 
-fn load(src: &RuleSources) -> Result<Vec<EgressRule>, String> {
+fn load(src: &RuleSources) -> Result<(Vec<EgressRule>, Vec<ProviderRoute>), String> {
     let policy = sanctum_guard::app::config::load_policy(src.policy.as_deref())
         .map_err(|e| e.to_string())?;
-    rule_set(policy.egress(), &src.allow).map_err(|e| e.to_string())
+    let rules = rule_set(policy.egress(), &src.allow).map_err(|e| e.to_string())?;
+    Ok((rules, policy.egress_routes().to_vec()))
+}
+
+/// The routes with their keys. A key that cannot be read leaves its route refusing, with the
+/// reason, rather than stopping the proxy (a deployment without a key still has its rules).
+fn with_keys(routes: Vec<ProviderRoute>) -> Result<Routes, String> {
+    let keyed = routes
+        .into_iter()
+        .map(|r| {
+            let key = read_secret(Path::new(&r.key_file)).map_err(|e| e.to_string());
+            (r, key)
+        })
+        .collect();
+    Routes::new(keyed).map_err(|e| e.to_string())
 }
 
 fn asker(a: &AskArgs) -> Result<Option<Asker>, String> {
@@ -126,7 +143,11 @@ pub fn run(a: EgressArgs) -> ExitCode {
     let Some(state_dir) = a.state_dir else {
         return fail("--state-dir is required to serve");
     };
-    let rules = match load(&a.rules) {
+    let (rules, routes) = match load(&a.rules) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let routes = match with_keys(routes) {
         Ok(r) => r,
         Err(e) => return fail(&e),
     };
@@ -142,6 +163,7 @@ pub fn run(a: EgressArgs) -> ExitCode {
             state_dir: state_dir.clone(),
             max_connections: a.max_connections,
             asker,
+            routes,
         },
     )
 }
@@ -172,21 +194,29 @@ fn serve(state_dir: &Path, o: sanctum_guard::egress::EgressOptions) -> ExitCode 
 }
 
 fn print_rules(src: &RuleSources, json: bool, state_dir: Option<&Path>) -> ExitCode {
-    let overlay = |mut rules: Vec<EgressRule>| -> Result<Vec<EgressRule>, String> {
+    type Loaded = (Vec<EgressRule>, Vec<ProviderRoute>);
+    let overlay = |(mut rules, routes): Loaded| -> Result<Loaded, String> {
         if let Some(d) = state_dir {
             rules.extend(read_overlay(&d.join(OVERLAY_FILE))?);
         }
-        Ok(rules)
+        Ok((rules, routes))
     };
-    let rules = match load(src).and_then(overlay) {
+    let (rules, routes) = match load(src).and_then(overlay) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("sanctum-guard egress rules: {e}");
             return ExitCode::from(2);
         }
     };
-    if rules.is_empty() && !json {
+    if rules.is_empty() && routes.is_empty() && !json {
         println!("no egress rules: every destination is refused");
+    }
+    for r in &routes {
+        if json {
+            println!("{}", route_json(r));
+        } else {
+            println!("{}", describe_route(r));
+        }
     }
     for r in &rules {
         if json {
@@ -196,6 +226,19 @@ fn print_rules(src: &RuleSources, json: bool, state_dir: Option<&Path>) -> ExitC
         }
     }
     ExitCode::SUCCESS
+}
+
+fn route_json(r: &ProviderRoute) -> serde_json::Value {
+    serde_json::json!({
+        "route": r.name,
+        "path": format!("{ROUTE_PREFIX}{}/", r.name),
+        "upstream": r.upstream_url(),
+        "allow": r.allowed(),
+        "keyFile": r.key_file,
+        "header": r.header_name,
+        "internal": r.upstream.internal,
+        "origin": r.origin,
+    })
 }
 
 fn rule_json(r: &EgressRule) -> serde_json::Value {

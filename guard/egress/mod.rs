@@ -4,13 +4,17 @@
 //! its `--allow host:port` entries: `policy::egress`, then the overlay of stored "always"
 //! answers: `overlay`), asks a person in the guard's inbox about a destination no rule covers
 //! (`ask`, `unlisted`), refuses everything else with the reason, and writes every decision and
-//! every closed tunnel to its own hash-chained audit log. It judges destinations only: what flows inside a TLS tunnel to an
-//! allowed host is not seen (SECURITY.md says what that leaves open).
+//! every closed tunnel to its own hash-chained audit log. It judges destinations only: what
+//! flows inside a TLS tunnel to an allowed host is not seen (SECURITY.md says what that leaves
+//! open). Its provider routes (`route`) are the one place the model key is: the agent calls
+//! the proxy itself, which adds the key and speaks TLS to the provider.
 
 pub mod ask;
 mod head;
 pub mod overlay;
 pub mod proxy;
+pub mod route;
+mod route_tls;
 pub mod rules;
 mod unlisted;
 
@@ -29,6 +33,8 @@ pub struct EgressOptions {
     pub max_connections: usize,
     /// Where to ask a person about a destination no rule covers (`None`: refuse it).
     pub asker: Option<ask::Asker>,
+    /// Provider routes (`route::Routes::new`; `Routes::none()` for none).
+    pub routes: route::Routes,
 }
 
 /// Why the proxy could not start.
@@ -89,6 +95,9 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
             crate::policy::egress::describe(r)
         );
     }
+    for line in o.routes.describe() {
+        eprintln!("sanctum-guard: egress {line}");
+    }
     let (tx, rx) = tokio::sync::watch::channel(false);
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).map_err(EgressError::Signal)?;
@@ -104,6 +113,7 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
         max_connections: o.max_connections,
         head_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(300),
+        routes: o.routes,
     };
     proxy::run(listener, opts, audit, rx).await;
     Ok(())

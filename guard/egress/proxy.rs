@@ -38,6 +38,8 @@ pub struct Options {
     pub head_timeout: Duration,
     /// A tunnel with no byte either way for this long is closed.
     pub idle_timeout: Duration,
+    /// Provider routes: requests to the proxy itself at `/providers/<name>/` (`route`).
+    pub routes: super::route::Routes,
 }
 
 /// Reads the request head; returns it and any bytes that followed it.
@@ -222,6 +224,13 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
     let head = match tokio::time::timeout(opts.head_timeout, read_head(&mut s)).await {
         Ok(h) => h,
         Err(_) => Err((408, "no request head in time")),
+    };
+    let head = match head {
+        Ok((h, rest)) if opts.routes.claims(&h, s.local_addr().ok()) => {
+            let audit = records.audit.clone();
+            return super::route::serve(s, peer, h, rest, opts, audit).await;
+        }
+        other => other,
     };
     let parsed = head.and_then(|(h, rest)| parse_head(&h).map(|a| (a, rest)));
     let (ask, rest) = match parsed {

@@ -90,6 +90,9 @@ pub struct RawEgressRule {
 pub struct RawEgress {
     #[serde(default)]
     pub rules: Vec<toml::Spanned<RawEgressRule>>,
+    /// Provider routes (`policy::egress_routes`).
+    #[serde(default)]
+    pub routes: Vec<toml::Spanned<crate::policy::egress_routes::RawRoute>>,
 }
 
 /// Why a rule was refused at load.
@@ -304,7 +307,7 @@ pub fn canonical_ip(ip: IpAddr) -> IpAddr {
 }
 
 /// A path prefix covers a path at a segment boundary or as a written prefix ending in `/`.
-fn under_prefix(path: &str, prefix: &str) -> bool {
+pub(crate) fn under_prefix(path: &str, prefix: &str) -> bool {
     path.strip_prefix(prefix)
         .is_some_and(|rest| prefix.ends_with('/') || rest.is_empty() || rest.starts_with('/'))
 }

@@ -139,6 +139,8 @@ pub struct Policy {
     gateway: crate::policy::gateway_filter::GatewayTables,
     /// The egress proxy's rules (`[[egress.rules]]`), in the order written.
     egress: Vec<crate::policy::egress::EgressRule>,
+    /// The egress proxy's provider routes (`[[egress.routes]]`).
+    routes: Vec<crate::policy::egress_routes::ProviderRoute>,
 }
 
 impl Policy {
@@ -225,6 +227,11 @@ impl Policy {
     /// The egress proxy's rules from the file (its `--allow` entries come on top).
     pub fn egress(&self) -> &[crate::policy::egress::EgressRule] {
         &self.egress
+    }
+
+    /// The egress proxy's provider routes, each name once (a later layer's wins).
+    pub fn egress_routes(&self) -> &[crate::policy::egress_routes::ProviderRoute] {
+        &self.routes
     }
 
     pub fn profiles(&self) -> &BTreeMap<String, ProfileSpec> {

@@ -5,6 +5,7 @@ pub mod allowlist;
 pub mod decide;
 pub mod egress;
 pub mod egress_ask;
+pub mod egress_routes;
 pub mod env;
 pub mod explain;
 pub mod facts;

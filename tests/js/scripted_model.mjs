@@ -8,8 +8,11 @@
 // so a recipe written for people ("List my workspace with ls") drives a real turn too.
 // With $SCRIPTED_MODEL_KEY set, a request without `Authorization: Bearer <that key>` gets 401
 // (and a log line saying so, without the header): a provider whose key must arrive.
+// With $SCRIPTED_MODEL_TLS_CERT and $SCRIPTED_MODEL_TLS_KEY (PEM files) it speaks HTTPS, as a
+// real provider does (the compose test's egress route verifies its certificate).
 // Usage: node scripted_model.mjs <port> <logfile>
 import http from "node:http";
+import https from "node:https";
 import fs from "node:fs";
 
 const port = Number(process.argv[2] || 0);
@@ -44,7 +47,7 @@ function nextStep(messages) {
 }
 
 let n = 0;
-const server = http.createServer((req, res) => {
+const handler = (req, res) => {
   let body = "";
   req.on("data", (c) => (body += c));
   req.on("end", () => {
@@ -84,7 +87,11 @@ const server = http.createServer((req, res) => {
     res.write("data: [DONE]\n\n");
     res.end();
   });
-});
+};
+const tls = process.env.SCRIPTED_MODEL_TLS_CERT
+  ? { cert: fs.readFileSync(process.env.SCRIPTED_MODEL_TLS_CERT), key: fs.readFileSync(process.env.SCRIPTED_MODEL_TLS_KEY) }
+  : null;
+const server = tls ? https.createServer(tls, handler) : http.createServer(handler);
 // Loopback unless $SCRIPTED_MODEL_HOST says otherwise (the compose test's model container).
 server.listen(port, process.env.SCRIPTED_MODEL_HOST || "127.0.0.1", () => {
   console.log(`listening ${server.address().port}`);

@@ -19,6 +19,8 @@ pub const MODEL_ADDR: &str = "172.30.78.10:8080";
 /// The model key the deployment is given as a file; the scripted model requires it
 /// (`SCRIPTED_MODEL_KEY` in tests/data/compose/e2e.yml).
 pub const MODEL_KEY: &str = "sk-e2e-file-secret-51c7";
+/// The egress proxy's route to the scripted model, the agent's `baseUrl` for it.
+pub const MODEL_ROUTE: &str = "http://172.30.75.3:3128/providers/fake/v1";
 /// The images, as the compose file names them.
 pub const IMAGES: [(&str, &str); 3] = [
     ("sanctum/guard:local", "docker/guard.Dockerfile"),
@@ -201,8 +203,9 @@ impl Stack {
     }
 
     /// Adds the end-to-end pieces (tests/data/compose/e2e.yml): the scripted model as the
-    /// provider behind the egress proxy, and the agent's OpenClaw config `openclaw` (written
-    /// next to the compose file).
+    /// provider behind the egress proxy's route `fake` (HTTPS with a certificate from a test
+    /// CA the route trusts; the route added to the staged policy), and the agent's OpenClaw
+    /// config `openclaw` (written next to the compose file).
     pub fn with_model(mut self, openclaw: &serde_json::Value) -> Stack {
         let dir = self.context().join("compose/e2e");
         std::fs::create_dir_all(&dir).unwrap();
@@ -215,13 +218,27 @@ impl Stack {
         let file = self.context().join("compose/e2e.yml");
         std::fs::copy(repo().join("tests/data/compose/e2e.yml"), &file).unwrap();
         self.overrides.push(file);
-        self.env
-            .push(("SANCTUM_EGRESS_ALLOW".into(), MODEL_ADDR.into()));
-        // The deployment's model key file, as a user gives it: theirs (root's here), 0600.
-        // Outside the build context: no image layer ever holds it.
+        let ca = model_certificates(&dir);
+        let mut policy = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.context().join("compose/policy.toml"))
+            .unwrap();
+        std::io::Write::write_all(
+            &mut policy,
+            format!(
+                "\n[[egress.routes]]\nname = \"fake\"\nupstream = \"https://{MODEL_ADDR}\"\n\
+                 key_file = \"/run/provider-keys/model-api-key\"\nca_file = \"{ca}\"\n\
+                 allow = [\"POST /v1/chat/completions\", \"GET /v1/models\"]\n"
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        // The deployment's model key file, as the README asks for it: the egress service's
+        // uid's (10001), 0400. Outside the build context: no image layer ever holds it.
         let key = self.dir.path().join("model-api-key");
         std::fs::write(&key, format!("{MODEL_KEY}\n")).unwrap();
-        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        std::os::unix::fs::chown(&key, Some(10001), Some(10001)).unwrap();
+        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o400))
             .unwrap();
         self.env.push((
             "SANCTUM_MODEL_KEY_FILE".into(),
@@ -301,6 +318,36 @@ impl Stack {
     pub fn logs(&self) -> String {
         output_text(&self.compose(&["logs", "--no-color", "--tail", "60"]))
     }
+}
+
+/// A test CA and the scripted model's certificate for its address (in `dir`: `model-ca.pem`,
+/// `model-cert.pem`, `model-cert-key.pem`); returns where the egress service sees the CA.
+fn model_certificates(dir: &Path) -> &'static str {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = KeyPair::generate().unwrap();
+    std::fs::write(
+        dir.join("model-ca.pem"),
+        p.self_signed(&ca_key).unwrap().pem(),
+    )
+    .unwrap();
+    let issuer = Issuer::new(p, ca_key);
+    let (host, _) = MODEL_ADDR.split_once(':').unwrap();
+    let leaf = CertificateParams::new(vec![host.to_owned()]).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let cert = leaf.signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.join("model-cert.pem"), cert.pem()).unwrap();
+    // Read by the model container's uid (1000); a throwaway key of the test's own CA.
+    std::fs::write(dir.join("model-cert-key.pem"), key.serialize_pem()).unwrap();
+    for f in ["model-ca.pem", "model-cert.pem", "model-cert-key.pem"] {
+        std::fs::set_permissions(
+            dir.join(f),
+            std::os::unix::fs::PermissionsExt::from_mode(0o644),
+        )
+        .unwrap();
+    }
+    "/etc/sanctum/model-ca.pem"
 }
 
 impl Drop for Stack {

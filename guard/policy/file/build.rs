@@ -7,6 +7,7 @@ use super::{
     PROTECTED_DIRS, PROTECTED_PROGRAMS,
 };
 use crate::policy::egress::EgressRule;
+use crate::policy::egress_routes::ProviderRoute;
 use crate::policy::gateway_filter::GatewayTables;
 use crate::policy::paths::{lexical_clean, validate_rule, SensitivePaths};
 use crate::policy::profile::{builtin_profiles, ProfileSpec};
@@ -29,6 +30,8 @@ struct Merged {
     gateway: GatewayTables,
     /// `[[egress.rules]]` of every layer, the default's first: a file adds rules.
     egress: Vec<EgressRule>,
+    /// `[[egress.routes]]`: a later layer's route replaces an earlier one of its name.
+    routes: Vec<ProviderRoute>,
 }
 
 impl Merged {
@@ -44,6 +47,7 @@ impl Merged {
             profiles: builtin_profiles(),
             gateway: GatewayTables::default(),
             egress: Vec::new(),
+            routes: Vec::new(),
         }
     }
 
@@ -102,6 +106,13 @@ impl Merged {
                 .map_err(|e| PolicyError::at(origin, text, r.span(), e.why))?;
             self.egress.push(rule);
         }
+        for (i, r) in layer.egress.iter().flat_map(|e| &e.routes).enumerate() {
+            let here = format!("{origin} egress route {}", i + 1);
+            let route = ProviderRoute::from_raw(r.get_ref(), here)
+                .map_err(|e| PolicyError::at(origin, text, r.span(), e.why))?;
+            self.routes.retain(|old| old.name != route.name);
+            self.routes.push(route);
+        }
         Ok(())
     }
 }
@@ -155,6 +166,7 @@ pub(super) fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyErro
         profiles: m.profiles,
         gateway: m.gateway,
         egress: m.egress,
+        routes: m.routes,
     })
 }
 
