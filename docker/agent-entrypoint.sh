@@ -36,6 +36,16 @@ if [ "${1:-}" = init-secrets ]; then
     chmod 0440 "$tmp" && chown 1000:10001 "$tmp" && mv "$tmp" "$f"
     log "created $f"
   done
+  # The egress proxy's own copy of the socket token, in its own volume: it is given nothing
+  # else of `secrets` (which also holds the gateway token). Replaced at every start.
+  e=/run/egress-state
+  if [ -d "$e" ]; then
+    chown 10001:10001 "$e" && chmod 0700 "$e"
+    tmp=$(mktemp "$e/.socket-token.XXXXXX")
+    cat "$d/socket-token" > "$tmp" && chown 10001:10001 "$tmp" && chmod 0400 "$tmp" \
+      && mv -f "$tmp" "$e/socket-token"
+    log "socket token copied for the egress proxy"
+  fi
   # The model key is the egress service's alone (its provider route adds it); a copy an
   # earlier version of this script left here is removed.
   rm -f "$d/model-api-key"

@@ -485,6 +485,12 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         !egress_log.contains(MODEL_KEY),
         "the key is in the egress log"
     );
+    // The egress service holds its own copy of the socket token, never the gateway token.
+    let egress_mounts = stack.inspect("egress", "{{range .Mounts}}{{.Destination}} {{end}}");
+    assert!(
+        egress_mounts.contains("/var/lib/sanctum") && !egress_mounts.contains("/run/secrets "),
+        "the egress service mounts the secrets volume: {egress_mounts}"
+    );
     let environ = output_text(&stack.exec(
         "agent",
         "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'",

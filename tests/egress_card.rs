@@ -30,7 +30,21 @@ fn an_egress_card_shows_the_destination_the_rule_and_what_the_agent_did_before()
     );
     assert_eq!(r.status, 200, "{r:?}");
     assert!(gated.join().unwrap().contains("deny"));
-    std::thread::sleep(Duration::from_millis(300));
+    // The person's answer is in the audit log (the card reads it from there).
+    wait_until(
+        "the person's deny in the audit log",
+        Duration::from_secs(10),
+        || {
+            w.audit()
+                .lines()
+                .any(|l| {
+                    l.contains("\"kind\":\"decision\"")
+                        && l.contains("\"request_id\"")
+                        && l.contains("\"by\":\"human\"")
+                })
+                .then_some(())
+        },
+    );
 
     let token = w.world.tmp.path().join("egress-token");
     write_secret(&token, TOKEN);

@@ -117,9 +117,15 @@ fn five_asks_within_a_second_become_two_messages_the_first_at_once() {
     // window after that message and leave together.
     let hits = ntfy.wait_hits(2, Duration::from_secs(10));
     let first = hits[0].at.saturating_duration_since(start);
-    assert!(first < Duration::from_millis(1000), "first message after {first:?}");
+    assert!(
+        first < Duration::from_millis(1000),
+        "first message after {first:?}"
+    );
     let second = hits[1].at.saturating_duration_since(hits[0].at);
-    assert!(second >= Duration::from_millis(2400), "second message {second:?} after the first");
+    assert!(
+        second >= Duration::from_millis(2400),
+        "second message {second:?} after the first"
+    );
     // Nothing more arrives after the window.
     std::thread::sleep(Duration::from_millis(3000));
     let hits_after = ntfy.hits();

@@ -1,9 +1,9 @@
 //! `sanctum-guard egress` (the proxy) and `egress rules` (what it would serve).
 
 use clap::{Args, Subcommand};
+use sanctum_guard::app::secret_file::read_secret;
 use sanctum_guard::egress::ask::Asker;
 use sanctum_guard::egress::overlay::{read_overlay, OVERLAY_FILE};
-use sanctum_guard::app::secret_file::read_secret;
 use sanctum_guard::egress::route::Routes;
 use sanctum_guard::egress::rules::rule_set;
 use sanctum_guard::policy::egress::{describe, EgressRule};

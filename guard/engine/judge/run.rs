@@ -153,7 +153,9 @@ mod tests {
     /// own profile names; an approved run waits in its own profile's pool.
     #[test]
     fn every_autonomous_run_shares_one_pool() {
-        let rows: [(&str, bool, u64, Option<u64>, (&str, u64)); 6] = [
+        /// Profile, autonomous, its cap, the autonomous cap: the pool and its cap.
+        type Row<'a> = (&'a str, bool, u64, Option<u64>, (&'a str, u64));
+        let rows: [Row; 6] = [
             ("autonomous-read", true, 4, Some(4), (AUTONOMOUS_POOL, 4)),
             (
                 "autonomous-http-read",
