@@ -8,36 +8,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
 mod support;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::process::Command;
 use std::time::Duration;
+use support::egress::*;
 use support::process::*;
 
-/// An upstream that reports each connection's first bytes and answers `pong`.
-fn upstream() -> (u16, mpsc::Receiver<String>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for c in l.incoming() {
-            let Ok(mut c) = c else { return };
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-                let mut buf = [0u8; 4096];
-                let n = c.read(&mut buf).unwrap_or(0);
-                let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
-                let _ = c.write_all(b"pong");
-            });
-        }
-    });
-    (port, rx)
-}
-
 struct Proxy {
-    _child: ChildGuard,
+    _e: Egress,
     port: u16,
     state: tempfile::TempDir,
 }
@@ -71,47 +50,21 @@ fn start_with(allow: &[String], extra: &[&str], hosts: Option<&std::path::Path>)
     for a in allow {
         cmd.args(["--allow", a]);
     }
-    let mut child =
-        ChildGuard::spawn_group("egress", cmd.stdout(Stdio::null()).stderr(Stdio::piped()));
-    let stderr = child.child.as_mut().unwrap().stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr);
-    let line = wait_line(
-        &mut lines,
-        |l| l.contains("egress proxy"),
-        Duration::from_secs(30),
-    )
-    .expect("the egress proxy's listen line");
-    let port = listen_addr_in(&line, "egress proxy")
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .port();
-    // Keep draining its stderr so the proxy never blocks on a full pipe.
-    std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
+    let e = spawn_egress(cmd, &state.path().join("egress"));
     Proxy {
-        _child: child,
-        port,
+        port: e.port,
+        _e: e,
         state,
     }
 }
 
 /// Sends `head` (+ `body`) and returns everything the proxy and upstream answered.
 fn ask(p: &Proxy, head: &str, body: &[u8]) -> String {
-    let mut s = TcpStream::connect(("127.0.0.1", p.port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(head.as_bytes()).unwrap();
-    s.write_all(body).unwrap();
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    String::from_utf8_lossy(&out).into_owned()
+    through(p.port, head, body)
 }
 
 fn records(p: &Proxy) -> Vec<serde_json::Value> {
-    let f = p.state.path().join("egress/egress-audit.jsonl");
-    std::fs::read_to_string(f)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter(|r| r["kind"] == "egress")
-        .collect()
+    egress_records(&p.state.path().join("egress"))
 }
 
 #[test]

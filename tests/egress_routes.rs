@@ -11,12 +11,12 @@
 
 mod support;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::egress::*;
 use support::process::*;
 use tokio_rustls::rustls;
 
@@ -130,45 +130,23 @@ fn provider(ca: &Ca, names: &[&str]) -> (u16, mpsc::Receiver<Seen>, mpsc::Sender
 }
 
 struct Proxy {
-    _child: ChildGuard,
     port: u16,
     state: tempfile::TempDir,
     output: Arc<Mutex<String>>,
+    _e: Egress,
 }
 
 fn start(policy: &Path) -> Proxy {
     let state = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(guard_bin());
-    cmd.args(["egress", "--listen", "127.0.0.1:0", "--policy"])
-        .arg(policy)
-        .arg("--state-dir")
-        .arg(state.path().join("egress"));
-    let mut child =
-        ChildGuard::spawn_group("egress", cmd.stdout(Stdio::null()).stderr(Stdio::piped()));
-    let stderr = child.child.as_mut().unwrap().stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr);
-    let output = Arc::new(Mutex::new(String::new()));
-    let line = wait_line(
-        &mut lines,
-        |l| l.contains("egress proxy"),
-        Duration::from_secs(30),
-    )
-    .expect("the egress proxy's listen line");
-    output.lock().unwrap().push_str(&line);
-    let port = listen_addr_in(&line, "egress proxy").unwrap().port();
-    let out = output.clone();
-    std::thread::spawn(move || {
-        let mut l = String::new();
-        while lines.read_line(&mut l).unwrap_or(0) > 0 {
-            out.lock().unwrap().push_str(&l);
-            l.clear();
-        }
-    });
+    let e = start_egress(
+        &state.path().join("egress"),
+        &["--policy", policy.to_str().unwrap()],
+    );
     Proxy {
-        _child: child,
-        port,
+        port: e.port,
+        output: e.output.clone(),
+        _e: e,
         state,
-        output,
     }
 }
 

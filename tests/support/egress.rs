@@ -3,11 +3,11 @@
 //! upstream; one client exchange through the proxy; the proxy's audit records.
 
 use super::process::*;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 /// An upstream that reports each connection's first bytes and answers `pong`.
@@ -36,6 +36,8 @@ pub struct Egress {
     pub child: ChildGuard,
     pub port: u16,
     pub state: PathBuf,
+    /// Everything it printed on stderr so far.
+    pub output: Arc<Mutex<String>>,
 }
 
 /// Starts the proxy with `args` (after `egress --listen 127.0.0.1:0 --state-dir STATE`) and
@@ -45,6 +47,13 @@ pub fn start_egress(state: &Path, args: &[&str]) -> Egress {
     cmd.args(["egress", "--listen", "127.0.0.1:0", "--state-dir"])
         .arg(state)
         .args(args);
+    spawn_egress(cmd, state)
+}
+
+/// Spawns `cmd` (an `egress` on `127.0.0.1:0` whose state dir is `state`, perhaps behind a
+/// wrapper), reads the bound port from the line it prints once it listens, and keeps reading
+/// its stderr into [`Egress::output`], so it never blocks on a full pipe.
+pub fn spawn_egress(mut cmd: Command, state: &Path) -> Egress {
     let mut child =
         ChildGuard::spawn_group("egress", cmd.stdout(Stdio::null()).stderr(Stdio::piped()));
     let stderr = child.child.as_mut().unwrap().stderr.take().unwrap();
@@ -58,11 +67,20 @@ pub fn start_egress(state: &Path, args: &[&str]) -> Egress {
     let port = listen_addr_in(&line, "egress proxy")
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .port();
-    std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
+    let output = Arc::new(Mutex::new(line));
+    let out = output.clone();
+    std::thread::spawn(move || {
+        let mut l = String::new();
+        while lines.read_line(&mut l).unwrap_or(0) > 0 {
+            out.lock().unwrap().push_str(&l);
+            l.clear();
+        }
+    });
     Egress {
         child,
         port,
         state: state.to_owned(),
+        output,
     }
 }
 
