@@ -9,6 +9,8 @@
 //! &` then `node &` start together; the node waits for the guard's token and socket). Only
 //! `openclaw nodes pending` is run again until it shows the node, as its user would. After
 //! the recipe, `sanctum-guard doctor` agrees with it (`tools.exec.node` is this node's id).
+//! Likewise `sanctum-guard inbox list` is run again until the agent's write waits there, and
+//! its id takes the place of `<id>`: the approved write then runs on the node.
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
@@ -88,6 +90,11 @@ fn the_readme_quick_start_runs_as_written() {
     let bin = shims(tmp.path());
     let path = format!("{}:{}", bin.display(), path_with_node());
     // The user's model, configured before the recipe (here: the scripted one).
+    std::env::set_var(
+        "SCRIPTED_MODEL_RULES",
+        json!([["Create notes.md", {"name":"exec","arguments":{"command":"touch notes.md"}}]])
+            .to_string(),
+    );
     let (_model, model_port, model_log) = start_model_with(
         tmp.path(),
         Some(&json!({"name":"exec","arguments":{"command":"ls"}})),
@@ -102,11 +109,25 @@ fn the_readme_quick_start_runs_as_written() {
     let port = free_port().to_string();
     let mut background: Vec<ChildGuard> = Vec::new();
     let mut request_id: Option<String> = None;
+    let mut inbox_id: Option<String> = None;
     let mut last = String::new();
+    let started = std::time::Instant::now();
     for line in &lines {
         let mut line = line.replace("18789", &port);
         if let Some(rid) = &request_id {
             line = line.replace("<requestId>", rid);
+        }
+        if let Some(id) = &inbox_id {
+            line = line.replace("<id>", id);
+        }
+        if line == "sanctum-guard inbox list" {
+            // The write waits there once the agent's turn reached it: run again until it does.
+            inbox_id = Some(wait_until("the write in the inbox", Duration::from_secs(120), || {
+                let out = output_text(&shell(&home, &path, &line).output().expect("run"));
+                std::thread::sleep(Duration::from_millis(500));
+                uuid_in(&out)
+            }));
+            continue;
         }
         if let Some(bg) = line.strip_suffix('&') {
             background.push(ChildGuard::spawn_group(
@@ -137,6 +158,15 @@ fn the_readme_quick_start_runs_as_written() {
         last = output_text(&out);
         assert!(out.status.success(), "{line}\n{last}");
     }
+    // The approved write ran on the node: the file is there and the agent saw the result.
+    let notes = home.join(".openclaw/workspace/notes.md");
+    wait_until("the approved write", Duration::from_secs(60), || {
+        notes.exists().then_some(())
+    });
+    eprintln!(
+        "readme_recipe: from the first line to the approved write's run in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     // The agent's `ls` ran on the guard's node, by itself, and its output reached the agent.
     let results = tool_results(&model_log);
     assert!(

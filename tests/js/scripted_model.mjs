@@ -4,8 +4,10 @@
 // and the model answers that turn with exactly that tool call; once the tool result is back it
 // answers with text quoting the result. Every request is appended to $MODEL_LOG (JSON Lines),
 // so a test sees what reached the agent. Prints "listening <port>" when ready.
-// A message without a script line gets $SCRIPTED_MODEL_DEFAULT (a script line's JSON) when set,
-// so a recipe written for people ("List my workspace with ls") drives a real turn too.
+// A message without a script line gets the call of the first $SCRIPTED_MODEL_RULES entry
+// (a JSON list of [text the message contains, a script line's JSON]) it matches, else
+// $SCRIPTED_MODEL_DEFAULT (a script line's JSON) when set, so a recipe written for people
+// ("List my workspace with ls", "Create notes.md") drives real turns too.
 // With $SCRIPTED_MODEL_KEY set, a request without `Authorization: Bearer <that key>` gets 401
 // (and a log line saying so, without the header): a provider whose key must arrive.
 // With $SCRIPTED_MODEL_TLS_CERT and $SCRIPTED_MODEL_TLS_KEY (PEM files) it speaks HTTPS, as a
@@ -36,6 +38,9 @@ function nextStep(messages) {
       const t = text(m);
       const at = t.indexOf("SCRIPT ");
       if (at < 0) {
+        const rules = JSON.parse(process.env.SCRIPTED_MODEL_RULES || "[]");
+        const rule = rules.find(([needle]) => t.includes(needle));
+        if (rule) return { kind: "call", call: rule[1] };
         const d = process.env.SCRIPTED_MODEL_DEFAULT;
         return d ? { kind: "call", call: JSON.parse(d) } : { kind: "final", result: "no script" };
       }
