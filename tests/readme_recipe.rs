@@ -122,11 +122,15 @@ fn the_readme_quick_start_runs_as_written() {
         }
         if line == "sanctum-guard inbox list" {
             // The write waits there once the agent's turn reached it: run again until it does.
-            inbox_id = Some(wait_until("the write in the inbox", Duration::from_secs(120), || {
-                let out = output_text(&shell(&home, &path, &line).output().expect("run"));
-                std::thread::sleep(Duration::from_millis(500));
-                uuid_in(&out)
-            }));
+            inbox_id = Some(wait_until(
+                "the write in the inbox",
+                Duration::from_secs(120),
+                || {
+                    let out = output_text(&shell(&home, &path, &line).output().expect("run"));
+                    std::thread::sleep(Duration::from_millis(500));
+                    uuid_in(&out)
+                },
+            ));
             continue;
         }
         if let Some(bg) = line.strip_suffix('&') {
