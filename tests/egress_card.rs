@@ -46,19 +46,7 @@ fn an_egress_card_shows_the_destination_the_rule_and_what_the_agent_did_before()
         },
     );
 
-    let token = w.world.tmp.path().join("egress-token");
-    write_secret(&token, TOKEN);
-    let st = tempfile::tempdir().unwrap();
-    let sock = w.world.socket();
-    let e = start_egress(
-        &st.path().join("egress"),
-        &[
-            "--ask-socket",
-            sock.to_str().unwrap(),
-            "--ask-token-file",
-            token.to_str().unwrap(),
-        ],
-    );
+    let (e, _st) = start_asking(&w.world, TOKEN);
     let (up, seen) = upstream();
     let rx = through_later(
         e.port,

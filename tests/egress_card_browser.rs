@@ -11,7 +11,6 @@ use serde_json::json;
 use std::time::Duration;
 use support::browser::*;
 use support::egress::*;
-use support::process::write_secret;
 use support::web::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -24,19 +23,7 @@ async fn an_egress_card_renders_its_rule_and_allow_for_lets_the_connection_throu
     let link = std::fs::read_to_string(w.link_file()).expect("link");
     sign_in(&c, &link).await;
 
-    let token = w.world.tmp.path().join("egress-token");
-    write_secret(&token, TOKEN);
-    let st = tempfile::tempdir().unwrap();
-    let sock = w.world.socket();
-    let e = start_egress(
-        &st.path().join("egress"),
-        &[
-            "--ask-socket",
-            sock.to_str().unwrap(),
-            "--ask-token-file",
-            token.to_str().unwrap(),
-        ],
-    );
+    let (e, _st) = start_asking(&w.world, TOKEN);
     let (up, seen) = upstream();
     let rx = through_later(
         e.port,

@@ -176,31 +176,46 @@ struct Records {
 }
 
 impl Records {
-    /// Audits a denial (`why`: its kind, the count's key): in full when it is the first of
-    /// its client and kind in the window, else only counted.
     async fn deny(&self, rec: EgressRecord, why: &'static str) {
-        let message = format!("{} {}: {}", rec.method, rec.target, rec.reason);
-        let ip = rec
-            .client
-            .parse::<SocketAddr>()
-            .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-        if self.denials.note((ip, why), &message) {
-            let _ = self.audit.record(AuditEvent::Egress(Box::new(rec))).await;
-        }
+        note_denial(&self.denials, &self.audit, rec, why).await;
     }
 
-    /// Writes the counts of the windows that ended (all of them with `all`).
     async fn flush(&self, all: bool) {
-        let due = self
-            .denials
-            .take_due(all, |(ip, why)| (ip.to_string(), (*why).to_owned()));
-        for counted in due {
-            let e = AuditEvent::EgressRefusals(EgressCounted {
-                phase: "denied",
-                counted,
-            });
-            let _ = self.audit.record(e).await;
-        }
+        flush_denials(&self.denials, &self.audit, all).await;
+    }
+}
+
+/// Audits a denial (`why`: its kind, the count's key): in full when it is the first of its
+/// client and kind in the window, else only counted. The proxy and its routes share it.
+pub(super) async fn note_denial(
+    denials: &Tally<(IpAddr, &'static str)>,
+    audit: &AuditLog,
+    rec: EgressRecord,
+    why: &'static str,
+) {
+    let message = format!("{} {}: {}", rec.method, rec.target, rec.reason);
+    let ip = rec
+        .client
+        .parse::<SocketAddr>()
+        .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
+    if denials.note((ip, why), &message) {
+        let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
+    }
+}
+
+/// Writes the denial counts of the windows that ended (all of them with `all`).
+pub(super) async fn flush_denials(
+    denials: &Tally<(IpAddr, &'static str)>,
+    audit: &AuditLog,
+    all: bool,
+) {
+    let due = denials.take_due(all, |(ip, why)| (ip.to_string(), (*why).to_owned()));
+    for counted in due {
+        let e = AuditEvent::EgressRefusals(EgressCounted {
+            phase: "denied",
+            counted,
+        });
+        let _ = audit.record(e).await;
     }
 }
 

@@ -9,7 +9,7 @@
 
 use super::proxy::Options;
 use super::route_tls::{connect_tls, Replay};
-use crate::audit::event::{EgressCounted, EgressRecord};
+use crate::audit::event::EgressRecord;
 use crate::audit::tally::Tally;
 use crate::audit::{AuditEvent, AuditLog};
 use crate::policy::egress::{canonical_ip, HostPattern};
@@ -175,24 +175,8 @@ impl Routes {
         why: String,
     ) -> Response<Body> {
         rec.reason = why.clone();
-        let ip = rec
-            .client
-            .parse::<SocketAddr>()
-            .map_or(IpAddr::from([0, 0, 0, 0]), |a| a.ip());
-        let message = format!("{} {}: {why}", rec.method, rec.target);
-        if self.denials.note((ip, kind), &message) {
-            let _ = audit.record(AuditEvent::Egress(Box::new(rec))).await;
-        }
-        let due = self
-            .denials
-            .take_due(false, |(ip, k)| (ip.to_string(), (*k).to_owned()));
-        for counted in due {
-            let e = AuditEvent::EgressRefusals(EgressCounted {
-                phase: "denied",
-                counted,
-            });
-            let _ = audit.record(e).await;
-        }
+        super::proxy::note_denial(&self.denials, audit, rec, kind).await;
+        super::proxy::flush_denials(&self.denials, audit, false).await;
         text(status, &why)
     }
 }

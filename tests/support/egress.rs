@@ -113,3 +113,22 @@ pub fn egress_records(state: &Path) -> Vec<serde_json::Value> {
         .filter(|r| r["kind"] == "egress")
         .collect()
 }
+
+/// A proxy on a fresh state dir (the returned temp dir) that asks the `serve` of `world`
+/// about destinations no rule covers, with `token` (the socket token) as its credential.
+pub fn start_asking(world: &super::guard::World, token: &str) -> (Egress, tempfile::TempDir) {
+    let file = world.tmp.path().join("egress-token");
+    write_secret(&file, token);
+    let st = tempfile::tempdir().unwrap();
+    let sock = world.socket();
+    let e = start_egress(
+        &st.path().join("egress"),
+        &[
+            "--ask-socket",
+            sock.to_str().unwrap(),
+            "--ask-token-file",
+            file.to_str().unwrap(),
+        ],
+    );
+    (e, st)
+}
