@@ -87,6 +87,87 @@ fn names_xargs_would_split_gate_find_pipes() {
     }
 }
 
+/// Only the names `find` prints matter to `xargs`: a name that would split but that the
+/// `-name` tests do not keep is never handed on, while a kept file below a directory whose
+/// name would split is (its path carries the blank). (Before, any blank anywhere in the
+/// tree gated: 80 of 2,953 read commands of real agent traces in a Django checkout, whose
+/// tests hold `ssi include with spaces`.)
+#[test]
+fn only_names_find_prints_can_split() {
+    let fs = base()
+        .file("/w/a/b.rs", 0o644)
+        .file("/w/a/notes with spaces.txt", 0o644)
+        .file("/w/a/it's.md", 0o644)
+        .file("/w/b/dir with spaces/c.rs", 0o644)
+        .file("/w/c/dir with spaces/c.txt", 0o644)
+        .file("/w/d/odd dir.rs/x.txt", 0o644);
+    for (cmd, want) in [
+        ("find a -name '*.rs' | xargs wc -l", Allow),
+        ("find a -name '*.rs' -type f | xargs grep -l x", Allow),
+        ("find a -name '*.txt' | xargs wc -l", Ask),
+        ("find a | xargs wc -l", Ask),
+        ("find a -type f | xargs wc -l", Ask),
+        ("find b -name '*.rs' | xargs wc -l", Ask),
+        ("find c -name '*.rs' | xargs wc -l", Allow),
+        ("find c -name '*.txt' | xargs wc -l", Ask),
+        // A directory find prints by its name is handed on too.
+        ("find d -name '*.rs' | xargs ls", Ask),
+        // Not only -name tests (an -o, a -path): every name counts.
+        ("find a -name '*.rs' -o -name '*.py' | xargs wc -l", Ask),
+        (
+            "find a -path './x' -prune -o -name '*.rs' -print | xargs wc -l",
+            Ask,
+        ),
+    ] {
+        assert_eq!(verdict(fs.clone(), cmd), want, "{cmd}");
+    }
+}
+
+/// GNU grep's `--include` narrows the files a recursive grep reads, and a dotenv file it
+/// skips is no secret it reads; but only the glob shapes whose meaning on a base name is
+/// exact (`NAME`, `*SUFFIX`), and only when an `--include` comes before any `--exclude`
+/// (after an exclude, a file matching nothing is read). grep matches a glob against the path
+/// and each part after a `/`, with `*` matching `/`: `a*` reads `./a/.env`. (Before, every
+/// `grep -r X --include='*.py' .` in a checkout with a `.env` asked: 66 of 2,953 read commands
+/// of real agent traces.)
+#[test]
+fn grep_include_narrows_what_a_recursive_grep_reads() {
+    let fs = base()
+        .file("/w/src/a.py", 0o644)
+        .file("/w/src/b.txt", 0o644)
+        .file("/w/.env", 0o600)
+        .file("/w/a/.env", 0o600)
+        .file("/w/conf/prod.env", 0o600);
+    for (cmd, want) in [
+        ("grep -r x --include='*.py' .", Allow),
+        ("grep -rn x --include=*.py --include=*.txt .", Allow),
+        ("grep -r --include '*.py' x .", Allow),
+        ("grep -r x --include=setup.py .", Allow),
+        ("grep -r x .", Deny),
+        // Globs that reach the secret, or that are not of the two exact shapes.
+        ("grep -r x --include=.env .", Deny),
+        ("grep -r x --include='*.env' .", Deny),
+        ("grep -r x --include='*env' .", Deny),
+        ("grep -r x --include='*' .", Deny),
+        ("grep -r x --include='a*' .", Deny),
+        ("grep -r x --include='*/.env' .", Deny),
+        ("grep -r x --include='*.p[y]' .", Deny),
+        ("grep -r x --include='?env' .", Deny),
+        ("grep -r x --include='*.py' --include='.e*' .", Deny),
+        // An exclude first: files matching no glob are read.
+        ("grep -r x --exclude='*.txt' --include='*.py' .", Deny),
+        ("grep -r x --exclude-from=list --include='*.py' .", Deny),
+        // An include first, an exclude after: the include decides.
+        ("grep -r x --include='*.py' --exclude='*.txt' .", Allow),
+        // A glob the shell builds is no literal: a person's call.
+        ("grep -r x --include=\"$G\" .", Ask),
+        // rg has no --include (its -g globs are not narrowed here).
+        ("rg --hidden x -g '*.py' .", Deny),
+    ] {
+        assert_eq!(verdict(fs.clone(), cmd), want, "{cmd}");
+    }
+}
+
 /// The whole verdict for `cmd` in /w on `fs`, asked by `source`.
 fn judge_from(
     fs: &FakeFs,

@@ -11,6 +11,7 @@ CACHE=${SANCTUM_TEST_CACHE:-$ROOT/.cache}
 NODE_VERSION=24.21.0
 OPENCLAW_VERSIONS="2026.9.6 2026.7.35"
 COMPOSE_V2_VERSION=2.40.3
+TRACE_DJANGO_VERSION=3.1.14
 
 APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver"
 
@@ -87,6 +88,16 @@ compose_v2() {
   fi
 }
 
+# A public checkout for the usability test over real agent traces (tests/usability_traces.rs):
+# Django's source distribution, the repository the traces' commands were run in.
+trace_checkout() {
+  if [ ! -s "$CACHE/traces/Django-$TRACE_DJANGO_VERSION.tar.gz" ]; then
+    mkdir -p "$CACHE/traces"
+    python3 -m pip download --quiet --no-deps --no-binary :all: "django==$TRACE_DJANGO_VERSION" -d "$CACHE/traces" >/dev/null
+    STEP_DID="installed"
+  fi
+}
+
 step "debian packages" apt_packages
 step "podman runtime (runc)" podman_runtime
 mkdir -p "$CACHE"
@@ -94,6 +105,7 @@ mkdir -p "$CACHE"
 export npm_config_cache="$CACHE/npm-cache"
 step "node $NODE_VERSION" node24
 step "compose v2 $COMPOSE_V2_VERSION" compose_v2
+step "django $TRACE_DJANGO_VERSION (trace checkout)" trace_checkout
 export PATH="$CACHE/node/bin:$PATH"
 for v in $OPENCLAW_VERSIONS; do
   step "openclaw@$v" openclaw_version "$v"

@@ -84,8 +84,10 @@ impl Checker<'_> {
                 split_finding(c, v);
                 return;
             }
-            let mut stack: Vec<(PathBuf, usize)> = vec![(root, 1)];
-            while let Some((dir, depth)) = stack.pop() {
+            // Each directory with whether its path below the operand already holds a name
+            // `xargs` would split: a kept entry anywhere below it is printed with that path.
+            let mut stack: Vec<(PathBuf, usize, bool)> = vec![(root, 1, false)];
+            while let Some((dir, depth, split_above)) = stack.pop() {
                 let Some(names) = fs_memo::list_dir(&dir) else {
                     continue;
                 };
@@ -106,11 +108,12 @@ impl Checker<'_> {
                     let Some(meta) = fs_memo::symlink_metadata(&path) else {
                         continue;
                     };
-                    if o.split_names && splits(&name) {
+                    let kept = (o.keep)(&name);
+                    let split_here = o.split_names && (split_above || splits(&name));
+                    if split_here && kept {
                         split_finding(c, &path.to_string_lossy());
                         return;
                     }
-                    let kept = (o.keep)(&name);
                     if o.dotenv && kept && crate::policy::paths::is_secret_file_name(&name) {
                         // A secret kept unreadable does not end the walk: one further on
                         // might not be.
@@ -121,7 +124,7 @@ impl Checker<'_> {
                     }
                     if meta.is_dir() {
                         if depth < o.max_depth {
-                            stack.push((path, depth + 1));
+                            stack.push((path, depth + 1, split_here));
                         }
                     } else if meta.is_symlink() && o.links && (o.follow || kept) {
                         let target = fs_memo::canonicalize(&path).unwrap_or_else(|| path.clone());
@@ -153,7 +156,7 @@ impl Checker<'_> {
                             let is_dir =
                                 fs_memo::symlink_metadata(&target).is_some_and(|m| m.is_dir());
                             if is_dir && depth < o.max_depth && seen.insert(target.clone()) {
-                                stack.push((target, depth + 1));
+                                stack.push((target, depth + 1, split_here));
                             }
                         }
                     }
