@@ -31,6 +31,10 @@ pub mod guard;
 pub mod inbox;
 /// The node's invoke handler in this process (no WebSocket).
 pub mod inproc;
+/// The Kubernetes manifests (deploy/k8s): read, schema-validated, held to the security policy.
+pub mod kube;
+/// The Kubernetes manifests played by podman: rendered for this machine, pods, teardown.
+pub mod kube_play;
 /// The oracle's mutation generator: expansions, quoting, wrappers, option spellings, payloads.
 pub mod mutate;
 /// The node: the real gateway, the scripted model, `sanctum-guard node`.

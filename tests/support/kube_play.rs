@@ -1,0 +1,1 @@
+//! The Kubernetes manifests played by podman.
