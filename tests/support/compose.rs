@@ -322,7 +322,7 @@ impl Stack {
 
 /// A test CA and the scripted model's certificate for its address (in `dir`: `model-ca.pem`,
 /// `model-cert.pem`, `model-cert-key.pem`); returns where the egress service sees the CA.
-fn model_certificates(dir: &Path) -> &'static str {
+pub fn model_certificates(dir: &Path) -> &'static str {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
