@@ -110,6 +110,21 @@ fn field(status: &str, key: &str) -> String {
         .to_owned()
 }
 
+/// Runs `f`; when it panics, prints every container's log and the egress audit first.
+fn with_logs<T>(play: &Play, f: impl FnOnce() -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|e| {
+        let egress = play
+            .volume_path("sanctum-egress-state")
+            .join("egress/egress-audit.jsonl");
+        eprintln!(
+            "egress audit:\n{}\n{}",
+            std::fs::read_to_string(egress).unwrap_or_default(),
+            play.logs()
+        );
+        std::panic::resume_unwind(e)
+    })
+}
+
 #[test]
 fn the_shipped_manifests_play_under_podman_and_run_an_approved_agent_turn() {
     if skipped() {
@@ -283,11 +298,13 @@ fn the_shipped_manifests_play_under_podman_and_run_an_approved_agent_turn() {
     // An autonomous read runs by itself: its content reaches the model through the egress route.
     let t = Instant::now();
     new_task(&web, &login, "read", json!({"path":"readme.txt"}));
-    wait_until(
-        "the autonomous read at the model",
-        Duration::from_secs(240),
-        || tool_results(&play).contains(MARKER).then_some(()),
-    );
+    with_logs(&play, || {
+        wait_until(
+            "the autonomous read at the model",
+            Duration::from_secs(240),
+            || tool_results(&play).contains(MARKER).then_some(()),
+        )
+    });
     eprintln!(
         "kube_play: New Task -> autonomous read at the model in {:.1} s",
         t.elapsed().as_secs_f64()

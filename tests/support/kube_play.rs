@@ -257,13 +257,14 @@ pub fn shipped_docs(file: &str, kinds: &[&str]) -> Vec<Value> {
 
 /// Holds `/tmp/compose.lock` (flock, as `flock /tmp/compose.lock` takes it) while alive: the
 /// compose tests use fixed names, images and addresses that this run shares.
-pub fn podman_lock() -> std::fs::File {
+pub fn podman_lock() -> nix::fcntl::Flock<std::fs::File> {
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open("/tmp/compose.lock")
         .unwrap();
-    f.lock().unwrap();
-    f
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .expect("flock /tmp/compose.lock")
 }
