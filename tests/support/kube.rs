@@ -92,13 +92,14 @@ pub fn write_docs(path: &Path, docs: &[Value]) {
     std::fs::write(path, text.join("\n---\n") + "\n").unwrap();
 }
 
-/// The schema check of `path` against release `version`, strict (an unknown field is an error).
-pub fn validate(path: &Path, version: &str) -> Output {
+/// The schema check of `paths` against release `version`, strict (an unknown field is an
+/// error): one run for all, since each run loads the schemas anew.
+pub fn validate(paths: &[PathBuf], version: &str) -> Output {
     let dir = validator_dir();
     Command::new(dir.join("bin/kubernetes-validate"))
         .env("PYTHONPATH", &dir)
         .args(["--strict", "--no-warn", "-k", version])
-        .arg(path)
+        .args(paths)
         .output()
         .expect("kubernetes-validate")
 }
