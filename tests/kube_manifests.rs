@@ -336,6 +336,14 @@ fn the_network_policies_deny_by_default_and_the_agent_reaches_only_egress_scout_
         "{from}"
     );
     assert_eq!(agent["spec"]["ingress"].as_array().unwrap().len(), 1);
+    // The agent reaches the Scout at its Service's address (Chromium refuses a Host name).
+    let config = find(&mut docs, "ConfigMap", "sanctum-config").clone();
+    let oc: Value =
+        serde_json::from_str(config["data"]["openclaw.json"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        oc["browser"]["profiles"]["scout"]["cdpUrl"],
+        "http://${SANCTUM_SCOUT_SERVICE_HOST}:9222"
+    );
     // The egress proxy and the Scout answer the agent's Pod only, and never reach private ranges.
     for (name, port) in [("sanctum-egress", 3128), ("sanctum-scout", 9222)] {
         let np = find(&mut docs, "NetworkPolicy", name).clone();

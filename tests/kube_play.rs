@@ -3,7 +3,8 @@
 //! (rendered for podman only where it lacks a Kubernetes feature: tests/support/kube_play.rs
 //! says which), then checked from inside: each container's uid, no capabilities,
 //! no_new_privs, a seccomp filter and a read-only root; the guard's posture check of the real
-//! gateway passes and the guard is its paired approver; an agent turn with the scripted model
+//! gateway passes and the guard is its paired approver; the Scout's DevTools answer the agent
+//! at the address its config names; an agent turn with the scripted model
 //! (behind the egress proxy's provider route, the key the proxy's alone) runs by itself; a
 //! shell write waits as a card and runs once approved through the web API; and everything is
 //! torn down (`podman kube down`, the volumes, the network). It holds /tmp/compose.lock (the
@@ -254,6 +255,16 @@ fn the_shipped_manifests_play_under_podman_and_run_an_approved_agent_turn() {
             .unwrap();
         assert_eq!(String::from_utf8_lossy(&ro.stdout).trim(), "true", "{name}");
     }
+    // The Scout's DevTools answer the agent at the address its OpenClaw config names.
+    let devtools = output_text(&play.exec(
+        "sanctum-agent",
+        "agent",
+        "node -e 'fetch(`http://${process.env.SANCTUM_SCOUT_SERVICE_HOST}:9222/json/version`).then(async r => console.log(r.status, await r.text())).catch(e => console.log(String(e)))'",
+    ));
+    assert!(
+        devtools.starts_with("200") && devtools.contains("\"Browser\""),
+        "{devtools}"
+    );
     let root = output_text(&play.exec("sanctum-agent", "agent", "touch /etc/x 2>&1; echo rc=$?"));
     assert!(
         root.contains("Read-only file system") && root.contains("rc=1"),

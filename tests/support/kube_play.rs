@@ -10,8 +10,8 @@
 //! - Secret volumes become host directories the test fills: podman 4.3 reads a Secret volume
 //!   from its own secret store (not from a Secret document) and crashes without `optional`.
 //! - Services, NetworkPolicies, probes' timers and fsGroup do nothing under podman: Service
-//!   names are given as `hostAliases` to the Pods' fixed addresses, the service-link variable
-//!   `SANCTUM_EGRESS_SERVICE_HOST` is written in, the guard's web port is published on
+//!   names are given as `hostAliases` to the Pods' fixed addresses, the service-link variables
+//!   (`SANCTUM_EGRESS_SERVICE_HOST`, `SANCTUM_SCOUT_SERVICE_HOST`) are set and written in, the guard's web port is published on
 //!   127.0.0.1 (the Service's role), and files a Secret volume would give by group are the
 //!   reader's own.
 
@@ -155,6 +155,16 @@ impl Play {
             for c in spec[key].as_array_mut().into_iter().flatten() {
                 let image = c["image"].as_str().unwrap().to_owned();
                 c["image"] = json!(format!("localhost/{image}"));
+                // Kubernetes' service links, which podman does not make.
+                let env = c.as_object_mut().unwrap().entry("env").or_insert(json!([]));
+                for (name, ip) in [
+                    ("SANCTUM_EGRESS_SERVICE_HOST", EGRESS_IP),
+                    ("SANCTUM_SCOUT_SERVICE_HOST", SCOUT_IP),
+                ] {
+                    env.as_array_mut()
+                        .unwrap()
+                        .push(json!({"name": name, "value": ip}));
+                }
                 for e in c["env"].as_array_mut().into_iter().flatten() {
                     if let Some(v) = e["value"].as_str() {
                         e["value"] = json!(v.replace("$(SANCTUM_EGRESS_SERVICE_HOST)", EGRESS_IP));
