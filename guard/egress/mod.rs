@@ -16,12 +16,32 @@ pub mod proxy;
 pub mod route;
 mod route_tls;
 pub mod rules;
+mod tunnel_refusal;
 mod unlisted;
 
+use crate::audit::event::EgressRecord;
 use crate::audit::{AuditError, AuditLog};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// A decision's audit record before it is decided: a deny with no reason yet, nothing
+/// connected. The proxy and its routes start every record here, so a field added to the
+/// record is set in one place.
+pub(crate) fn undecided(client: SocketAddr, method: String, target: String) -> EgressRecord {
+    EgressRecord {
+        phase: "decided",
+        client: client.to_string(),
+        method,
+        target,
+        verdict: "deny",
+        reason: String::new(),
+        upstream: None,
+        bytes_up: None,
+        bytes_down: None,
+        duration_ms: None,
+    }
+}
 
 /// `sanctum-guard egress` settings.
 pub struct EgressOptions {
@@ -35,6 +55,8 @@ pub struct EgressOptions {
     pub asker: Option<ask::Asker>,
     /// Provider routes (`route::Routes::new`; `Routes::none()` for none).
     pub routes: route::Routes,
+    /// Refusals of a CONNECT are given inside the tunnel (`tunnel_refusal`).
+    pub refuse_in_tunnel: bool,
 }
 
 /// Why the proxy could not start.
@@ -114,6 +136,7 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
         head_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(300),
         routes: o.routes,
+        refuse_in_tunnel: o.refuse_in_tunnel,
     };
     proxy::run(listener, opts, audit, rx).await;
     Ok(())
