@@ -261,12 +261,17 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         );
     }
     // The one way out: the egress proxy refuses a destination off its allow-list, and says
-    // so in its own audit log.
+    // so in its own audit log. It refuses inside the tunnel (`--refuse-in-tunnel`): the
+    // request sent through it is answered 403 with the reason.
     let refused = output_text(&stack.exec(
         "agent",
-        "exec 3<>/dev/tcp/172.30.75.3/3128; printf 'CONNECT example.com:443 HTTP/1.1\\r\\n\\r\\n' >&3; head -1 <&3",
+        "exec 3<>/dev/tcp/172.30.75.3/3128; printf 'CONNECT example.com:443 HTTP/1.1\\r\\n\\r\\nGET / HTTP/1.1\\r\\nHost: example.com\\r\\n\\r\\n' >&3; timeout 20 cat <&3",
     ));
-    assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
+    assert!(
+        refused.starts_with("HTTP/1.1 200") && refused.contains("HTTP/1.1 403"),
+        "{refused}"
+    );
+    assert!(refused.contains("example.com:443"), "{refused}");
     let egress_log = stack
         .volume_path("egress-state")
         .join("egress/egress-audit.jsonl");

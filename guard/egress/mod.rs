@@ -141,3 +141,22 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
     proxy::run(listener, opts, audit, rx).await;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_undecided_record_is_a_deny_with_nothing_connected() {
+        let r = undecided(
+            "10.0.0.4:5000".parse().unwrap(),
+            "CONNECT".into(),
+            "example.com:443".into(),
+        );
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            serde_json::json!({"phase":"decided","client":"10.0.0.4:5000","method":"CONNECT",
+                "target":"example.com:443","verdict":"deny","reason":""})
+        );
+    }
+}

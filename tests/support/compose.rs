@@ -266,6 +266,14 @@ impl Stack {
             .args(["network", "create", "--subnet", "198.20.77.0/24", SITE_NET])
             .stdout(Stdio::null()));
         self.networks.push(SITE_NET.to_owned());
+        // A bridge name of its own: podman 4.3 reuses `podmanN` names, and the isolation rules
+        // a removed compose network left for its name would drop the site's traffic (its CLI
+        // has no --interface-name; its network file is where the name is kept).
+        let conf = Path::new("/etc/containers/networks").join(format!("{SITE_NET}.json"));
+        let mut net: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&conf).unwrap()).unwrap();
+        net["network_interface"] = "sanctumsite0".into();
+        std::fs::write(&conf, net.to_string()).unwrap();
         let file = self.context().join("compose/site.yml");
         std::fs::copy(repo().join("tests/data/compose/site.yml"), &file).unwrap();
         self.overrides.push(file);
