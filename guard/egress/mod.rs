@@ -3,7 +3,8 @@
 //! lets through exactly what its egress rules allow (the policy file's `[[egress.rules]]` and
 //! its `--allow host:port` entries: `policy::egress`, then the overlay of stored "always"
 //! answers: `overlay`), asks a person in the guard's inbox about a destination no rule covers
-//! (`ask`, `unlisted`), refuses everything else with the reason, and writes every decision and
+//! (`ask`, `unlisted`), refuses everything else with the reason (inside the tunnel for a
+//! CONNECT when told to: `tunnel_refusal`), and writes every decision and
 //! every closed tunnel to its own hash-chained audit log. It judges destinations only: what
 //! flows inside a TLS tunnel to an allowed host is not seen (SECURITY.md says what that leaves
 //! open). Its provider routes (`route`) are the one place the model key is: the agent calls
