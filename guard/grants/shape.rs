@@ -140,6 +140,7 @@ fn exec(req: &Request) -> Option<&crate::policy::request::ExecAction> {
 fn grantable(req: &Request, v: &Verdict) -> bool {
     exec(req).is_some()
         && v.kind == VerdictKind::Ask
+        && !v.segments.iter().any(moves_cwd)
         && v.offered.contains(&DecisionKind::AllowAlways)
         && v.segments.iter().all(|s| match s.verdict {
             VerdictKind::Allow => true,
@@ -152,9 +153,19 @@ fn grantable(req: &Request, v: &Verdict) -> bool {
         })
 }
 
-/// A word the shell would still expand or that redirects: never inside a covered argument.
+/// Text the shell would still expand (a variable, a substitution): the argv the analysis
+/// shows is not all that runs, so it is never covered.
 fn expands(w: &str) -> bool {
     w.contains(['$', '`']) || w.contains("<(") || w.contains(">(")
+}
+
+/// A segment that moves the shell to another directory: the later segments' cwd is then
+/// not the request's, so nothing of it is covered.
+fn moves_cwd(s: &SegmentVerdict) -> bool {
+    s.argv
+        .first()
+        .map(|a| a.rsplit('/').next().unwrap_or(a))
+        .is_some_and(|a| matches!(a, "cd" | "pushd" | "popd" | "chdir"))
 }
 
 /// A subcommand word a prefix may keep: a plain name, not an option, path or assignment.
@@ -182,7 +193,7 @@ fn shapes(v: &Verdict, prefix: bool) -> Result<Vec<Shape>, ProposeError> {
     for s in v.segments.iter().filter(|s| s.verdict == VerdictKind::Ask) {
         let program = s.resolved_path.clone().unwrap_or_default();
         let args = s.argv.get(1..).unwrap_or_default();
-        if args.iter().any(|w| expands(w)) {
+        if args.iter().any(|w| expands(w)) || expands(&s.text) {
             return Err(ProposeError::NotGrantable);
         }
         let words = if prefix {
@@ -309,6 +320,7 @@ fn shape_covers(shape: &Shape, s: &SegmentVerdict) -> bool {
     s.category == shape.category
         && s.resolved_path.as_deref() == Some(shape.program.as_str())
         && !args.iter().any(|w| expands(w))
+        && !expands(&s.text)
         && if shape.prefix {
             args.starts_with(&shape.words)
         } else {
