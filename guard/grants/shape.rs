@@ -233,7 +233,10 @@ fn env_of(req: &Request) -> Vec<(String, String)> {
         return Vec::new();
     };
     let mut out: Vec<(String, String)> = if e.env.is_empty() {
-        e.env_keys.iter().map(|k| (k.clone(), String::new())).collect()
+        e.env_keys
+            .iter()
+            .map(|k| (k.clone(), String::new()))
+            .collect()
     } else {
         e.env
             .iter()
@@ -371,9 +374,9 @@ pub fn covering<'a>(
         .collect();
     let mut used: Vec<String> = Vec::new();
     for s in v.segments.iter().filter(|s| s.verdict == VerdictKind::Ask) {
-        let (id, _) = usable.iter().find(|(_, g)| {
-            cwds_fit(g, &cwd, s) && g.shapes.iter().any(|sh| shape_covers(sh, s))
-        })?;
+        let (id, _) = usable
+            .iter()
+            .find(|(_, g)| cwds_fit(g, &cwd, s) && g.shapes.iter().any(|sh| shape_covers(sh, s)))?;
         if !used.iter().any(|u| u == id) {
             used.push((*id).to_owned());
         }
