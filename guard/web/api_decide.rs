@@ -71,7 +71,7 @@ pub async fn decide(
     // A bounded grant rides on an allow-once, checked before anything is decided.
     let grant = match grant_of(sh, &v, kind, id) {
         Ok(g) => g,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let by = format!("{}@{peer}", session.identity);
     let d = Decision {
@@ -101,28 +101,28 @@ fn grant_of(
     v: &serde_json::Value,
     kind: DecisionKind,
     id: &str,
-) -> Result<Option<(crate::inbox::Entry, crate::grants::GrantSpec)>, Resp> {
+) -> Result<Option<(crate::inbox::Entry, crate::grants::GrantSpec)>, Box<Resp>> {
     if v["grant"].is_null() {
         return Ok(None);
     }
     if kind != DecisionKind::AllowOnce {
-        return Err(error(
+        return Err(Box::new(error(
             StatusCode::BAD_REQUEST,
             "bad-grant",
             "a grant goes with allow-once",
-        ));
+        )));
     }
     let ask = super::grants_page::parse_ask(&v["grant"])?;
     let entry = match sh.inbox.get(id) {
         Ok(Some(e)) => e,
         Ok(None) => {
-            return Err(error(
+            return Err(Box::new(error(
                 StatusCode::NOT_FOUND,
                 "unknown-id",
                 "no such request",
-            ))
+            )))
         }
-        Err(e) => return Err(decide_error(e)),
+        Err(e) => return Err(Box::new(decide_error(e))),
     };
     let spec = super::grants_page::check(sh, &entry, ask)?;
     Ok(Some((entry, spec)))

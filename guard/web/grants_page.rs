@@ -91,8 +91,8 @@ pub fn bounded_json(eng: Option<&Engine>, e: &Entry) -> Value {
 }
 
 /// The `grant` of a decision body: `{scope, n?}`.
-pub fn parse_ask(v: &Value) -> Result<Ask, Resp> {
-    let bad = |m: &str| error(StatusCode::BAD_REQUEST, "bad-grant", m);
+pub fn parse_ask(v: &Value) -> Result<Ask, Box<Resp>> {
+    let bad = |m: &str| Box::new(error(StatusCode::BAD_REQUEST, "bad-grant", m));
     let scope = v["scope"]
         .as_str()
         .and_then(Scope::parse)
@@ -110,20 +110,20 @@ pub fn parse_ask(v: &Value) -> Result<Ask, Resp> {
 
 /// Checks that `entry` can be granted with `ask` before anything is decided (a refusal
 /// decides nothing).
-pub fn check(sh: &Shared, entry: &Entry, ask: Ask) -> Result<GrantSpec, Resp> {
+pub fn check(sh: &Shared, entry: &Entry, ask: Ask) -> Result<GrantSpec, Box<Resp>> {
     let Some(eng) = sh.engine.as_deref().filter(|e| e.grants().is_some()) else {
-        return Err(error(
+        return Err(Box::new(error(
             StatusCode::CONFLICT,
             "no-grants",
             "this guard keeps no grants: nothing was decided",
-        ));
+        )));
     };
     proposal(eng, entry, ask).map_err(|e| {
-        error(
+        Box::new(error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "not-grantable",
             &format!("Not applied: {e}. Nothing was decided."),
-        )
+        ))
     })
 }
 

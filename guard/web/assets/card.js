@@ -205,7 +205,7 @@ SG.card = (() => {
     const n = el('input', { class: 'grant-n', type: 'number', min: '1', 'aria-label': 'N (minutes or uses)' });
     const pattern = el('code', { class: 'grant-pattern', 'data-field': 'grant-pattern' });
     const where = el('span', { class: 'grant-where', 'data-field': 'grant-where' });
-    const button = el('button', { class: 'allow-grant', type: 'button', 'data-act': 'allow-once', 'data-grant': '{}',
+    const button = el('button', { class: 'allow-grant', type: 'button', 'data-act': 'allow-grant', 'data-grant': '{}',
       'aria-label': 'Allow once and grant: ' + what }, 'Allow + grant');
     const paint = () => {
       const o = opts.find((x) => x.scope === scope.value) || opts[0];

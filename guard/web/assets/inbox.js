@@ -220,7 +220,8 @@
     if (c) { c.node.classList.add('inflight'); c.status.textContent = 'Sending…'; }
     const body = { decision: kind, hash: rec.entry.requestHash };
     if (kind === 'deny' && c && c.reason.value.trim()) body.reason = c.reason.value.trim();
-    if (grant) body.grant = JSON.parse(grant);
+    // "Allow + grant" is an allow-once carrying the grant the card showed.
+    if (kind === 'allow-grant') { body.decision = 'allow-once'; body.grant = JSON.parse(grant || '{}'); }
     let r;
     try {
       r = await api('POST', '/api/requests/' + encodeURIComponent(rec.entry.id) + '/decision', body);
