@@ -74,6 +74,7 @@ pub fn session() -> Vec<Step> {
     for r in 0..25 {
         let m = r % 6;
         out.push(step("git status".into(), Once));
+        // Prints a tree holding .env: never grantable (the card offers no grant), asked each time.
         out.push(step("git diff".into(), Once));
         out.push(step("ls src".into(), Once));
         out.push(step(format!("cat src/mod{m}.ts"), Once));
@@ -191,6 +192,9 @@ impl Desk {
                 continue;
             }
             c.prompts += 1;
+            if std::env::var_os("SANCTUM_REPLAY_TRACE").is_some() {
+                eprintln!("prompt {mode:?}: {}", s.command);
+            }
             let person = if s.harmful { Person::Deny } else { s.person };
             if person == Person::Deny {
                 continue;
@@ -214,7 +218,16 @@ impl Desk {
                     })
                     .collect();
                 for sug in suggest(&seen, SuggestRule::default(), now, &ws, self.trusted()) {
-                    if !grants.iter().any(|(_, g)| *g == sug.spec) {
+                    let same = |g: &GrantSpec| {
+                        GrantSpec {
+                            expires_ms: None,
+                            ..g.clone()
+                        } == GrantSpec {
+                            expires_ms: None,
+                            ..sug.spec.clone()
+                        }
+                    };
+                    if !grants.iter().any(|(_, g)| same(g)) {
                         grants.push((format!("g{}", grants.len()), sug.spec));
                         c.suggestions_accepted += 1;
                     }
