@@ -36,7 +36,8 @@ async fn a_prefix_grant_is_made_on_the_card_and_revoked_on_the_grants_page() {
     let h = ask(&w, "gb1", "make test --keep-going", &ws);
     let id = card_id(&c, "make test --keep-going").await;
     open_card(&c, &id).await;
-    // Choose the prefix scope: the card shows the pattern it will store.
+    // Open "Allow + grant…" and choose the prefix scope: the card shows the pattern it will store.
+    click(&c, &format!("#r-{id} details.bounded > summary")).await;
     js(&c, "const s = document.querySelector('#r-' + arguments[0] + ' select.grant-scope'); s.value = 'prefix'; \
             s.dispatchEvent(new Event('change')); return true", vec![json!(id)]).await;
     let shown = js(&c, "return document.querySelector('#r-' + arguments[0] + ' [data-field=grant-pattern]').textContent", vec![json!(id)]).await;

@@ -211,7 +211,12 @@ SG.card = (() => {
       const o = opts.find((x) => x.scope === scope.value) || opts[0];
       n.hidden = !o.n;
       if (o.n) { n.max = String(o.n.max); if (!n.value) n.value = String(o.n.default); }
-      pattern.replaceChildren(vis((o.patterns || []).join(' ; ')));
+      // A long exact pattern is cut as the allow-always list cuts argv, the whole one click away.
+      const full = (o.patterns || []).join(' ; ');
+      pattern.replaceChildren(...(full.length > 120 ?
+        [vis(full.slice(0, 120) + '…'), el('details', { class: 'grant-argv' },
+          el('summary', {}, 'all ' + num(full.length) + ' characters'), el('code', {}, vis(full)))] :
+        [vis(full)]));
       where.replaceChildren(vis(o.where || ''));
       const grant = { scope: o.scope };
       if (o.n) grant.n = Number(n.value);
@@ -220,8 +225,9 @@ SG.card = (() => {
     scope.addEventListener('change', () => { n.value = ''; paint(); });
     n.addEventListener('input', paint);
     paint();
-    const node = el('div', { class: 'grants-box bounded', 'data-field': 'bounded' },
-      el('div', { class: 'label' }, 'Or allow once and grant'),
+    // Closed, it is one line among the buttons: a grant is a deliberate choice.
+    const node = el('details', { class: 'bounded', 'data-field': 'bounded' },
+      el('summary', {}, 'Allow + grant…'),
       el('p', {}, scope, ' ', n, ' ', button),
       el('p', {}, 'Covers: ', pattern, ' · ', where));
     return { node, button };
@@ -310,11 +316,10 @@ SG.card = (() => {
       reasons,
       dl,
       grantsBlock(e),
-      bounded && bounded.node,
       runLine(e),
       gates.length ? unread : null,
       skipRow,
-      el('div', { class: 'actions' }, once, allowFor, always, el('div', { class: 'deny-group' }, reason, deny)),
+      el('div', { class: 'actions' }, once, allowFor, always, bounded && bounded.node, el('div', { class: 'deny-group' }, reason, deny)),
       status);
     const unseen = () => skip.checked ? [] : gates.filter((g) => !g.seen()).map((g) => g.what);
     // The inbox disables everything once a card is decided; nothing here re-enables it then.
