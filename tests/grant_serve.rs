@@ -192,3 +192,51 @@ fn an_expired_grant_covers_nothing() {
     asked(&w, &login, "e3", "make check", usr);
     assert!(w.audit().contains(&short.id));
 }
+
+/// History suggests a grant for a shape people approved five times (exactly that shape),
+/// and accepting it answers the next one with no prompt.
+#[test]
+fn five_approvals_of_one_shape_are_suggested_and_accepted() {
+    let w = Web::start(20_000);
+    let login = w.login();
+    let usr = Path::new("/usr");
+    let sugg = |w: &Web| {
+        w.client()
+            .call("GET", "/api/grants/suggestions", Some(&login), None)
+            .json()["suggestions"]
+            .clone()
+    };
+    for i in 0..5 {
+        assert_eq!(sugg(&w), json!([]), "after {i} approvals");
+        let id = format!("s{i}");
+        let h = ask(&w, &id, "make dist", usr);
+        let e = w.wait_pending(&login, &id);
+        let r = w.decide(
+            &login,
+            e["id"].as_str().unwrap(),
+            json!({"decision":"allow-once","hash":e["requestHash"]}),
+        );
+        assert_eq!(r.status, 200, "{r:?}");
+        assert_eq!(first_json(&h.join().unwrap())["decision"], "allow-once");
+    }
+    let s = sugg(&w);
+    assert_eq!(s.as_array().unwrap().len(), 1, "{s}");
+    assert_eq!(s[0]["patterns"], json!(["make dist"]), "{s}");
+    assert_eq!(s[0]["approvals"], 5);
+    let path = format!(
+        "/api/grants/suggestions/{}/accept",
+        s[0]["inboxId"].as_str().unwrap()
+    );
+    let r = w.client().call("POST", &path, Some(&login), Some("{}"));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        answered_at_once(&w, "s5", "make dist", usr)["decision"],
+        "allow-once"
+    );
+    asked(&w, &login, "s6", "make dist --jobs 2", usr);
+    assert_eq!(
+        sugg(&w),
+        json!([]),
+        "a covered shape is not suggested again"
+    );
+}

@@ -250,6 +250,10 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
         }
         (Method::GET, ["events"]) => super::events::stream(sh.clone(), sid),
         (Method::GET, ["grants"]) => super::grants_page::list(&sh).await,
+        (Method::GET, ["grants", "suggestions"]) => super::grants_page::suggestions_json(&sh),
+        (Method::POST, ["grants", "suggestions", id, "accept"]) => {
+            super::grants_page::accept(&sh, id, &session).await
+        }
         (Method::POST, ["grants", id, "revoke"]) => {
             super::grants_page::revoke(&sh, id, &session).await
         }

@@ -221,3 +221,104 @@ pub async fn revoke(sh: &Shared, id: &str, session: &SessionView) -> Resp {
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "grants", &e.to_string()),
     }
 }
+
+/// How many of the newest approvals suggestions look at.
+const SUGGEST_SCAN: usize = 2000;
+
+/// The suggestions History offers now: shapes approved by people at least 5 times in 7 days
+/// that no live grant covers yet, each as the exact grant it would make.
+fn suggestions(sh: &Shared) -> Result<Vec<crate::grants::Suggestion>, String> {
+    let Some(eng) = sh.engine.as_deref() else {
+        return Ok(vec![]);
+    };
+    let Some(store) = eng.grants() else {
+        return Ok(vec![]);
+    };
+    let now = now_ms();
+    let (approved, _) = sh
+        .inbox
+        .page(
+            crate::inbox::StateFilter::Only(State::Approved),
+            0,
+            SUGGEST_SCAN,
+        )
+        .map_err(|e| e.to_string())?;
+    let seen: Vec<crate::grants::Approved<'_>> = approved
+        .iter()
+        .map(|e| crate::grants::Approved {
+            request: &e.request,
+            verdict: &e.verdict,
+            at_ms: e.resolved_ms.unwrap_or(e.created_ms),
+            inbox_id: &e.id,
+        })
+        .collect();
+    let ws = eng.judge().deployment().workspace.display().to_string();
+    let live = store.live(now).map_err(|e| e.to_string())?;
+    let found = crate::grants::suggest(
+        &seen,
+        crate::grants::SuggestRule::default(),
+        now,
+        &ws,
+        |p| eng.program_trusted(p),
+    );
+    // One a live grant already covers is not offered again.
+    Ok(found
+        .into_iter()
+        .filter(|s| {
+            approved
+                .iter()
+                .find(|e| e.id == s.inbox_id)
+                .is_some_and(|e| {
+                    crate::grants::covering(
+                        live.iter().map(|g| (g.id.as_str(), &g.spec)),
+                        &e.request,
+                        &e.verdict,
+                    )
+                    .is_none()
+                })
+        })
+        .collect())
+}
+
+/// `GET /api/grants/suggestions`: `{suggestions: [{inboxId, approvals, patterns, where,
+/// expiresMs}]}`.
+pub fn suggestions_json(sh: &Shared) -> Resp {
+    match suggestions(sh) {
+        Ok(list) => json(
+            StatusCode::OK,
+            &json!({"suggestions": list.iter().map(|s| json!({
+                "inboxId": s.inbox_id,
+                "approvals": s.approvals,
+                "patterns": s.spec.shapes.iter().map(|x| x.pattern()).collect::<Vec<_>>(),
+                "where": where_text(&s.spec),
+                "expiresMs": s.spec.expires_ms,
+            })).collect::<Vec<_>>()}),
+        ),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "grants", &e),
+    }
+}
+
+/// `POST /api/grants/suggestions/{inboxId}/accept`: makes the grant suggested on that
+/// approval (recomputed now: a suggestion no longer offered is refused).
+pub async fn accept(sh: &Shared, inbox_id: &str, session: &SessionView) -> Resp {
+    let found = match suggestions(sh) {
+        Ok(list) => list.into_iter().find(|s| s.inbox_id == inbox_id),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "grants", &e),
+    };
+    let Some(s) = found else {
+        return error(
+            StatusCode::CONFLICT,
+            "stale",
+            "no such suggestion now: nothing was made",
+        );
+    };
+    let entry = match sh.inbox.get(inbox_id) {
+        Ok(Some(e)) => e,
+        _ => return error(StatusCode::NOT_FOUND, "unknown-id", "no such request"),
+    };
+    let by = format!("web:{}", session.identity);
+    match store(sh, &entry, s.spec, &by).await {
+        Ok(g) => json(StatusCode::OK, &grant_json(&g)),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "grants", &e),
+    }
+}
