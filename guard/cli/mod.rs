@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod egress;
+mod grants;
 
 /// mimalloc: the policy core allocates many small strings per decision; glibc's allocator
 /// cost ~25% of `decide()` (benches/decide.rs declares the same allocator).
@@ -83,6 +84,8 @@ enum Command {
         #[command(flatten)]
         opts: InboxOpts,
     },
+    /// The bounded grants: list the live ones, revoke one (effective at once).
+    Grants(grants::GrantsArgs),
     /// The web prompt: login links and the TOTP second factor.
     Web {
         #[command(subcommand)]
@@ -1033,6 +1036,7 @@ pub fn main() -> ExitCode {
             ExitCode::from(u8::try_from(code).unwrap_or(125))
         }
         Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
+        Command::Grants(a) => grants::run(a),
         Command::Audit { cmd } => audit_cmd(cmd),
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
         Command::Front { cmd, state_dir } => front_cmd(cmd, state_dir),

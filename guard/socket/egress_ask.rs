@@ -234,6 +234,7 @@ pub async fn on_egress_ask(
             request: req,
             verdict,
             decision,
+            grants: vec![],
         }));
         if !engine.record(ev).await {
             return Reply::Line(answer(&f.id, AnswerKind::Deny, "audit-unavailable"));

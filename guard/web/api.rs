@@ -249,9 +249,17 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
             super::api_decide::decide(&sh, req, &id, &session, peer).await
         }
         (Method::GET, ["events"]) => super::events::stream(sh.clone(), sid),
+        (Method::GET, ["grants"]) => super::grants_page::list(&sh).await,
+        (Method::GET, ["grants", "suggestions"]) => super::grants_page::suggestions_json(&sh),
+        (Method::POST, ["grants", "suggestions", id, "accept"]) => {
+            super::grants_page::accept(&sh, id, &session).await
+        }
+        (Method::POST, ["grants", id, "revoke"]) => {
+            super::grants_page::revoke(&sh, id, &session).await
+        }
         (Method::GET, ["audit", "verify"]) => verify(&sh).await,
         (_, ["agent", ..]) => super::agent::route(&sh, req, &segs, &session, peer).await,
-        (_, ["session" | "logout" | "requests" | "events" | "login"]) => error(
+        (_, ["session" | "logout" | "requests" | "events" | "login" | "grants"]) => error(
             StatusCode::METHOD_NOT_ALLOWED,
             "method",
             "method not allowed",

@@ -16,6 +16,9 @@ const INBOX_JS: &str = include_str!("assets/inbox.js");
 const INBOX_GATE_JS: &str = include_str!("assets/inbox-gate.js");
 const INBOX_QUEUE_JS: &str = include_str!("assets/inbox-queue.js");
 const HISTORY_JS: &str = include_str!("assets/history.js");
+const GRANTS: &str = include_str!("assets/grants.html");
+const GRANTS_JS: &str = include_str!("assets/grants.js");
+const SUGGEST_JS: &str = include_str!("assets/suggest.js");
 const LOGIN_JS: &str = include_str!("assets/login.js");
 const AGENT: &str = include_str!("assets/agent.html");
 const AGENT_JS: &str = include_str!("assets/agent.js");
@@ -26,6 +29,9 @@ pub fn page(path: &str) -> Option<Resp> {
     let (ctype, body) = match path {
         "/" | "/index.html" => ("text/html; charset=utf-8", INBOX),
         "/history" => ("text/html; charset=utf-8", HISTORY),
+        "/grants" => ("text/html; charset=utf-8", GRANTS),
+        "/assets/grants.js" => ("text/javascript; charset=utf-8", GRANTS_JS),
+        "/assets/suggest.js" => ("text/javascript; charset=utf-8", SUGGEST_JS),
         "/agent" => ("text/html; charset=utf-8", AGENT),
         "/assets/agent.js" => ("text/javascript; charset=utf-8", AGENT_JS),
         "/login" => ("text/html; charset=utf-8", LOGIN),

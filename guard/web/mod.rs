@@ -20,6 +20,7 @@ mod card_egress;
 mod card_facts;
 mod confusable;
 mod events;
+mod grants_page;
 mod http;
 pub mod login;
 pub mod metrics;

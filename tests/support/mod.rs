@@ -50,6 +50,8 @@ pub mod process;
 /// Fixtures of the read-proxy tests: loopback web servers (HTTP, HTTPS with a test CA),
 /// counting internal listeners, the proxy with a test hosts file.
 pub mod readproxy;
+/// A coding session replayed through the policy and bounded grants: prompts counted.
+pub mod replay;
 /// Fixtures of the sandbox tests: the CLI, the compiled probe, a git workspace.
 pub mod sandbox;
 /// Clients of the exec-approvals socket: raw frames, signed `exec` frames, the real client.
