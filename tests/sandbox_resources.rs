@@ -344,10 +344,10 @@ async fn true_stays_fast_under_a_flood() {
 }
 
 /// The autonomous profile's concurrency cap through the real path (`serve`, signed `exec`
-/// frames as OpenClaw's node host sends them): six `sleep`s sent at once never run more
-/// than four at a time (their processes counted from outside), the two that waited say so
-/// with `queuedMs` in their `exec` audit records, and a run whose own deadline passes in
-/// the queue is not started at all and says why.
+/// frames as OpenClaw's node host sends them): six `sleep`s sent at once from two sessions
+/// never run more than four at a time (their processes counted from outside), the two that
+/// waited say so with `queuedMs` in their `exec` audit records, and a run whose own
+/// deadline passes in the queue is not started at all and says why.
 #[test]
 fn autonomous_runs_beyond_the_cap_queue_and_a_queued_deadline_is_refused() {
     use serde_json::{json, Value};
@@ -357,14 +357,22 @@ fn autonomous_runs_beyond_the_cap_queue_and_a_queued_deadline_is_refused() {
     assert_eq!(cap, 4, "README documents 4");
     let w = World::new(NEW, TOKEN, &[]);
     let _serve = Serve::start(&w, &HIGH_RATE, &[]);
+    // One session holds at most cap - 1 slots (the fair queue keeps one for the others), so
+    // the runs come from two sessions to fill the pool.
     let exec = |secs: &str, timeout_ms: u64| {
         let (sock, home) = (w.socket(), w.home.clone());
         let secs = secs.to_string();
+        let session = if secs.ends_with(['1', '2', '3']) {
+            "main"
+        } else {
+            "sub"
+        };
         std::thread::spawn(move || {
             let argv = ["/usr/bin/sleep", secs.as_str()];
             let rj = json!({"command":argv,"rawCommand":argv.join(" "),"cwd":home,
                 "env":{"LANG":"C"},"timeoutMs":timeout_ms,"needsScreenRecording":false,
-                "agentId":"main","sessionKey":"agent:main:main","approvalDecision":null})
+                "agentId":"main","sessionKey":format!("agent:main:{session}"),
+                "approvalDecision":null})
             .to_string();
             send_exec(&sock, TOKEN, &rj)
         })
@@ -410,7 +418,9 @@ fn autonomous_runs_beyond_the_cap_queue_and_a_queued_deadline_is_refused() {
         .collect();
     assert_eq!(queued.len(), 6, "{audit}");
     assert_eq!(
-        queued.iter().filter(|&&q| q >= 1000).count(),
+        // A run that found a slot waited no time; one that queued waited for a 1.5 s run
+        // to end (less its own late arrival on a loaded machine).
+        queued.iter().filter(|&&q| q >= 200).count(),
         2,
         "two runs waited for a slot: {queued:?}"
     );
@@ -451,6 +461,59 @@ fn autonomous_runs_beyond_the_cap_queue_and_a_queued_deadline_is_refused() {
     assert_eq!(f["reason"], "queue-timeout", "{f}");
     assert!(f["exitCode"].is_null() && f["durationMs"].is_null(), "{f}");
     for h in busy {
+        assert_eq!(h.join().unwrap()["payload"]["success"], true);
+    }
+}
+
+/// A flood of autonomous runs from one agent session does not slow another session's
+/// commands, through the real path: ten `sleep`s from one session fill its share of the
+/// pool and queue, and meanwhile another session's `true`s each start at once. (With one
+/// plain semaphore the flood held every slot and each `true` waited seconds for it.) The
+/// figure is printed; the bound asserted is loose for a shared 2-core CI, the target 100 ms.
+#[test]
+fn a_flood_from_one_session_does_not_slow_another() {
+    use serde_json::json;
+    use support::socket::{send_exec, Serve, World, HIGH_RATE, NEW};
+    const TOKEN: &str = "fair-queue-token-0123456789abcdefghij";
+    let cap = builtin_profiles()[AUTO].limits.concurrent as usize;
+    let w = World::new(NEW, TOKEN, &[]);
+    let _serve = Serve::start(&w, &HIGH_RATE, &[]);
+    let exec = |argv: Vec<String>, session: &str| {
+        let rj = json!({"command":argv,"rawCommand":argv.join(" "),"cwd":w.home,
+            "env":{"LANG":"C"},"timeoutMs":30_000,"needsScreenRecording":false,
+            "agentId":"main","sessionKey":format!("agent:main:{session}"),
+            "approvalDecision":null})
+        .to_string();
+        let sock = w.socket();
+        move || send_exec(&sock, TOKEN, &rj)
+    };
+    let flood: Vec<_> = (0..10)
+        .map(|i| {
+            let argv = vec!["/usr/bin/sleep".to_string(), format!("4.{i:02}")];
+            std::thread::spawn(exec(argv, "flood"))
+        })
+        .collect();
+    let t = Instant::now();
+    while count("sleep\x004.") < cap - 1 {
+        assert!(t.elapsed() < Duration::from_secs(30), "the flood never ran");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut ms = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        let r = exec(vec!["/bin/true".into()], "main")();
+        ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(r["payload"]["success"], true, "{r}");
+    }
+    assert!(
+        count("sleep\x004.") > 0,
+        "the flood was still running when the last true ended"
+    );
+    ms.sort_by(f64::total_cmp);
+    let (p50, p99) = (ms[ms.len() / 2], ms[ms.len() - 1]);
+    eprintln!("true beside 10 queued runs of another session: p50 {p50:.1} ms, max {p99:.1} ms");
+    assert!(p99 < 1500.0, "another session's true waited {p99:.1} ms");
+    for h in flood {
         assert_eq!(h.join().unwrap()["payload"]["success"], true);
     }
 }

@@ -2,7 +2,9 @@
 //! security/ask/allowlist per agent, cached and reloaded when OpenClaw changes it;
 //! `allow-always` entries written back), and the sandbox runner for approved execs.
 
+mod fair;
 mod run;
+pub use run::RunFor;
 
 use super::git;
 use super::plan::{Deployment, ExecPlan, PlanError, PlanInput};

@@ -361,7 +361,12 @@ impl Engine {
         // Only what the policy let run by itself gets git's own programs switched off.
         let autonomous = decision.by == DecidedBy::Policy;
         let started = std::time::Instant::now();
-        let run = self.judge.run(verdict, plan, autonomous, budget, &req.id);
+        let who = judge::RunFor {
+            request_id: &req.id,
+            agent_id: &req.who.agent_id,
+            session_key: req.who.session_key.as_deref(),
+        };
+        let run = self.judge.run(verdict, plan, autonomous, budget, who);
         let result = self
             .run_and_record(
                 req,

@@ -176,8 +176,17 @@ impl Decider {
             Decider::Remote(r) => {
                 let mut shutdown = shutdown;
                 let autonomous = d.decision.by == DecidedBy::Policy;
+                let who = crate::engine::judge::RunFor {
+                    request_id: &a.id,
+                    agent_id: a
+                        .agent_id
+                        .as_deref()
+                        .filter(|s| !s.is_empty())
+                        .unwrap_or("main"),
+                    session_key: a.session_key.as_deref(),
+                };
                 let result = tokio::select! {
-                    o = r.judge.run(&d.verdict, plan, autonomous, budget, &a.id) => match o {
+                    o = r.judge.run(&d.verdict, plan, autonomous, budget, who) => match o {
                         Ok(o) => RunResult::Ran(Box::new(o)),
                         Err(e) => RunResult::Failed(e),
                     },

@@ -1,5 +1,6 @@
 //! Running a judged plan: the profile it gets, the queue it waits in, and the sandbox call.
 
+use super::fair::FairPool;
 use super::*;
 use crate::policy::profile::AUTONOMOUS_PROFILE;
 
@@ -20,16 +21,17 @@ impl Judge {
 
     /// Runs an approved plan under the sandbox profile the verdict names, with the plan's
     /// program, argv, cwd and environment, writable only in the deployment's workspace.
-    /// `request_id` is the request that let it run: the read proxy ties the run's
-    /// requests to it.
+    /// `who` is the request that let it run (the read proxy ties the run's requests to its
+    /// id) and whose queue share it takes.
     pub async fn run(
         &self,
         verdict: &Verdict,
         mut plan: ExecPlan,
         autonomous: bool,
         budget: Duration,
-        request_id: &str,
+        who: RunFor<'_>,
     ) -> Result<RunOutcome, JudgeError> {
+        let request_id = who.request_id;
         let name = self.run_profile(verdict, autonomous);
         let spec = self
             .profiles
@@ -55,7 +57,8 @@ impl Judge {
             plan.neutralise_git();
         }
         let timeout = plan.timeout.map_or(budget, |t| t.min(budget));
-        // A run beyond its profile's cap waits for a slot, within its own time.
+        // A run beyond its profile's cap, or beyond its session's share of it, waits for a
+        // slot within its own time.
         let waited = std::time::Instant::now();
         let autonomous_cap = self
             .profiles
@@ -64,8 +67,9 @@ impl Judge {
         let (pool, cap) = pool(&name, autonomous, spec.limits.concurrent, autonomous_cap);
         let _slot = match self.slots.get(pool, cap) {
             None => None,
-            Some(sem) => match tokio::time::timeout(timeout, sem.acquire_owned()).await {
-                Ok(Ok(permit)) => Some(permit),
+            Some(pool) => match tokio::time::timeout(timeout, pool.acquire(&who.queue_key())).await
+            {
+                Ok(Some(slot)) => Some(slot),
                 _ => {
                     return Err(JudgeError::QueueTimeout {
                         profile: name,
@@ -109,25 +113,38 @@ fn pool(profile: &str, autonomous: bool, cap: u64, autonomous_cap: Option<u64>) 
     }
 }
 
-/// One semaphore per pool (a profile name, or the autonomous pool) that has a cap.
+/// Who a run is for: the request that let it run, and the agent session whose share of
+/// its pool it takes.
+#[derive(Debug, Clone, Copy)]
+pub struct RunFor<'a> {
+    pub request_id: &'a str,
+    pub agent_id: &'a str,
+    pub session_key: Option<&'a str>,
+}
+
+impl RunFor<'_> {
+    /// The requester a pool shares its slots between: the agent's session (the agent alone
+    /// when the request names no session).
+    fn queue_key(&self) -> String {
+        format!("{}\0{}", self.agent_id, self.session_key.unwrap_or(""))
+    }
+}
+
+/// One fair pool per pool name (a profile name, or the autonomous pool) that has a cap.
 #[derive(Default)]
-pub(super) struct Slots(std::sync::Mutex<HashMap<String, Arc<tokio::sync::Semaphore>>>);
+pub(super) struct Slots(std::sync::Mutex<HashMap<String, Arc<FairPool>>>);
 
 impl Slots {
-    /// The semaphore of `profile` with `cap` permits (made on first use); `None`: no cap.
-    fn get(&self, profile: &str, cap: u64) -> Option<Arc<tokio::sync::Semaphore>> {
+    /// The pool of `profile` with `cap` slots (made on first use); `None`: no cap.
+    fn get(&self, profile: &str, cap: u64) -> Option<Arc<FairPool>> {
         if cap == 0 {
             return None;
         }
         let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let sem = map.entry(profile.to_owned()).or_insert_with(|| {
-            Arc::new(tokio::sync::Semaphore::new(
-                usize::try_from(cap)
-                    .unwrap_or(usize::MAX)
-                    .min(tokio::sync::Semaphore::MAX_PERMITS),
-            ))
-        });
-        Some(sem.clone())
+        let pool = map
+            .entry(profile.to_owned())
+            .or_insert_with(|| FairPool::new(usize::try_from(cap).unwrap_or(usize::MAX)));
+        Some(pool.clone())
     }
 }
 
@@ -184,18 +201,16 @@ mod tests {
         }
     }
 
-    /// Two semaphores of one pool are one: a permit taken through one is missing from the
+    /// Two handles on one pool are one pool: a slot taken through one is missing from the
     /// other.
     #[tokio::test]
     async fn one_pool_is_one_semaphore() {
         let slots = Slots::default();
         let a = slots.get(AUTONOMOUS_POOL, 1).expect("capped");
         let b = slots.get(AUTONOMOUS_POOL, 1).expect("capped");
-        let _held = a.try_acquire_owned().expect("free");
-        assert!(
-            b.try_acquire_owned().is_err(),
-            "the second profile found a free slot"
-        );
+        let _held = a.acquire("s").await.expect("free");
+        let second = tokio::time::timeout(Duration::from_millis(50), b.acquire("t")).await;
+        assert!(second.is_err(), "the second profile found a free slot");
         assert!(slots.get("anything", 0).is_none(), "cap 0 means no queue");
     }
 }
