@@ -12,7 +12,7 @@ NODE_VERSION=24.21.0
 OPENCLAW_VERSIONS="2026.9.6 2026.7.35"
 COMPOSE_V2_VERSION=2.40.3
 
-APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver"
+APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver perl make"
 
 # One line per step, with what it did and how long it took (a first run takes minutes).
 step() {

@@ -68,6 +68,8 @@ pub enum AuditEvent {
     ReadProxy(Box<ReadProxyRecord>),
     /// `tamper`: an approved run had changed the guard's own files; what was put back.
     StateTamper(StateTamper),
+    /// `passkey`: a credential registered or removed, or a decision it signed.
+    Passkey(Box<super::assertion::PasskeyEvent>),
 }
 
 impl AuditEvent {
@@ -95,6 +97,7 @@ impl AuditEvent {
             AuditEvent::Egress(_) | AuditEvent::EgressRefusals(_) => "egress",
             AuditEvent::ReadProxy(_) => "read-proxy",
             AuditEvent::StateTamper(_) => "tamper",
+            AuditEvent::Passkey(_) => super::assertion::KIND,
         }
     }
 

@@ -67,10 +67,16 @@ pub async fn decide(
         DecisionKind::Deny => Some(reason.unwrap_or_else(|| "user-denied".into())),
         _ => reason,
     };
+    let by = format!("{}@{peer}", session.identity);
+    // An allow in a passkey category carries its signed assertion; it is checked and
+    // recorded before the decision is applied.
+    if let Err(r) = super::passkey_api::check_decision(sh, id, hash, kind, &v, &by).await {
+        return r;
+    }
     let d = Decision {
         kind,
         reason,
-        by: DecidedBy::Human(format!("{}@{peer}", session.identity)),
+        by: DecidedBy::Human(by),
         at_ms: crate::engine::decision::now_ms(),
     };
     match sh.inbox.decide(id, d, Some(hash)).await {

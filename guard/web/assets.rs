@@ -17,6 +17,7 @@ const INBOX_GATE_JS: &str = include_str!("assets/inbox-gate.js");
 const INBOX_QUEUE_JS: &str = include_str!("assets/inbox-queue.js");
 const HISTORY_JS: &str = include_str!("assets/history.js");
 const LOGIN_JS: &str = include_str!("assets/login.js");
+const PASSKEY_JS: &str = include_str!("assets/passkey.js");
 const AGENT: &str = include_str!("assets/agent.html");
 const AGENT_JS: &str = include_str!("assets/agent.js");
 const ICON: &str = include_str!("assets/icon.svg");
@@ -38,6 +39,7 @@ pub fn page(path: &str) -> Option<Resp> {
         "/assets/inbox-queue.js" => ("text/javascript; charset=utf-8", INBOX_QUEUE_JS),
         "/assets/history.js" => ("text/javascript; charset=utf-8", HISTORY_JS),
         "/assets/login.js" => ("text/javascript; charset=utf-8", LOGIN_JS),
+        "/assets/passkey.js" => ("text/javascript; charset=utf-8", PASSKEY_JS),
         "/favicon.ico" | "/assets/icon.svg" => ("image/svg+xml", ICON),
         _ => return None,
     };
