@@ -82,13 +82,14 @@ async fn audit(sh: &Shared, ev: PasskeyEvent) -> Result<(), Resp> {
         .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "audit", &e.to_string()))
 }
 
-fn parse<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, Resp> {
+/// A credential from the page; a body that is not one is a 400 saying why.
+fn parse<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, Box<Resp>> {
     serde_json::from_value(v.clone()).map_err(|e| {
-        error(
+        Box::new(error(
             StatusCode::BAD_REQUEST,
             "bad-credential",
             &format!("credential not understood: {e}"),
-        )
+        ))
     })
 }
 
@@ -129,7 +130,7 @@ async fn sign_in_finish(
             "too many sign-in attempts; wait a minute",
         ));
     }
-    let cred = parse(&v["credential"])?;
+    let cred = parse(&v["credential"]).map_err(|r| *r)?;
     let ceremony = v["ceremony"].as_str().unwrap_or("").to_owned();
     let (pk, dir) = (sh.passkeys.clone(), sh.state_dir.clone());
     let s = blocking(move || pk.finish_sign_in(&dir, &ceremony, &cred))
@@ -207,7 +208,7 @@ async fn register_start(sh: &Shared, session: &SessionView) -> Result<Resp, Resp
 
 async fn register_finish(sh: &Shared, req: Request<Incoming>, by: &str) -> Result<Resp, Resp> {
     let v = body_json(req, MAX_PASSKEY_BODY).await?;
-    let cred = parse(&v["credential"])?;
+    let cred = parse(&v["credential"]).map_err(|r| *r)?;
     let ceremony = v["ceremony"].as_str().unwrap_or("").to_owned();
     let (pk, dir) = (sh.passkeys.clone(), sh.state_dir.clone());
     let s = blocking(move || pk.finish_register(&dir, &ceremony, &cred)).await?;
@@ -315,7 +316,7 @@ pub async fn check_decision(
             "Not applied: this category needs your passkey to allow (deny needs none).",
         ));
     }
-    let cred = parse(&p["credential"])?;
+    let cred = parse(&p["credential"]).map_err(|r| *r)?;
     let want = Bound {
         inbox_id: id.to_owned(),
         request_hash: hash.to_owned(),
