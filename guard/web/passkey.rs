@@ -68,11 +68,16 @@ pub struct Bound {
     pub nonce: String,
 }
 
-/// The relying party and the started ceremonies.
+type Ceremonies = Mutex<HashMap<String, (Instant, Purpose)>>;
+
+/// The relying party and the started ceremonies: signed-out sign-ins apart from the
+/// signed-in ones, so a flood of anonymous starts cannot evict a person's registration or
+/// decision ceremony.
 pub struct Passkeys {
     webauthn: Result<Webauthn, String>,
     rp_id: String,
-    pending: Mutex<HashMap<String, (Instant, Purpose)>>,
+    signed_in: Ceremonies,
+    signed_out: Ceremonies,
 }
 
 impl Passkeys {
@@ -99,7 +104,8 @@ impl Passkeys {
         Passkeys {
             webauthn,
             rp_id,
-            pending: Mutex::default(),
+            signed_in: Mutex::default(),
+            signed_out: Mutex::default(),
         }
     }
 
@@ -114,14 +120,22 @@ impl Passkeys {
         self.webauthn.is_ok()
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Purpose)>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    fn map(
+        &self,
+        anonymous: bool,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, (Instant, Purpose)>> {
+        let m = if anonymous {
+            &self.signed_out
+        } else {
+            &self.signed_in
+        };
+        m.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn put(&self, p: Purpose) -> Result<String, PasskeyError> {
         let id = super::secret::random_token().map_err(PasskeyError::Random)?;
         let now = Instant::now();
-        let mut m = self.map();
+        let mut m = self.map(matches!(p, Purpose::SignIn { .. }));
         m.retain(|_, (at, _)| now.duration_since(*at) < CEREMONY_TTL);
         while m.len() >= MAX_CEREMONIES {
             let oldest = m
@@ -138,8 +152,8 @@ impl Passkeys {
     }
 
     /// Takes a ceremony out (single use); None when unknown or expired.
-    fn take(&self, id: &str) -> Option<Purpose> {
-        let (at, p) = self.map().remove(id)?;
+    fn take(&self, id: &str, anonymous: bool) -> Option<Purpose> {
+        let (at, p) = self.map(anonymous).remove(id)?;
         (at.elapsed() < CEREMONY_TTL).then_some(p)
     }
 
@@ -172,7 +186,7 @@ impl Passkeys {
         cred: &RegisterPublicKeyCredential,
     ) -> Result<Stored, PasskeyError> {
         let w = self.webauthn()?;
-        let Some(Purpose::Register { name, state }) = self.take(ceremony) else {
+        let Some(Purpose::Register { name, state }) = self.take(ceremony, false) else {
             return Err(PasskeyError::UnknownCeremony);
         };
         let passkey = w.finish_passkey_registration(cred, &state)?;
@@ -237,7 +251,7 @@ impl Passkeys {
         ceremony: &str,
         cred: &PublicKeyCredential,
     ) -> Result<Stored, PasskeyError> {
-        let Some(Purpose::SignIn { state }) = self.take(ceremony) else {
+        let Some(Purpose::SignIn { state }) = self.take(ceremony, true) else {
             return Err(PasskeyError::UnknownCeremony);
         };
         self.finish_auth(dir, cred, &state)
@@ -276,7 +290,7 @@ impl Passkeys {
         cred: &PublicKeyCredential,
         by: &str,
     ) -> Result<PasskeyEvent, PasskeyError> {
-        let Some(Purpose::Decide { bound, state }) = self.take(ceremony) else {
+        let Some(Purpose::Decide { bound, state }) = self.take(ceremony, false) else {
             return Err(PasskeyError::UnknownCeremony);
         };
         if bound.inbox_id != want.inbox_id
