@@ -169,8 +169,16 @@ async fn passkeys_in_chromium_sign_in_and_sign_decisions() {
     )
     .await;
     click(&c, "#signed-out button.passkey-signin").await;
-    until_live(&c, "live inbox after a passkey sign-in").await;
     // A new session of the same person (the link's name), made by the passkey alone.
+    until(
+        &c,
+        "a new session after the passkey sign-in",
+        "const t = document.getElementById('identity').textContent; \
+         return t.startsWith('Signed in as') && t !== arguments[0]",
+        vec![first.clone()],
+    )
+    .await;
+    until_live(&c, "live inbox after a passkey sign-in").await;
     let second = js(&c, who, vec![]).await;
     let second = second.as_str().expect("identity");
     assert!(second.starts_with("Signed in as web:admin/"), "{second}");
