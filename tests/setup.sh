@@ -13,7 +13,7 @@ OPENCLAW_VERSIONS="2026.9.6 2026.7.35"
 COMPOSE_V2_VERSION=2.40.3
 KUBERNETES_VALIDATE_VERSION=1.37.0
 
-APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver"
+APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver perl make"
 
 # One line per step, with what it did and how long it took (a first run takes minutes).
 step() {

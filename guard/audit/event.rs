@@ -70,6 +70,8 @@ pub enum AuditEvent {
     StateTamper(StateTamper),
     /// `grant`: a bounded grant made or revoked (each use is the `decision` naming it).
     Grant(GrantRecord),
+    /// `passkey`: a credential registered or removed, or a decision it signed.
+    Passkey(Box<super::assertion::PasskeyEvent>),
 }
 
 impl AuditEvent {
@@ -98,6 +100,7 @@ impl AuditEvent {
             AuditEvent::ReadProxy(_) => "read-proxy",
             AuditEvent::StateTamper(_) => "tamper",
             AuditEvent::Grant(_) => "grant",
+            AuditEvent::Passkey(_) => super::assertion::KIND,
         }
     }
 

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 mod egress;
 mod grants;
+mod passkeys;
 
 /// mimalloc: the policy core allocates many small strings per decision; glibc's allocator
 /// cost ~25% of `decide()` (benches/decide.rs declares the same allocator).
@@ -90,6 +91,14 @@ enum Command {
     Web {
         #[command(subcommand)]
         cmd: WebCmd,
+        /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
+        #[arg(long, global = true)]
+        state_dir: Option<PathBuf>,
+    },
+    /// The web prompt's passkeys: list them, remove one (at once, recorded in the audit log).
+    Passkeys {
+        #[command(subcommand)]
+        cmd: passkeys::PasskeysCmd,
         /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
         #[arg(long, global = true)]
         state_dir: Option<PathBuf>,
@@ -1040,6 +1049,7 @@ pub fn main() -> ExitCode {
         Command::Audit { cmd } => audit_cmd(cmd),
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
         Command::Front { cmd, state_dir } => front_cmd(cmd, state_dir),
+        Command::Passkeys { cmd, state_dir } => passkeys::run(cmd, state_dir),
         Command::ApproverId { state_dir } => device_id("approver-id", state_dir, "gateway"),
         Command::NodeId { state_dir } => device_id("node-id", state_dir, "node"),
         Command::FsSnapshot { out, dirs } => fs_snapshot(&out, &dirs),

@@ -74,6 +74,11 @@ pub async fn decide(
         Err(resp) => return *resp,
     };
     let by = format!("{}@{peer}", session.identity);
+    // An allow in a passkey category carries its signed assertion; it is checked and
+    // recorded before the decision is applied.
+    if let Err(r) = super::passkey_api::check_decision(sh, id, hash, kind, &v, &by).await {
+        return r;
+    }
     let d = Decision {
         kind,
         reason,

@@ -20,6 +20,7 @@ const GRANTS: &str = include_str!("assets/grants.html");
 const GRANTS_JS: &str = include_str!("assets/grants.js");
 const SUGGEST_JS: &str = include_str!("assets/suggest.js");
 const LOGIN_JS: &str = include_str!("assets/login.js");
+const PASSKEY_JS: &str = include_str!("assets/passkey.js");
 const AGENT: &str = include_str!("assets/agent.html");
 const AGENT_JS: &str = include_str!("assets/agent.js");
 const ICON: &str = include_str!("assets/icon.svg");
@@ -44,6 +45,7 @@ pub fn page(path: &str) -> Option<Resp> {
         "/assets/inbox-queue.js" => ("text/javascript; charset=utf-8", INBOX_QUEUE_JS),
         "/assets/history.js" => ("text/javascript; charset=utf-8", HISTORY_JS),
         "/assets/login.js" => ("text/javascript; charset=utf-8", LOGIN_JS),
+        "/assets/passkey.js" => ("text/javascript; charset=utf-8", PASSKEY_JS),
         "/favicon.ico" | "/assets/icon.svg" => ("image/svg+xml", ICON),
         _ => return None,
     };

@@ -225,6 +225,11 @@
     let r;
     try {
       r = await api('POST', '/api/requests/' + encodeURIComponent(rec.entry.id) + '/decision', body);
+      if (r.status === 403 && r.data.error === 'passkey-required' && window.SGPasskey) {
+        if (c) c.status.textContent = 'Confirm with your passkey…';
+        body.passkey = await SGPasskey.forDecision(rec.entry.id, kind);
+        r = await api('POST', '/api/requests/' + encodeURIComponent(rec.entry.id) + '/decision', body);
+      }
       if (rec.done) return;
       if (r.ok) { finish(rec, r.data.state, r.data.decision, r.data.grant && grantNote(r.data)); return; }
       if (r.status === 409 || r.status === 404) { await recorded(rec); return; }
