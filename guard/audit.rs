@@ -41,6 +41,7 @@
 //! one starts with a `rotation` record naming it, whose `prev` is its last line's hash and
 //! whose `seq` continues: one chain across files, which `verify` checks as a set.
 
+pub mod assertion;
 pub mod event;
 mod key;
 mod redact;

@@ -18,6 +18,7 @@ pub mod openclaw;
 pub mod policy;
 
 pub mod audit;
+pub mod grants;
 pub mod inbox;
 pub mod notify;
 pub mod readproxy;

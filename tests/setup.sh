@@ -12,8 +12,9 @@ NODE_VERSION=24.21.0
 OPENCLAW_VERSIONS="2026.9.6 2026.7.35"
 COMPOSE_V2_VERSION=2.40.3
 TRACE_DJANGO_VERSION=3.1.14
+KUBERNETES_VALIDATE_VERSION=1.37.0
 
-APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver"
+APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver perl make"
 
 # One line per step, with what it did and how long it took (a first run takes minutes).
 step() {
@@ -98,6 +99,19 @@ trace_checkout() {
   fi
 }
 
+# The Kubernetes API schemas and their validator (PyPI kubernetes-validate, which ships the
+# schemas of every Kubernetes release): tests/kube_manifests.rs checks deploy/k8s against them
+# offline, and its PyYAML reads the manifests for the tests.
+kubernetes_validate() {
+  local dir="$CACHE/kubernetes-validate"
+  if ! PYTHONPATH="$dir" "$dir/bin/kubernetes-validate" --version 2>/dev/null | grep -qF "$KUBERNETES_VALIDATE_VERSION"; then
+    rm -rf "$dir"
+    PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+      --target "$dir" "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" >/dev/null
+    STEP_DID="installed"
+  fi
+}
+
 step "debian packages" apt_packages
 step "podman runtime (runc)" podman_runtime
 mkdir -p "$CACHE"
@@ -106,6 +120,7 @@ export npm_config_cache="$CACHE/npm-cache"
 step "node $NODE_VERSION" node24
 step "compose v2 $COMPOSE_V2_VERSION" compose_v2
 step "django $TRACE_DJANGO_VERSION (trace checkout)" trace_checkout
+step "kubernetes-validate" kubernetes_validate
 export PATH="$CACHE/node/bin:$PATH"
 for v in $OPENCLAW_VERSIONS; do
   step "openclaw@$v" openclaw_version "$v"

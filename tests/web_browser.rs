@@ -112,7 +112,7 @@ async fn web_prompt_in_chromium() {
         "bidi not made visible: {cmd}"
     );
     let inert = js(&c, "return [window.__pwned === undefined, document.querySelectorAll('img[src=\"x\"]').length, document.scripts.length, document.querySelectorAll('li.card script').length]", vec![]).await;
-    assert_eq!(inert, json!([true, 0, 5, 0]), "payload became markup");
+    assert_eq!(inert, json!([true, 0, 6, 0]), "payload became markup");
     open_card(&c, &idk).await;
     let ctl_text = js(
         &c,

@@ -30,6 +30,8 @@ pub enum ServeError {
     Audit(#[from] AuditError),
     #[error("inbox: {0}")]
     Inbox(#[from] InboxError),
+    #[error("{0}")]
+    Grants(#[from] crate::grants::GrantError),
     #[error("OpenClaw approvals store: {0}")]
     Store(#[from] StoreError),
     #[error("OpenClaw socket settings: {0}")]
@@ -208,6 +210,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         .await?;
 
     let socket_path = sock.path.clone();
+    let grants = Arc::new(crate::grants::GrantStore::open(&cfg.inbox_path())?);
     let engine = Arc::new(
         Engine::new(
             cfg.deadlines,
@@ -218,6 +221,7 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         )
         .with_metrics(crate::web::metrics::global())
         .with_state_modes(cfg.state_modes())
+        .with_grants(grants)
         .with_posture(Arc::new(crate::engine::posture::PostureGate::new(
             cfg.gateway.url.is_some(),
             !cfg.gateway.allow_unsafe_posture,

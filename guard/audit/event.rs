@@ -68,6 +68,10 @@ pub enum AuditEvent {
     ReadProxy(Box<ReadProxyRecord>),
     /// `tamper`: an approved run had changed the guard's own files; what was put back.
     StateTamper(StateTamper),
+    /// `grant`: a bounded grant made or revoked (each use is the `decision` naming it).
+    Grant(GrantRecord),
+    /// `passkey`: a credential registered or removed, or a decision it signed.
+    Passkey(Box<super::assertion::PasskeyEvent>),
 }
 
 impl AuditEvent {
@@ -95,6 +99,8 @@ impl AuditEvent {
             AuditEvent::Egress(_) | AuditEvent::EgressRefusals(_) => "egress",
             AuditEvent::ReadProxy(_) => "read-proxy",
             AuditEvent::StateTamper(_) => "tamper",
+            AuditEvent::Grant(_) => "grant",
+            AuditEvent::Passkey(_) => super::assertion::KIND,
         }
     }
 
@@ -209,6 +215,25 @@ pub struct Decided {
     pub request: Request,
     pub verdict: Verdict,
     pub decision: Decision,
+    /// The bounded grants that answered instead of a person (each use is on record).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub grants: Vec<String>,
+}
+
+/// A bounded grant made or revoked: who, on which request, and the patterns it covers.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantRecord {
+    /// `made` or `revoked`.
+    pub action: &'static str,
+    pub id: String,
+    pub by: String,
+    /// The inbox entry it was made on.
+    pub inbox_id: String,
+    pub scope: &'static str,
+    pub patterns: Vec<String>,
+    pub expires_ms: Option<u64>,
+    pub uses: Option<u32>,
 }
 
 #[derive(Debug, Serialize)]

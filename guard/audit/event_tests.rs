@@ -116,6 +116,7 @@ fn samples(g: &[Value]) -> Vec<(&'static str, AuditEvent)> {
                 request: request.clone(),
                 verdict: verdict.clone(),
                 decision: decision.clone(),
+                grants: vec![],
             })),
         ),
         (
@@ -128,6 +129,7 @@ fn samples(g: &[Value]) -> Vec<(&'static str, AuditEvent)> {
                 request: request.clone(),
                 verdict: verdict.clone(),
                 decision: decision.clone(),
+                grants: vec![],
             })),
         ),
         (
@@ -250,6 +252,7 @@ fn samples(g: &[Value]) -> Vec<(&'static str, AuditEvent)> {
                 request: request.clone(),
                 verdict: verdict.clone(),
                 decision: decision.clone(),
+                grants: vec![],
             })),
         ),
         (

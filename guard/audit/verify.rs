@@ -94,6 +94,8 @@ fn walk_reader(
     };
     let mut line_no = 0u64;
     let mut buf = Vec::new();
+    // Passkeys registered so far: each signed decision is checked against them.
+    let mut passkeys = super::assertion::Registry::default();
     loop {
         buf.clear();
         if r.read_until(b'\n', &mut buf)? == 0 {
@@ -103,6 +105,9 @@ fn walk_reader(
         line_no += 1;
         let checked = parse_line(&buf).and_then(|(line, rec)| {
             chain.check(line_no, line, &rec, key)?;
+            passkeys
+                .observe(&rec.kind, &rec.fields)
+                .map_err(|e| fail(format!("passkey: {e}"), "a valid passkey record", &rec.kind))?;
             Ok((line, rec))
         });
         let (line, rec) = match checked {

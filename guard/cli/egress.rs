@@ -30,6 +30,12 @@ pub struct EgressArgs {
     max_connections: usize,
     #[command(flatten)]
     ask: AskArgs,
+    /// Answer a refused CONNECT `200` and give the refusal inside the tunnel: an HTTP 403
+    /// with the reason to a plain request, a TLS access_denied alert to a TLS client. For
+    /// clients that drop a refused CONNECT's body (undici, OpenClaw's web_fetch), so the
+    /// agent reads why.
+    #[arg(long)]
+    refuse_in_tunnel: bool,
 }
 
 /// Asking a person about destinations no rule covers (through `serve`'s approvals socket).
@@ -164,6 +170,7 @@ pub fn run(a: EgressArgs) -> ExitCode {
             max_connections: a.max_connections,
             asker,
             routes,
+            refuse_in_tunnel: a.refuse_in_tunnel,
         },
     )
 }

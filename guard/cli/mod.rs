@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod egress;
+mod grants;
+mod passkeys;
 
 /// mimalloc: the policy core allocates many small strings per decision; glibc's allocator
 /// cost ~25% of `decide()` (benches/decide.rs declares the same allocator).
@@ -83,10 +85,20 @@ enum Command {
         #[command(flatten)]
         opts: InboxOpts,
     },
+    /// The bounded grants: list the live ones, revoke one (effective at once).
+    Grants(grants::GrantsArgs),
     /// The web prompt: login links and the TOTP second factor.
     Web {
         #[command(subcommand)]
         cmd: WebCmd,
+        /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
+        #[arg(long, global = true)]
+        state_dir: Option<PathBuf>,
+    },
+    /// The web prompt's passkeys: list them, remove one (at once, recorded in the audit log).
+    Passkeys {
+        #[command(subcommand)]
+        cmd: passkeys::PasskeysCmd,
         /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
         #[arg(long, global = true)]
         state_dir: Option<PathBuf>,
@@ -1033,9 +1045,11 @@ pub fn main() -> ExitCode {
             ExitCode::from(u8::try_from(code).unwrap_or(125))
         }
         Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
+        Command::Grants(a) => grants::run(a),
         Command::Audit { cmd } => audit_cmd(cmd),
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
         Command::Front { cmd, state_dir } => front_cmd(cmd, state_dir),
+        Command::Passkeys { cmd, state_dir } => passkeys::run(cmd, state_dir),
         Command::ApproverId { state_dir } => device_id("approver-id", state_dir, "gateway"),
         Command::NodeId { state_dir } => device_id("node-id", state_dir, "node"),
         Command::FsSnapshot { out, dirs } => fs_snapshot(&out, &dirs),

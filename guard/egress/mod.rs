@@ -3,7 +3,8 @@
 //! lets through exactly what its egress rules allow (the policy file's `[[egress.rules]]` and
 //! its `--allow host:port` entries: `policy::egress`, then the overlay of stored "always"
 //! answers: `overlay`), asks a person in the guard's inbox about a destination no rule covers
-//! (`ask`, `unlisted`), refuses everything else with the reason, and writes every decision and
+//! (`ask`, `unlisted`), refuses everything else with the reason (inside the tunnel for a
+//! CONNECT when told to: `tunnel_refusal`), and writes every decision and
 //! every closed tunnel to its own hash-chained audit log. It judges destinations only: what
 //! flows inside a TLS tunnel to an allowed host is not seen (SECURITY.md says what that leaves
 //! open). Its provider routes (`route`) are the one place the model key is: the agent calls
@@ -16,12 +17,32 @@ pub mod proxy;
 pub mod route;
 mod route_tls;
 pub mod rules;
+mod tunnel_refusal;
 mod unlisted;
 
+use crate::audit::event::EgressRecord;
 use crate::audit::{AuditError, AuditLog};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// A decision's audit record before it is decided: a deny with no reason yet, nothing
+/// connected. The proxy and its routes start every record here, so a field added to the
+/// record is set in one place.
+pub(crate) fn undecided(client: SocketAddr, method: String, target: String) -> EgressRecord {
+    EgressRecord {
+        phase: "decided",
+        client: client.to_string(),
+        method,
+        target,
+        verdict: "deny",
+        reason: String::new(),
+        upstream: None,
+        bytes_up: None,
+        bytes_down: None,
+        duration_ms: None,
+    }
+}
 
 /// `sanctum-guard egress` settings.
 pub struct EgressOptions {
@@ -35,6 +56,8 @@ pub struct EgressOptions {
     pub asker: Option<ask::Asker>,
     /// Provider routes (`route::Routes::new`; `Routes::none()` for none).
     pub routes: route::Routes,
+    /// Refusals of a CONNECT are given inside the tunnel (`tunnel_refusal`).
+    pub refuse_in_tunnel: bool,
 }
 
 /// Why the proxy could not start.
@@ -114,7 +137,27 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
         head_timeout: Duration::from_secs(10),
         idle_timeout: Duration::from_secs(300),
         routes: o.routes,
+        refuse_in_tunnel: o.refuse_in_tunnel,
     };
     proxy::run(listener, opts, audit, rx).await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_undecided_record_is_a_deny_with_nothing_connected() {
+        let r = undecided(
+            "10.0.0.4:5000".parse().unwrap(),
+            "CONNECT".into(),
+            "example.com:443".into(),
+        );
+        assert_eq!(
+            serde_json::to_value(&r).unwrap(),
+            serde_json::json!({"phase":"decided","client":"10.0.0.4:5000","method":"CONNECT",
+                "target":"example.com:443","verdict":"deny","reason":""})
+        );
+    }
 }

@@ -40,6 +40,9 @@ pub struct Options {
     pub idle_timeout: Duration,
     /// Provider routes: requests to the proxy itself at `/providers/<name>/` (`route`).
     pub routes: super::route::Routes,
+    /// A refused CONNECT is answered inside the tunnel (`tunnel_refusal`), for clients that
+    /// drop a refused CONNECT's body.
+    pub refuse_in_tunnel: bool,
 }
 
 /// Reads the request head; returns it and any bytes that followed it.
@@ -66,7 +69,7 @@ async fn read_head(s: &mut TcpStream) -> Result<(Vec<u8>, Vec<u8>), (u16, &'stat
     }
 }
 
-async fn answer(s: &mut TcpStream, status: u16, reason: &str) {
+pub(super) async fn answer(s: &mut TcpStream, status: u16, reason: &str) {
     let text = match status {
         400 => "Bad Request",
         403 => "Forbidden",
@@ -81,6 +84,23 @@ async fn answer(s: &mut TcpStream, status: u16, reason: &str) {
     );
     let _ = s.write_all(msg.as_bytes()).await;
     let _ = s.shutdown().await;
+}
+
+/// Answers the refusal of a well-formed request `ask`: inside the tunnel for a CONNECT when
+/// the proxy is told to, else as the CONNECT's or request's own answer.
+async fn refuse(
+    mut s: TcpStream,
+    opts: &Options,
+    ask: &super::head::Ask,
+    early: Vec<u8>,
+    status: u16,
+    why: &str,
+) {
+    if opts.refuse_in_tunnel && ask.forward_head.is_none() {
+        return super::tunnel_refusal::refuse_inside(s, early, status, why, opts.head_timeout)
+            .await;
+    }
+    answer(&mut s, status, why).await;
 }
 
 /// Resolves and connects to an address `rule` may reach.
@@ -223,18 +243,7 @@ pub(super) async fn flush_denials(
 /// (or counted) before the client hears it, an allow's before a byte reaches the destination.
 async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, records: Arc<Records>) {
     let audit = &records.audit;
-    let mut rec = EgressRecord {
-        phase: "decided",
-        client: peer.to_string(),
-        method: String::new(),
-        target: String::new(),
-        verdict: "deny",
-        reason: String::new(),
-        upstream: None,
-        bytes_up: None,
-        bytes_down: None,
-        duration_ms: None,
-    };
+    let mut rec = super::undecided(peer, String::new(), String::new());
     let started = Instant::now();
     let head = match tokio::time::timeout(opts.head_timeout, read_head(&mut s)).await {
         Ok(h) => h,
@@ -248,7 +257,7 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
         other => other,
     };
     let parsed = head.and_then(|(h, rest)| parse_head(&h).map(|a| (a, rest)));
-    let (ask, rest) = match parsed {
+    let (ask, mut rest) = match parsed {
         Ok(x) => x,
         Err((status, why)) => {
             rec.reason = why.into();
@@ -281,7 +290,7 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
             rec.reason = format!("denied by {}", r.origin);
             let why = rec.reason.clone();
             records.deny(rec, "denied").await;
-            answer(&mut s, 403, &why).await;
+            refuse(s, &opts, &ask, rest, 403, &why).await;
             return;
         }
         Judged::Unlisted => {
@@ -292,14 +301,21 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
                 path: ask.path.as_deref(),
                 client: peer,
             };
-            match super::unlisted::resolve(&opts, audit, &mut rec, &q).await {
+            let mut early = Vec::new();
+            let resolved = super::unlisted::resolve_while_connected(
+                &opts, audit, &mut rec, &q, &s, &mut early,
+            )
+            .await;
+            rest.extend_from_slice(&early);
+            match resolved {
                 Ok(r) => r,
+                Err(refused) if refused.gone => return,
                 Err(refused) => {
                     let why = rec.reason.clone();
                     if refused.counted {
                         records.deny(rec, "not-allowed").await;
                     }
-                    answer(&mut s, 403, &why).await;
+                    refuse(s, &opts, &ask, rest, 403, &why).await;
                     return;
                 }
             }
@@ -310,7 +326,7 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
         Err(why) => {
             rec.reason = why.clone();
             records.deny(rec, "upstream-failed").await;
-            answer(&mut s, 502, &why).await;
+            refuse(s, &opts, &ask, rest, 502, &why).await;
             return;
         }
     };
@@ -335,7 +351,6 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
         Some(head) => up.write_all(head).await,
     };
     // A plain request's body: what Content-Length said, and not a byte more.
-    let mut rest = rest;
     let mut up_limit = ask.body_len;
     if let Some(limit) = up_limit.as_mut() {
         rest.truncate(usize::try_from(*limit).unwrap_or(usize::MAX));

@@ -255,19 +255,9 @@ async fn handle(
         .path_and_query()
         .map_or("/", |p| p.as_str())
         .to_owned();
-    let rec = EgressRecord {
-        phase: "decided",
-        client: peer.to_string(),
-        method: method.clone(),
-        // The query stays out of the log: it is the agent's, and says nothing of the route.
-        target: target.split('?').next().unwrap_or_default().to_owned(),
-        verdict: "deny",
-        reason: String::new(),
-        upstream: None,
-        bytes_up: None,
-        bytes_down: None,
-        duration_ms: None,
-    };
+    // The query stays out of the log: it is the agent's, and says nothing of the route.
+    let path = target.split('?').next().unwrap_or_default().to_owned();
+    let rec = super::undecided(peer, method.clone(), path);
     let refuse = |rec, kind, status, why| routes.refuse(audit, rec, kind, status, why);
     // A later request on a kept-alive connection is judged on its own: it must also be for
     // the proxy itself, never a way around the egress rules.

@@ -266,6 +266,11 @@ impl Judge {
         self.policy.gateway()
     }
 
+    /// Whether the policy wants an allow in `category` signed with a passkey.
+    pub fn needs_passkey(&self, category: Category) -> bool {
+        self.policy.needs_passkey(category)
+    }
+
     pub fn policy_origin(&self) -> &str {
         &self.policy_origin
     }

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod ask;
+mod bounded;
 pub mod deadlines;
 pub mod decision;
 pub mod env_shown;
@@ -56,6 +57,8 @@ pub struct Engine {
     posture: Arc<posture::PostureGate>,
     /// The guard's own state, put back after each approved run (none: not checked).
     state_modes: Option<state_modes::StateModes>,
+    /// Bounded grants checked before a person is asked (none: every gated request asks).
+    grants: Option<Arc<crate::grants::GrantStore>>,
 }
 
 /// How an approved run ended, as the engine reports it to a door.
@@ -87,6 +90,7 @@ impl Engine {
             metrics: &metrics::NoMetrics,
             posture: Arc::new(posture::PostureGate::open()),
             state_modes: None,
+            grants: None,
         }
     }
 
@@ -218,6 +222,9 @@ impl Engine {
             VerdictKind::Allow => policy_decision(DecisionKind::AllowOnce, None),
             VerdictKind::Deny => policy_decision(DecisionKind::Deny, Some(deny_reason(&verdict))),
             VerdictKind::Ask => {
+                if let Some(d) = self.grant_decision(requester, req, &verdict).await {
+                    return (d, verdict);
+                }
                 let d = self
                     .ask_person(requester, req, &verdict, shutdown, cancel)
                     .await;
@@ -529,5 +536,6 @@ fn decided(requester: &Requester, req: &Request, verdict: &Verdict, d: &Decision
         request: req.clone(),
         verdict: verdict.clone(),
         decision: d.clone(),
+        grants: vec![],
     }))
 }

@@ -128,6 +128,9 @@ impl Store {
         }
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.execute_batch(SCHEMA)?;
+        // The bounded grants live beside the requests they were made on; an older database
+        // gains the table and keeps its rows.
+        conn.execute_batch(crate::grants::store::SCHEMA)?;
         let sql: String = conn.query_row(
             "SELECT sql FROM sqlite_master WHERE type='table' AND name='requests'",
             [],

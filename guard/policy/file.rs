@@ -141,6 +141,9 @@ pub struct Policy {
     egress: Vec<crate::policy::egress::EgressRule>,
     /// The egress proxy's provider routes (`[[egress.routes]]`).
     routes: Vec<crate::policy::egress_routes::ProviderRoute>,
+    /// `[approvals] passkey_categories`: an allow in these needs a fresh passkey assertion
+    /// bound to the request (default none).
+    passkey_categories: Vec<Category>,
 }
 
 impl Policy {
@@ -232,6 +235,11 @@ impl Policy {
     /// The egress proxy's provider routes, each name once (a later layer's wins).
     pub fn egress_routes(&self) -> &[crate::policy::egress_routes::ProviderRoute] {
         &self.routes
+    }
+
+    /// Whether an allow in `category` must be signed with a passkey.
+    pub fn needs_passkey(&self, category: Category) -> bool {
+        self.passkey_categories.contains(&category)
     }
 
     pub fn profiles(&self) -> &BTreeMap<String, ProfileSpec> {

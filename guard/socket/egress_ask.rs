@@ -123,7 +123,7 @@ pub fn ask_verdict(what: &str, rule: &str, grant_secs: u64) -> Verdict {
             Reason::new(
                 "egress-grant",
                 format!(
-                    "{}: a grant of exactly this host and port and this kind of connection (tunnel or plain HTTP), kept by the guard until it ends",
+                    "{}: a grant of exactly this host and port and this kind of connection (tunnel or plain HTTP), kept by the guard until it ends; it covers every connection through the egress proxy meanwhile (the proxy cannot tell the agent's sessions apart, so this is what \"for this session\" means for egress)",
                     grant_text(grant_secs)
                 ),
             ),
@@ -234,6 +234,7 @@ pub async fn on_egress_ask(
             request: req,
             verdict,
             decision,
+            grants: vec![],
         }));
         if !engine.record(ev).await {
             return Reply::Line(answer(&f.id, AnswerKind::Deny, "audit-unavailable"));

@@ -43,6 +43,8 @@ pub struct Shared {
     pub engine: Option<Arc<crate::engine::Engine>>,
     /// The push channels' health: a failing one is named, never a reason to be unready.
     pub notify: Arc<crate::notify::Health>,
+    /// The passkey relying party (this base URL) and its started ceremonies.
+    pub passkeys: Arc<super::passkey::Passkeys>,
 }
 
 impl Shared {
@@ -66,13 +68,14 @@ impl Shared {
             socket_path,
             https,
             hosts,
-            base_url,
             sse_open: AtomicUsize::new(0),
             sse_per_session: std::sync::Mutex::default(),
             shutdown,
             agent: None,
             engine: None,
             notify: Arc::default(),
+            passkeys: Arc::new(super::passkey::Passkeys::new(&base_url)),
+            base_url,
         }
     }
 
@@ -220,6 +223,9 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
     if (method.clone(), path.as_str()) == (Method::POST, "/api/login") {
         return super::api_auth::login(&sh, req, peer).await;
     }
+    if method == Method::POST && path.starts_with("/api/passkey-login/") {
+        return super::passkey_api::open_route(&sh, req, peer).await;
+    }
     let Some((sid, session)) = session_of(&sh, &req) else {
         return refuse(
             "unauthenticated",
@@ -248,10 +254,21 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
             let id = id.to_string();
             super::api_decide::decide(&sh, req, &id, &session, peer).await
         }
+        (_, ["passkeys", ..]) | (Method::POST, ["requests", _, "passkey"]) => {
+            super::passkey_api::route(&sh, req, &segs, &session, peer).await
+        }
         (Method::GET, ["events"]) => super::events::stream(sh.clone(), sid),
+        (Method::GET, ["grants"]) => super::grants_page::list(&sh).await,
+        (Method::GET, ["grants", "suggestions"]) => super::grants_page::suggestions_json(&sh),
+        (Method::POST, ["grants", "suggestions", id, "accept"]) => {
+            super::grants_page::accept(&sh, id, &session).await
+        }
+        (Method::POST, ["grants", id, "revoke"]) => {
+            super::grants_page::revoke(&sh, id, &session).await
+        }
         (Method::GET, ["audit", "verify"]) => verify(&sh).await,
         (_, ["agent", ..]) => super::agent::route(&sh, req, &segs, &session, peer).await,
-        (_, ["session" | "logout" | "requests" | "events" | "login"]) => error(
+        (_, ["session" | "logout" | "requests" | "events" | "login" | "grants"]) => error(
             StatusCode::METHOD_NOT_ALLOWED,
             "method",
             "method not allowed",

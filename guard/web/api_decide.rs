@@ -12,6 +12,7 @@ use crate::policy::request::{DecidedBy, Decision, DecisionKind};
 use hyper::body::Incoming;
 use hyper::header::CONTENT_LENGTH;
 use hyper::{Request, StatusCode};
+use serde_json::json;
 use std::net::SocketAddr;
 
 /// Control characters out of a person's free text; at most 500 characters.
@@ -48,7 +49,7 @@ pub async fn decide(
         return error(
             StatusCode::BAD_REQUEST,
             "bad-decision",
-            "decision is allow-once, allow-for (egress), allow-always or deny",
+            "decision is allow-once (with an optional grant), allow-for (egress), allow-always or deny",
         );
     };
     let hash = v["hash"].as_str().unwrap_or("");
@@ -67,16 +68,69 @@ pub async fn decide(
         DecisionKind::Deny => Some(reason.unwrap_or_else(|| "user-denied".into())),
         _ => reason,
     };
+    // A bounded grant rides on an allow-once, checked before anything is decided.
+    let grant = match grant_of(sh, &v, kind, id) {
+        Ok(g) => g,
+        Err(resp) => return *resp,
+    };
+    let by = format!("{}@{peer}", session.identity);
+    // An allow in a passkey category carries its signed assertion; it is checked and
+    // recorded before the decision is applied.
+    if let Err(r) = super::passkey_api::check_decision(sh, id, hash, kind, &v, &by).await {
+        return r;
+    }
     let d = Decision {
         kind,
         reason,
-        by: DecidedBy::Human(format!("{}@{peer}", session.identity)),
+        by: DecidedBy::Human(by.clone()),
         at_ms: crate::engine::decision::now_ms(),
     };
-    match sh.inbox.decide(id, d, Some(hash)).await {
-        Ok(r) => json(StatusCode::OK, &super::view::resolved_json(&r)),
-        Err(e) => decide_error(e),
+    let r = match sh.inbox.decide(id, d, Some(hash)).await {
+        Ok(r) => r,
+        Err(e) => return decide_error(e),
+    };
+    let mut out = super::view::resolved_json(&r);
+    if let Some((entry, spec)) = grant {
+        out["grant"] = match super::grants_page::store(sh, &entry, spec, &by).await {
+            Ok(g) => super::grants_page::grant_json(&g),
+            Err(e) => json!({"error": format!("allowed once; the grant was not stored: {e}")}),
+        };
     }
+    json(StatusCode::OK, &out)
+}
+
+/// The grant a decision body asks for (`grant: {scope, n?}`), checked against the entry:
+/// only with allow-once, and only what `grants::propose` would store.
+fn grant_of(
+    sh: &Shared,
+    v: &serde_json::Value,
+    kind: DecisionKind,
+    id: &str,
+) -> Result<Option<(crate::inbox::Entry, crate::grants::GrantSpec)>, Box<Resp>> {
+    if v["grant"].is_null() {
+        return Ok(None);
+    }
+    if kind != DecisionKind::AllowOnce {
+        return Err(Box::new(error(
+            StatusCode::BAD_REQUEST,
+            "bad-grant",
+            "a grant goes with allow-once",
+        )));
+    }
+    let ask = super::grants_page::parse_ask(&v["grant"])?;
+    let entry = match sh.inbox.get(id) {
+        Ok(Some(e)) => e,
+        Ok(None) => {
+            return Err(Box::new(error(
+                StatusCode::NOT_FOUND,
+                "unknown-id",
+                "no such request",
+            )))
+        }
+        Err(e) => return Err(Box::new(decide_error(e))),
+    };
+    let spec = super::grants_page::check(sh, &entry, ask)?;
+    Ok(Some((entry, spec)))
 }
 
 fn decide_error(e: InboxError) -> Resp {

@@ -16,7 +16,11 @@ const INBOX_JS: &str = include_str!("assets/inbox.js");
 const INBOX_GATE_JS: &str = include_str!("assets/inbox-gate.js");
 const INBOX_QUEUE_JS: &str = include_str!("assets/inbox-queue.js");
 const HISTORY_JS: &str = include_str!("assets/history.js");
+const GRANTS: &str = include_str!("assets/grants.html");
+const GRANTS_JS: &str = include_str!("assets/grants.js");
+const SUGGEST_JS: &str = include_str!("assets/suggest.js");
 const LOGIN_JS: &str = include_str!("assets/login.js");
+const PASSKEY_JS: &str = include_str!("assets/passkey.js");
 const AGENT: &str = include_str!("assets/agent.html");
 const AGENT_JS: &str = include_str!("assets/agent.js");
 const ICON: &str = include_str!("assets/icon.svg");
@@ -26,6 +30,9 @@ pub fn page(path: &str) -> Option<Resp> {
     let (ctype, body) = match path {
         "/" | "/index.html" => ("text/html; charset=utf-8", INBOX),
         "/history" => ("text/html; charset=utf-8", HISTORY),
+        "/grants" => ("text/html; charset=utf-8", GRANTS),
+        "/assets/grants.js" => ("text/javascript; charset=utf-8", GRANTS_JS),
+        "/assets/suggest.js" => ("text/javascript; charset=utf-8", SUGGEST_JS),
         "/agent" => ("text/html; charset=utf-8", AGENT),
         "/assets/agent.js" => ("text/javascript; charset=utf-8", AGENT_JS),
         "/login" => ("text/html; charset=utf-8", LOGIN),
@@ -38,6 +45,7 @@ pub fn page(path: &str) -> Option<Resp> {
         "/assets/inbox-queue.js" => ("text/javascript; charset=utf-8", INBOX_QUEUE_JS),
         "/assets/history.js" => ("text/javascript; charset=utf-8", HISTORY_JS),
         "/assets/login.js" => ("text/javascript; charset=utf-8", LOGIN_JS),
+        "/assets/passkey.js" => ("text/javascript; charset=utf-8", PASSKEY_JS),
         "/favicon.ico" | "/assets/icon.svg" => ("image/svg+xml", ICON),
         _ => return None,
     };

@@ -67,6 +67,8 @@ pub fn entry_json(e: &Entry, run: Option<&Value>, eng: Option<&crate::engine::En
         // Who runs it once approved, how confined, and the grants allow-always stores.
         "runs": super::card_facts::runs_json(eng, e),
         "grants": super::card_facts::grants_json(e),
+        // The bounded grants a person may make with Allow once (the patterns each stores).
+        "bounded": super::grants_page::bounded_json(eng, e),
         "egress": super::card_egress::egress_json(eng, e),
     })
 }

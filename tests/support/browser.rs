@@ -267,3 +267,84 @@ pub async fn sign_in(c: &Client, link: &str) {
     click(c, "#signin").await;
     until_live(c, "live inbox").await;
 }
+
+impl Driver {
+    /// The driver's base URL (for WebDriver extension commands fantoccini has no call for).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+/// Adds Chromium's virtual authenticator to the browser session (chromedriver's WebAuthn
+/// extension command): a platform authenticator (CTAP2, internal transport) with resident
+/// keys and user verification, which verifies the user on every request. Returns its id.
+pub async fn virtual_authenticator(d: &Driver, c: &Client) -> String {
+    let sid = c
+        .session_id()
+        .await
+        .expect("session id")
+        .expect("a session");
+    let body = json!({"protocol": "ctap2", "transport": "internal", "hasResidentKey": true,
+                      "hasUserVerification": true, "isUserVerified": true,
+                      "automaticPresenceSimulation": true});
+    let v = driver_post(d, &format!("/session/{sid}/webauthn/authenticator"), &body);
+    v["value"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no authenticator id: {v}"))
+        .to_owned()
+}
+
+/// The credentials the virtual authenticator `auth` holds (chromedriver's extension command).
+pub async fn authenticator_credentials(d: &Driver, c: &Client, auth: &str) -> Vec<Value> {
+    let sid = c
+        .session_id()
+        .await
+        .expect("session id")
+        .expect("a session");
+    let v = driver_get(
+        d,
+        &format!("/session/{sid}/webauthn/authenticator/{auth}/credentials"),
+    );
+    v["value"].as_array().cloned().unwrap_or_default()
+}
+
+fn driver_exchange(d: &Driver, method: &str, path: &str, body: Option<&Value>) -> Value {
+    use std::io::{Read, Write};
+    let addr = d.url.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).expect("chromedriver");
+    let text = body.map(|b| b.to_string()).unwrap_or_default();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    )
+    .expect("send");
+    // chromedriver may keep the connection open: read the head, then Content-Length bytes.
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        s.read_exact(&mut byte).expect("read head");
+        buf.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{method} {path}: no content-length: {head}"));
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).expect("read body");
+    serde_json::from_slice(&body)
+        .unwrap_or_else(|e| panic!("{method} {path}: {e}: {}", String::from_utf8_lossy(&body)))
+}
+
+fn driver_post(d: &Driver, path: &str, body: &Value) -> Value {
+    driver_exchange(d, "POST", path, Some(body))
+}
+
+fn driver_get(d: &Driver, path: &str) -> Value {
+    driver_exchange(d, "GET", path, None)
+}

@@ -21,6 +21,11 @@ pub const MODEL_ADDR: &str = "172.30.78.10:8080";
 pub const MODEL_KEY: &str = "sk-e2e-file-secret-51c7";
 /// The egress proxy's route to the scripted model, the agent's `baseUrl` for it.
 pub const MODEL_ROUTE: &str = "http://172.30.75.3:3128/providers/fake/v1";
+/// The site's network (tests/data/compose/site.yml names it), made by podman itself: not
+/// isolated from the compose networks, as those made through the Docker API are.
+const SITE_NET: &str = "sanctum-egress-site";
+/// What the site of [`Stack::with_site`] answers before the host and path.
+pub const SITE_MARKER: &str = "sanctum-site-7e3f";
 /// The images, as the compose file names them.
 pub const IMAGES: [(&str, &str); 3] = [
     ("sanctum/guard:local", "docker/guard.Dockerfile"),
@@ -121,6 +126,8 @@ pub struct Stack {
     pub overrides: Vec<PathBuf>,
     /// Extra environment for compose's own interpolation.
     pub env: Vec<(String, String)>,
+    /// Networks made outside compose, removed after it is down.
+    networks: Vec<String>,
     socket: PathBuf,
     _service: ChildGuard,
 }
@@ -149,6 +156,7 @@ impl Stack {
             compose_file: ctx.join("compose/docker-compose.yml"),
             overrides: Vec::new(),
             env: Vec::new(),
+            networks: Vec::new(),
             project: project.to_owned(),
             socket,
             dir,
@@ -247,6 +255,31 @@ impl Stack {
         self
     }
 
+    /// Adds a web site no egress rule lists (tests/data/compose/site.yml): `site-one.test` and
+    /// `site-two.test` in the proxy's hosts file, both the site at a public-range address on a
+    /// network the proxy is not on, answering `SITE_MARKER <host> <path>` on port 80.
+    pub fn with_site(mut self) -> Stack {
+        let _ = Command::new("podman")
+            .args(["network", "rm", "-f", SITE_NET])
+            .output();
+        run(Command::new("podman")
+            .args(["network", "create", "--subnet", "198.20.77.0/24", SITE_NET])
+            .stdout(Stdio::null()));
+        self.networks.push(SITE_NET.to_owned());
+        // A bridge name of its own: podman 4.3 reuses `podmanN` names, and the isolation rules
+        // a removed compose network left for its name would drop the site's traffic (its CLI
+        // has no --interface-name; its network file is where the name is kept).
+        let conf = Path::new("/etc/containers/networks").join(format!("{SITE_NET}.json"));
+        let mut net: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&conf).unwrap()).unwrap();
+        net["network_interface"] = "sanctumsite0".into();
+        std::fs::write(&conf, net.to_string()).unwrap();
+        let file = self.context().join("compose/site.yml");
+        std::fs::copy(repo().join("tests/data/compose/site.yml"), &file).unwrap();
+        self.overrides.push(file);
+        self
+    }
+
     /// `up -d` without building (the images are built by [`build_images`]). Podman runs
     /// health checks from systemd timers, which a machine without systemd (this one) lacks:
     /// left alone, a `service_healthy` dependency would wait forever. So while compose
@@ -320,9 +353,60 @@ impl Stack {
     }
 }
 
+/// The deployment's OpenClaw config (compose/openclaw.json) with the scripted model as its
+/// provider, reached through the egress proxy's route.
+pub fn openclaw_with_model() -> serde_json::Value {
+    let path = repo().join("compose/openclaw.json");
+    let mut cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    // Turns in parallel beyond the CPU-derived default: the fan-out step keeps four busy.
+    cfg["agents"] = serde_json::json!({"defaults":{"workspace":"/workspace","maxConcurrent":8,
+        "model":{"primary":"fake/fake-1"}}});
+    cfg["models"] = serde_json::json!({"mode":"merge","providers":{"fake":{
+        "baseUrl": MODEL_ROUTE, "api":"openai-completions",
+        // Not the key: the egress route drops whatever the agent sends and adds the key.
+        "apiKey": "held-by-the-egress-proxy",
+        "models":[{"id":"fake-1","name":"Fake","reasoning":false,"input":["text"],
+                   "contextWindow":128000,"maxTokens":4096}]}}});
+    cfg
+}
+
+/// The model key is nowhere in the agent's container: no process's environment, and no
+/// file (read as the container's root, so every file counts, not only the agent's own).
+pub fn assert_no_model_key_in_agent(stack: &Stack) {
+    let environ = output_text(&stack.exec(
+        "agent",
+        "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'",
+    ));
+    assert!(!environ.is_empty(), "no environment was read");
+    assert!(
+        !environ.contains(MODEL_KEY),
+        "the model key is in an environment"
+    );
+    let t = std::time::Instant::now();
+    let grep = Command::new("podman")
+        .args(["exec", "-u", "0", &stack.container("agent"), "bash", "-c"])
+        .arg(format!(
+            "grep -rlsF --devices=skip -e '{MODEL_KEY}' / --exclude-dir=proc --exclude-dir=sys; \
+             find / -xdev -type f 2>/dev/null | wc -l"
+        ))
+        .output()
+        .unwrap();
+    let found = output_text(&grep);
+    let files = found.lines().last().unwrap_or_default().trim().to_owned();
+    assert!(
+        found.lines().count() == 1 && files.parse::<u64>().unwrap_or(0) > 1000,
+        "the model key is in the agent container's files (or none were read):\n{found}"
+    );
+    eprintln!(
+        "compose: no model key in {files} files of the agent container ({:.1} s)",
+        t.elapsed().as_secs_f64()
+    );
+}
+
 /// A test CA and the scripted model's certificate for its address (in `dir`: `model-ca.pem`,
 /// `model-cert.pem`, `model-cert-key.pem`); returns where the egress service sees the CA.
-fn model_certificates(dir: &Path) -> &'static str {
+pub fn model_certificates(dir: &Path) -> &'static str {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
     p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -355,6 +439,11 @@ impl Drop for Stack {
         let out = self.compose(&["down", "-v", "--remove-orphans", "-t", "5"]);
         if !out.status.success() {
             eprintln!("compose down failed:\n{}", output_text(&out));
+        }
+        for n in &self.networks {
+            let _ = Command::new("podman")
+                .args(["network", "rm", "-f", n])
+                .output();
         }
     }
 }

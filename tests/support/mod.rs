@@ -31,6 +31,10 @@ pub mod guard;
 pub mod inbox;
 /// The node's invoke handler in this process (no WebSocket).
 pub mod inproc;
+/// The Kubernetes manifests (deploy/k8s): read, schema-validated, held to the security policy.
+pub mod kube;
+/// The Kubernetes manifests played by podman: rendered for this machine, pods, teardown.
+pub mod kube_play;
 /// The oracle's mutation generator: expansions, quoting, wrappers, option spellings, payloads.
 pub mod mutate;
 /// The node: the real gateway, the scripted model, `sanctum-guard node`.
@@ -46,6 +50,8 @@ pub mod process;
 /// Fixtures of the read-proxy tests: loopback web servers (HTTP, HTTPS with a test CA),
 /// counting internal listeners, the proxy with a test hosts file.
 pub mod readproxy;
+/// A coding session replayed through the policy and bounded grants: prompts counted.
+pub mod replay;
 /// Fixtures of the sandbox tests: the CLI, the compiled probe, a git workspace.
 pub mod sandbox;
 /// Clients of the exec-approvals socket: raw frames, signed `exec` frames, the real client.

@@ -32,6 +32,8 @@ struct Merged {
     egress: Vec<EgressRule>,
     /// `[[egress.routes]]`: a later layer's route replaces an earlier one of its name.
     routes: Vec<ProviderRoute>,
+    /// `[approvals] passkey_categories`: a later layer's list replaces an earlier one.
+    passkey_categories: Vec<Category>,
 }
 
 impl Merged {
@@ -48,6 +50,7 @@ impl Merged {
             gateway: GatewayTables::default(),
             egress: Vec::new(),
             routes: Vec::new(),
+            passkey_categories: Vec::new(),
         }
     }
 
@@ -69,6 +72,13 @@ impl Merged {
         }
         if let Some(a) = layer.ask_every_command {
             self.ask_every_command = a;
+        }
+        if let Some(list) = layer
+            .approvals
+            .as_ref()
+            .and_then(|a| a.passkey_categories.as_ref())
+        {
+            self.passkey_categories = list.clone();
         }
         if let Some(agent) = &layer.agent {
             if let Some(h) = &agent.home {
@@ -167,6 +177,7 @@ pub(super) fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyErro
         gateway: m.gateway,
         egress: m.egress,
         routes: m.routes,
+        passkey_categories: m.passkey_categories,
     })
 }
 

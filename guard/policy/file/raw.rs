@@ -25,6 +25,15 @@ pub(super) struct RawPolicy {
     pub profiles: BTreeMap<String, Spanned<ProfileSpec>>,
     pub gateway: Option<crate::policy::gateway_filter::RawGatewayTables>,
     pub egress: Option<crate::policy::egress::RawEgress>,
+    pub approvals: Option<RawApprovals>,
+}
+
+/// `[approvals]`: how a person's approval is given.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawApprovals {
+    /// Categories whose allow needs a fresh passkey assertion bound to the request.
+    pub passkey_categories: Option<Vec<Category>>,
 }
 
 #[derive(Debug, Deserialize)]

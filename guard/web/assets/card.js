@@ -194,6 +194,45 @@ SG.card = (() => {
       el('p', { class: 'grants-means' }, vis(g.means || '')));
   }
 
+  // A bounded grant with Allow once: the scope, N where it has one, and the exact pattern
+  // the guard will store (the server computed it; nothing here widens it).
+  function boundedBlock(e, what) {
+    const b = e.bounded;
+    const opts = (b && b.options) || [];
+    if (!opts.length) return null;
+    const scope = el('select', { class: 'grant-scope', 'aria-label': 'Grant scope' },
+      ...opts.map((o) => el('option', { value: o.scope }, o.label)));
+    const n = el('input', { class: 'grant-n', type: 'number', min: '1', 'aria-label': 'N (minutes or uses)' });
+    const pattern = el('code', { class: 'grant-pattern', 'data-field': 'grant-pattern' });
+    const where = el('span', { class: 'grant-where', 'data-field': 'grant-where' });
+    const button = el('button', { class: 'allow-grant', type: 'button', 'data-act': 'allow-grant', 'data-grant': '{}',
+      'aria-label': 'Allow once and grant: ' + what }, 'Allow + grant');
+    const paint = () => {
+      const o = opts.find((x) => x.scope === scope.value) || opts[0];
+      n.hidden = !o.n;
+      if (o.n) { n.max = String(o.n.max); if (!n.value) n.value = String(o.n.default); }
+      // A long exact pattern is cut as the allow-always list cuts argv, the whole one click away.
+      const full = (o.patterns || []).join(' ; ');
+      pattern.replaceChildren(...(full.length > 120 ?
+        [vis(full.slice(0, 120) + '…'), el('details', { class: 'grant-argv' },
+          el('summary', {}, 'all ' + num(full.length) + ' characters'), el('code', {}, vis(full)))] :
+        [vis(full)]));
+      where.replaceChildren(vis(o.where || ''));
+      const grant = { scope: o.scope };
+      if (o.n) grant.n = Number(n.value);
+      button.setAttribute('data-grant', JSON.stringify(grant));
+    };
+    scope.addEventListener('change', () => { n.value = ''; paint(); });
+    n.addEventListener('input', paint);
+    paint();
+    // Closed, it is one line among the buttons: a grant is a deliberate choice.
+    const node = el('details', { class: 'bounded', 'data-field': 'bounded' },
+      el('summary', {}, 'Allow + grant…'),
+      el('p', {}, scope, ' ', n, ' ', button),
+      el('p', {}, 'Covers: ', pattern, ' · ', where));
+    return { node, button };
+  }
+
   // An egress request: the destination, what each allow lets through (the rule "always"
   // stores, shown before it is stored; how long "for a while" lasts), and what the agent
   // did just before it reached out.
@@ -240,6 +279,7 @@ SG.card = (() => {
     const allowFor = offered.includes('allow-for') ?
       el('button', { class: 'allow-for', type: 'button', 'data-act': 'allow-for', 'aria-label': forLabel + ': ' + what }, forLabel) : null;
     const deny = el('button', { class: 'deny', type: 'button', 'data-act': 'deny', 'aria-label': 'Deny: ' + what }, 'Deny');
+    const bounded = boundedBlock(e, what);
     const status = el('p', { class: 'card-status', role: 'status' });
     const countdown = el('span', { class: 'countdown' });
     const dl = el('dl', { class: 'kv' });
@@ -279,14 +319,14 @@ SG.card = (() => {
       runLine(e),
       gates.length ? unread : null,
       skipRow,
-      el('div', { class: 'actions' }, once, allowFor, always, el('div', { class: 'deny-group' }, reason, deny)),
+      el('div', { class: 'actions' }, once, allowFor, always, bounded && bounded.node, el('div', { class: 'deny-group' }, reason, deny)),
       status);
     const unseen = () => skip.checked ? [] : gates.filter((g) => !g.seen()).map((g) => g.what);
     // The inbox disables everything once a card is decided; nothing here re-enables it then.
     const refresh = () => {
       if (node.classList.contains('done')) return;
       const left = unseen();
-      for (const b of [once, allowFor, always]) if (b) b.disabled = left.length > 0;
+      for (const b of [once, allowFor, always, bounded && bounded.button]) if (b) b.disabled = left.length > 0;
       unread.textContent = left.length ? 'Allow is off until you open: ' + left.join('; ') + '.' : 'Everything that runs has been shown.';
     };
     node.addEventListener('toggle', refresh, true);

@@ -163,6 +163,9 @@
 
   (async () => {
     if (!(await SG.session())) return;
+    // `#q=TEXT` (the Grants page links a grant's request so) starts with that search.
+    const linked = /^#q=([A-Za-z0-9_-]+)$/.exec(location.hash);
+    if (linked) document.getElementById('f-text').value = linked[1];
     document.getElementById('history').hidden = false;
     await load();
     const es = new EventSource('/api/events');

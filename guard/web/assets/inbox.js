@@ -50,7 +50,7 @@
         c.node.addEventListener('click', (ev) => {
           const b = ev.target && ev.target.closest && ev.target.closest('button[data-act]');
           // A disabled button gets no click; checked again here, on the button itself.
-          if (b && !b.disabled && c.node.contains(b)) decide(rec, b.getAttribute('data-act'));
+          if (b && !b.disabled && c.node.contains(b)) decide(rec, b.getAttribute('data-act'), b.getAttribute('data-grant'));
         });
         c.reason.addEventListener('keydown', (ev) => {
           if (ev.key === 'Enter') { ev.preventDefault(); decide(rec, 'deny'); }
@@ -210,7 +210,7 @@
   // One decision at a time per request: every button of the card is disabled from the
   // click to the guard's answer, and the card then shows what the guard recorded (from the
   // answer, or from the event stream if that came first), never a contradicting word.
-  async function decide(rec, kind) {
+  async function decide(rec, kind, grant) {
     if (!rec || rec.done || rec.inflight) return;
     const c = rec.card;
     const btns = c ? [...c.node.querySelectorAll('button[data-act]')] : [];
@@ -220,11 +220,18 @@
     if (c) { c.node.classList.add('inflight'); c.status.textContent = 'Sending…'; }
     const body = { decision: kind, hash: rec.entry.requestHash };
     if (kind === 'deny' && c && c.reason.value.trim()) body.reason = c.reason.value.trim();
+    // "Allow + grant" is an allow-once carrying the grant the card showed.
+    if (kind === 'allow-grant') { body.decision = 'allow-once'; body.grant = JSON.parse(grant || '{}'); }
     let r;
     try {
       r = await api('POST', '/api/requests/' + encodeURIComponent(rec.entry.id) + '/decision', body);
+      if (r.status === 403 && r.data.error === 'passkey-required' && window.SGPasskey) {
+        if (c) c.status.textContent = 'Confirm with your passkey…';
+        body.passkey = await SGPasskey.forDecision(rec.entry.id, kind);
+        r = await api('POST', '/api/requests/' + encodeURIComponent(rec.entry.id) + '/decision', body);
+      }
       if (rec.done) return;
-      if (r.ok) { finish(rec, r.data.state, r.data.decision); return; }
+      if (r.ok) { finish(rec, r.data.state, r.data.decision, r.data.grant && grantNote(r.data)); return; }
       if (r.status === 409 || r.status === 404) { await recorded(rec); return; }
     } catch (_) {
       r = { ok: false, status: 0, data: {} };
@@ -234,6 +241,13 @@
     if (rec.done) return;
     btns.forEach((b, i) => { b.disabled = was[i]; });
     if (c) { c.node.classList.remove('inflight'); c.status.textContent = r.data.message || ('Error ' + r.status + ': nothing was decided.'); }
+  }
+
+  // The outcome of an allow-once that also made a bounded grant: what the grant covers.
+  function grantNote(d) {
+    const g = d.grant;
+    const made = g.error || ('granted ' + g.id + ': ' + (g.patterns || []).join(' ; ') + ' · ' + g.where);
+    return outcome(d.state, d.decision, '') + ' — ' + made;
   }
 
   // The decision was refused (answered elsewhere, expired, or the request changed): ask the
