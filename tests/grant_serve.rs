@@ -240,3 +240,41 @@ fn five_approvals_of_one_shape_are_suggested_and_accepted() {
         "a covered shape is not suggested again"
     );
 }
+
+/// `[web] suggest_after` reaches History: with 2, the second approval of a shape is
+/// suggested (the first is not), with 0 nothing ever is.
+#[test]
+fn the_suggestion_threshold_is_the_configured_one() {
+    let usr = Path::new("/usr");
+    for (after, approvals, want) in [(2, 1, 0), (2, 2, 1), (0, 3, 0)] {
+        let w = Web::start_configured(
+            20_000,
+            &format!("[web]\nsuggest_after = {after}\n"),
+            &[],
+            "http",
+        );
+        let login = w.login();
+        for i in 0..approvals {
+            let id = format!("t{i}");
+            let h = ask(&w, &id, "make dist", usr);
+            let e = w.wait_pending(&login, &id);
+            let r = w.decide(
+                &login,
+                e["id"].as_str().unwrap(),
+                json!({"decision":"allow-once","hash":e["requestHash"]}),
+            );
+            assert_eq!(r.status, 200, "{r:?}");
+            h.join().unwrap();
+        }
+        let s = w
+            .client()
+            .call("GET", "/api/grants/suggestions", Some(&login), None)
+            .json()["suggestions"]
+            .clone();
+        assert_eq!(
+            s.as_array().map_or(0, Vec::len),
+            want,
+            "suggest_after {after}, {approvals} approvals: {s}"
+        );
+    }
+}

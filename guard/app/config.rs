@@ -27,6 +27,8 @@ pub enum ConfigError {
     },
     #[error("environment variable {name}: {message}")]
     Env { name: String, message: String },
+    #[error("web.{key}: {message}")]
+    Suggest { key: &'static str, message: String },
     #[error("front listen address {0:?}: expected IP:PORT or \"off\"")]
     FrontListen(String),
     #[error("the front door needs a gateway url to forward to")]
@@ -93,6 +95,10 @@ struct WebSection {
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
     public_origin: Option<String>,
+    /// History suggests a bounded grant for a shape approved this many times (0: never).
+    suggest_after: Option<usize>,
+    /// ... within this many days.
+    suggest_within_days: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]

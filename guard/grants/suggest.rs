@@ -80,7 +80,7 @@ pub fn suggest(
     }
     groups
         .into_iter()
-        .filter(|g| g.1 >= rule.min_approvals)
+        .filter(|g| rule.min_approvals > 0 && g.1 >= rule.min_approvals)
         .map(|(spec, approvals, _, inbox_id)| Suggestion {
             spec,
             approvals,

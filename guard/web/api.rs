@@ -45,6 +45,8 @@ pub struct Shared {
     pub notify: Arc<crate::notify::Health>,
     /// The passkey relying party (this base URL) and its started ceremonies.
     pub passkeys: Arc<super::passkey::Passkeys>,
+    /// When History suggests a bounded grant (`[web] suggest_after`, `suggest_within_days`).
+    pub suggest: crate::grants::SuggestRule,
 }
 
 impl Shared {
@@ -75,6 +77,7 @@ impl Shared {
             engine: None,
             notify: Arc::default(),
             passkeys: Arc::new(super::passkey::Passkeys::new(&base_url)),
+            suggest: crate::grants::SuggestRule::default(),
             base_url,
         }
     }

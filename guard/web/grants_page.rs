@@ -254,13 +254,7 @@ fn suggestions(sh: &Shared) -> Result<Vec<crate::grants::Suggestion>, String> {
         .collect();
     let ws = eng.judge().deployment().workspace.display().to_string();
     let live = store.live(now).map_err(|e| e.to_string())?;
-    let found = crate::grants::suggest(
-        &seen,
-        crate::grants::SuggestRule::default(),
-        now,
-        &ws,
-        |p| eng.program_trusted(p),
-    );
+    let found = crate::grants::suggest(&seen, sh.suggest, now, &ws, |p| eng.program_trusted(p));
     // One a live grant already covers is not offered again.
     Ok(found
         .into_iter()

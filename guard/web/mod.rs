@@ -54,6 +54,8 @@ pub struct WebSettings {
     /// The origin people use when it is not the listen address (a reverse proxy, a name),
     /// e.g. `https://guard.example:8443`. Host and Origin headers must match it.
     pub public_origin: Option<String>,
+    /// When History suggests a bounded grant (`min_approvals` 0: never).
+    pub suggest: crate::grants::SuggestRule,
 }
 
 #[cfg(test)]

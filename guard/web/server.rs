@@ -121,6 +121,7 @@ pub async fn start(
     shared.engine = engine;
     shared.notify = notify;
     shared.sessions = sessions;
+    shared.suggest = settings.suggest;
     let shared = Arc::new(shared);
     login::write_private(&state_dir.join(login::URL_FILE), &format!("{base_url}\n"))?;
     let link = login::new_link(state_dir, &base_url, "admin")?;

@@ -76,8 +76,13 @@ impl Web {
 
     /// [`Web::start`] with more `serve` flags; `scheme` is what the base URL uses.
     pub fn start_with(request_ms: u64, extra: &[&str], scheme: &str) -> Web {
+        Self::start_configured(request_ms, "", extra, scheme)
+    }
+
+    /// [`Web::start_with`] with more config file text (whole sections, e.g. `[web]\n…`).
+    pub fn start_configured(request_ms: u64, config: &str, extra: &[&str], scheme: &str) -> Web {
         let world = World::new(NEW, TOKEN, &[]);
-        let cfg = world.write_config(&format!("[deadlines]\nrequest_ms = {request_ms}\n"));
+        let cfg = world.write_config(&format!("[deadlines]\nrequest_ms = {request_ms}\n{config}"));
         let mut args = vec![
             "--config",
             cfg.to_str().expect("utf8"),

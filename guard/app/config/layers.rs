@@ -298,5 +298,42 @@ pub(super) fn web_settings(
         public_origin: env
             .text("SANCTUM_WEB_PUBLIC_ORIGIN")
             .or(file.public_origin.clone()),
+        suggest: suggest_rule(file, d)?,
+    })
+}
+
+/// `[web] suggest_after` (0 or 2..=1000 approvals; 0 turns suggestions off) and
+/// `suggest_within_days` (1..=90): when History offers a grant for a repeated shape. One
+/// approval is no pattern, and a window past a quarter would suggest from stale habits.
+fn suggest_rule(
+    file: &WebSection,
+    d: &WebSection,
+) -> Result<crate::grants::SuggestRule, ConfigError> {
+    let default = crate::grants::SuggestRule::default();
+    let after = file
+        .suggest_after
+        .or(d.suggest_after)
+        .unwrap_or(default.min_approvals);
+    if after == 1 || after > 1000 {
+        return Err(ConfigError::Suggest {
+            key: "suggest_after",
+            message: format!("{after}: 0 (off) or 2 to 1000 approvals"),
+        });
+    }
+    let days = file.suggest_within_days.or(d.suggest_within_days);
+    let window_ms = match days {
+        None => default.window_ms,
+        Some(n @ 1..=90) => n * 24 * 3600 * 1000,
+        Some(n) => {
+            return Err(ConfigError::Suggest {
+                key: "suggest_within_days",
+                message: format!("{n}: 1 to 90 days"),
+            })
+        }
+    };
+    Ok(crate::grants::SuggestRule {
+        min_approvals: after,
+        window_ms,
+        ..default
     })
 }

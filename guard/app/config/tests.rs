@@ -80,3 +80,39 @@ fn bad_input_is_an_error() {
     );
     assert!(matches!(e, Err(ConfigError::Env { .. })));
 }
+
+/// `[web] suggest_after` / `suggest_within_days`: when History offers a bounded grant; one
+/// approval is no pattern, a window past 90 days suggests from stale habits.
+#[test]
+fn grant_suggestions_are_configured_in_the_web_section() {
+    let t = tempfile::tempdir().expect("tmp");
+    let f = t.path().join("c.toml");
+    let day = 24 * 3600 * 1000;
+    type Row = (&'static str, Option<(usize, u64)>);
+    let rows: [Row; 8] = [
+        ("", Some((5, 7 * day))),
+        ("[web]\nsuggest_after = 3\n", Some((3, 7 * day))),
+        ("[web]\nsuggest_after = 0\n", Some((0, 7 * day))),
+        ("[web]\nsuggest_within_days = 30\n", Some((5, 30 * day))),
+        ("[web]\nsuggest_after = 1\n", None),
+        ("[web]\nsuggest_after = 1001\n", None),
+        ("[web]\nsuggest_within_days = 0\n", None),
+        ("[web]\nsuggest_within_days = 91\n", None),
+    ];
+    for (text, want) in rows {
+        std::fs::write(&f, text).expect("write");
+        let o = Overrides {
+            config: Some(f.clone()),
+            ..Default::default()
+        };
+        let got = Config::load_with(&o, &env_of(&[("HOME", "/h")]));
+        match (got, want) {
+            (Ok(c), Some((after, window))) => {
+                assert_eq!(c.web.suggest.min_approvals, after, "{text}");
+                assert_eq!(c.web.suggest.window_ms, window, "{text}");
+            }
+            (Err(ConfigError::Suggest { .. }), None) => {}
+            (other, _) => panic!("{text:?}: {other:?}"),
+        }
+    }
+}
