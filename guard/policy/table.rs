@@ -21,6 +21,7 @@ mod gram_net;
 mod gram_search;
 mod gram_text;
 mod grammar;
+mod grep_include;
 mod http_target;
 mod judge;
 mod paths_check;

@@ -67,7 +67,7 @@ pub(super) fn grep(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, 
         let includes = if p == "rg" {
             None
         } else {
-            grep_includes(&parsed)
+            super::grep_include::grep_includes(&parsed)
         };
         let keep = |name: &str| {
             includes
@@ -91,52 +91,6 @@ pub(super) fn grep(seg: &Segment, k: &Checker, c: &mut Classification, p: &str, 
             }
         }
     }
-}
-
-/// One `--include` glob of a shape whose GNU grep meaning is exact on a base name.
-#[derive(Debug, PartialEq)]
-enum Include {
-    /// `NAME`: that name.
-    Name(String),
-    /// `*SUFFIX`: names ending so.
-    Suffix(String),
-}
-
-impl Include {
-    fn matches(&self, name: &str) -> bool {
-        match self {
-            Include::Name(n) => name == n,
-            Include::Suffix(s) => name.ends_with(s.as_str()),
-        }
-    }
-}
-
-/// The files a recursive GNU grep reads below a directory, when `--include` narrows them:
-/// `Some(globs)` when the first `--include`/`--exclude` option is an `--include` (grep then
-/// skips every file no glob matches) and every include glob is `NAME` or `*SUFFIX` with no
-/// other wildcard, no `/` and no backslash. grep matches a glob against the whole path and
-/// each part after a `/` (gnulib's unanchored exclude, `*` matching `/`), which for those two
-/// shapes is exactly the base name; any other glob (`a*` also matches `./a/.env`) or an
-/// exclude first (a file matching nothing is then read) keeps every file: `None`.
-fn grep_includes(parsed: &super::grammar::Parsed) -> Option<Vec<Include>> {
-    let first = parsed
-        .opts
-        .iter()
-        .find(|m| matches!(m.opt.long, "include" | "exclude" | "exclude-from"))?;
-    if first.opt.long != "include" {
-        return None;
-    }
-    let mut out = Vec::new();
-    for v in parsed.values("include") {
-        let g = v.value.as_deref()?;
-        let plain = |t: &str| !t.is_empty() && !t.contains(['*', '?', '[', ']', '\\', '/', '{']);
-        match g.strip_prefix('*') {
-            Some(rest) if plain(rest) => out.push(Include::Suffix(rest.to_owned())),
-            None if plain(g) => out.push(Include::Name(g.to_owned())),
-            _ => return None,
-        }
-    }
-    Some(out)
 }
 
 /// `rg` skips hidden entries only until an ignore file whitelists one (`!.env` in a
