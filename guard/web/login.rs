@@ -68,21 +68,24 @@ pub fn write_private(path: &Path, text: &str) -> Result<(), LoginError> {
     std::fs::rename(&tmp, path).map_err(io(path))
 }
 
-/// Runs `f` on the pending list under an exclusive lock and writes back what it returns.
-fn with_pending<T>(dir: &Path, f: impl FnOnce(&mut Vec<Pending>) -> T) -> Result<T, LoginError> {
+/// An exclusive lock on `path` (made 0600 if missing), held until the value drops: what
+/// keeps two processes of the guard (serve, the CLI) from losing each other's writes to a
+/// state file read and rewritten whole.
+pub fn lock_exclusive(path: &Path) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
     use nix::fcntl::{Flock, FlockArg};
-    let lock_path = dir.join(format!("{LOGINS_FILE}.lock"));
-    let lock = std::fs::OpenOptions::new()
+    let file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .open(&lock_path)
-        .map_err(io(&lock_path))?;
-    let _held = Flock::lock(lock, FlockArg::LockExclusive).map_err(|(_, e)| LoginError::Io {
-        path: lock_path.clone(),
-        source: e.into(),
-    })?;
+        .open(path)?;
+    Flock::lock(file, FlockArg::LockExclusive).map_err(|(_, e)| e.into())
+}
+
+/// Runs `f` on the pending list under an exclusive lock and writes back what it returns.
+fn with_pending<T>(dir: &Path, f: impl FnOnce(&mut Vec<Pending>) -> T) -> Result<T, LoginError> {
+    let lock_path = dir.join(format!("{LOGINS_FILE}.lock"));
+    let _held = lock_exclusive(&lock_path).map_err(io(&lock_path))?;
     let path = dir.join(LOGINS_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,

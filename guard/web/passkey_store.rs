@@ -4,7 +4,6 @@
 
 use super::login::{write_private, LoginError};
 use serde::{Deserialize, Serialize};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use webauthn_rs::prelude::Passkey;
 
@@ -54,19 +53,8 @@ fn with_list<T>(
     dir: &Path,
     f: impl FnOnce(&mut Vec<Stored>) -> Result<(T, bool), StoreError>,
 ) -> Result<T, StoreError> {
-    use nix::fcntl::{Flock, FlockArg};
     let lock_path = dir.join(format!("{PASSKEYS_FILE}.lock"));
-    let lock = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&lock_path)
-        .map_err(io(&lock_path))?;
-    let _held = Flock::lock(lock, FlockArg::LockExclusive).map_err(|(_, e)| StoreError::Io {
-        path: lock_path.clone(),
-        source: e.into(),
-    })?;
+    let _held = super::login::lock_exclusive(&lock_path).map_err(io(&lock_path))?;
     let path = dir.join(PASSKEYS_FILE);
     let mut list: Vec<Stored> = match std::fs::read_to_string(&path) {
         Ok(t) => serde_json::from_str(&t).map_err(|_| StoreError::Corrupt(path.clone()))?,
