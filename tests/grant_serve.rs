@@ -208,16 +208,7 @@ fn five_approvals_of_one_shape_are_suggested_and_accepted() {
     };
     for i in 0..5 {
         assert_eq!(sugg(&w), json!([]), "after {i} approvals");
-        let id = format!("s{i}");
-        let h = ask(&w, &id, "make dist", usr);
-        let e = w.wait_pending(&login, &id);
-        let r = w.decide(
-            &login,
-            e["id"].as_str().unwrap(),
-            json!({"decision":"allow-once","hash":e["requestHash"]}),
-        );
-        assert_eq!(r.status, 200, "{r:?}");
-        assert_eq!(first_json(&h.join().unwrap())["decision"], "allow-once");
+        approve_once(&w, &login, &format!("s{i}"), "make dist", usr);
     }
     let s = sugg(&w);
     assert_eq!(s.as_array().unwrap().len(), 1, "{s}");
@@ -255,16 +246,7 @@ fn the_suggestion_threshold_is_the_configured_one() {
         );
         let login = w.login();
         for i in 0..approvals {
-            let id = format!("t{i}");
-            let h = ask(&w, &id, "make dist", usr);
-            let e = w.wait_pending(&login, &id);
-            let r = w.decide(
-                &login,
-                e["id"].as_str().unwrap(),
-                json!({"decision":"allow-once","hash":e["requestHash"]}),
-            );
-            assert_eq!(r.status, 200, "{r:?}");
-            h.join().unwrap();
+            approve_once(&w, &login, &format!("t{i}"), "make dist", usr);
         }
         let s = w
             .client()
@@ -277,4 +259,17 @@ fn the_suggestion_threshold_is_the_configured_one() {
             "suggest_after {after}, {approvals} approvals: {s}"
         );
     }
+}
+
+/// Asks `command` as request `id` and allows it once through the web API, as a person would.
+fn approve_once(w: &Web, login: &Login, id: &str, command: &str, cwd: &Path) {
+    let h = ask(w, id, command, cwd);
+    let e = w.wait_pending(login, id);
+    let r = w.decide(
+        login,
+        e["id"].as_str().unwrap(),
+        json!({"decision":"allow-once","hash":e["requestHash"]}),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(first_json(&h.join().unwrap())["decision"], "allow-once");
 }
