@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use support::compose::*;
 use support::compose_turns::{new_task, tool_results};
-use support::process::wait_until;
+use support::process::{wait_until, wait_until_or};
 use support::web::{Login, WebClient};
 
 fn skipped() -> bool {
@@ -98,13 +98,50 @@ fn an_unlisted_fetch_is_asked_allowed_for_a_while_and_a_denied_one_tells_the_mod
     );
     // New Tasks go through the guard's own gateway connection: wait until it is paired.
     let guard_state = stack.volume_path("guard-state");
-    wait_until(
+    // Two stages, each with its own budget and the logs on timeout: on a loaded machine the
+    // gateway's own start (plugin install, then `gateway run`) can take minutes before the
+    // pairing can even be asked for.
+    let posture_file = guard_state.join("gateway-posture.json");
+    let t = Instant::now();
+    wait_until_or(
+        "the gateway up and its posture checked by the guard",
+        Duration::from_secs(420),
+        || {
+            let s = std::fs::read_to_string(&posture_file).ok()?;
+            let v: Value = serde_json::from_str(&s).ok()?;
+            (v["posture"]["state"] != "unchecked" && !v["posture"]["state"].is_null()).then_some(())
+        },
+        || {
+            format!(
+                "gateway-posture.json: {}\n{}",
+                std::fs::read_to_string(&posture_file).unwrap_or_default(),
+                stack.logs()
+            )
+        },
+    );
+    eprintln!(
+        "compose_egress: gateway posture checked {:.0} s after /readyz",
+        t.elapsed().as_secs_f64()
+    );
+    let approver_file = guard_state.join("gateway-approver.json");
+    wait_until_or(
         "the guard paired as approver",
         Duration::from_secs(300),
         || {
-            let s = std::fs::read_to_string(guard_state.join("gateway-approver.json")).ok()?;
+            let s = std::fs::read_to_string(&approver_file).ok()?;
             s.contains("\"paired\"").then_some(())
         },
+        || {
+            format!(
+                "gateway-approver.json: {}\n{}",
+                std::fs::read_to_string(&approver_file).unwrap_or_default(),
+                stack.logs()
+            )
+        },
+    );
+    eprintln!(
+        "compose_egress: approver paired {:.0} s after /readyz",
+        t.elapsed().as_secs_f64()
     );
     let link = std::fs::read_to_string(guard_state.join("web-login-link")).expect("login link");
     let token = link.trim().rsplit_once("#t=").expect("token").1.to_owned();

@@ -349,7 +349,7 @@ impl Stack {
 
     /// Every service's log, for failure messages.
     pub fn logs(&self) -> String {
-        output_text(&self.compose(&["logs", "--no-color", "--tail", "60"]))
+        output_text(&self.compose(&["logs", "--no-color", "--tail", "150"]))
     }
 }
 

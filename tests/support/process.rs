@@ -165,6 +165,26 @@ pub fn wait_until<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Optio
     }
 }
 
+/// [`wait_until`], but a timeout fails with `explain()` (a stack's logs, a state file) so the
+/// failure says why, not only what.
+pub fn wait_until_or<T>(
+    what: &str,
+    timeout: Duration,
+    mut f: impl FnMut() -> Option<T>,
+    explain: impl FnOnce() -> String,
+) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        if start.elapsed() >= timeout {
+            panic!("timed out waiting for {what}\n{}", explain());
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
 /// Waits until the file at `path` contains `needle` (a child's log); false on timeout.
 pub fn wait_for_file_text(path: &Path, needle: &str, timeout: Duration) -> bool {
     let start = Instant::now();
