@@ -16,7 +16,9 @@ use super::verdict::{Category, Reason, SegmentVerdict, Verdict, VerdictKind};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+mod env_values;
 mod gates;
+mod processes;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -225,6 +227,8 @@ fn decide_exec(policy: &Policy, ctx: &DecideContext, req: &Request, exec: &ExecA
     }
     request_env(&mut verdict, &exec.env_keys);
     secret_in_tree(&mut verdict, req.who.source);
+    env_values::judge(&mut verdict, req.who.source, exec.command.as_deref());
+    processes::judge(&mut verdict, req.who.source);
     // OpenClaw's `ask` says when it consults the guard; the guard is that approver, so
     // `ask=always` does not make a person answer what the table runs by itself (DESIGN §2).
     // It only narrows what a person may answer: OpenClaw offers no allow-always then.
