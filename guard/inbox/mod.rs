@@ -7,7 +7,11 @@
 //! `inbox` command line) act on the same database through a [`Store`]. The serving inbox
 //! notices their decisions by polling `PRAGMA data_version` every 100 ms while anyone waits.
 
+mod backend;
+mod fleet;
 mod hash;
+pub mod pg;
+mod pg_listen;
 mod store;
 mod types;
 
@@ -81,12 +85,13 @@ pub struct Inbox {
 
 #[derive(Debug)]
 struct Inner {
-    store: Mutex<Store>,
+    store: Mutex<Box<dyn backend::InboxStore>>,
     waiters: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
     events: broadcast::Sender<InboxEvent>,
     poller: AtomicBool,
-    /// Held for the inbox's lifetime: one serving process per database.
-    _owner: nix::fcntl::Flock<File>,
+    /// Held for the inbox's lifetime: one serving process per database file (a fleet
+    /// database is shared by design and has none).
+    _owner: Option<nix::fcntl::Flock<File>>,
 }
 
 /// Takes the serving lock (`<db>.lock`, flock). A previous owner that is just going away (a
@@ -123,19 +128,28 @@ impl Inbox {
     /// client of a previous process, which is gone: each is expired (reason `guard-restart`),
     /// never approved. Returns the inbox and how many were expired.
     pub fn open(path: &Path, audit: Option<AuditLog>) -> Result<(Inbox, usize), InboxError> {
-        let mut store = Store::open(path, audit)?;
+        let store = Store::open(path, audit)?;
         let owner = lock_owner(path)?;
+        Self::serve(Box::new(store), Some(owner))
+    }
+
+    /// Serves `store`. Pending entries of a store that does not resume them are expired
+    /// (reason `guard-restart`), never approved; returns how many.
+    fn serve(
+        mut store: Box<dyn backend::InboxStore>,
+        owner: Option<nix::fcntl::Flock<File>>,
+    ) -> Result<(Inbox, usize), InboxError> {
         let mut expired = 0;
-        for id in store.pending_ids()? {
-            match store.resolve(
-                &id,
-                Resolution::Expire {
+        if !store.resumes_pending() {
+            for id in store.pending_ids()? {
+                let how = Resolution::Expire {
                     reason: "guard-restart".into(),
-                },
-            ) {
-                Ok(_) => expired += 1,
-                Err(InboxError::AlreadyResolved { .. }) => {}
-                Err(e) => return Err(e),
+                };
+                match store.resolve(&id, how) {
+                    Ok(_) => expired += 1,
+                    Err(InboxError::AlreadyResolved { .. }) => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         let (events, _) = broadcast::channel(256);
@@ -338,7 +352,7 @@ impl Inbox {
 }
 
 impl Inner {
-    fn store(&self) -> Result<std::sync::MutexGuard<'_, Store>, InboxError> {
+    fn store(&self) -> Result<std::sync::MutexGuard<'_, Box<dyn backend::InboxStore>>, InboxError> {
         self.store
             .lock()
             .map_err(|_| InboxError::Internal("inbox store poisoned".into()))

@@ -39,6 +39,9 @@ pub enum InboxError {
     Sqlite(#[from] rusqlite::Error),
     #[error("inbox storage: {0}")]
     Storage(String),
+    /// The shared database cannot be reached: nothing is filed or decided until it returns.
+    #[error("store-unavailable: {0}")]
+    StoreUnavailable(String),
     #[error("inbox record encoding: {0}")]
     Json(#[from] serde_json::Error),
     #[error("inbox audit: {0}")]

@@ -77,6 +77,14 @@ pub async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     .await;
     let (mut entries, mut total, runs) = match res {
         Ok(Ok(x)) => x,
+        // The page shows this message in place of the list: the database is away.
+        Ok(Err(InboxError::StoreUnavailable(_))) => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store-unavailable",
+                "The inbox database cannot be reached: new requests are denied (store-unavailable) until it returns.",
+            )
+        }
         Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
     };
