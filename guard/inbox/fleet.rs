@@ -4,7 +4,7 @@
 
 use super::pg::PgStore;
 use super::pg_listen::{self, Change};
-use super::{Inbox, InboxError, Inner};
+use super::{Inbox, InboxError, InboxEvent, Inner, Resolved, State};
 use crate::audit::AuditLog;
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
@@ -37,7 +37,8 @@ impl Inbox {
                         tracing::warn!(id = %id, error = %e, "inbox: fleet settle failed");
                     }
                 }
-                Change::Row { .. } | Change::Idle => {}
+                Change::Row { id, .. } => foreign(&inner, &id),
+                Change::Idle => {}
                 Change::Resync => resync(&inner, &weak, &mut armed),
             }
             true
@@ -45,6 +46,34 @@ impl Inbox {
         .map_err(|e| InboxError::Internal(format!("fleet listener thread: {e}")))?;
         Ok(inbox)
     }
+}
+
+/// Another guard's row changed: pages of this guard show it come and go.
+fn foreign(inner: &Inner, id: &str) {
+    if inner.fleet.receiver_count() == 0 {
+        return;
+    }
+    let entry = match inner.store().and_then(|s| s.get(id)) {
+        Ok(Some(e)) => e,
+        _ => return,
+    };
+    let ev = match (entry.state, entry.decision.clone()) {
+        (State::Pending, _) => InboxEvent::Added(Box::new(entry)),
+        (state, Some(decision)) => {
+            let r = Resolved {
+                id: entry.id,
+                state,
+                decision,
+            };
+            if matches!(state, State::Expired | State::Cancelled) {
+                InboxEvent::Expired(r)
+            } else {
+                InboxEvent::Resolved(r)
+            }
+        }
+        (_, None) => return,
+    };
+    let _ = inner.fleet.send(ev);
 }
 
 /// After a (re)connect: answers every waiter whose row changed unheard, and arms a deadline

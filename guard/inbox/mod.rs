@@ -88,6 +88,9 @@ struct Inner {
     store: Mutex<Box<dyn backend::InboxStore>>,
     waiters: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
     events: broadcast::Sender<InboxEvent>,
+    /// Other guards' requests coming and going (a fleet's shared store only): for pages,
+    /// never for this guard's push channels or metrics.
+    fleet: broadcast::Sender<InboxEvent>,
     poller: AtomicBool,
     /// Held for the inbox's lifetime: one serving process per database file (a fleet
     /// database is shared by design and has none).
@@ -158,6 +161,7 @@ impl Inbox {
                 store: Mutex::new(store),
                 waiters: Mutex::new(HashMap::new()),
                 events,
+                fleet: broadcast::channel(256).0,
                 poller: AtomicBool::new(false),
                 _owner: owner,
             }),
@@ -169,6 +173,11 @@ impl Inbox {
     /// (`RecvError::Lagged`) and should re-read [`Inbox::list`].
     pub fn subscribe(&self) -> broadcast::Receiver<InboxEvent> {
         self.inner.events.subscribe()
+    }
+
+    /// Other guards' requests as they are filed and leave `pending` (empty but for a fleet).
+    pub fn subscribe_fleet(&self) -> broadcast::Receiver<InboxEvent> {
+        self.inner.fleet.subscribe()
     }
 
     /// The store answers (a constant-time query, for readiness probes).
@@ -215,6 +224,7 @@ impl Inbox {
             state: State::Pending,
             decision: None,
             resolved_ms: None,
+            guard: None,
         };
         let (tx, rx) = oneshot::channel();
         self.inner.waiters()?.insert(entry.id.clone(), tx);

@@ -206,11 +206,16 @@ impl PgStore {
                 params.push(off);
             }
             let rows = c.query(sql.as_str(), &params).map_err(pg_err)?;
-            rows.iter()
-                .map(|r| raw(r).and_then(RawRow::into_entry))
-                .collect()
+            rows.iter().map(entry).collect()
         })
     }
+}
+
+/// A row as an entry, with the guard that filed it.
+fn entry(r: &postgres::Row) -> Result<Entry, InboxError> {
+    let mut e = raw(r)?.into_entry()?;
+    e.guard = Some(r.try_get(9).map_err(pg_err)?);
+    Ok(e)
 }
 
 fn raw(r: &postgres::Row) -> Result<RawRow, InboxError> {

@@ -427,6 +427,7 @@ impl RawRow {
             state,
             decision,
             resolved_ms: self.resolved.map(|r| r.max(0) as u64),
+            guard: None,
         })
     }
 }

@@ -120,6 +120,9 @@ pub struct Entry {
     pub state: State,
     pub decision: Option<Decision>,
     pub resolved_ms: Option<u64>,
+    /// The guard that filed it, in a fleet's shared store (None: this guard's own store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
 }
 
 impl Entry {

@@ -120,7 +120,15 @@ impl Postgres {
             ],
         );
         let start = Instant::now();
-        while postgres::Client::connect(&self.url(), postgres::NoTls).is_err() {
+        // On a thread of its own: the client's runtime must not start inside a test's.
+        let url = self.url();
+        let up = move || {
+            let url = url.clone();
+            std::thread::spawn(move || postgres::Client::connect(&url, postgres::NoTls).is_ok())
+                .join()
+                .unwrap_or(false)
+        };
+        while !up() {
             assert!(
                 start.elapsed() < Duration::from_secs(30),
                 "postgres never up"
@@ -149,7 +157,8 @@ impl Postgres {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
-    /// A client of the test's own (to read or change rows behind the guards' backs).
+    /// A client of the test's own (to read or change rows behind the guards' backs); not
+    /// for async tests (its own runtime cannot start inside theirs).
     pub fn client(&self) -> postgres::Client {
         postgres::Client::connect(&self.url(), postgres::NoTls).expect("connect")
     }
