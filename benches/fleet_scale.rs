@@ -75,7 +75,7 @@ fn fill(pg: &Postgres, model: &str, n: i64) {
              request_hash, created_ms, deadline_ms, state)
          SELECT gen_random_uuid()::text, 'filler', agent_id, request_json, verdict_json,
              request_hash, created_ms, deadline_ms, 'pending'
-         FROM sanctum_inbox, generate_series(1, $2) WHERE id = $1",
+         FROM sanctum_inbox, generate_series(1, $2::bigint) WHERE id = $1",
         &[&model, &(n - have).max(0)],
     )
     .unwrap();

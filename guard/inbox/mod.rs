@@ -330,6 +330,7 @@ impl Inbox {
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
             let mut last_version: Option<i64> = None;
+            let mut failing = false;
             let mut tick = tokio::time::interval(POLL_INTERVAL);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -352,8 +353,20 @@ impl Inbox {
                 })
                 .await;
                 match res {
-                    Ok(Ok(v)) => last_version = Some(v),
-                    Ok(Err(e)) => tracing::warn!(error = %e, "inbox: poll failed"),
+                    Ok(Ok(v)) => {
+                        if failing {
+                            tracing::warn!("inbox: poll works again");
+                        }
+                        failing = false;
+                        last_version = Some(v);
+                    }
+                    // Once per outage, not ten times a second (a fleet's database away).
+                    Ok(Err(e)) if failing => tracing::debug!(error = %e, "inbox: poll failed"),
+                    Ok(Err(e)) => {
+                        failing = true;
+                        last_version = None;
+                        tracing::warn!(error = %e, "inbox: poll failed");
+                    }
                     Err(e) => tracing::warn!(error = %e, "inbox: poll task failed"),
                 }
             }
