@@ -14,7 +14,7 @@ COMPOSE_V2_VERSION=2.40.3
 TRACE_DJANGO_VERSION=3.1.14
 KUBERNETES_VALIDATE_VERSION=1.37.0
 
-APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver perl make"
+APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver perl make postgresql"
 
 # One line per step, with what it did and how long it took (a first run takes minutes).
 step() {

@@ -47,6 +47,8 @@ pub enum ConfigError {
     RunAs(String),
     #[error(transparent)]
     Notify(#[from] crate::notify::NotifyConfigError),
+    #[error("store.{0}")]
+    Store(String),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -72,6 +74,8 @@ struct FileConfig {
     front: front::FrontSection,
     #[serde(default)]
     notify: crate::notify::NotifySection,
+    #[serde(default)]
+    store: store::StoreSection,
 }
 
 /// `[audit]`.
@@ -151,6 +155,8 @@ pub struct Config {
     pub front: FrontConfig,
     /// `[notify]`: push channels (none by default).
     pub notify: crate::notify::NotifySettings,
+    /// `[store]`: the embedded inbox database or a fleet's PostgreSQL.
+    pub store: StoreSettings,
     /// Which file was read, for the startup lines.
     pub origin: String,
     /// The config file read, if any.
@@ -219,6 +225,7 @@ impl Config {
             gateway: gateway::settings(o, &env, &file.gateway)?,
             front: front::settings(o, &env, &file.front)?,
             notify: file.notify.settings()?,
+            store: store::settings(&env, &file.store)?,
             origin,
             config_file: layers::config_file(o, env.0),
             secret_files: Vec::new(),
@@ -405,7 +412,9 @@ pub fn explain_context(policy: &Policy, cwd: &Path) -> DecideContext {
 mod front;
 mod gateway;
 mod layers;
+mod store;
 pub use front::FrontConfig;
 pub use gateway::GatewaySettings;
+pub use store::StoreSettings;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! document (token and socket path), the policy and the socket server, prints where each file
 //! is (never the token), and stops cleanly on SIGTERM/SIGINT.
 
-use super::config::{Config, ConfigError, Overrides};
+use super::config::{Config, ConfigError, Overrides, StoreSettings};
 use crate::audit::event::{AuditEvent, Shutdown, Startup};
 use crate::audit::{AuditError, AuditLog};
 use crate::engine::{Engine, Judge, JudgeError};
@@ -85,7 +85,14 @@ fn open_sinks(cfg: &Config) -> Result<Sinks, ServeError> {
         rotate_bytes: cfg.audit.rotate_bytes,
     };
     let (audit, report) = AuditLog::open_with(&cfg.audit_path(), &audit_opts)?;
-    let (inbox, expired) = Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?;
+    let (inbox, expired) = match &cfg.store {
+        StoreSettings::Embedded => Inbox::open(&cfg.inbox_path(), Some(audit.clone()))?,
+        // A fleet's rows outlive a guard's restart: none expire at start.
+        StoreSettings::Fleet { url, guard_id } => {
+            let db = crate::inbox::pg::parse_url(url)?;
+            (Inbox::open_fleet(db, guard_id, Some(audit.clone()))?, 0)
+        }
+    };
     let store = Store::open(&cfg.openclaw_state_dir, Era::Sqlite)?
         .shared_with_group(cfg.socket.group_connect);
     let token = match &cfg.socket.token_file {
@@ -123,11 +130,16 @@ fn open_sinks(cfg: &Config) -> Result<Sinks, ServeError> {
 fn print_startup(cfg: &Config, s: &Sinks, workspace: &Path, limits: &impl std::fmt::Display) {
     eprintln!("sanctum-guard: config          {}", cfg.origin);
     eprintln!("sanctum-guard: state dir       {}", cfg.state_dir.display());
-    eprintln!(
-        "sanctum-guard: inbox           {} ({} pending expired at start)",
-        cfg.inbox_path().display(),
-        s.expired
-    );
+    match &cfg.store {
+        StoreSettings::Embedded => eprintln!(
+            "sanctum-guard: inbox           {} ({} pending expired at start)",
+            cfg.inbox_path().display(),
+            s.expired
+        ),
+        StoreSettings::Fleet { guard_id, .. } => eprintln!(
+            "sanctum-guard: inbox           fleet database on PostgreSQL, as guard {guard_id}"
+        ),
+    }
     eprintln!(
         "sanctum-guard: audit log       {} ({} records)",
         cfg.audit_path().display(),

@@ -254,7 +254,11 @@ impl Engine {
             Ok(t) => t,
             Err(e) => {
                 tracing::error!(error = %e, "inbox submit failed; denying");
-                let d = fallback(&format!("inbox-unavailable: {e}"));
+                // The reason the agent sees names the cause, not the database's words.
+                let d = match e {
+                    crate::inbox::InboxError::StoreUnavailable(_) => fallback("store-unavailable"),
+                    e => fallback(&format!("inbox-unavailable: {e}")),
+                };
                 self.record(decided(requester, req, verdict, &d)).await;
                 return d;
             }

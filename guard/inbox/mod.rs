@@ -7,7 +7,11 @@
 //! `inbox` command line) act on the same database through a [`Store`]. The serving inbox
 //! notices their decisions by polling `PRAGMA data_version` every 100 ms while anyone waits.
 
+mod backend;
+mod fleet;
 mod hash;
+pub mod pg;
+mod pg_listen;
 mod store;
 mod types;
 
@@ -81,12 +85,16 @@ pub struct Inbox {
 
 #[derive(Debug)]
 struct Inner {
-    store: Mutex<Store>,
+    store: Mutex<Box<dyn backend::InboxStore>>,
     waiters: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
     events: broadcast::Sender<InboxEvent>,
+    /// Other guards' requests coming and going (a fleet's shared store only): for pages,
+    /// never for this guard's push channels or metrics.
+    fleet: broadcast::Sender<InboxEvent>,
     poller: AtomicBool,
-    /// Held for the inbox's lifetime: one serving process per database.
-    _owner: nix::fcntl::Flock<File>,
+    /// Held for the inbox's lifetime: one serving process per database file (a fleet
+    /// database is shared by design and has none).
+    _owner: Option<nix::fcntl::Flock<File>>,
 }
 
 /// Takes the serving lock (`<db>.lock`, flock). A previous owner that is just going away (a
@@ -123,19 +131,28 @@ impl Inbox {
     /// client of a previous process, which is gone: each is expired (reason `guard-restart`),
     /// never approved. Returns the inbox and how many were expired.
     pub fn open(path: &Path, audit: Option<AuditLog>) -> Result<(Inbox, usize), InboxError> {
-        let mut store = Store::open(path, audit)?;
+        let store = Store::open(path, audit)?;
         let owner = lock_owner(path)?;
+        Self::serve(Box::new(store), Some(owner))
+    }
+
+    /// Serves `store`. Pending entries of a store that does not resume them are expired
+    /// (reason `guard-restart`), never approved; returns how many.
+    fn serve(
+        mut store: Box<dyn backend::InboxStore>,
+        owner: Option<nix::fcntl::Flock<File>>,
+    ) -> Result<(Inbox, usize), InboxError> {
         let mut expired = 0;
-        for id in store.pending_ids()? {
-            match store.resolve(
-                &id,
-                Resolution::Expire {
+        if !store.resumes_pending() {
+            for id in store.pending_ids()? {
+                let how = Resolution::Expire {
                     reason: "guard-restart".into(),
-                },
-            ) {
-                Ok(_) => expired += 1,
-                Err(InboxError::AlreadyResolved { .. }) => {}
-                Err(e) => return Err(e),
+                };
+                match store.resolve(&id, how) {
+                    Ok(_) => expired += 1,
+                    Err(InboxError::AlreadyResolved { .. }) => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         let (events, _) = broadcast::channel(256);
@@ -144,6 +161,7 @@ impl Inbox {
                 store: Mutex::new(store),
                 waiters: Mutex::new(HashMap::new()),
                 events,
+                fleet: broadcast::channel(256).0,
                 poller: AtomicBool::new(false),
                 _owner: owner,
             }),
@@ -155,6 +173,11 @@ impl Inbox {
     /// (`RecvError::Lagged`) and should re-read [`Inbox::list`].
     pub fn subscribe(&self) -> broadcast::Receiver<InboxEvent> {
         self.inner.events.subscribe()
+    }
+
+    /// Other guards' requests as they are filed and leave `pending` (empty but for a fleet).
+    pub fn subscribe_fleet(&self) -> broadcast::Receiver<InboxEvent> {
+        self.inner.fleet.subscribe()
     }
 
     /// The store answers (a constant-time query, for readiness probes).
@@ -201,6 +224,7 @@ impl Inbox {
             state: State::Pending,
             decision: None,
             resolved_ms: None,
+            guard: None,
         };
         let (tx, rx) = oneshot::channel();
         self.inner.waiters()?.insert(entry.id.clone(), tx);
@@ -306,6 +330,7 @@ impl Inbox {
         let weak: Weak<Inner> = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
             let mut last_version: Option<i64> = None;
+            let mut failing = false;
             let mut tick = tokio::time::interval(POLL_INTERVAL);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -328,8 +353,20 @@ impl Inbox {
                 })
                 .await;
                 match res {
-                    Ok(Ok(v)) => last_version = Some(v),
-                    Ok(Err(e)) => tracing::warn!(error = %e, "inbox: poll failed"),
+                    Ok(Ok(v)) => {
+                        if failing {
+                            tracing::warn!("inbox: poll works again");
+                        }
+                        failing = false;
+                        last_version = Some(v);
+                    }
+                    // Once per outage, not ten times a second (a fleet's database away).
+                    Ok(Err(e)) if failing => tracing::debug!(error = %e, "inbox: poll failed"),
+                    Ok(Err(e)) => {
+                        failing = true;
+                        last_version = None;
+                        tracing::warn!(error = %e, "inbox: poll failed");
+                    }
                     Err(e) => tracing::warn!(error = %e, "inbox: poll task failed"),
                 }
             }
@@ -338,7 +375,7 @@ impl Inbox {
 }
 
 impl Inner {
-    fn store(&self) -> Result<std::sync::MutexGuard<'_, Store>, InboxError> {
+    fn store(&self) -> Result<std::sync::MutexGuard<'_, Box<dyn backend::InboxStore>>, InboxError> {
         self.store
             .lock()
             .map_err(|_| InboxError::Internal("inbox store poisoned".into()))

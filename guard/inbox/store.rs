@@ -340,7 +340,11 @@ fn pending_entry(tx: &rusqlite::Transaction<'_>, id: &str) -> Result<Entry, Inbo
 
 /// The state and decision `how` resolves a pending `entry` to at `now`, and whether a
 /// person's answer came too late (the entry then expires with the fallback deny).
-fn settle(entry: &Entry, how: Resolution, now: u64) -> Result<(State, Decision, bool), InboxError> {
+pub(super) fn settle(
+    entry: &Entry,
+    how: Resolution,
+    now: u64,
+) -> Result<(State, Decision, bool), InboxError> {
     Ok(match how {
         Resolution::Human {
             decision,
@@ -377,16 +381,16 @@ fn settle(entry: &Entry, how: Resolution, now: u64) -> Result<(State, Decision, 
 const COLUMNS: &str = "id, request_json, verdict_json, request_hash, created_ms, deadline_ms, \
                        state, decision_json, resolved_ms";
 
-struct RawRow {
-    id: String,
-    request: String,
-    verdict: String,
-    hash: String,
-    created: i64,
-    deadline: i64,
-    state: String,
-    decision: Option<String>,
-    resolved: Option<i64>,
+pub(super) struct RawRow {
+    pub(super) id: String,
+    pub(super) request: String,
+    pub(super) verdict: String,
+    pub(super) hash: String,
+    pub(super) created: i64,
+    pub(super) deadline: i64,
+    pub(super) state: String,
+    pub(super) decision: Option<String>,
+    pub(super) resolved: Option<i64>,
 }
 
 fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
@@ -404,7 +408,7 @@ fn raw_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawRow> {
 }
 
 impl RawRow {
-    fn into_entry(self) -> Result<Entry, InboxError> {
+    pub(super) fn into_entry(self) -> Result<Entry, InboxError> {
         let request: Request = serde_json::from_str(&self.request)?;
         let verdict: Verdict = serde_json::from_str(&self.verdict)?;
         let state = State::parse(&self.state)
@@ -423,6 +427,7 @@ impl RawRow {
             state,
             decision,
             resolved_ms: self.resolved.map(|r| r.max(0) as u64),
+            guard: None,
         })
     }
 }

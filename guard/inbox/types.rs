@@ -39,6 +39,9 @@ pub enum InboxError {
     Sqlite(#[from] rusqlite::Error),
     #[error("inbox storage: {0}")]
     Storage(String),
+    /// The shared database cannot be reached: nothing is filed or decided until it returns.
+    #[error("store-unavailable: {0}")]
+    StoreUnavailable(String),
     #[error("inbox record encoding: {0}")]
     Json(#[from] serde_json::Error),
     #[error("inbox audit: {0}")]
@@ -117,6 +120,9 @@ pub struct Entry {
     pub state: State,
     pub decision: Option<Decision>,
     pub resolved_ms: Option<u64>,
+    /// The guard that filed it, in a fleet's shared store (None: this guard's own store).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guard: Option<String>,
 }
 
 impl Entry {

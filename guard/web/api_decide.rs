@@ -155,6 +155,12 @@ fn decide_error(e: InboxError) -> Resp {
         e @ InboxError::NotOffered { .. } => {
             error(StatusCode::UNPROCESSABLE_ENTITY, "not-offered", &e.to_string())
         }
+        // The shared database is away: nothing was decided (fail closed), say so.
+        InboxError::StoreUnavailable(_) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store-unavailable",
+            "Not applied: the inbox database cannot be reached. Nothing was decided.",
+        ),
         e => error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
     }
 }

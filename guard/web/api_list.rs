@@ -9,7 +9,7 @@ use hyper::StatusCode;
 use serde_json::json;
 use std::sync::Arc;
 
-/// `GET /api/requests?state=pending|resolved|all[&source=..][&by=..][&status=..][&q=..][&limit=N][&offset=N]`:
+/// `GET /api/requests?state=pending|resolved|all[&source=..][&agent=..][&by=..][&status=..][&q=..][&limit=N][&offset=N]`:
 /// pending oldest deadline first; otherwise newest first, with the guard's own decisions
 /// (from the audit log's tail) among the people's. `by` (`policy`, `human`, `fallback`) keeps
 /// one decider's, `status` one outcome (`approved`, `denied`, `expired`,
@@ -30,6 +30,8 @@ pub async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
         }
     };
     let source = query_param(q, "source").filter(|s| !s.is_empty());
+    // One agent's requests (a fleet's page lists every guard's agents).
+    let agent = query_param(q, "agent").filter(|s| !s.is_empty());
     let by = query_param(q, "by").filter(|s| !s.is_empty());
     let status = query_param(q, "status").filter(|s| !s.is_empty());
     let with_own = filter != StateFilter::Pending && by.as_deref().is_none_or(|b| b == "policy");
@@ -48,7 +50,8 @@ pub async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     // decoded); with one, every entry of the state is read and filtered here.
     // The guard's own decisions come merged in: the store's first `offset + limit` are all
     // the page can hold of its entries.
-    let paged = source.is_none() && text.is_none() && by.is_none() && status.is_none();
+    let paged =
+        source.is_none() && agent.is_none() && text.is_none() && by.is_none() && status.is_none();
     // Alone (pending: no own decisions to merge), the store cuts the page at its offset too:
     // page 10 of 10,000 pending decodes its 1,000 entries, not the 10,000 before them.
     let store_cut = paged && !with_own;
@@ -77,6 +80,14 @@ pub async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
     .await;
     let (mut entries, mut total, runs) = match res {
         Ok(Ok(x)) => x,
+        // The page shows this message in place of the list: the database is away.
+        Ok(Err(InboxError::StoreUnavailable(_))) => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store-unavailable",
+                "The inbox database cannot be reached: new requests are denied (store-unavailable) until it returns.",
+            )
+        }
         Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
     };
@@ -95,6 +106,7 @@ pub async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
             source
                 .as_deref()
                 .is_none_or(|s| source_name(e.request.who.source) == s)
+                && agent.as_deref().is_none_or(|a| e.request.who.agent_id == a)
                 && by
                     .as_deref()
                     .is_none_or(|b| e.decision.as_ref().is_some_and(|d| decided_by(d) == b))

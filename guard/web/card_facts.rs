@@ -168,6 +168,7 @@ mod tests {
             state: State::Pending,
             decision: None,
             resolved_ms: None,
+            guard: None,
         }
     }
 

@@ -93,6 +93,7 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
     }
     let slot = Slot(sh.clone(), sid.clone());
     let mut sub = sh.inbox.subscribe();
+    let mut fleet = sh.inbox.subscribe_fleet();
     let mut ended = sh.sessions.ended();
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let mut shutdown = sh.shutdown.clone();
@@ -109,12 +110,14 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
         beat.tick().await;
         loop {
             let msg = tokio::select! {
-                ev = sub.recv() => match ev {
-                    Ok(InboxEvent::Added(e)) => event("added", &entry_json(&e, None, engine.as_deref())),
-                    Ok(InboxEvent::Resolved(r)) => event("resolved", &resolved_json(&r)),
-                    Ok(InboxEvent::Expired(r)) => event("expired", &resolved_json(&r)),
-                    Err(broadcast::error::RecvError::Lagged(_)) => event("resync", &serde_json::json!({})),
-                    Err(broadcast::error::RecvError::Closed) => return,
+                ev = sub.recv() => match frame(ev, engine.as_deref()) {
+                    Some(m) => m,
+                    None => return,
+                },
+                // Other guards' requests (a fleet): the same events, the page cannot tell.
+                ev = fleet.recv() => match frame(ev, engine.as_deref()) {
+                    Some(m) => m,
+                    None => return,
                 },
                 _ = beat.tick() => {
                     if _slot.0.sessions.get(&sid).is_none() {
@@ -148,6 +151,20 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
     h.insert("x-accel-buffering", HeaderValue::from_static("no"));
     let https = sh.https;
     secure(r, https)
+}
+
+/// One inbox event as a stream frame; None when the inbox is gone.
+fn frame(
+    ev: Result<InboxEvent, broadcast::error::RecvError>,
+    engine: Option<&crate::engine::Engine>,
+) -> Option<Bytes> {
+    Some(match ev {
+        Ok(InboxEvent::Added(e)) => event("added", &entry_json(&e, None, engine)),
+        Ok(InboxEvent::Resolved(r)) => event("resolved", &resolved_json(&r)),
+        Ok(InboxEvent::Expired(r)) => event("expired", &resolved_json(&r)),
+        Err(broadcast::error::RecvError::Lagged(_)) => event("resync", &serde_json::json!({})),
+        Err(broadcast::error::RecvError::Closed) => return None,
+    })
 }
 
 /// Escapes control and bidi characters so a log line shows what the request says.

@@ -49,6 +49,8 @@ pub fn entry_json(e: &Entry, run: Option<&Value>, eng: Option<&crate::engine::En
         "source": source_name(e.request.who.source),
         "sourceDetail": e.request.who.source,
         "agentId": e.request.who.agent_id,
+        // In a fleet: the guard whose agent asked (it answers the agent).
+        "guard": e.guard,
         "sessionKey": e.request.who.session_key,
         "requestId": e.request.id,
         "action": e.request.action,
@@ -163,6 +165,7 @@ fn policy_entry(line: &str) -> Option<Entry> {
         decision: Some(decision),
         request,
         verdict,
+        guard: None,
     })
 }
 

@@ -45,6 +45,8 @@ pub mod openclaw;
 pub mod oracle;
 /// Fixtures of the policy case files (tests/data/*.tsv).
 pub mod policy;
+/// A throwaway PostgreSQL server (fleet mode's shared store): start, stop, start again.
+pub mod postgres;
 /// Child processes: the guard binary, its CLI, kill-on-drop children, waiting for output.
 pub mod process;
 /// Fixtures of the read-proxy tests: loopback web servers (HTTP, HTTPS with a test CA),

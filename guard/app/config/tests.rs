@@ -116,3 +116,62 @@ fn grant_suggestions_are_configured_in_the_web_section() {
         }
     }
 }
+
+/// `[store]`: embedded by default; a postgres url (file, or the environment over it) with
+/// this guard's id; anything else is refused at load, never silently embedded.
+#[test]
+fn store_section() {
+    let home = [("HOME", "/h")];
+    let c = Config::load_with(&Overrides::default(), &env_of(&home)).expect("default");
+    assert_eq!(c.store, StoreSettings::Embedded);
+    let t = tempfile::tempdir().expect("tmp");
+    let f = t.path().join("c.toml");
+    let o = Overrides {
+        config: Some(f.clone()),
+        ..Overrides::default()
+    };
+    std::fs::write(
+        &f,
+        "[store]\nurl = \"postgres://g@db/s\"\nguard_id = \"agent-a\"\n",
+    )
+    .expect("write");
+    let c = Config::load_with(&o, &env_of(&home)).expect("file");
+    assert_eq!(
+        c.store,
+        StoreSettings::Fleet {
+            url: "postgres://g@db/s".into(),
+            guard_id: "agent-a".into()
+        }
+    );
+    // The URL may hold a password: the settings never print it.
+    let shown = format!(
+        "{:?}",
+        StoreSettings::Fleet {
+            url: "postgres://g:hunter2@db/s".into(),
+            guard_id: "a".into(),
+        }
+    );
+    assert!(!shown.contains("hunter2"), "{shown}");
+    let env = env_of(&[
+        ("HOME", "/h"),
+        ("SANCTUM_STORE_URL", "postgresql://e@db/s"),
+        ("SANCTUM_GUARD_ID", "env-id"),
+    ]);
+    let c = Config::load_with(&o, &env).expect("env");
+    assert_eq!(
+        c.store,
+        StoreSettings::Fleet {
+            url: "postgresql://e@db/s".into(),
+            guard_id: "env-id".into()
+        }
+    );
+    for bad in [
+        "[store]\nurl = \"mysql://db/s\"\n",
+        "[store]\nurl = \"postgres://db/s\"\nguard_id = \"a b\"\n",
+        "[store]\nurl = \"postgres://db/s\"\nguard_id = \"\"\n",
+        "[store]\nurl = \"postgres://db/s\"\nbogus = 1\n",
+    ] {
+        std::fs::write(&f, bad).expect("write");
+        assert!(Config::load_with(&o, &env_of(&home)).is_err(), "{bad}");
+    }
+}

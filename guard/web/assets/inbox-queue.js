@@ -44,7 +44,8 @@ SG.queue = (queue, o) => {
     state.textContent = stateLabel(rec.state);
     cat.replaceChildren(vis(e.category));
     cmd.replaceChildren(vis(o.commandText(e)));
-    src.replaceChildren(vis(e.source + ' · ' + e.agentId));
+    // In a fleet the row also names the guard whose agent asked (it answers the agent).
+    src.replaceChildren(vis(e.guard ? e.agentId + ' @ ' + e.guard : e.source + ' · ' + e.agentId));
     left.textContent = rec.done ? (rec.note || '') : leftText(e, SG.now());
   }
 

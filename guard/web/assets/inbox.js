@@ -25,6 +25,8 @@
   let total = 0;             // matches of the last load (the page's query)
   let pending = 0;           // every pending request, for the badge and title
   let query = '';
+  // One agent's requests only (a fleet's inbox lists every guard's agents); '' = all.
+  let agent = '';
   const picks = new Set();   // ids ticked for bulk deny
 
   function record(e) {
@@ -149,6 +151,7 @@
   }
 
   function matches(e) {
+    if (agent && e.agentId !== agent) return false;
     if (!query) return true;
     const q = query.toLowerCase();
     return String(e.summary || '').toLowerCase().includes(q) || e.id.includes(q);
@@ -265,14 +268,24 @@
 
   // ---- loading, paging, search ------------------------------------------------------------
   let loadSeq = 0;
+  let storeDown = false;
   async function load() {
     const seq = ++loadSeq;
-    const qs = 'state=pending&limit=' + PAGE + '&offset=' + offset + (query ? '&q=' + encodeURIComponent(query) : '');
+    const qs = 'state=pending&limit=' + PAGE + '&offset=' + offset + (query ? '&q=' + encodeURIComponent(query) : '') +
+      (agent ? '&agent=' + encodeURIComponent(agent) : '');
     const r = await api('GET', '/api/requests?' + qs);
+    // A fleet's database away: say so (new requests are being denied) and look again.
+    if (r.data.error === 'store-unavailable') {
+      storeDown = true;
+      SG.banner(r.data.message);
+      setTimeout(() => { if (seq === loadSeq) load(); }, 2000);
+      return;
+    }
+    if (r.ok && storeDown) { storeDown = false; SG.banner(''); }
     if (!r.ok || seq !== loadSeq) return;
     SG.setServerNow(r.data.nowMs);
     total = r.data.total;
-    if (!query) pending = total;
+    if (!query && !agent) pending = total;
     offset = r.data.offset || 0;
     const got = r.data.requests;
     const live = new Set(got.map((e) => e.id));
@@ -286,7 +299,7 @@
       // Arrived (on the event stream) after this list was asked for: the list cannot know
       // it, so its absence proves nothing.
       if (rec.born >= seq) { kept.push(rec); total++; continue; }
-      if (complete && !query) {
+      if (complete && !query && !agent) {
         markDone(rec, 'resolved-elsewhere', null, 'No longer pending (answered elsewhere or expired).');
         kept.push(rec);
       } else if (rec !== open) {
@@ -343,8 +356,10 @@
   // at once when it no longer matches: a key never acts on a request the search hid.
   const search = document.getElementById('search');
   let searchTimer = 0;
-  search.addEventListener('input', () => {
+  const agentFilter = document.getElementById('agent-filter');
+  function refilter() {
     query = search.value.trim();
+    agent = agentFilter.value.trim();
     if (open && !matches(open.entry)) closeCard();
     // Requests the search hides are dropped as data too (the guard's answer brings back
     // what matches), so searching and paging never pile records up.
@@ -356,7 +371,9 @@
     render();
     clearTimeout(searchTimer);
     searchTimer = setTimeout(() => { offset = 0; load(); }, 250);
-  });
+  }
+  search.addEventListener('input', refilter);
+  agentFilter.addEventListener('input', refilter);
 
   // Compact view: the command, its cwd and Allow once / Deny; Allow always only in the full
   // card. Remembered in this browser.
