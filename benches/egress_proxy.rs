@@ -312,7 +312,7 @@ fn main() {
             cols.push(Column {
                 name: "tinyproxy",
                 via: Some(*p),
-                proxy: Some(Proxy::Group(child.pid())),
+                proxy: Some(Proxy::Threads(child.pid())),
                 runs: Vec::new(),
             });
         }

@@ -16,7 +16,9 @@
 //! ([`AuditLog::record_detached`], for answers that run nothing) are nobody's wait: under
 //! steady load the writer collects them once per [`TICK`] instead of being woken for each,
 //! writes them, and has them fsynced within [`SYNC_WINDOW`]. They survive a guard crash once
-//! written (the page cache has them) and a power loss once synced. The fsync, the head file
+//! written (the page cache has them) and a power loss once synced. Records acknowledged at
+//! their write ([`AuditLog::record_written`]) wake the writer at once like a waited-for one,
+//! are answered as soon as they are in the file and fsynced right after. The fsync, the head file
 //! and the answers belong to a second thread (`syncer`), so a slow disk delays durability,
 //! never the write.
 //! Between processes (the server and the `inbox` command line) an exclusive `flock` is held

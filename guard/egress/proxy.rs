@@ -48,6 +48,8 @@ pub struct Options {
     /// A refused CONNECT is answered inside the tunnel (`tunnel_refusal`), for clients that
     /// drop a refused CONNECT's body.
     pub refuse_in_tunnel: bool,
+    /// An allowed connection waits until its record is fsynced, not only written.
+    pub durable_connections: bool,
 }
 
 /// Reads the request head; returns it and any bytes that followed it.
@@ -108,14 +110,14 @@ async fn refuse(
     answer(&mut s, status, why).await;
 }
 
-/// Resolves and connects to an address `rule` may reach.
+/// Resolves and connects to an address `rule` may reach; the stream and that address.
 async fn connect(
     rule: &EgressRule,
     own: &OwnNets,
     host: &str,
     port: u16,
     timeout: Duration,
-) -> Result<TcpStream, String> {
+) -> Result<(TcpStream, SocketAddr), String> {
     let addrs: Vec<SocketAddr> =
         match tokio::time::timeout(timeout, tokio::net::lookup_host((host, port))).await {
             Ok(Ok(a)) => a.collect(),
@@ -147,7 +149,7 @@ async fn connect(
     let mut last = String::new();
     for a in allowed {
         match tokio::time::timeout(timeout, TcpStream::connect(a)).await {
-            Ok(Ok(s)) => return Ok(s),
+            Ok(Ok(s)) => return Ok((s, a)),
             Ok(Err(e)) => last = format!("{a}: {e}"),
             Err(_) => last = format!("{a}: connect timed out"),
         }
@@ -258,7 +260,8 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
         Err(_) => Err((408, "no request head in time")),
     };
     let head = match head {
-        Ok((h, rest)) if opts.routes.claims(&h, s.local_addr().ok()) => {
+        // The local address (a syscall) only matters when there are routes to claim.
+        Ok((h, rest)) if !opts.routes.is_empty() && opts.routes.claims(&h, s.local_addr().ok()) => {
             let audit = records.audit.clone();
             return super::route::serve(s, peer, h, rest, opts, audit).await;
         }
@@ -329,25 +332,28 @@ async fn serve_one(mut s: TcpStream, peer: SocketAddr, opts: Arc<Options>, recor
             }
         }
     };
-    let up = match connect(&rule, &opts.own, &ask.host, ask.port, opts.head_timeout).await {
-        Ok(u) => u,
-        Err(why) => {
-            rec.reason = why.clone();
-            records.deny(rec, "upstream-failed").await;
-            refuse(s, &opts, &ask, rest, 502, &why).await;
-            return;
-        }
-    };
+    let (up, upstream) =
+        match connect(&rule, &opts.own, &ask.host, ask.port, opts.head_timeout).await {
+            Ok(u) => u,
+            Err(why) => {
+                rec.reason = why.clone();
+                records.deny(rec, "upstream-failed").await;
+                refuse(s, &opts, &ask, rest, 502, &why).await;
+                return;
+            }
+        };
     rec.verdict = "allow";
     rec.reason = format!("allowed by {}", rule.origin);
-    rec.upstream = up.peer_addr().ok().map(|a| a.to_string());
+    rec.upstream = Some(upstream.to_string());
     // The decision is in the log before a byte reaches the destination; its fsync is under
-    // way, and an earlier one that failed stops every allow.
+    // way (or, when told, done), and an earlier one that failed stops every allow.
+    let event = AuditEvent::Egress(Box::new(rec.clone()));
     let recorded = records.durable.load(Ordering::Relaxed)
-        && audit
-            .record_written(AuditEvent::Egress(Box::new(rec.clone())), &records.durable)
-            .await
-            .is_ok();
+        && if opts.durable_connections {
+            audit.record(event).await.is_ok()
+        } else {
+            audit.record_written(event, &records.durable).await.is_ok()
+        };
     if !recorded {
         answer(&mut s, 502, "the audit log cannot record this connection").await;
         return;
