@@ -1,15 +1,18 @@
-//! The egress proxy against tinyproxy, side by side in one run: the same loopback HTTP
-//! upstream reached directly, through tinyproxy and through `sanctum-guard egress` (which
-//! judges every request against its rules, resolves, checks the address and writes an audit
-//! record before and after each connection). Each request is a new connection (what a
-//! forward proxy serves: one CONNECT or one absolute-form request per connection), 50
-//! clients at once; the figures are connections per second, the round trip's p50/p99, the
-//! p99 each proxy adds over the direct path, and each proxy's CPU time per connection.
-//! Both modes: a plain `GET http://…` forwarded, and a CONNECT tunnel with one request
-//! inside. Nine rounds (`SANCTUM_BENCH_ROUNDS`, `SANCTUM_BENCH_REQUESTS` per client), the
-//! order rotating, medians reported. Targets: throughput >= 1.0x the anchor's,
-//! p99 added <= 1 ms on loopback. Needs tinyproxy (`apt-get install tinyproxy-bin`); without
-//! it only our figures are printed.
+//! The egress proxy against Squid and tinyproxy, side by side in one run: the same loopback
+//! HTTP upstream reached directly, through Squid, through tinyproxy and through
+//! `sanctum-guard egress` (which judges every request against its rules, resolves, checks
+//! the address and writes an audit record before and after each connection). Each request
+//! is a new connection (what a forward proxy serves: one CONNECT or one absolute-form
+//! request per connection). Throughput: 50 clients at once; connections per second, the
+//! round trip's p50/p99, the p99 each proxy adds over the direct path (mostly queueing at
+//! that load), and each proxy's CPU time per connection. Latency: one client, one
+//! connection at a time, the p50/p99 each proxy adds to a lone request. Both modes: a plain
+//! `GET http://…` forwarded, and a CONNECT tunnel with one request inside. Nine rounds
+//! (`SANCTUM_BENCH_ROUNDS`, `SANCTUM_BENCH_REQUESTS` per client, `SANCTUM_BENCH_SERIAL`
+//! lone requests per round), the order rotating, medians reported. Targets: throughput >=
+//! 1.0x Squid's (tinyproxy is the second anchor), p99 added <= 1 ms on loopback. Needs
+//! `squid` and `tinyproxy-bin` from apt (tests/setup.sh installs both); a missing one is
+//! skipped and said so.
 // Bench code: a panic is the failure report, and benches may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
@@ -103,11 +106,17 @@ async fn one(target: u16, via: Option<u16>, mode: Mode) {
     assert!(out.ends_with(b"ok"), "{}", String::from_utf8_lossy(&out));
 }
 
-/// Round trips (µs) of `CLIENTS` x `requests` connections, and the wall time.
-async fn load(target: u16, via: Option<u16>, mode: Mode, requests: usize) -> (Vec<u64>, Duration) {
+/// Round trips (µs) of `clients` x `requests` connections, and the wall time.
+async fn load(
+    target: u16,
+    via: Option<u16>,
+    mode: Mode,
+    clients: usize,
+    requests: usize,
+) -> (Vec<u64>, Duration) {
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..CLIENTS {
+    for _ in 0..clients {
         tasks.push(tokio::spawn(async move {
             let mut rtts = Vec::with_capacity(requests);
             for _ in 0..requests {
@@ -165,6 +174,45 @@ fn ours(state: &std::path::Path, upstream: u16) -> (u16, ChildGuard) {
     (port, child)
 }
 
+/// Squid (Debian's, one worker, no cache, no access log) allowing loopback clients; the
+/// default config's port limits are left out, so CONNECT reaches the upstream's port as it
+/// does through the others. `None` when it is not installed.
+fn squid(dir: &std::path::Path) -> Option<(u16, ChildGuard)> {
+    let bin = ["/usr/sbin/squid", "/usr/bin/squid"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())?;
+    let port = free_port();
+    let run = dir.join("squid");
+    std::fs::create_dir_all(&run).expect("squid dir");
+    // Run as root it drops to `proxy`, which must write its log and pid file here.
+    std::fs::set_permissions(&run, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .expect("squid dir mode");
+    let conf = run.join("squid.conf");
+    let d = run.display();
+    std::fs::write(
+        &conf,
+        format!(
+            "http_port 127.0.0.1:{port}\nacl lo src 127.0.0.1/32\nhttp_access allow lo\n\
+             http_access deny all\ncache deny all\ncache_mem 0 MB\naccess_log none\n\
+             cache_store_log none\ncache_log {d}/cache.log\npid_filename {d}/squid.pid\n\
+             coredump_dir {d}\nmax_filedescriptors 8192\nshutdown_lifetime 0 seconds\n\
+             pinger_enable off\nvia off\nforwarded_for delete\n"
+        ),
+    )
+    .expect("conf");
+    let child = ChildGuard::spawn_group(
+        "squid",
+        Command::new(bin)
+            .arg("-N")
+            .arg("-f")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_port(port);
+    Some((port, child))
+}
+
 /// tinyproxy allowing loopback clients and CONNECT to the upstream's port (None: missing).
 fn tinyproxy(dir: &std::path::Path, upstream: u16) -> Option<(u16, ChildGuard)> {
     let bin = ["/usr/bin/tinyproxy", "/usr/sbin/tinyproxy"]
@@ -208,7 +256,7 @@ fn measure(
     requests: usize,
 ) -> Figures {
     let before = c.proxy.map(cpu_of);
-    let run = rt.block_on(load(target, c.via, mode, requests));
+    let run = rt.block_on(load(target, c.via, mode, CLIENTS, requests));
     let cpu = match (c.proxy, before) {
         (Some(p), Some(b)) => cpu_of(p).saturating_sub(b),
         _ => Duration::ZERO,
@@ -235,6 +283,7 @@ fn main() {
     rt.spawn(upstream(listener));
     let dir = tempfile::tempdir().expect("tmp");
     let (our_port, our_child) = ours(dir.path(), target);
+    let sq = squid(dir.path());
     let tiny = tinyproxy(dir.path(), target);
     for mode in [Mode::Plain, Mode::Tunnel] {
         let mut cols = vec![
@@ -251,16 +300,24 @@ fn main() {
                 runs: Vec::new(),
             },
         ];
-        if let Some((p, child)) = &tiny {
+        if let Some((p, child)) = &sq {
             cols.push(Column {
-                name: "tinyproxy",
+                name: "squid",
                 via: Some(*p),
                 proxy: Some(Proxy::Group(child.pid())),
                 runs: Vec::new(),
             });
         }
+        if let Some((p, child)) = &tiny {
+            cols.push(Column {
+                name: "tinyproxy",
+                via: Some(*p),
+                proxy: Some(Proxy::Threads(child.pid())),
+                runs: Vec::new(),
+            });
+        }
         for c in &cols {
-            rt.block_on(load(target, c.via, mode, requests / 4 + 1));
+            rt.block_on(load(target, c.via, mode, CLIENTS, requests / 4 + 1));
         }
         for round in 0..rounds {
             let n = cols.len();
@@ -271,9 +328,58 @@ fn main() {
             }
         }
         report(mode, &cols, rounds, requests);
+        one_at_a_time(&rt, &cols, target, mode, rounds);
+    }
+    if sq.is_none() {
+        println!("  squid: skipped (not installed: apt-get install squid)");
     }
     if tiny.is_none() {
         println!("  tinyproxy: skipped (not installed: apt-get install tinyproxy-bin)");
+    }
+}
+
+/// The latency a proxy adds to a lone request (the issue's "p99 added on loopback"): one
+/// client, one connection at a time (`SANCTUM_BENCH_SERIAL` per round, columns rotating),
+/// so no queue behind other clients is counted. Every round's round trips pooled.
+fn one_at_a_time(
+    rt: &tokio::runtime::Runtime,
+    cols: &[Column],
+    target: u16,
+    mode: Mode,
+    rounds: usize,
+) {
+    let serial = knob("SANCTUM_BENCH_SERIAL", 300);
+    let mut rtts: Vec<Vec<u64>> = vec![Vec::new(); cols.len()];
+    for round in 0..rounds {
+        for k in 0..cols.len() {
+            let i = (round + k) % cols.len();
+            let (r, _) = rt.block_on(load(target, cols[i].via, mode, 1, serial));
+            rtts[i].extend(r);
+        }
+    }
+    println!(
+        "  one client, one connection at a time ({} per column):",
+        serial * rounds
+    );
+    let f: Vec<Figures> = rtts
+        .into_iter()
+        .map(|r| figures((r, Duration::from_secs(1)), Duration::ZERO))
+        .collect();
+    for (c, x) in cols.iter().zip(&f) {
+        let added = x.p99.saturating_sub(f[0].p99);
+        let verdict = match (c.name, added <= 1000) {
+            ("egress", true) => "   (target <= 1 ms: met)",
+            ("egress", false) => "   (target <= 1 ms: MISSED)",
+            _ => "",
+        };
+        println!(
+            "    {:<9} p50 {:>6} µs   p99 {:>6} µs   added p50 {:>6} µs   added p99 {:>6} µs{verdict}",
+            c.name,
+            x.p50,
+            x.p99,
+            x.p50.saturating_sub(f[0].p50),
+            added,
+        );
     }
 }
 
@@ -295,12 +401,14 @@ fn report(mode: Mode, cols: &[Column], rounds: usize, requests: usize) {
             median(c.runs.iter().map(|f| f.cpu_us)),
         );
     }
-    if let [_, ours, anchor] = cols {
+    let ours = &cols[1];
+    for anchor in &cols[2..] {
         let pairs = || ours.runs.iter().zip(&anchor.runs);
         let thr: Vec<f64> = pairs().map(|(o, a)| o.per_sec / a.per_sec).collect();
         let cpu: Vec<f64> = pairs().map(|(o, a)| o.cpu_us / a.cpu_us).collect();
         println!(
-            "  egress/tinyproxy: throughput {:.2}x (target >= 1), cpu per connection {:.2}x",
+            "  egress/{}: throughput {:.2}x (target >= 1), cpu per connection {:.2}x",
+            anchor.name,
             median(thr.into_iter()),
             median(cpu.into_iter())
         );

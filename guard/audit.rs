@@ -16,7 +16,9 @@
 //! ([`AuditLog::record_detached`], for answers that run nothing) are nobody's wait: under
 //! steady load the writer collects them once per [`TICK`] instead of being woken for each,
 //! writes them, and has them fsynced within [`SYNC_WINDOW`]. They survive a guard crash once
-//! written (the page cache has them) and a power loss once synced. The fsync, the head file
+//! written (the page cache has them) and a power loss once synced. Records acknowledged at
+//! their write ([`AuditLog::record_written`]) wake the writer at once like a waited-for one,
+//! are answered as soon as they are in the file and fsynced right after. The fsync, the head file
 //! and the answers belong to a second thread (`syncer`), so a slow disk delays durability,
 //! never the write.
 //! Between processes (the server and the `inbox` command line) an exclusive `flock` is held
@@ -45,6 +47,7 @@ pub mod assertion;
 pub mod event;
 mod key;
 mod redact;
+mod reply;
 mod syncer;
 pub mod tally;
 mod verify;
@@ -56,6 +59,7 @@ pub use redact::{redact, redact_str};
 pub use verify::{verify, verify_bytes, verify_set, SetReport, Verification};
 pub use writer::{archive_path, head_path};
 
+use reply::Reply;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -66,6 +70,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 use syncer::SyncJob;
+/// Held by a test, the fsync never returns (a disk that stalls).
+#[cfg(test)]
+pub(crate) use syncer::STALL as FSYNC_STALL;
 use writer::Writer;
 
 /// The `prev` of the first record.
@@ -196,33 +203,6 @@ impl std::fmt::Debug for Body {
     }
 }
 
-#[derive(Debug)]
-enum Reply {
-    Blocking(mpsc::SyncSender<Result<u64, AuditError>>),
-    Async(tokio::sync::oneshot::Sender<Result<u64, AuditError>>),
-    /// Nobody waits; a failure (of the write or of the later fsync) clears this flag.
-    Detached(Arc<AtomicBool>),
-}
-
-impl Reply {
-    fn send(self, r: Result<u64, AuditError>) {
-        // A caller that stopped waiting does not stop the others.
-        match self {
-            Reply::Blocking(tx) => {
-                let _ = tx.send(r);
-            }
-            Reply::Async(tx) => {
-                let _ = tx.send(r);
-            }
-            Reply::Detached(ok) => {
-                if r.is_err() {
-                    ok.store(false, Ordering::Relaxed);
-                }
-            }
-        }
-    }
-}
-
 /// Hex SHA-256 of a line's bytes (without its `\n`).
 pub fn line_hash(line: &[u8]) -> String {
     hex::encode(Sha256::digest(line))
@@ -320,6 +300,27 @@ impl AuditLog {
     /// runtime thread.
     pub async fn record(&self, event: AuditEvent) -> Result<u64, AuditError> {
         self.record_body(event.kind(), Body::Event(event)).await
+    }
+
+    /// [`AuditLog::record`] answered once the record is written rather than fsynced: the
+    /// fsync follows at once, grouped with whatever else is queued, and a failure of it
+    /// clears `ok` (the caller then allows nothing more: fail closed). For decisions whose
+    /// caller cannot wait for a slow disk's fsync before acting (the egress proxy's
+    /// connections): a crash of the process loses none of them, a crash of the machine only
+    /// those of the fsync under way.
+    pub async fn record_written(
+        &self,
+        event: AuditEvent,
+        ok: &Arc<AtomicBool>,
+    ) -> Result<u64, AuditError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.submit(
+            event.kind(),
+            Body::Event(event),
+            Reply::Written(tx, Arc::clone(ok)),
+        )?;
+        self.writer.unpark();
+        rx.await.map_err(|_| AuditError::Closed)?
     }
 
     /// Queues an event without waiting: serialised with the next batch on the writer thread,
@@ -538,7 +539,11 @@ fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>, syncer: mpsc::Sender<SyncJ
         });
         match res {
             Ok(seqs) => {
-                unsynced.replies.extend(replies.into_iter().zip(seqs));
+                let written = replies
+                    .into_iter()
+                    .zip(seqs)
+                    .map(|(r, s)| (r.written(s), s));
+                unsynced.replies.extend(written);
                 let since = *unsynced.since.get_or_insert_with(Instant::now);
                 if waited || since.elapsed() >= SYNC_WINDOW {
                     unsynced.sync(&mut w, &syncer);

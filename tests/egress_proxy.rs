@@ -523,3 +523,36 @@ fn names_the_hosts_file_maps_home_are_refused_after_resolution() {
         "{a}"
     );
 }
+
+/// The proxy does not hold a connection for its audit record's fsync, only for its write: so
+/// a proxy killed (`kill -9`) the moment its clients have their answers still leaves the
+/// record of every connection it made, in a chain that verifies.
+#[test]
+fn a_killed_proxy_loses_no_record_of_a_connection_it_made() {
+    let (up, seen) = upstream();
+    let mut p = start(&[format!("127.0.0.1:{up}")]);
+    let n = 20;
+    for _ in 0..n {
+        let t = ask(
+            &p,
+            &format!("CONNECT 127.0.0.1:{up} HTTP/1.1\r\nHost: x\r\n\r\n"),
+            b"ping",
+        );
+        assert!(t.starts_with("HTTP/1.1 200") && t.ends_with("pong"), "{t}");
+        assert_eq!(seen.recv_timeout(Duration::from_secs(5)).unwrap(), "ping");
+    }
+    p._e.child.kill9();
+    let allowed = records(&p)
+        .iter()
+        .filter(|r| r["fields"]["phase"] == "decided" && r["fields"]["verdict"] == "allow")
+        .count();
+    assert_eq!(allowed, n, "every connection made is on record");
+    let log = p.state.path().join("egress/egress-audit.jsonl");
+    assert!(
+        matches!(
+            sanctum_guard::audit::verify(&log).unwrap(),
+            sanctum_guard::audit::Verification::Ok { .. }
+        ),
+        "the chain verifies"
+    );
+}

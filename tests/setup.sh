@@ -14,7 +14,10 @@ COMPOSE_V2_VERSION=2.40.3
 TRACE_DJANGO_VERSION=3.1.14
 KUBERNETES_VALIDATE_VERSION=1.37.0
 
-APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver perl make postgresql"
+# squid and tinyproxy-bin are the anchors benches/egress_proxy.rs measures the egress proxy
+# against (each run from its own config on a free port; the system service is not used);
+# postgresql is the fleet suites' database (each starts its own cluster in a temp dir).
+APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver perl make squid tinyproxy-bin postgresql"
 
 # One line per step, with what it did and how long it took (a first run takes minutes).
 step() {

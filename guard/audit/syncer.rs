@@ -30,7 +30,7 @@ pub(super) fn spawn(head: Option<File>) -> std::io::Result<mpsc::Sender<SyncJob>
 
 /// Unit tests hold this to stand for a disk whose fsync does not return.
 #[cfg(test)]
-pub(super) static STALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(crate) static STALL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn run(head: Option<File>, rx: mpsc::Receiver<SyncJob>) {
     while let Ok(first) = rx.recv() {
@@ -136,6 +136,53 @@ mod tests {
         assert_eq!(
             crate::audit::verify(&path).unwrap(),
             Verification::Ok { records: 201 }
+        );
+    }
+
+    /// A record acknowledged at its write is answered while the fsync stalls (the line is
+    /// in the file, so a `kill -9` keeps it) and its flag stays set once the disk answers.
+    #[test]
+    fn a_written_record_is_answered_before_its_fsync() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let (log, _) = AuditLog::open(&path).unwrap();
+        let ok = Arc::new(AtomicBool::new(true));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let event = || {
+            crate::audit::AuditEvent::Egress(Box::new(crate::audit::event::EgressRecord {
+                phase: "decided",
+                client: "127.0.0.1:5000".into(),
+                method: "CONNECT".into(),
+                target: "example.com:443".into(),
+                verdict: "allow",
+                reason: "allowed by test".into(),
+                upstream: None,
+                bytes_up: None,
+                bytes_down: None,
+                duration_ms: None,
+            }))
+        };
+        let stall = super::STALL.lock().unwrap();
+        for n in 1..=3 {
+            let seq = rt
+                .block_on(async {
+                    tokio::time::timeout(Duration::from_secs(5), log.record_written(event(), &ok))
+                        .await
+                })
+                .expect("answered while the fsync stalls")
+                .unwrap();
+            assert_eq!(seq, n);
+            assert_eq!(lines(&path), n as usize, "answered before it was written");
+        }
+        drop(stall);
+        log.append_raw("request", json!({ "after": true })).unwrap();
+        assert!(ok.load(Ordering::Relaxed));
+        assert_eq!(
+            crate::audit::verify(&path).unwrap(),
+            Verification::Ok { records: 4 }
         );
     }
 }

@@ -36,6 +36,11 @@ pub struct EgressArgs {
     /// agent reads why.
     #[arg(long)]
     refuse_in_tunnel: bool,
+    /// Hold each allowed connection until its audit record is fsynced, not only written
+    /// (a power cut then loses no record of a connection made; each connection waits one
+    /// fsync, several ms on some disks).
+    #[arg(long)]
+    durable_connections: bool,
 }
 
 /// Asking a person about destinations no rule covers (through `serve`'s approvals socket).
@@ -171,6 +176,7 @@ pub fn run(a: EgressArgs) -> ExitCode {
             asker,
             routes,
             refuse_in_tunnel: a.refuse_in_tunnel,
+            durable_connections: a.durable_connections,
         },
     )
 }

@@ -58,6 +58,8 @@ pub struct EgressOptions {
     pub routes: route::Routes,
     /// Refusals of a CONNECT are given inside the tunnel (`tunnel_refusal`).
     pub refuse_in_tunnel: bool,
+    /// An allowed connection waits for its audit record's fsync (`proxy::Options`).
+    pub durable_connections: bool,
 }
 
 /// Why the proxy could not start.
@@ -138,6 +140,7 @@ pub async fn serve(o: EgressOptions) -> Result<(), EgressError> {
         idle_timeout: Duration::from_secs(300),
         routes: o.routes,
         refuse_in_tunnel: o.refuse_in_tunnel,
+        durable_connections: o.durable_connections,
     };
     proxy::run(listener, opts, audit, rx).await;
     Ok(())

@@ -204,9 +204,37 @@ pub struct RunCgroup {
     dirs: Vec<PathBuf>,
     /// `cgroup.procs` of each, open for writing: the child writes `0` to join.
     procs: Vec<OwnedFd>,
+    /// What says whether it is empty, open for reading (each run's check re-reads them
+    /// from the start; opening them was most of what giving a cgroup back cost).
+    members: Vec<(std::fs::File, Count)>,
     v2: bool,
     /// The limits it was made with (a pooled cgroup is reused only for the same).
     want: Wanted,
+}
+
+/// How a file of [`RunCgroup::members`] tells that no process is left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Count {
+    /// `cgroup.procs`: no pid listed.
+    Procs,
+    /// `pids.current`: 0 (zombies still count here).
+    Pids,
+}
+
+impl Count {
+    /// Whether `f` (re-read from its start) says the cgroup is empty; a failed read is not.
+    fn says_empty(self, f: &std::fs::File) -> bool {
+        use std::os::unix::fs::FileExt;
+        let mut buf = [0u8; 64];
+        let Ok(n) = f.read_at(&mut buf, 0) else {
+            return false;
+        };
+        let text = buf[..n].trim_ascii();
+        match self {
+            Count::Procs => text.is_empty(),
+            Count::Pids => text == b"0",
+        }
+    }
 }
 
 /// Idle run cgroups kept (about the runs in flight at once).
@@ -263,6 +291,7 @@ impl RunCgroup {
         let mut cg = RunCgroup {
             dirs: Vec::new(),
             procs: Vec::new(),
+            members: Vec::new(),
             v2: b.v2,
             want,
         };
@@ -282,6 +311,13 @@ impl RunCgroup {
                 .write(true)
                 .open(dir.join("cgroup.procs"))?;
             cg.procs.push(f.into());
+            cg.members
+                .push((std::fs::File::open(dir.join("cgroup.procs"))?, Count::Procs));
+            match std::fs::File::open(dir.join("pids.current")) {
+                Ok(f) => cg.members.push((f, Count::Pids)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
         }
         Ok(Some(cg))
     }
@@ -294,14 +330,8 @@ impl RunCgroup {
     /// Whether no process (not even a zombie, which `pids.current` still counts) is in any
     /// of the run's cgroups. Anything unreadable counts as not empty.
     fn is_empty(&self) -> bool {
-        self.dirs.iter().all(|d| {
-            let procs = std::fs::read_to_string(d.join("cgroup.procs"));
-            let pids = match std::fs::read_to_string(d.join("pids.current")) {
-                Ok(n) => n.trim() == "0",
-                Err(e) => e.kind() == std::io::ErrorKind::NotFound,
-            };
-            procs.is_ok_and(|p| p.trim().is_empty()) && pids
-        })
+        // Every dir has its cgroup.procs here (`create`), so none is skipped.
+        self.members.iter().all(|(f, count)| count.says_empty(f))
     }
 
     /// Kills every process in the run's cgroup (v2's `cgroup.kill`; on v1 the process group
@@ -327,6 +357,7 @@ impl Drop for RunCgroup {
                     pool.push(RunCgroup {
                         dirs: std::mem::take(&mut self.dirs),
                         procs: std::mem::take(&mut self.procs),
+                        members: std::mem::take(&mut self.members),
                         v2: self.v2,
                         want: self.want,
                     });
@@ -399,5 +430,35 @@ mod tests {
         sleeper.kill().unwrap();
         sleeper.wait().unwrap();
         drop((c, d));
+    }
+
+    /// The held files are read afresh at each check: empty, then a member (read from the
+    /// same open files), then empty again once it is reaped (a zombie still counts).
+    #[test]
+    fn emptiness_is_read_afresh_from_the_held_files() {
+        let want = Wanted {
+            pids: 23,
+            memory_mb: 0,
+            cpu_percent: 0,
+        };
+        let Some(cg) = RunCgroup::create(want).unwrap() else {
+            return;
+        };
+        assert!(cg.members.iter().any(|(_, c)| *c == Count::Pids));
+        assert!(cg.is_empty());
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        write(&cg.dirs[0].join("cgroup.procs"), &sleeper.id().to_string()).unwrap();
+        assert!(!cg.is_empty(), "a member is seen through the held files");
+        sleeper.kill().unwrap();
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_millis(300) {
+            assert!(!cg.is_empty(), "a zombie still counts");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        sleeper.wait().unwrap();
+        assert!(cg.is_empty(), "empty again once reaped");
     }
 }

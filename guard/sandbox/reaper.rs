@@ -126,7 +126,10 @@ fn sweep() -> usize {
     // SAFETY: getsid(0) reads this process's session id.
     let own_session = unsafe { libc::getsid(0) };
     let mut alive = 0;
-    for c in children().into_iter().filter_map(child) {
+    // A registered leader is skipped before its stat is read (one file read per run in
+    // flight saved on every sweep).
+    let unknown = children().into_iter().filter(|p| !live.contains(p));
+    for c in unknown.filter_map(child) {
         if c.session == own_session || live.contains(&c.pid) || live.contains(&c.pgrp) {
             continue;
         }

@@ -30,12 +30,17 @@ pub fn figures((mut rtts, wall): (Vec<u64>, Duration), cpu: Duration) -> Figures
 pub enum Proxy {
     Group(u32),
     Process(u32),
+    /// One process that starts a thread per connection (tinyproxy): an exited thread leaves
+    /// `task/`, so its time is read from the process's `stat` (utime + stime, which keep
+    /// what exited threads spent), in clock ticks.
+    Threads(u32),
 }
 
 /// On-CPU time so far of every thread of `proxy`'s processes
 /// (`/proc/PID/task/TID/schedstat`, first field, nanoseconds).
 pub fn cpu_of(proxy: Proxy) -> Duration {
     let pids: Vec<String> = match proxy {
+        Proxy::Threads(pid) => return ticks_of(pid),
         Proxy::Process(pid) => vec![pid.to_string()],
         Proxy::Group(pgid) => std::fs::read_dir("/proc")
             .into_iter()
@@ -63,6 +68,21 @@ pub fn cpu_of(proxy: Proxy) -> Duration {
         }
     }
     Duration::from_nanos(ns)
+}
+
+/// utime + stime of process `pid`, every thread it ever had included.
+fn ticks_of(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (in parentheses): utime and stime are the 12th and 13th.
+    let after = stat.rsplit_once(')').map_or("", |(_, a)| a);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse::<u64>().ok())
+        .sum();
+    // /proc reports USER_HZ ticks: 100 a second on x86_64 and arm64.
+    Duration::from_millis(ticks.saturating_mul(10))
 }
 
 /// Waits up to 20 s for a listener on `port` (loopback).
