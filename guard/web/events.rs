@@ -1,4 +1,5 @@
-//! Live updates: `GET /api/events` (Server-Sent Events: `added`, `resolved`, `expired`, and
+//! Live updates: `GET /api/events` (Server-Sent Events: `added`, `resolved`, `expired`,
+//! `approval` (a partial approval of a request that needs several reviewers), and
 //! `resync` when this client fell behind and must re-read the list), and the watcher that
 //! makes a person notice: one log line per request that waits for a human, and the pending
 //! gauge and decision metrics of the inbox's requests.
@@ -93,6 +94,7 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
     }
     let slot = Slot(sh.clone(), sid.clone());
     let mut sub = sh.inbox.subscribe();
+    let mut votes = sh.votes.subscribe();
     let mut ended = sh.sessions.ended();
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let mut shutdown = sh.shutdown.clone();
@@ -113,6 +115,11 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
                     Ok(InboxEvent::Added(e)) => event("added", &entry_json(&e, None, engine.as_deref())),
                     Ok(InboxEvent::Resolved(r)) => event("resolved", &resolved_json(&r)),
                     Ok(InboxEvent::Expired(r)) => event("expired", &resolved_json(&r)),
+                    Err(broadcast::error::RecvError::Lagged(_)) => event("resync", &serde_json::json!({})),
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                v = votes.recv() => match v {
+                    Ok(v) => event("approval", &v),
                     Err(broadcast::error::RecvError::Lagged(_)) => event("resync", &serde_json::json!({})),
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
