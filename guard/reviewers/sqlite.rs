@@ -12,7 +12,7 @@ use crate::audit::AuditLog;
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::Path;
 
 pub const SCHEMA: &str = "
@@ -61,20 +61,13 @@ impl SqliteReviewers {
     /// Opens the tables in the database at `path` (created 0600 when missing); account
     /// changes and votes go to `audit` when given.
     pub fn open(path: &Path, audit: Option<AuditLog>) -> Result<Self, ReviewerError> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| storage(format!("{}: {e}", path.display())))?;
-        let meta = file.metadata().map_err(storage)?;
-        if meta.permissions().mode() & 0o077 != 0 {
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))
-                .map_err(storage)?;
+        // Only a missing file is made here: closing any descriptor of a database drops
+        // every POSIX lock this process holds on it, so an open inbox connection (serve's)
+        // would lose its locks, and another process could checkpoint and delete the WAL
+        // under it.
+        if !path.exists() {
+            create_private(path)?;
         }
-        drop(file);
         let conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         let _: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
@@ -102,6 +95,28 @@ impl SqliteReviewers {
         )?;
         Ok(others + i64::from(role == Some(Role::Admin)))
     }
+}
+
+/// A new, empty database file, 0600 from its first byte (SQLite gives its -wal and -shm
+/// files the same mode).
+fn create_private(path: &Path) -> Result<(), ReviewerError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| storage(format!("{}: {e}", dir.display())))?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map(drop)
+        .or_else(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Ok(()),
+            _ => Err(storage(format!("{}: {e}", path.display()))),
+        })
 }
 
 fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<(String, String, String, i64, String, bool)> {
