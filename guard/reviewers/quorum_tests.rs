@@ -33,10 +33,19 @@ fn partial(who: &[&str], need: u8) -> Outcome {
     }
 }
 
+/// (row, need, votes, removed accounts, now, expected)
+type Row = (
+    &'static str,
+    u8,
+    Vec<Vote>,
+    &'static [&'static str],
+    u64,
+    Outcome,
+);
+
 #[test]
 fn counting_table() {
-    // (row, need, votes, removed accounts, now, expected)
-    let rows: Vec<(&str, u8, Vec<Vote>, &[&str], u64, Outcome)> = vec![
+    let rows: Vec<Row> = vec![
         (
             "one of one",
             1,

@@ -88,7 +88,7 @@ pub async fn decide(
     // decision to apply.
     let entry = match pending(sh, id, hash, kind) {
         Ok(e) => e,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     if grant.is_some()
         && super::reviewer_gate::required(sh, &entry)
@@ -132,28 +132,33 @@ fn pending(
     id: &str,
     hash: &str,
     kind: DecisionKind,
-) -> Result<crate::inbox::Entry, Resp> {
-    match sh.inbox.get(id) {
-        Ok(Some(e)) if e.state != crate::inbox::State::Pending => {
-            Err(decide_error(InboxError::AlreadyResolved {
-                id: id.to_owned(),
-                state: e.state,
-            }))
+) -> Result<crate::inbox::Entry, Box<Resp>> {
+    let e = match sh.inbox.get(id) {
+        Ok(Some(e)) => e,
+        Ok(None) => return Err(Box::new(decide_error(InboxError::UnknownId(id.to_owned())))),
+        Err(e) => return Err(Box::new(decide_error(e))),
+    };
+    let refusal = if e.state != crate::inbox::State::Pending {
+        InboxError::AlreadyResolved {
+            id: id.to_owned(),
+            state: e.state,
         }
-        Ok(Some(e)) if e.request_hash != hash => Err(decide_error(InboxError::HashMismatch {
+    } else if e.request_hash != hash {
+        InboxError::HashMismatch {
             id: id.to_owned(),
             expected: hash.to_owned(),
             actual: e.request_hash,
-        })),
-        Ok(Some(e)) if !e.offers(kind) => Err(decide_error(InboxError::NotOffered {
+        }
+    } else if !e.offers(kind) {
+        InboxError::NotOffered {
             id: id.to_owned(),
             kind,
             offered: e.offered(),
-        })),
-        Ok(Some(e)) => Ok(e),
-        Ok(None) => Err(decide_error(InboxError::UnknownId(id.to_owned()))),
-        Err(e) => Err(decide_error(e)),
-    }
+        }
+    } else {
+        return Ok(e);
+    };
+    Err(Box::new(decide_error(refusal)))
 }
 
 /// The grant a decision body asks for (`grant: {scope, n?}`), checked against the entry:
