@@ -124,7 +124,13 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = beat.tick() => {
-                    if _slot.0.sessions.get(&sid).is_none() {
+                    // The session, and its reviewer account (a removed account's stream
+                    // ends here even if the page makes no call).
+                    let alive = match _slot.0.sessions.get(&sid) {
+                        Some(view) => super::reviewer_gate::role_of(&_slot.0, &view).await.is_ok(),
+                        None => false,
+                    };
+                    if !alive {
                         let _ = tx.try_send(event("signed-out", &serde_json::json!({})));
                         return;
                     }
