@@ -9,7 +9,6 @@ use super::metrics::global as metrics;
 use super::signin_guard::SignInGuard;
 use super::view::entry_json;
 use crate::inbox::Inbox;
-use crate::reviewers::Role;
 use hyper::body::Incoming;
 use hyper::header::{
     HeaderName, HeaderValue, AUTHORIZATION, COOKIE, HOST, ORIGIN, SET_COOKIE, WWW_AUTHENTICATE,
@@ -260,7 +259,7 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
         Err(r) => return r,
     };
     let segs: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
-    if let Some(r) = role_refusal(role, &method, &segs) {
+    if let Some(r) = super::reviewer_gate::role_refusal(role, &method, &segs) {
         return r;
     }
     match (method, segs.as_slice()) {
@@ -296,35 +295,6 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
         ),
         _ => error(StatusCode::NOT_FOUND, "not-found", "no such endpoint"),
     }
-}
-
-/// What a role may not do: a viewer changes nothing that decides (requests, grants, the
-/// agent), and only an admin ends everyone's sessions. Its own sign-out and passkeys stay
-/// every reviewer's.
-fn role_refusal(role: Role, method: &Method, segs: &[&str]) -> Option<Resp> {
-    if matches!(*method, Method::GET | Method::HEAD) {
-        return None;
-    }
-    let (need, what) = match segs {
-        ["sessions", "revoke"] => (Role::Admin, "end every session"),
-        ["requests", ..] | ["grants", ..] | ["agent", ..] => (Role::Approver, "decide"),
-        _ => return None,
-    };
-    if role >= need {
-        return None;
-    }
-    Some(refuse(
-        "role",
-        StatusCode::FORBIDDEN,
-        &format!(
-            "Not applied: your reviewer role is {role}, which may not {what} (that needs {}).",
-            if need == Role::Admin {
-                "admin"
-            } else {
-                "approver or admin"
-            }
-        ),
-    ))
 }
 
 /// `GET /metrics`: the open series to anyone; with the operator's bearer token, the

@@ -11,7 +11,7 @@ use crate::inbox::Entry;
 use crate::reviewers::quorum::Refusal;
 use crate::reviewers::vote::{self, Ballot, Cast};
 use crate::reviewers::{ReviewerError, ReviewerStore, Role, SqliteReviewers};
-use hyper::StatusCode;
+use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -179,6 +179,36 @@ pub async fn add_votes(sh: &Shared, items: &mut [Value]) -> Result<(), Resp> {
         }
     }
     Ok(())
+}
+
+/// What a role may not do: a viewer changes nothing that decides (requests, grants, the
+/// agent), and only an admin ends everyone's sessions. Its own sign-out and passkeys stay
+/// every reviewer's.
+pub fn role_refusal(role: Role, method: &Method, segs: &[&str]) -> Option<Resp> {
+    if matches!(*method, Method::GET | Method::HEAD) {
+        return None;
+    }
+    let (need, what) = match segs {
+        ["sessions", "revoke"] => (Role::Admin, "end every session"),
+        ["requests", ..] | ["grants", ..] | ["agent", ..] => (Role::Approver, "decide"),
+        _ => return None,
+    };
+    if role >= need {
+        return None;
+    }
+    metrics().web_refusal("role");
+    Some(error(
+        StatusCode::FORBIDDEN,
+        "role",
+        &format!(
+            "Not applied: your reviewer role is {role}, which may not {what} (that needs {}).",
+            if need == Role::Admin {
+                "admin"
+            } else {
+                "approver or admin"
+            }
+        ),
+    ))
 }
 
 /// Shared handle type.
