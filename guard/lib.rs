@@ -22,6 +22,7 @@ pub mod grants;
 pub mod inbox;
 pub mod notify;
 pub mod readproxy;
+pub mod reviewers;
 #[allow(unsafe_code)]
 pub mod sandbox;
 

@@ -97,10 +97,11 @@ async fn cli_approve_reaches_ticket_waiting_in_another_process() {
     let out = cli(dir.path(), &["approve", "no-such-id"]);
     assert_eq!(out.status.code(), Some(1));
 
-    // pending (this process) + decision (the CLI process): one chain.
+    // pending (this process) + the vote naming who approved, and the decision (the CLI
+    // process): one chain.
     assert_eq!(
         audit::verify(&dir.path().join("audit.jsonl")).unwrap(),
-        Verification::Ok { records: 2 }
+        Verification::Ok { records: 3 }
     );
 }
 

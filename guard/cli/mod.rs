@@ -5,13 +5,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use sanctum_guard::audit::{self, AuditLog};
 use sanctum_guard::inbox::{self, InboxError, State, StateFilter, Store};
 use sanctum_guard::policy;
-use sanctum_guard::policy::request::{DecidedBy, Decision, DecisionKind};
+use sanctum_guard::policy::request::DecisionKind;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod egress;
 mod grants;
 mod passkeys;
+mod reviewers;
 
 /// mimalloc: the policy core allocates many small strings per decision; glibc's allocator
 /// cost ~25% of `decide()` (benches/decide.rs declares the same allocator).
@@ -99,6 +100,15 @@ enum Command {
     Passkeys {
         #[command(subcommand)]
         cmd: passkeys::PasskeysCmd,
+        /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
+        #[arg(long, global = true)]
+        state_dir: Option<PathBuf>,
+    },
+    /// Named reviewer accounts of the web prompt: add (prints a login link), list, remove,
+    /// role, link (identities they also act under), totp-enroll.
+    Reviewers {
+        #[command(subcommand)]
+        cmd: reviewers::ReviewersCmd,
         /// The guard's state dir (default: $SANCTUM_STATE_DIR, else the XDG state dir).
         #[arg(long, global = true)]
         state_dir: Option<PathBuf>,
@@ -252,9 +262,7 @@ fn web_cmd(cmd: WebCmd, state_dir: Option<PathBuf>) -> ExitCode {
         }
     };
     let res = match cmd {
-        WebCmd::LoginLink { name } => {
-            sanctum_guard::web::login::new_link_for_running(&dir, &name).map_err(|e| e.to_string())
-        }
+        WebCmd::LoginLink { name } => account_link(&dir, &name),
         WebCmd::TotpEnroll { force } => sanctum_guard::web::auth::totp_enroll(&dir, force),
     };
     match res {
@@ -267,6 +275,21 @@ fn web_cmd(cmd: WebCmd, state_dir: Option<PathBuf>) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// A login link for the reviewer account `name`, refused when there is none (a link must
+/// sign somebody in who may be held to account).
+fn account_link(dir: &Path, name: &str) -> Result<String, String> {
+    use sanctum_guard::reviewers::{ReviewerStore, SqliteReviewers};
+    let store =
+        SqliteReviewers::open(&dir.join(inbox::DB_FILE), None).map_err(|e| e.to_string())?;
+    if store.get(name).map_err(|e| e.to_string())?.is_none() {
+        return Err(format!(
+            "no reviewer account named {name:?}: add one first \
+             (sanctum-guard reviewers add {name} --role approver)"
+        ));
+    }
+    sanctum_guard::web::login::new_link_for_running(dir, name).map_err(|e| e.to_string())
 }
 
 #[derive(Subcommand, Debug)]
@@ -394,6 +417,7 @@ fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
             }
         },
     };
+    let vote_audit = audit.clone();
     let mut store = match Store::open(&db, audit) {
         Ok(s) => s,
         Err(e) => {
@@ -426,11 +450,24 @@ fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
             hash,
         ),
     };
-    let decision = Decision {
+    // The terminal's vote: refused, recorded as one of several approvals, or decided.
+    let decision = match reviewers::cli_vote(
+        &dir,
+        &store,
+        (&id, hash.as_deref()),
         kind,
         reason,
-        by: DecidedBy::Human(inbox::cli_identity()),
-        at_ms: inbox::now_ms(),
+        vote_audit,
+    ) {
+        Ok(Ok(d)) => d,
+        Ok(Err(waiting)) => {
+            println!("{waiting}");
+            return ExitCode::SUCCESS;
+        }
+        Err((code, e)) => {
+            eprintln!("{e}");
+            return ExitCode::from(code);
+        }
     };
     match store.decide(&id, decision, hash.as_deref()) {
         Ok(r) if opts.json => print_json(&r),
@@ -1050,6 +1087,7 @@ pub fn main() -> ExitCode {
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
         Command::Front { cmd, state_dir } => front_cmd(cmd, state_dir),
         Command::Passkeys { cmd, state_dir } => passkeys::run(cmd, state_dir),
+        Command::Reviewers { cmd, state_dir } => reviewers::run(cmd, state_dir),
         Command::ApproverId { state_dir } => device_id("approver-id", state_dir, "gateway"),
         Command::NodeId { state_dir } => device_id("node-id", state_dir, "node"),
         Command::FsSnapshot { out, dirs } => fs_snapshot(&out, &dirs),

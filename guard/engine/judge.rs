@@ -271,6 +271,20 @@ impl Judge {
         self.policy.needs_passkey(category)
     }
 
+    /// How many different reviewers must approve a request of `category`.
+    pub fn approvals_required(&self, category: Category) -> u8 {
+        self.policy.approvals_required(category)
+    }
+
+    /// The categories that need more than one approver, by name.
+    pub fn approvals_rules(&self) -> std::collections::BTreeMap<String, u8> {
+        self.policy
+            .approvals_required_map()
+            .iter()
+            .map(|(c, n)| (crate::policy::file::category_name(*c), *n))
+            .collect()
+    }
+
     pub fn policy_origin(&self) -> &str {
         &self.policy_origin
     }

@@ -144,6 +144,9 @@ pub struct Policy {
     /// `[approvals] passkey_categories`: an allow in these needs a fresh passkey assertion
     /// bound to the request (default none).
     passkey_categories: Vec<Category>,
+    /// `[approvals] approvals_required`: categories whose allow needs that many different
+    /// reviewer accounts (absent: one).
+    approvals_required: BTreeMap<Category, u8>,
 }
 
 impl Policy {
@@ -240,6 +243,16 @@ impl Policy {
     /// Whether an allow in `category` must be signed with a passkey.
     pub fn needs_passkey(&self, category: Category) -> bool {
         self.passkey_categories.contains(&category)
+    }
+
+    /// How many different reviewer accounts must approve a request of `category` (1..=5).
+    pub fn approvals_required(&self, category: Category) -> u8 {
+        self.approvals_required.get(&category).copied().unwrap_or(1)
+    }
+
+    /// Every category that needs more than one approver, with its count.
+    pub fn approvals_required_map(&self) -> &BTreeMap<Category, u8> {
+        &self.approvals_required
     }
 
     pub fn profiles(&self) -> &BTreeMap<String, ProfileSpec> {

@@ -47,6 +47,10 @@ pub struct Shared {
     pub passkeys: Arc<super::passkey::Passkeys>,
     /// When History suggests a bounded grant (`[web] suggest_after`, `suggest_within_days`).
     pub suggest: crate::grants::SuggestRule,
+    /// The reviewer accounts and their votes (tables of the inbox database).
+    pub reviewers: super::reviewer_gate::Db,
+    /// Partial approvals, for the open pages (`approval` events).
+    pub votes: tokio::sync::broadcast::Sender<serde_json::Value>,
 }
 
 impl Shared {
@@ -65,7 +69,7 @@ impl Shared {
             inbox,
             sessions: Arc::new(Sessions::default()),
             signin: SignInGuard::default(),
-            state_dir,
+            state_dir: state_dir.clone(),
             audit_path,
             socket_path,
             https,
@@ -78,6 +82,11 @@ impl Shared {
             notify: Arc::default(),
             passkeys: Arc::new(super::passkey::Passkeys::new(&base_url)),
             suggest: crate::grants::SuggestRule::default(),
+            reviewers: Arc::new(super::reviewer_gate::ReviewerDb::new(
+                state_dir.join(crate::inbox::DB_FILE),
+                None,
+            )),
+            votes: tokio::sync::broadcast::channel(64).0,
             base_url,
         }
     }
@@ -244,15 +253,23 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
     {
         return refuse("csrf", StatusCode::FORBIDDEN, "missing or wrong CSRF token");
     }
+    // Every signed-in call is its account's: a removed account's session ends here.
+    let role = match super::reviewer_gate::role_of(&sh, &session).await {
+        Ok(r) => r,
+        Err(r) => return r,
+    };
     let segs: Vec<&str> = path.trim_start_matches("/api/").split('/').collect();
+    if let Some(r) = super::reviewer_gate::role_refusal(role, &method, &segs) {
+        return r;
+    }
     match (method, segs.as_slice()) {
-        (Method::GET, ["session"]) => super::api_auth::session_json(&sh, &session),
+        (Method::GET, ["session"]) => super::api_auth::session_json(&sh, &session, role),
         (Method::POST, ["logout"]) => super::api_auth::logout(&sh, &sid),
         (Method::POST, ["sessions", "revoke"]) => super::api_auth::revoke_all(&sh),
         (Method::GET, ["requests"]) => {
             super::api_list::list(&sh, req.uri().query().unwrap_or("")).await
         }
-        (Method::GET, ["requests", id]) => one(&sh, id),
+        (Method::GET, ["requests", id]) => one(&sh, id).await,
         (Method::POST, ["requests", id, "decision"]) => {
             let id = id.to_string();
             super::api_decide::decide(&sh, req, &id, &session, peer).await
@@ -363,9 +380,16 @@ pub(super) fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn one(sh: &Shared, id: &str) -> Resp {
+async fn one(sh: &Shared, id: &str) -> Resp {
     match sh.inbox.get(id) {
-        Ok(Some(e)) => json(StatusCode::OK, &entry_json(&e, None, sh.engine.as_deref())),
+        Ok(Some(e)) => {
+            let mut items = [entry_json(&e, None, sh.engine.as_deref())];
+            if let Err(r) = super::reviewer_gate::add_votes(sh, &mut items).await {
+                return r;
+            }
+            let [v] = items;
+            json(StatusCode::OK, &v)
+        }
         Ok(None) => error(StatusCode::NOT_FOUND, "unknown-id", "no such request"),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "inbox", &e.to_string()),
     }

@@ -30,7 +30,13 @@ pub async fn login(sh: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Res
 async fn signed_in(sh: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Result<Resp, Resp> {
     let v = credentials(req).await?;
     let token = v["token"].as_str().unwrap_or("");
-    match second_factor_enrolled(sh).await? {
+    // The link's account decides which second factor applies: its own seed, else the
+    // guard-wide one (a guard from before accounts keeps its factor).
+    let named = match token_well_formed(token) {
+        true => lookup_link(sh, token.to_owned()).await?,
+        false => None,
+    };
+    match second_factor_enrolled(sh, named.clone()).await? {
         Some(totp) => check_code(sh, &totp, token, v["totp"].as_str(), peer).await?,
         None if !token_well_formed(token) => return Err(failed(sh, peer, "malformed-token")),
         None => {}
@@ -38,12 +44,39 @@ async fn signed_in(sh: &Shared, req: Request<Incoming>, peer: SocketAddr) -> Res
     let Some(name) = consume_link(sh, token.to_owned()).await? else {
         return Err(failed(sh, peer, "unknown-token"));
     };
+    let (id, view, role) = start_session(sh, &name).await.inspect_err(|_| {
+        sh.signin.log_refusal(peer, "no-account");
+    })?;
+    tracing::info!(identity = %view.identity, peer = %peer, "web: signed in");
+    Ok(set_cookie(
+        session_json(sh, &view, role),
+        session_cookie(sh, &id),
+    ))
+}
+
+/// A session for the reviewer account `name`; refused (401) when no such account exists:
+/// a link or passkey of a removed account signs nobody in.
+pub async fn start_session(
+    sh: &Shared,
+    name: &str,
+) -> Result<(String, SessionView, crate::reviewers::Role), Resp> {
+    let n = name.to_owned();
+    let acct =
+        super::reviewer_gate::blocking(sh, move |s| crate::reviewers::ReviewerStore::get(s, &n))
+            .await?;
+    let Some(acct) = acct else {
+        return Err(refuse(
+            "no-account",
+            StatusCode::UNAUTHORIZED,
+            "This login belongs to a reviewer account that does not exist (removed?). \
+             Ask an admin: sanctum-guard reviewers add NAME --role approver.",
+        ));
+    };
     let (id, view) = sh
         .sessions
-        .create(&name)
+        .create(&acct.name, &acct.id)
         .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "session", &e))?;
-    tracing::info!(identity = %view.identity, peer = %peer, "web: signed in");
-    Ok(set_cookie(session_json(sh, &view), session_cookie(sh, &id)))
+    Ok((id, view, acct.role))
 }
 
 /// A refused sign-in: logged (bounded) with its true reason, answered as a bad link, so
@@ -135,9 +168,28 @@ fn token_well_formed(token: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// The enrolled second factor, if any. An unreadable seed refuses every login (fail
-/// closed).
-async fn second_factor_enrolled(sh: &Shared) -> Result<Option<totp_rs::TOTP>, Resp> {
+/// The second factor a sign-in as `account` needs: the account's own seed, else the
+/// guard-wide one, else none. An unreadable seed refuses every login (fail closed).
+async fn second_factor_enrolled(
+    sh: &Shared,
+    account: Option<String>,
+) -> Result<Option<totp_rs::TOTP>, Resp> {
+    if let Some(name) = account {
+        let seed = super::reviewer_gate::blocking(sh, move |s| {
+            crate::reviewers::ReviewerStore::totp_seed(s, &name)
+        })
+        .await?;
+        if let Some(seed) = seed {
+            return auth::totp_from_seed(&seed).map(Some).map_err(|e| {
+                tracing::error!(error = %e, "web: a reviewer's TOTP seed is unreadable");
+                error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "totp",
+                    "second factor unavailable",
+                )
+            });
+        }
+    }
     let dir = sh.state_dir.clone();
     match tokio::task::spawn_blocking(move || auth::totp_for(&dir)).await {
         Ok(Ok(t)) => Ok(t),
@@ -185,11 +237,13 @@ async fn on_link(
     }
 }
 
-pub fn session_json(sh: &Shared, s: &SessionView) -> Resp {
+pub fn session_json(sh: &Shared, s: &SessionView, role: crate::reviewers::Role) -> Resp {
     let totp = sh.state_dir.join(auth::TOTP_FILE).exists();
     json(
         StatusCode::OK,
         &json!({"identity": s.identity, "csrf": s.csrf, "expiresInS": s.expires_in.as_secs(),
+                // The page shows decision buttons only to a role that may decide.
+                "account": s.account, "role": role.as_str(), "canDecide": role.can_decide(),
                 "totpEnrolled": totp, "baseUrl": sh.base_url,
                 // Push channels whose last delivery failed: the page header names them.
                 "notifyFailing": sh.notify.failing()}),

@@ -1,14 +1,17 @@
 //! `POST /api/requests/{id}/decision` `{decision, reason?, hash}`: a person's decision, sent to
 //! [`Inbox::decide`](crate::inbox::Inbox::decide) bound to the request hash the card showed,
-//! as `web:<name>/<session>@<address>`. A stale card (already decided, expired, or the hash of
-//! another request) is refused with 409 and a sentence saying nothing was applied.
+//! as `web:<account>/<session>@<address>`, cast as that reviewer account's vote. A stale card
+//! (already decided, expired, or the hash of another request) is refused with 409 and a
+//! sentence saying nothing was applied; a vote the account may not give with 403; an
+//! approval that leaves the request waiting for more approvers is answered 202.
 
 use super::api::Shared;
 use super::auth::SessionView;
 use super::http::{error, json, read_body, Resp};
 use super::metrics::global as metrics;
 use crate::inbox::InboxError;
-use crate::policy::request::{DecidedBy, Decision, DecisionKind};
+use crate::policy::request::DecisionKind;
+use crate::reviewers::vote::Cast;
 use hyper::body::Incoming;
 use hyper::header::CONTENT_LENGTH;
 use hyper::{Request, StatusCode};
@@ -76,14 +79,38 @@ pub async fn decide(
     let by = format!("{}@{peer}", session.identity);
     // An allow in a passkey category carries its signed assertion; it is checked and
     // recorded before the decision is applied.
-    if let Err(r) = super::passkey_api::check_decision(sh, id, hash, kind, &v, &by).await {
+    if let Err(r) =
+        super::passkey_api::check_decision(sh, id, hash, kind, &v, &by, &session.account).await
+    {
         return r;
     }
-    let d = Decision {
-        kind,
-        reason,
-        by: DecidedBy::Human(by.clone()),
-        at_ms: crate::engine::decision::now_ms(),
+    // The vote of the session's account: refused, waiting for more approvers, or the
+    // decision to apply.
+    let entry = match pending(sh, id, hash, kind) {
+        Ok(e) => e,
+        Err(r) => return *r,
+    };
+    if grant.is_some()
+        && super::reviewer_gate::required(sh, &entry)
+            .await
+            .unwrap_or(2)
+            > 1
+    {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "bad-grant",
+            "this category needs several approvers: approve once (a grant is one person's)",
+        );
+    }
+    let d = match super::reviewer_gate::cast(sh, entry, session, by.clone(), kind, reason).await {
+        Ok(Cast::Decide(d)) => d,
+        Ok(Cast::Partial { approvers, need }) => {
+            let body = super::reviewer_gate::partial_json(id, &approvers, need);
+            let _ = sh.votes.send(body.clone());
+            tracing::info!(id, approvers = %approvers.join(","), need, "web: partial approval");
+            return json(StatusCode::ACCEPTED, &body);
+        }
+        Err(r) => return r,
     };
     let r = match sh.inbox.decide(id, d, Some(hash)).await {
         Ok(r) => r,
@@ -97,6 +124,41 @@ pub async fn decide(
         };
     }
     json(StatusCode::OK, &out)
+}
+
+/// The entry `id`, still pending and showing `hash`; else the answer a stale card gets.
+fn pending(
+    sh: &Shared,
+    id: &str,
+    hash: &str,
+    kind: DecisionKind,
+) -> Result<crate::inbox::Entry, Box<Resp>> {
+    let e = match sh.inbox.get(id) {
+        Ok(Some(e)) => e,
+        Ok(None) => return Err(Box::new(decide_error(InboxError::UnknownId(id.to_owned())))),
+        Err(e) => return Err(Box::new(decide_error(e))),
+    };
+    let refusal = if e.state != crate::inbox::State::Pending {
+        InboxError::AlreadyResolved {
+            id: id.to_owned(),
+            state: e.state,
+        }
+    } else if e.request_hash != hash {
+        InboxError::HashMismatch {
+            id: id.to_owned(),
+            expected: hash.to_owned(),
+            actual: e.request_hash,
+        }
+    } else if !e.offers(kind) {
+        InboxError::NotOffered {
+            id: id.to_owned(),
+            kind,
+            offered: e.offered(),
+        }
+    } else {
+        return Ok(e);
+    };
+    Err(Box::new(decide_error(refusal)))
 }
 
 /// The grant a decision body asks for (`grant: {scope, n?}`), checked against the entry:

@@ -131,10 +131,13 @@ pub async fn list(sh: &Arc<Shared>, q: &str) -> Resp {
         entries.truncate(limit);
         offset
     };
-    let items: Vec<_> = entries
+    let mut items: Vec<_> = entries
         .iter()
         .map(|e| entry_json(e, runs.get(&e.request.id), sh.engine.as_deref()))
         .collect();
+    if let Err(r) = super::reviewer_gate::add_votes(sh, &mut items).await {
+        return r;
+    }
     json(
         StatusCode::OK,
         &json!({"requests": items, "total": total, "offset": offset,

@@ -22,8 +22,12 @@ pub const TOTP_FILE: &str = "web-totp";
 /// One signed-in browser.
 #[derive(Debug, Clone)]
 pub struct Session {
-    /// Who decides: `web:<link name>/<short session id>`.
+    /// Who decides: `web:<account>/<short session id>`.
     pub identity: String,
+    /// The reviewer account signed in, and its id then: a session outlives neither the
+    /// account nor its replacement by a new account of the same name.
+    pub account: String,
+    pub account_id: String,
     pub csrf: String,
     created: Instant,
     last_seen: Instant,
@@ -33,6 +37,8 @@ pub struct Session {
 #[derive(Debug, Clone)]
 pub struct SessionView {
     pub identity: String,
+    pub account: String,
+    pub account_id: String,
     pub csrf: String,
     pub expires_in: Duration,
 }
@@ -62,14 +68,17 @@ impl Sessions {
         }
     }
 
-    /// Starts a session for `name`; returns the cookie value (the only copy of the id).
-    pub fn create(&self, name: &str) -> Result<(String, SessionView), String> {
+    /// Starts a session for the account `name` (id `account_id`); returns the cookie value
+    /// (the only copy of the id).
+    pub fn create(&self, name: &str, account_id: &str) -> Result<(String, SessionView), String> {
         let id = random_token()?;
         let csrf = random_token()?;
         let h = hash_hex(&id);
         let now = Instant::now();
         let s = Session {
             identity: format!("web:{name}/{}", &h[..8]),
+            account: name.to_owned(),
+            account_id: account_id.to_owned(),
             csrf,
             created: now,
             last_seen: now,
@@ -122,6 +131,20 @@ impl Sessions {
         self.ended.send_modify(|g| *g += 1);
     }
 
+    /// Ends every session of the account `name`; returns how many.
+    pub fn end_account(&self, name: &str) -> usize {
+        let n = {
+            let mut map = self.map();
+            let before = map.len();
+            map.retain(|_, s| s.account != name);
+            before - map.len()
+        };
+        if n > 0 {
+            self.ended.send_modify(|g| *g += 1);
+        }
+        n
+    }
+
     /// Ends every session; returns how many.
     pub fn revoke_all(&self) -> usize {
         let n = {
@@ -154,6 +177,8 @@ fn view(s: &Session, now: Instant) -> SessionView {
     let abs_left = ABSOLUTE_TTL.saturating_sub(now.duration_since(s.created));
     SessionView {
         identity: s.identity.clone(),
+        account: s.account.clone(),
+        account_id: s.account_id.clone(),
         csrf: s.csrf.clone(),
         expires_in: idle_left.min(abs_left),
     }
@@ -176,6 +201,24 @@ pub fn totp_for(dir: &Path) -> Result<Option<totp_rs::TOTP>, String> {
         .to_bytes()
         .map_err(|e| format!("{}: {e:?}", path.display()))?;
     totp_of(secret).map(Some)
+}
+
+/// The TOTP of a base32 seed (a reviewer account's own).
+pub fn totp_from_seed(seed: &str) -> Result<totp_rs::TOTP, String> {
+    let secret = totp_rs::Secret::Encoded(seed.trim().to_owned())
+        .to_bytes()
+        .map_err(|e| format!("{e:?}"))?;
+    totp_of(secret)
+}
+
+/// A new seed (base32) and its otpauth URI for `account`, which the caller stores and
+/// shows once.
+pub fn new_totp_seed(account: &str) -> Result<(String, String), String> {
+    let secret = random_bytes(20)?;
+    let mut totp = totp_of(secret.clone())?;
+    totp.account_name = account.to_owned();
+    let encoded = totp_rs::Secret::Raw(secret).to_encoded().to_string();
+    Ok((encoded, totp.get_url()))
 }
 
 fn totp_of(secret: Vec<u8>) -> Result<totp_rs::TOTP, String> {

@@ -1,4 +1,5 @@
-//! Live updates: `GET /api/events` (Server-Sent Events: `added`, `resolved`, `expired`, and
+//! Live updates: `GET /api/events` (Server-Sent Events: `added`, `resolved`, `expired`,
+//! `approval` (a partial approval of a request that needs several reviewers), and
 //! `resync` when this client fell behind and must re-read the list), and the watcher that
 //! makes a person notice: one log line per request that waits for a human, and the pending
 //! gauge and decision metrics of the inbox's requests.
@@ -94,6 +95,7 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
     let slot = Slot(sh.clone(), sid.clone());
     let mut sub = sh.inbox.subscribe();
     let mut fleet = sh.inbox.subscribe_fleet();
+    let mut votes = sh.votes.subscribe();
     let mut ended = sh.sessions.ended();
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     let mut shutdown = sh.shutdown.clone();
@@ -119,8 +121,19 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
                     Some(m) => m,
                     None => return,
                 },
+                v = votes.recv() => match v {
+                    Ok(v) => event("approval", &v),
+                    Err(broadcast::error::RecvError::Lagged(_)) => event("resync", &serde_json::json!({})),
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
                 _ = beat.tick() => {
-                    if _slot.0.sessions.get(&sid).is_none() {
+                    // The session, and its reviewer account (a removed account's stream
+                    // ends here even if the page makes no call).
+                    let alive = match _slot.0.sessions.get(&sid) {
+                        Some(view) => super::reviewer_gate::role_of(&_slot.0, &view).await.is_ok(),
+                        None => false,
+                    };
+                    if !alive {
                         let _ = tx.try_send(event("signed-out", &serde_json::json!({})));
                         return;
                     }

@@ -144,6 +144,15 @@ pub fn new_link_for_running(dir: &Path, name: &str) -> Result<String, LoginError
     new_link(dir, base.trim(), name)
 }
 
+/// Drops every live link issued to `name` (its account was removed); returns how many.
+pub fn remove_named(dir: &Path, name: &str) -> Result<usize, LoginError> {
+    with_pending(dir, |list| {
+        let before = list.len();
+        list.retain(|p| p.name != name);
+        before - list.len()
+    })
+}
+
 /// The name a live link was issued to, without using the link up (None: no such link).
 pub fn lookup(dir: &Path, token: &str) -> Result<Option<String>, LoginError> {
     let h = hash_hex(token);

@@ -1,6 +1,7 @@
 //! Door: the web prompt. A person signs in with a one-time link (`login`), sees the requests
 //! that wait for a human live (`sse`), and decides them through [`Inbox::decide`], bound to
-//! the request hash the page showed, as `web:<name>/<session>@<address>` (`api`). The page
+//! the request hash the page showed, as `web:<account>/<session>@<address>`, each decision
+//! the vote of the session's reviewer account (`reviewer_gate`) (`api`). The page
 //! and its assets are embedded in the binary (`assets/`, plain JS and CSS, strict CSP).
 //! Also `/healthz`, `/readyz` and Prometheus `/metrics` (`metrics`, the process-wide
 //! registry the engine counts into).
@@ -27,6 +28,7 @@ pub mod metrics;
 mod passkey;
 mod passkey_api;
 pub mod passkey_store;
+mod reviewer_gate;
 mod secret;
 mod server;
 mod signin_guard;

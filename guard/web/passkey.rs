@@ -39,6 +39,8 @@ pub enum PasskeyError {
     WebAuthn(#[from] WebauthnError),
     #[error("the authenticator did not verify the user")]
     NotVerified,
+    #[error("this passkey belongs to another reviewer: sign with your own")]
+    NotYours,
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("random source: {0}")]
@@ -289,6 +291,7 @@ impl Passkeys {
         want: &Bound,
         cred: &PublicKeyCredential,
         by: &str,
+        account: &str,
     ) -> Result<PasskeyEvent, PasskeyError> {
         let Some(Purpose::Decide { bound, state }) = self.take(ceremony, false) else {
             return Err(PasskeyError::UnknownCeremony);
@@ -300,6 +303,11 @@ impl Passkeys {
             return Err(PasskeyError::WrongRequest);
         }
         let s = self.finish_auth(dir, cred, &state)?;
+        // Another reviewer's passkey signs nothing for this one: two-person approval
+        // counts accounts, so a borrowed authenticator must not stand in for one.
+        if s.name != account {
+            return Err(PasskeyError::NotYours);
+        }
         let r = &cred.response;
         Ok(PasskeyEvent::Signed {
             inbox_id: bound.inbox_id,

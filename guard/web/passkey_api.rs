@@ -136,13 +136,10 @@ async fn sign_in_finish(
     let s = blocking(move || pk.finish_sign_in(&dir, &ceremony, &cred))
         .await
         .inspect_err(|_| sh.signin.log_refusal(peer, "passkey"))?;
-    let (id, view) = sh
-        .sessions
-        .create(&s.name)
-        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "session", &e))?;
+    let (id, view, role) = super::api_auth::start_session(sh, &s.name).await?;
     tracing::info!(identity = %view.identity, peer = %peer, "web: signed in with a passkey");
     Ok(set_cookie(
-        super::api_auth::session_json(sh, &view),
+        super::api_auth::session_json(sh, &view, role),
         session_cookie(sh, &id),
     ))
 }
@@ -184,20 +181,11 @@ async fn list(sh: &Shared) -> Result<Resp, Resp> {
     ))
 }
 
-/// The name part of `web:<name>/<session>`: a passkey registered here signs in as it.
-fn session_name(s: &SessionView) -> String {
-    s.identity
-        .strip_prefix("web:")
-        .and_then(|r| r.split('/').next())
-        .unwrap_or("admin")
-        .to_owned()
-}
-
 async fn register_start(sh: &Shared, session: &SessionView) -> Result<Resp, Resp> {
     let (pk, dir, name) = (
         sh.passkeys.clone(),
         sh.state_dir.clone(),
-        session_name(session),
+        session.account.clone(),
     );
     let (ceremony, options) = blocking(move || pk.start_register(&dir, &name)).await?;
     Ok(json(
@@ -291,6 +279,7 @@ pub async fn check_decision(
     kind: DecisionKind,
     body: &Value,
     by: &str,
+    account: &str,
 ) -> Result<Option<String>, Resp> {
     if kind == DecisionKind::Deny {
         return Ok(None);
@@ -325,7 +314,9 @@ pub async fn check_decision(
     };
     let ceremony = p["ceremony"].as_str().unwrap_or("").to_owned();
     let (pk, dir, who) = (sh.passkeys.clone(), sh.state_dir.clone(), by.to_owned());
-    let ev = blocking(move || pk.finish_decision(&dir, &ceremony, &want, &cred, &who)).await?;
+    let acct = account.to_owned();
+    let ev =
+        blocking(move || pk.finish_decision(&dir, &ceremony, &want, &cred, &who, &acct)).await?;
     let cred_id = match &ev {
         PasskeyEvent::Signed { credential_id, .. } => credential_id.clone(),
         _ => String::new(),

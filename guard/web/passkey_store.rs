@@ -104,6 +104,17 @@ pub fn remove(dir: &Path, id: &str) -> Result<Option<Stored>, StoreError> {
     })
 }
 
+/// Removes every credential `name` registered (its account was removed); returns them.
+pub fn remove_named(dir: &Path, name: &str) -> Result<Vec<Stored>, StoreError> {
+    with_list(dir, |l| {
+        let (gone, kept): (Vec<Stored>, Vec<Stored>) =
+            std::mem::take(l).into_iter().partition(|s| s.name == name);
+        *l = kept;
+        let changed = !gone.is_empty();
+        Ok((gone, changed))
+    })
+}
+
 /// Applies a successful assertion's counter to the stored credential.
 pub fn touch(
     dir: &Path,

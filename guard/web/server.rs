@@ -33,6 +33,8 @@ pub enum WebError {
     Tls(String),
     #[error("web login link: {0}")]
     Login(#[from] login::LoginError),
+    #[error("reviewer accounts: {0}")]
+    Reviewers(crate::reviewers::ReviewerError),
     #[error("web: --web-cert and --web-key go together")]
     HalfTls,
 }
@@ -122,9 +124,10 @@ pub async fn start(
     shared.notify = notify;
     shared.sessions = sessions;
     shared.suggest = settings.suggest;
+    let first_admin = accounts(&mut shared)?;
     let shared = Arc::new(shared);
     login::write_private(&state_dir.join(login::URL_FILE), &format!("{base_url}\n"))?;
-    let link = login::new_link(state_dir, &base_url, "admin")?;
+    let link = login::new_link(state_dir, &base_url, &first_admin)?;
     eprintln!("sanctum-guard: web prompt      {base_url}");
     eprintln!(
         "sanctum-guard: web login link  {link}  (one-time; also in {}; new one: sanctum-guard web login-link)",
@@ -136,6 +139,36 @@ pub async fn start(
         base_url,
         addr: bound,
     }))
+}
+
+/// Opens the reviewer accounts with the audit log, creates the default admin when the state
+/// dir has no account (an existing single-reviewer guard keeps working), and publishes the
+/// policy's approval counts for `inbox approve` in other processes. Returns the admin the
+/// start link is for.
+fn accounts(shared: &mut Shared) -> Result<String, WebError> {
+    use crate::reviewers::{sqlite::ensure_admin, ReviewerStore, Role};
+    let audit = shared.engine.as_ref().map(|e| e.audit().clone());
+    let db =
+        super::reviewer_gate::ReviewerDb::new(shared.state_dir.join(crate::inbox::DB_FILE), audit);
+    let rules = shared
+        .engine
+        .as_ref()
+        .map(|e| e.judge().approvals_rules())
+        .unwrap_or_default();
+    let admin = db
+        .with(|s| {
+            if ensure_admin(s)? {
+                tracing::info!("reviewers: no account yet; created admin");
+            }
+            s.set_required(&rules)?;
+            Ok(s.list()?
+                .into_iter()
+                .find(|r| r.role == Role::Admin)
+                .map(|r| r.name))
+        })
+        .map_err(WebError::Reviewers)?;
+    shared.reviewers = Arc::new(db);
+    Ok(admin.unwrap_or_else(|| crate::reviewers::DEFAULT_ADMIN.to_owned()))
 }
 
 async fn accept_loop(

@@ -72,6 +72,8 @@ pub fn entry_json(e: &Entry, run: Option<&Value>, eng: Option<&crate::engine::En
         // The bounded grants a person may make with Allow once (the patterns each stores).
         "bounded": super::grants_page::bounded_json(eng, e),
         "egress": super::card_egress::egress_json(eng, e),
+        // How many different reviewers must approve (the list adds who approved so far).
+        "approvalsRequired": eng.map_or(1, |g| g.judge().approvals_required(e.verdict.category)),
     })
 }
 

@@ -54,6 +54,8 @@ pub mod process;
 pub mod readproxy;
 /// A coding session replayed through the policy and bounded grants: prompts counted.
 pub mod replay;
+/// Reviewer accounts made with the command line, and their login links.
+pub mod reviewers;
 /// Fixtures of the sandbox tests: the CLI, the compiled probe, a git workspace.
 pub mod sandbox;
 /// Clients of the exec-approvals socket: raw frames, signed `exec` frames, the real client.

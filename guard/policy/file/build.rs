@@ -14,6 +14,9 @@ use crate::policy::profile::{builtin_profiles, ProfileSpec};
 use crate::policy::request::Status;
 use crate::policy::verdict::Category;
 use std::collections::BTreeMap;
+
+/// The most different reviewers a category may require (more is a staffing plan, not a check).
+pub const MAX_APPROVALS: u8 = 5;
 use std::path::{Path, PathBuf};
 
 /// One layer with the text and origin its spans refer to.
@@ -34,6 +37,9 @@ struct Merged {
     routes: Vec<ProviderRoute>,
     /// `[approvals] passkey_categories`: a later layer's list replaces an earlier one.
     passkey_categories: Vec<Category>,
+    /// `[approvals] approvals_required`: a later layer's entries replace earlier ones, per
+    /// category.
+    approvals_required: BTreeMap<Category, u8>,
 }
 
 impl Merged {
@@ -51,6 +57,7 @@ impl Merged {
             egress: Vec::new(),
             routes: Vec::new(),
             passkey_categories: Vec::new(),
+            approvals_required: BTreeMap::new(),
         }
     }
 
@@ -79,6 +86,29 @@ impl Merged {
             .and_then(|a| a.passkey_categories.as_ref())
         {
             self.passkey_categories = list.clone();
+        }
+        if let Some(map) = layer
+            .approvals
+            .as_ref()
+            .and_then(|a| a.approvals_required.as_ref())
+        {
+            for (cat, n) in map {
+                let v = u8::try_from(*n.get_ref())
+                    .ok()
+                    .filter(|v| (1..=MAX_APPROVALS).contains(v))
+                    .ok_or_else(|| {
+                        PolicyError::at(
+                            origin,
+                            text,
+                            n.span(),
+                            format!(
+                                "approvals_required.{} must be 1 to {MAX_APPROVALS} different reviewers",
+                                super::category_name(*cat)
+                            ),
+                        )
+                    })?;
+                self.approvals_required.insert(*cat, v);
+            }
         }
         if let Some(agent) = &layer.agent {
             if let Some(h) = &agent.home {
@@ -178,6 +208,7 @@ pub(super) fn build(origin: &str, layers: &[Layer]) -> Result<Policy, PolicyErro
         egress: m.egress,
         routes: m.routes,
         passkey_categories: m.passkey_categories,
+        approvals_required: m.approvals_required,
     })
 }
 

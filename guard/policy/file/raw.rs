@@ -34,6 +34,8 @@ pub(super) struct RawPolicy {
 pub(super) struct RawApprovals {
     /// Categories whose allow needs a fresh passkey assertion bound to the request.
     pub passkey_categories: Option<Vec<Category>>,
+    /// How many different reviewer accounts must approve a request of a category.
+    pub approvals_required: Option<BTreeMap<Category, Spanned<i64>>>,
 }
 
 #[derive(Debug, Deserialize)]

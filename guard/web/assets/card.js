@@ -281,6 +281,7 @@ SG.card = (() => {
     const deny = el('button', { class: 'deny', type: 'button', 'data-act': 'deny', 'aria-label': 'Deny: ' + what }, 'Deny');
     const bounded = boundedBlock(e, what);
     const status = el('p', { class: 'card-status', role: 'status' });
+    const approvals = el('p', { class: 'approvals', 'data-field': 'approvals', role: 'status' }, SG.approvalsText(e));
     const countdown = el('span', { class: 'countdown' });
     const dl = el('dl', { class: 'kv' });
     if (a.kind === 'exec') {
@@ -319,20 +320,24 @@ SG.card = (() => {
       runLine(e),
       gates.length ? unread : null,
       skipRow,
-      el('div', { class: 'actions' }, once, allowFor, always, bounded && bounded.node, el('div', { class: 'deny-group' }, reason, deny)),
+      approvals,
+      SG.state.canDecide ?
+        el('div', { class: 'actions' }, once, allowFor, always, bounded && bounded.node, el('div', { class: 'deny-group' }, reason, deny)) :
+        el('p', { class: 'viewer-note', 'data-field': 'viewer' }, 'Your role is viewer: you see requests but cannot decide them.'),
       status);
     const unseen = () => skip.checked ? [] : gates.filter((g) => !g.seen()).map((g) => g.what);
     // The inbox disables everything once a card is decided; nothing here re-enables it then.
     const refresh = () => {
       if (node.classList.contains('done')) return;
       const left = unseen();
-      for (const b of [once, allowFor, always, bounded && bounded.button]) if (b) b.disabled = left.length > 0;
+      for (const b of [once, allowFor, always, bounded && bounded.button]) if (b) b.disabled = left.length > 0 || !SG.state.canDecide;
+      deny.disabled = !SG.state.canDecide;
       unread.textContent = left.length ? 'Allow is off until you open: ' + left.join('; ') + '.' : 'Everything that runs has been shown.';
     };
     node.addEventListener('toggle', refresh, true);
     skip.addEventListener('change', refresh);
     refresh();
-    return { entry: e, node, done: false, countdown, status, reason, pick, buttons: { once, allowFor, always, deny }, unseen };
+    return { entry: e, node, done: false, countdown, status, approvals, reason, pick, buttons: { once, allowFor, always, deny }, unseen };
   }
 
   return { build, stateLabel };

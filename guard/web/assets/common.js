@@ -2,7 +2,7 @@
 // textContent (see el/vis); nothing here builds markup from strings.
 'use strict';
 const SG = (() => {
-  const state = { csrf: null, identity: null, skew: 0 };
+  const state = { csrf: null, identity: null, skew: 0, canDecide: true };
 
   // Characters that change how text reads or do not show are marked, e.g. ⟨U+202E⟩: controls
   // (Cc), format characters (Cf: bidi, zero-width, soft hyphen, tags), line and paragraph
@@ -104,7 +104,10 @@ const SG = (() => {
     if (!r.ok) { signedOut(); return false; }
     state.csrf = r.data.csrf;
     state.identity = r.data.identity;
-    document.getElementById('identity').textContent = 'Signed in as ' + r.data.identity;
+    // A viewer sees the cards without decision buttons (the guard refuses its votes anyway).
+    state.canDecide = r.data.canDecide !== false;
+    document.getElementById('identity').textContent = 'Signed in as ' + r.data.identity +
+      (r.data.role ? ' (' + r.data.role + ')' : '');
     const failing = r.data.notifyFailing || [];
     if (failing.length) banner('Push notifications failing (decisions go on): ' + failing.join('; '));
     const out = document.getElementById('logout');
@@ -123,6 +126,15 @@ const SG = (() => {
     if (!ms) return '—';
     const d = new Date(ms);
     return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+  }
+
+  // "approved by alice (1 of 2)": who approved a request that needs several reviewers.
+  function approvalsText(e) {
+    const need = e.approvalsRequired || 1;
+    if (need <= 1) return '';
+    const got = e.approvals || [];
+    return got.length ? 'approved by ' + got.join(', ') + ' (' + got.length + ' of ' + need + ')' :
+      'needs ' + need + ' different reviewers to approve (none yet)';
   }
 
   function decisionText(d) {
@@ -162,5 +174,5 @@ const SG = (() => {
     }
   }
 
-  return { el, vis, visText, hasSpecial, api, session, banner, signedOut, now, setServerNow, time, decisionText, storedText, actionTitle, state };
+  return { el, vis, visText, hasSpecial, api, session, banner, signedOut, now, setServerNow, time, decisionText, approvalsText, storedText, actionTitle, state };
 })();

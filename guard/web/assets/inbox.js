@@ -234,6 +234,8 @@
         r = await api('POST', '/api/requests/' + encodeURIComponent(rec.entry.id) + '/decision', body);
       }
       if (rec.done) return;
+      // Recorded as one of several approvals: the request still waits for another reviewer.
+      if (r.status === 202) { approved(r.data); if (c) { c.node.classList.remove('inflight'); c.status.textContent = r.data.message; c.buttons.deny.disabled = false; } return; }
       if (r.ok) { finish(rec, r.data.state, r.data.decision, r.data.grant && grantNote(r.data)); return; }
       if (r.status === 409 || r.status === 404) { await recorded(rec); return; }
     } catch (_) {
@@ -420,6 +422,15 @@
     }
   }
 
+  // Who approved so far, on a request that needs several reviewers (live, from any page).
+  function approved(d) {
+    const rec = byId.get(d.id);
+    if (!rec || rec.done) return;
+    rec.entry.approvals = d.approvals;
+    rec.entry.approvalsRequired = d.approvalsRequired;
+    if (rec.card) rec.card.approvals.textContent = SG.approvalsText(rec.entry);
+  }
+
   // An arrival joins the queue (never opened); beyond this page it is only counted.
   function added(e) {
     if (byId.has(e.id)) return;
@@ -453,6 +464,7 @@
     };
     es.addEventListener('resolved', done);
     es.addEventListener('expired', done);
+    es.addEventListener('approval', (m) => approved(JSON.parse(m.data)));
     es.addEventListener('resync', load);
     es.addEventListener('signed-out', () => { es.close(); SG.signedOut(); });
   }

@@ -1,0 +1,252 @@
+//! `sanctum-guard reviewers add|list|remove|role|link|totp-enroll`: the web prompt's named
+//! reviewer accounts, and the vote `inbox approve|deny` casts. Every change is written to
+//! the audit log by the store before it commits; a removal also drops the account's login
+//! links and passkeys, and the running `serve` ends its sessions at their next request.
+
+use clap::Subcommand;
+use sanctum_guard::audit::{self, assertion::PasskeyEvent, AuditEvent, AuditLog};
+use sanctum_guard::inbox::{self, Store};
+use sanctum_guard::policy::request::{Decision, DecisionKind};
+use sanctum_guard::reviewers::vote::{self, Ballot, Cast};
+use sanctum_guard::reviewers::{ReviewerStore, Role, SqliteReviewers};
+use sanctum_guard::web::{login, passkey_store};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(Subcommand, Debug)]
+pub enum ReviewersCmd {
+    /// Create an account and print its first login link (exit 0; 1 refused; 2 error).
+    Add {
+        name: String,
+        /// viewer (sees requests), approver (decides), admin (decides, manages reviewers).
+        #[arg(long, default_value = "approver")]
+        role: String,
+        /// An identity this person also acts under (cli:USER, a chat sender's session key):
+        /// they cannot approve requests asked under it. Repeatable.
+        #[arg(long = "identity")]
+        identities: Vec<String>,
+    },
+    /// List the accounts: name, role, second factor, linked identities (exit 0; 2 error).
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove an account: its login links and passkeys go at once, its sessions end at
+    /// their next request, its approvals stop counting (exit 0; 1 refused; 2 error).
+    Remove { name: String },
+    /// Change an account's role (exit 0; 1 refused; 2 error).
+    Role { name: String, role: String },
+    /// Replace an account's linked identities (none: clear them).
+    Link {
+        name: String,
+        identities: Vec<String>,
+    },
+    /// Enrol the account's own TOTP second factor; prints the otpauth URI once.
+    TotpEnroll {
+        name: String,
+        /// Replace an existing enrolment.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+fn open(dir: &Path) -> Result<SqliteReviewers, String> {
+    let (log, _) = AuditLog::open(&dir.join(audit::AUDIT_FILE)).map_err(|e| e.to_string())?;
+    SqliteReviewers::open(&dir.join(inbox::DB_FILE), Some(log)).map_err(|e| e.to_string())
+}
+
+pub fn run(cmd: ReviewersCmd, state_dir: Option<PathBuf>) -> ExitCode {
+    let dir = match super::state_dir_of(state_dir) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("reviewers: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut store = match open(&dir) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let res = match cmd {
+        ReviewersCmd::Add {
+            name,
+            role,
+            identities,
+        } => add(&dir, &mut store, &name, &role, &identities),
+        ReviewersCmd::List { json } => list(&store, json),
+        ReviewersCmd::Remove { name } => remove(&dir, &mut store, &name),
+        ReviewersCmd::Role { name, role } => Role::parse(&role)
+            .and_then(|r| store.set_role(&name, r))
+            .map(|r| format!("{} is now {}", r.name, r.role))
+            .map_err(refused),
+        ReviewersCmd::Link { name, identities } => store
+            .set_identities(&name, &identities)
+            .map(|r| format!("{} acts also as: {}", r.name, r.identities.join(", ")))
+            .map_err(refused),
+        ReviewersCmd::TotpEnroll { name, force } => totp(&mut store, &name, force),
+    };
+    match res {
+        Ok(text) => {
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Err((code, e)) => {
+            eprintln!("{e}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+type Res = Result<String, (u8, String)>;
+
+fn refused(e: sanctum_guard::reviewers::ReviewerError) -> (u8, String) {
+    use sanctum_guard::reviewers::ReviewerError as E;
+    match e {
+        E::Sqlite(_) | E::Storage(_) | E::Audit(_) | E::Json(_) => (2, format!("error: {e}")),
+        _ => (1, format!("refused: {e}")),
+    }
+}
+
+fn add(dir: &Path, store: &mut SqliteReviewers, name: &str, role: &str, ids: &[String]) -> Res {
+    let role = Role::parse(role).map_err(refused)?;
+    // Checked before the account exists, so a bad identity leaves nothing half made.
+    ids.iter()
+        .try_for_each(|i| sanctum_guard::reviewers::check_identity(i))
+        .map_err(refused)?;
+    let r = store.add(name, role).map_err(refused)?;
+    if !ids.is_empty() {
+        store.set_identities(name, ids).map_err(refused)?;
+    }
+    let link = match login::new_link_for_running(dir, &r.name) {
+        Ok(l) => l,
+        Err(login::LoginError::NoServer(_)) => format!(
+            "(no running web prompt: start `sanctum-guard serve`, then run \
+             `sanctum-guard web login-link --name {}`)",
+            r.name
+        ),
+        Err(e) => return Err((2, format!("error: account added, no link: {e}"))),
+    };
+    Ok(format!("added {} ({})\n{link}", r.name, r.role))
+}
+
+fn list(store: &SqliteReviewers, json: bool) -> Res {
+    let all = store.list().map_err(refused)?;
+    if json {
+        return serde_json::to_string_pretty(&all).map_err(|e| (2, format!("error: {e}")));
+    }
+    Ok(all
+        .iter()
+        .map(|r| {
+            format!(
+                "{:<32} {:<8} totp={} identities={}",
+                r.name,
+                r.role.as_str(),
+                if r.totp { "own" } else { "guard" },
+                r.identities.join(",")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n"))
+}
+
+fn remove(dir: &Path, store: &mut SqliteReviewers, name: &str) -> Res {
+    let r = store.remove(name).map_err(refused)?;
+    let err = |e: String| (2, format!("error: {name} removed, but {e}"));
+    let links = login::remove_named(dir, name).map_err(|e| err(e.to_string()))?;
+    let keys = passkey_store::remove_named(dir, name).map_err(|e| err(e.to_string()))?;
+    if !keys.is_empty() {
+        let (log, _) =
+            AuditLog::open(&dir.join(audit::AUDIT_FILE)).map_err(|e| err(e.to_string()))?;
+        for k in &keys {
+            let ev = PasskeyEvent::Removed {
+                credential_id: k.id.clone(),
+                by: format!("cli: reviewer {name} removed"),
+            };
+            log.append(AuditEvent::Passkey(Box::new(ev)))
+                .map_err(|e| err(e.to_string()))?;
+        }
+    }
+    Ok(format!(
+        "removed {} ({}): {links} login link(s), {} passkey(s); its sessions end at their next request",
+        r.name,
+        r.role,
+        keys.len()
+    ))
+}
+
+fn totp(store: &mut SqliteReviewers, name: &str, force: bool) -> Res {
+    let had = store.totp_seed(name).map_err(refused)?;
+    if store.get(name).map_err(refused)?.is_none() {
+        return Err(refused(sanctum_guard::reviewers::ReviewerError::Unknown(
+            name.to_owned(),
+        )));
+    }
+    if had.is_some() && !force {
+        return Err((
+            1,
+            format!("refused: {name} already has a second factor (use --force to replace it)"),
+        ));
+    }
+    let (seed, uri) =
+        sanctum_guard::web::auth::new_totp_seed(name).map_err(|e| (2, format!("error: {e}")))?;
+    store.set_totp(name, Some(&seed)).map_err(refused)?;
+    Ok(uri)
+}
+
+/// `inbox approve|deny` as a vote of this terminal's user: the account linking
+/// `cli:<user>`, else that identity as the state dir's owner. Ok(None): recorded, the
+/// request waits for more approvers (the line says so). Err: the refusal to print (exit 1)
+/// or an error (exit 2).
+pub fn cli_vote(
+    dir: &Path,
+    store: &Store,
+    (id, hash): (&str, Option<&str>),
+    kind: DecisionKind,
+    reason: Option<String>,
+    audit: Option<AuditLog>,
+) -> Result<Result<Decision, String>, (u8, String)> {
+    let entry = match store.get(id) {
+        Ok(Some(e))
+            if e.state == inbox::State::Pending
+                && e.offers(kind)
+                && hash.is_none_or(|h| h == e.request_hash) =>
+        {
+            e
+        }
+        // Unknown, resolved, another hash or not offered: the inbox's own refusal says it
+        // best (the decision below is refused, never applied).
+        Ok(_) => {
+            return Ok(Ok(Decision {
+                kind,
+                reason,
+                by: sanctum_guard::policy::request::DecidedBy::Human(inbox::cli_identity()),
+                at_ms: inbox::now_ms(),
+            }))
+        }
+        Err(e) => return Err((2, e.to_string())),
+    };
+    let mut rs =
+        SqliteReviewers::open(&dir.join(inbox::DB_FILE), audit).map_err(|e| (2, e.to_string()))?;
+    let cat = sanctum_guard::policy::file::category_name(entry.verdict.category);
+    let need = rs.required(&cat).map_err(|e| (2, e.to_string()))?;
+    let me = inbox::cli_identity();
+    let voter = vote::cli_voter(&rs, &me).map_err(|e| (2, e.to_string()))?;
+    let ballot = Ballot {
+        voter,
+        via: me,
+        kind,
+        reason,
+    };
+    match vote::cast(&mut rs, &entry, need, ballot).map_err(|e| (2, e.to_string()))? {
+        Ok(Cast::Decide(d)) => Ok(Ok(d)),
+        Ok(Cast::Partial { approvers, need }) => Ok(Err(format!(
+            "{id} pending: approved by {} ({} of {need}); waiting for another reviewer",
+            approvers.join(", "),
+            approvers.len()
+        ))),
+        Err(r) => Err((1, format!("refused: {r}"))),
+    }
+}

@@ -1,0 +1,215 @@
+//! The web prompt's side of reviewer accounts: every signed-in request is checked against
+//! the account its session names (removed, or replaced by a new account of the same name:
+//! the session ends there and then), a decision is cast as that account's vote
+//! ([`crate::reviewers::vote`]), and partial approvals reach open pages live.
+
+use super::api::Shared;
+use super::auth::SessionView;
+use super::http::{error, Resp};
+use super::metrics::global as metrics;
+use crate::inbox::Entry;
+use crate::reviewers::quorum::Refusal;
+use crate::reviewers::vote::{self, Ballot, Cast};
+use crate::reviewers::{ReviewerError, ReviewerStore, Role, SqliteReviewers};
+use hyper::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// The reviewer tables of the inbox database, opened on first use.
+pub struct ReviewerDb {
+    path: PathBuf,
+    audit: Option<crate::audit::AuditLog>,
+    conn: Mutex<Option<SqliteReviewers>>,
+}
+
+impl ReviewerDb {
+    pub fn new(path: PathBuf, audit: Option<crate::audit::AuditLog>) -> Self {
+        ReviewerDb {
+            path,
+            audit,
+            conn: Mutex::new(None),
+        }
+    }
+
+    /// Runs `f` on the store (blocking: call it off the async threads).
+    pub fn with<T>(
+        &self,
+        f: impl FnOnce(&mut SqliteReviewers) -> Result<T, ReviewerError>,
+    ) -> Result<T, ReviewerError> {
+        let mut g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if g.is_none() {
+            *g = Some(SqliteReviewers::open(&self.path, self.audit.clone())?);
+        }
+        match g.as_mut() {
+            Some(s) => f(s),
+            None => Err(ReviewerError::Storage("reviewer store not open".into())),
+        }
+    }
+}
+
+/// Runs `f` on the store off the async threads; a store error is a 500 (fail closed).
+pub async fn blocking<T: Send + 'static>(
+    sh: &Shared,
+    f: impl FnOnce(&mut SqliteReviewers) -> Result<T, ReviewerError> + Send + 'static,
+) -> Result<T, Resp> {
+    let db = sh.reviewers.clone();
+    match tokio::task::spawn_blocking(move || db.with(f)).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "web: reviewer store");
+            Err(error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "reviewers",
+                &e.to_string(),
+            ))
+        }
+        Err(_) => Err(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "reviewers",
+            "internal",
+        )),
+    }
+}
+
+/// The role of the session's account as the store has it now. An account that is gone (or
+/// is another account of the same name) ends every session of that name: 401.
+pub async fn role_of(sh: &Shared, session: &SessionView) -> Result<Role, Resp> {
+    let name = session.account.clone();
+    let acct = blocking(sh, move |s| s.get(&name)).await?;
+    match acct {
+        Some(r) if r.id == session.account_id => Ok(r.role),
+        _ => {
+            let n = sh.sessions.end_account(&session.account);
+            tracing::warn!(account = %session.account, sessions = n,
+                           "web: reviewer account gone; its sessions ended");
+            metrics().web_refusal("no-account");
+            Err(error(
+                StatusCode::UNAUTHORIZED,
+                "no-account",
+                "Your reviewer account was removed (or replaced); this session has ended. \
+                 Ask an admin for a new login link.",
+            ))
+        }
+    }
+}
+
+/// What a vote on `entry` comes to for `session`'s account (which has `role`), or the
+/// answer refusing it (403 with the reason).
+pub async fn cast(
+    sh: &Shared,
+    entry: Entry,
+    session: &SessionView,
+    via: String,
+    kind: crate::policy::request::DecisionKind,
+    reason: Option<String>,
+) -> Result<Cast, Resp> {
+    let need = required(sh, &entry).await?;
+    let name = session.account.clone();
+    let id = session.account_id.clone();
+    let out = blocking(sh, move |s| {
+        let mut voter = vote::voter_of(s, &name)?;
+        if voter.account_id != id {
+            voter.role = None;
+        }
+        let ballot = Ballot {
+            voter,
+            via,
+            kind,
+            reason,
+        };
+        vote::cast(s, &entry, need, ballot)
+    })
+    .await?;
+    out.map_err(refused)
+}
+
+fn refused(r: Refusal) -> Resp {
+    metrics().web_refusal("reviewer");
+    let code = match r {
+        Refusal::NoAccount => "no-account",
+        Refusal::Viewer(_) => "viewer",
+        Refusal::Twice(_) => "already-approved",
+        Refusal::OwnRequest(_) => "own-request",
+    };
+    error(StatusCode::FORBIDDEN, code, &r.to_string())
+}
+
+/// How many approvals `entry` needs: the running policy's rule for its category.
+pub async fn required(sh: &Shared, entry: &Entry) -> Result<u8, Resp> {
+    if let Some(e) = sh.engine.as_ref() {
+        return Ok(e.judge().approvals_required(entry.verdict.category));
+    }
+    let cat = crate::policy::file::category_name(entry.verdict.category);
+    blocking(sh, move |s| s.required(&cat)).await
+}
+
+/// The `approval` event and answer body of a partial approval.
+pub fn partial_json(id: &str, approvers: &[String], need: u8) -> Value {
+    json!({"id": id, "state": "pending", "approvals": approvers, "approvalsRequired": need,
+           "message": format!("approved by {} ({} of {need}); waiting for another reviewer",
+                              approvers.join(", "), approvers.len())})
+}
+
+/// Adds `approvals` (the accounts that approved so far) to the pending entries of a list
+/// that need more than one.
+pub async fn add_votes(sh: &Shared, items: &mut [Value]) -> Result<(), Resp> {
+    let ids: Vec<String> = items
+        .iter()
+        .filter(|v| v["state"] == "pending" && v["approvalsRequired"].as_u64() > Some(1))
+        .filter_map(|v| v["id"].as_str().map(str::to_owned))
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let votes = blocking(sh, move |s| {
+        ids.into_iter()
+            .map(|id| Ok((id.clone(), s.votes(&id)?)))
+            .collect::<Result<std::collections::HashMap<_, _>, ReviewerError>>()
+    })
+    .await?;
+    for v in items.iter_mut() {
+        if let Some(list) = v["id"].as_str().and_then(|id| votes.get(id)) {
+            let names: Vec<&str> = list
+                .iter()
+                .filter(|x| x.kind != crate::policy::request::DecisionKind::Deny)
+                .map(|x| x.account.as_str())
+                .collect();
+            v["approvals"] = json!(names);
+        }
+    }
+    Ok(())
+}
+
+/// What a role may not do: a viewer changes nothing that decides (requests, grants, the
+/// agent), and only an admin ends everyone's sessions. Its own sign-out and passkeys stay
+/// every reviewer's.
+pub fn role_refusal(role: Role, method: &Method, segs: &[&str]) -> Option<Resp> {
+    if matches!(*method, Method::GET | Method::HEAD) {
+        return None;
+    }
+    let (need, what) = match segs {
+        ["sessions", "revoke"] => (Role::Admin, "end every session"),
+        ["requests", ..] | ["grants", ..] | ["agent", ..] => (Role::Approver, "decide"),
+        _ => return None,
+    };
+    if role >= need {
+        return None;
+    }
+    metrics().web_refusal("role");
+    Some(error(
+        StatusCode::FORBIDDEN,
+        "role",
+        &format!(
+            "Not applied: your reviewer role is {role}, which may not {what} (that needs {}).",
+            if need == Role::Admin {
+                "admin"
+            } else {
+                "approver or admin"
+            }
+        ),
+    ))
+}
+
+/// Shared handle type.
+pub type Db = Arc<ReviewerDb>;
