@@ -10,9 +10,8 @@ mod support;
 
 use serde_json::{json, Value};
 use support::browser::*;
-use support::reviewers::add;
+use support::reviewers::{add, two_person_guard};
 use support::socket::first_json;
-use support::web::Web;
 
 /// The text of the approvals line on the open card of entry `id`, once it contains `want`.
 async fn approvals_line(c: &fantoccini::Client, id: &str, want: &str) -> String {
@@ -37,19 +36,7 @@ async fn approvals_line(c: &fantoccini::Client, id: &str, want: &str) -> String 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_reviewers_in_two_browsers_release_a_request_together() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        "version = 1\n[approvals]\napprovals_required = { \"write\" = 2 }\n",
-    )
-    .expect("policy");
-    let web = Web::start_configured(
-        120_000,
-        "",
-        &["--policy", policy.to_str().expect("utf8")],
-        "http",
-    );
+    let (web, _policy) = two_person_guard();
     let state = web.world.guard_state.clone();
     let links = [
         add(&state, "alice", "approver", &[]),

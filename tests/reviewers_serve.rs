@@ -12,26 +12,9 @@ mod support;
 use serde_json::{json, Value};
 use std::time::Duration;
 use support::process::guard_cli;
-use support::reviewers::{add, cli, token};
+use support::reviewers::{add, cli, token, two_person_guard};
 use support::socket::first_json;
 use support::web::{Login, Web};
-
-fn two_person_guard() -> (Web, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("tmp");
-    let policy = dir.path().join("policy.toml");
-    std::fs::write(
-        &policy,
-        "version = 1\n[approvals]\napprovals_required = { \"write\" = 2 }\n",
-    )
-    .expect("policy");
-    let web = Web::start_configured(
-        120_000,
-        "",
-        &["--policy", policy.to_str().expect("utf8")],
-        "http",
-    );
-    (web, dir)
-}
 
 fn sign_in(web: &Web, link: &str) -> Login {
     Login::from_answer(&web.login_with(&token(link)))

@@ -1,6 +1,7 @@
 //! Reviewer accounts as a test makes them: `sanctum-guard reviewers add` on a running
 //! guard's state dir, and the login link it prints.
 use super::process::guard_cli;
+use super::web::Web;
 use std::path::Path;
 
 /// `reviewers add NAME --role ROLE [--identity ID]…`; returns its login link.
@@ -31,4 +32,22 @@ pub fn cli(state: &Path, args: &[&str]) -> (i32, String, String) {
     all.extend_from_slice(args);
     all.extend_from_slice(&["--state-dir", st]);
     guard_cli(&all, &[])
+}
+
+/// A guard whose policy needs two approvers for `write`; keep the dir (the policy file) alive.
+pub fn two_person_guard() -> (Web, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[approvals]\napprovals_required = { \"write\" = 2 }\n",
+    )
+    .expect("policy");
+    let web = Web::start_configured(
+        120_000,
+        "",
+        &["--policy", policy.to_str().expect("utf8")],
+        "http",
+    );
+    (web, dir)
 }
