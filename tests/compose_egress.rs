@@ -66,6 +66,24 @@ fn seen_by_model(stack: &Stack, egress_log: &std::path::Path, what: &str, text: 
     }
 }
 
+/// The guard's and the agent's last log lines with their times, and the gateway's own view of
+/// device pairing asked inside the agent container (for a failure message: is the guard's
+/// request pending, approved, or never made, and how far did the agent's start get?).
+fn pairing_view(stack: &Stack) -> String {
+    let out = stack.exec(
+        "agent",
+        "OPENCLAW_GATEWAY_TOKEN=$(cat /run/secrets/gateway-token 2>/dev/null) \
+         timeout 60 openclaw devices list --json 2>&1 | tail -c 4000; \
+         echo; ps -eo pid,etimes,args | head -40",
+    );
+    format!(
+        "{}\n{}\nopenclaw devices list (agent container):\n{}",
+        stack.service_log("guard", 30),
+        stack.service_log("agent", 40),
+        support::process::output_text(&out)
+    )
+}
+
 #[test]
 fn an_unlisted_fetch_is_asked_allowed_for_a_while_and_a_denied_one_tells_the_model_why() {
     if skipped() {
@@ -113,9 +131,12 @@ fn an_unlisted_fetch_is_asked_allowed_for_a_while_and_a_denied_one_tells_the_mod
         },
         || {
             format!(
-                "gateway-posture.json: {}\n{}",
+                "{}\n{}\ngateway-posture.json: {}\ngateway-approver.json: {}",
+                stack.logs(),
+                pairing_view(&stack),
                 std::fs::read_to_string(&posture_file).unwrap_or_default(),
-                stack.logs()
+                std::fs::read_to_string(guard_state.join("gateway-approver.json"))
+                    .unwrap_or_default(),
             )
         },
     );
@@ -133,9 +154,10 @@ fn an_unlisted_fetch_is_asked_allowed_for_a_while_and_a_denied_one_tells_the_mod
         },
         || {
             format!(
-                "gateway-approver.json: {}\n{}",
+                "{}\n{}\ngateway-approver.json: {}",
+                stack.logs(),
+                pairing_view(&stack),
                 std::fs::read_to_string(&approver_file).unwrap_or_default(),
-                stack.logs()
             )
         },
     );

@@ -176,8 +176,13 @@ fn new_task_stop_and_status_drive_a_real_session_through_the_web_api() {
         stop_at.elapsed() < Duration::from_secs(25),
         "stopped, not finished"
     );
+    // The row shows the abort, unless OpenClaw already started the follow-up turn the
+    // interrupted exec leaves behind (seen on a loaded machine 150 ms after the abort): then
+    // the row is that later run's, and `sleep 30` ending by itself is excluded by the time
+    // bound above.
+    let later_run = row["lastRunId"].as_str().is_some_and(|r| r != run2);
     assert!(
-        row["abortedLastRun"] == true || row["status"] == "killed",
+        row["abortedLastRun"] == true || row["status"] == "killed" || later_run,
         "shows aborted: {row}"
     );
 

@@ -347,6 +347,19 @@ impl Stack {
         PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
     }
 
+    /// The last `tail` lines of one service's log with their times (a failure message's
+    /// closing lines: what that service did last, and when).
+    pub fn service_log(&self, service: &str, tail: u32) -> String {
+        let out = Command::new("podman")
+            .args(["logs", "--timestamps", "--tail", &tail.to_string()])
+            .arg(self.container(service))
+            .output();
+        match out {
+            Ok(o) => format!("--- {service} (last {tail} lines):\n{}", output_text(&o)),
+            Err(e) => format!("--- {service}: podman logs: {e}"),
+        }
+    }
+
     /// Every service's log, for failure messages.
     pub fn logs(&self) -> String {
         output_text(&self.compose(&["logs", "--no-color", "--tail", "150"]))

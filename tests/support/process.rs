@@ -179,7 +179,13 @@ pub fn wait_until_or<T>(
             return v;
         }
         if start.elapsed() >= timeout {
-            panic!("timed out waiting for {what}\n{}", explain());
+            // The explanation first, the line that names the wait last: a report that keeps
+            // only the tail of a long failure still says what timed out.
+            panic!(
+                "{}\ntimed out waiting for {what} after {} s",
+                explain(),
+                timeout.as_secs()
+            );
         }
         std::thread::sleep(Duration::from_millis(250));
     }
