@@ -131,6 +131,19 @@ impl Analyser<'_> {
         (quoted || inert).then_some(k)
     }
 
+    /// `$PWD` / `${PWD}` is the directory the command is in, known as `~+` is: when only one
+    /// directory is possible here (a `cd` the walk follows keeps it known). A text that sets
+    /// PWD itself is gated elsewhere (it is not inert). Unquoted, the value must not split or
+    /// glob.
+    pub(super) fn pwd_value(&self, text: &str, quoted: bool) -> Option<String> {
+        if !matches!(text, "$PWD" | "${PWD}") || self.cwd_unknown || self.cwds.len() != 1 {
+            return None;
+        }
+        let cwd = self.cwds[0].to_string_lossy().into_owned();
+        let inert = !cwd.contains([' ', '\t', '\n', '*', '?', '[', ']', '{', '}', '\\']);
+        (quoted || inert).then_some(cwd)
+    }
+
     /// A `for` statement: the values are evaluated once; when the loop variable is known for
     /// certain (see the module doc), the body is analysed once per value with the variable
     /// bound to it, else once with the variable unknown (candidates only).

@@ -286,6 +286,8 @@ impl Analyser<'_> {
         }
         if matches!(text, "$HOME" | "${HOME}") {
             b.value.push_str(&self.home);
+        } else if let Some(cwd) = self.pwd_value(text, b.quoted) {
+            b.value.push_str(&cwd);
         } else if let Some(k) = self.known_use(text, b.quoted) {
             b.value.push_str(&k.value);
             b.glob |= k.glob;
