@@ -7,22 +7,20 @@
 //! The client is the synchronous `postgres` crate, driven from a thread of its own: the
 //! inbox calls its store from async code and from blocking tasks alike, and the crate's own
 //! runtime must never run inside the guard's. A lost connection is reopened on the next call;
-//! until then every call fails with [`InboxError::StoreUnavailable`] (fail closed).
+//! until then every call fails with [`InboxError::StoreUnavailable`] (fail closed). How a
+//! connection is opened (TLS, the server verified) is [`super::pg_conn`]'s.
 
 use super::backend::InboxStore;
+use super::pg_conn::Database;
 use super::store::{settle, RawRow, Resolution};
 use super::{now_ms, Entry, InboxError, Resolved, State, StateFilter};
 use crate::audit::event::{AuditEvent, InboxPending, InboxResolved};
 use crate::audit::AuditLog;
-use postgres::{Client, NoTls};
+use postgres::Client;
 use std::sync::mpsc;
-use std::time::Duration;
 
 /// The channel every guard's changes are announced on: payload `<guard> <id>`.
 pub const CHANNEL: &str = "sanctum_inbox";
-
-/// How long a connection attempt may take before the store counts as unavailable.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Created once per database (under an advisory lock: several guards start at once).
 const SCHEMA: &str = "
@@ -58,7 +56,7 @@ const COLUMNS: &str = "id, request_json, verdict_json, request_hash, created_ms,
 
 /// A connection to the shared database, reopened when lost.
 struct Conn {
-    config: postgres::Config,
+    db: Database,
     client: Option<Client>,
 }
 
@@ -69,7 +67,7 @@ impl Conn {
         }
         let client = match self.client.take() {
             Some(c) => c,
-            None => connect(&self.config)?,
+            None => connect(&self.db)?,
         };
         Ok(self.client.insert(client))
     }
@@ -89,8 +87,8 @@ impl Conn {
 }
 
 /// Opens a connection and makes sure the table exists.
-fn connect(config: &postgres::Config) -> Result<Client, InboxError> {
-    let mut client = config.connect(NoTls).map_err(pg_err)?;
+fn connect(db: &Database) -> Result<Client, InboxError> {
+    let mut client = db.connect()?;
     let mut tx = client.transaction().map_err(pg_err)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
         .map_err(pg_err)?;
@@ -113,7 +111,7 @@ type Job = Box<dyn FnOnce(&mut Conn) + Send>;
 /// The fleet store of one guard: its identity and the connection thread.
 pub struct PgStore {
     jobs: mpsc::Sender<Job>,
-    config: postgres::Config,
+    db: Database,
     guard_id: String,
     audit: Option<AuditLog>,
 }
@@ -127,29 +125,22 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
-/// Parses a `postgres://` URL (or key=value string) with the guard's connect timeout.
-pub fn parse_url(url: &str) -> Result<postgres::Config, InboxError> {
-    let mut config: postgres::Config = url
-        .parse()
-        .map_err(|e: postgres::Error| InboxError::Storage(format!("store url: {e}")))?;
-    config.connect_timeout(CONNECT_TIMEOUT);
-    config.keepalives(true);
-    config.keepalives_idle(Duration::from_secs(10));
-    config.application_name("sanctum-guard");
-    Ok(config)
+/// Reads the `[store] url` (its TLS options included: [`Database::parse`]).
+pub fn parse_url(url: &str) -> Result<Database, InboxError> {
+    Database::parse(url)
 }
 
 impl PgStore {
-    /// The store for guard `guard_id` on the database at `config`. The database need not be
+    /// The store for guard `guard_id` on the database `db`. The database need not be
     /// up: until it is, every operation fails with `StoreUnavailable`.
     pub fn open(
-        config: postgres::Config,
+        db: Database,
         guard_id: &str,
         audit: Option<AuditLog>,
     ) -> Result<PgStore, InboxError> {
         let (jobs, rx) = mpsc::channel::<Job>();
         let mut conn = Conn {
-            config: config.clone(),
+            db: db.clone(),
             client: None,
         };
         std::thread::Builder::new()
@@ -162,7 +153,7 @@ impl PgStore {
             .map_err(|e| InboxError::Internal(format!("inbox-pg thread: {e}")))?;
         Ok(PgStore {
             jobs,
-            config,
+            db,
             guard_id: guard_id.to_owned(),
             audit,
         })
@@ -172,8 +163,8 @@ impl PgStore {
         &self.guard_id
     }
 
-    pub fn config(&self) -> &postgres::Config {
-        &self.config
+    pub fn database(&self) -> &Database {
+        &self.db
     }
 
     /// Runs `f` on the connection thread and waits for its answer.
