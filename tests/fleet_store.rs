@@ -87,6 +87,38 @@ fn one_winner_across_three_guards() {
         assert_eq!(reply["decision"], want, "round {round}: {reply}");
         // The decision is recorded by the guard whose page won, and by no other.
         let needle = format!("\"id\":\"{id}\",");
+        // Every guard's page names that guard and the record's seq in its log.
+        let record: serde_json::Value = serde_json::from_str(
+            fleet[winner]
+                .audit()
+                .lines()
+                .find(|l| {
+                    l.contains("\"decision\"") && l.contains(&needle) && l.contains("\"state\"")
+                })
+                .unwrap(),
+        )
+        .unwrap();
+        for (g, w) in fleet.iter().enumerate() {
+            let r = w.call(
+                "GET",
+                "/api/requests?state=resolved",
+                Some(&logins[g]),
+                None,
+            );
+            let row = r.json()["requests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["id"] == id.as_str())
+                .cloned()
+                .unwrap_or_else(|| panic!("{id} not on guard {g}: {}", r.body));
+            let names = ["guard-a", "guard-b", "guard-c"];
+            assert_eq!(row["decidedAt"]["guard"], names[winner], "{row}");
+            assert_eq!(
+                row["decidedAt"]["auditSeq"], record["seq"],
+                "{row} vs {record}"
+            );
+        }
         for (g, w) in fleet.iter().enumerate() {
             let resolved = w
                 .audit()

@@ -13,7 +13,7 @@
 use super::backend::InboxStore;
 use super::pg_conn::Database;
 use super::store::{settle, RawRow, Resolution};
-use super::{now_ms, Entry, InboxError, Resolved, State, StateFilter};
+use super::{now_ms, AuditRef, Entry, InboxError, Resolved, State, StateFilter};
 use crate::audit::event::{AuditEvent, InboxPending, InboxResolved};
 use crate::audit::AuditLog;
 use postgres::Client;
@@ -44,6 +44,8 @@ CREATE INDEX IF NOT EXISTS sanctum_inbox_pending
     ON sanctum_inbox(deadline_ms, created_ms, id) WHERE state = 'pending';
 CREATE INDEX IF NOT EXISTS sanctum_inbox_owner ON sanctum_inbox(guard_id, state);
 CREATE INDEX IF NOT EXISTS sanctum_inbox_version_idx ON sanctum_inbox(version);
+ALTER TABLE sanctum_inbox ADD COLUMN IF NOT EXISTS decided_guard TEXT;
+ALTER TABLE sanctum_inbox ADD COLUMN IF NOT EXISTS decided_seq BIGINT;
 CREATE INDEX IF NOT EXISTS sanctum_inbox_resolved
     ON sanctum_inbox((COALESCE(resolved_ms, created_ms)) DESC, id) WHERE state <> 'pending';
 ";
@@ -52,7 +54,7 @@ CREATE INDEX IF NOT EXISTS sanctum_inbox_resolved
 const SCHEMA_LOCK: i64 = 0x0053_414e_4354_554d;
 
 const COLUMNS: &str = "id, request_json, verdict_json, request_hash, created_ms, deadline_ms, \
-                       state, decision_json, resolved_ms, guard_id";
+                       state, decision_json, resolved_ms, guard_id, decided_guard, decided_seq";
 
 /// A connection to the shared database, reopened when lost.
 struct Conn {
@@ -206,6 +208,16 @@ impl PgStore {
 fn entry(r: &postgres::Row) -> Result<Entry, InboxError> {
     let mut e = raw(r)?.into_entry()?;
     e.guard = Some(r.try_get(9).map_err(pg_err)?);
+    let decided: (Option<String>, Option<i64>) = (
+        r.try_get(10).map_err(pg_err)?,
+        r.try_get(11).map_err(pg_err)?,
+    );
+    if let (Some(guard), Some(seq)) = decided {
+        e.decided_at = Some(AuditRef {
+            guard,
+            seq: seq.max(0) as u64,
+        });
+    }
     Ok(e)
 }
 
@@ -341,7 +353,8 @@ impl InboxStore for PgStore {
     fn resolve(&mut self, id: &str, how: Resolution) -> Result<Resolved, InboxError> {
         let id = id.to_owned();
         let audit = self.audit.clone();
-        self.call(move |c| resolve_on(c, &id, how, audit.as_ref()))
+        let me = self.guard_id.clone();
+        self.call(move |c| resolve_on(c, &id, how, (&me, audit.as_ref())))
     }
 
     fn data_version(&self) -> Result<i64, InboxError> {
@@ -360,12 +373,13 @@ impl InboxStore for PgStore {
 
 /// One resolution: read the row, judge it (offered, hash, deadline), then the conditional
 /// update. A concurrent resolver's update waits for ours and then matches no row: it reports
-/// the state ours left. The audit record is written before the commit.
+/// the state ours left. The audit record is written before the commit, and the row names it
+/// (this guard, the record's `seq`) so any guard's page can say where the decision is logged.
 fn resolve_on(
     c: &mut Client,
     id: &str,
     how: Resolution,
-    audit: Option<&AuditLog>,
+    (me, audit): (&str, Option<&AuditLog>),
 ) -> Result<Resolved, InboxError> {
     let now = now_ms();
     let mut tx = c.transaction().map_err(pg_err)?;
@@ -413,13 +427,18 @@ fn resolve_on(
     )
     .map_err(pg_err)?;
     if let Some(audit) = audit {
-        audit.append(AuditEvent::InboxResolved(InboxResolved {
+        let seq = audit.append(AuditEvent::InboxResolved(InboxResolved {
             id: id.to_owned(),
             request_id: entry.request.id,
             request_hash: entry.request_hash,
             state: state.as_str(),
             decision: decision.clone(),
         }))?;
+        tx.execute(
+            "UPDATE sanctum_inbox SET decided_guard = $2, decided_seq = $3 WHERE id = $1",
+            &[&id, &me, &i64::try_from(seq).unwrap_or(i64::MAX)],
+        )
+        .map_err(pg_err)?;
     }
     tx.commit().map_err(pg_err)?;
     if late {
