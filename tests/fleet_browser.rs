@@ -90,6 +90,28 @@ async fn one_page_for_the_whole_fleet() {
     open_card(&br, &idg).await;
     click(&br, &format!("#r-{idg} button[data-act='allow-once']")).await;
     assert_eq!(first_json(&gamma.join().unwrap())["decision"], "allow-once");
+    // History on B names where that decision is recorded: B's audit log, the record's seq.
+    let seq = b
+        .audit()
+        .lines()
+        .filter(|l| l.contains(&format!("\"id\":\"{idg}\",")) && l.contains("\"state\""))
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|v| v["seq"].clone())
+        .expect("B's record of the decision");
+    br.goto(&format!("{}/history", b.base))
+        .await
+        .expect("history");
+    let want = format!("audit record #{seq} on guard-b");
+    until(
+        &br,
+        "the decision's audit reference",
+        "const r = document.querySelector(`li[data-id='${arguments[0]}'] [data-field='audit-ref']`); \
+         return !!r && r.textContent === arguments[1]",
+        vec![json!(idg), json!(want)],
+    )
+    .await;
+    shot(&br, "fleet-history-audit-ref.png").await;
+    br.goto(&b.base).await.expect("inbox");
     // Alpha is still pending, untouched; deny it from B's API to end the test quickly.
     let e = b.wait_pending(&lb, "fb-alpha");
     let r = b.decide(

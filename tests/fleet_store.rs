@@ -87,6 +87,38 @@ fn one_winner_across_three_guards() {
         assert_eq!(reply["decision"], want, "round {round}: {reply}");
         // The decision is recorded by the guard whose page won, and by no other.
         let needle = format!("\"id\":\"{id}\",");
+        // Every guard's page names that guard and the record's seq in its log.
+        let record: serde_json::Value = serde_json::from_str(
+            fleet[winner]
+                .audit()
+                .lines()
+                .find(|l| {
+                    l.contains("\"decision\"") && l.contains(&needle) && l.contains("\"state\"")
+                })
+                .unwrap(),
+        )
+        .unwrap();
+        for (g, w) in fleet.iter().enumerate() {
+            let r = w.call(
+                "GET",
+                "/api/requests?state=resolved",
+                Some(&logins[g]),
+                None,
+            );
+            let row = r.json()["requests"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["id"] == id.as_str())
+                .cloned()
+                .unwrap_or_else(|| panic!("{id} not on guard {g}: {}", r.body));
+            let names = ["guard-a", "guard-b", "guard-c"];
+            assert_eq!(row["decidedAt"]["guard"], names[winner], "{row}");
+            assert_eq!(
+                row["decidedAt"]["auditSeq"], record["seq"],
+                "{row} vs {record}"
+            );
+        }
         for (g, w) in fleet.iter().enumerate() {
             let resolved = w
                 .audit()
@@ -176,4 +208,66 @@ fn the_owner_answers_and_a_restarted_guard_keeps_deadlines() {
         resolved >= deadline && resolved < deadline + 2_000,
         "expired at {resolved}, deadline {deadline}"
     );
+}
+
+/// `sanctum-guard inbox` on the command line of a fleet guard acts on the shared store: it
+/// lists the request guard A's agent filed, its approve (on guard B's terminal) is the same
+/// conditional update as a page's and releases the agent waiting on A, the decision is in
+/// B's audit log (the record a page's decision writes) and not in A's, and a second approve
+/// from A's terminal is refused as already decided (exit 1), changing nothing.
+#[test]
+fn the_command_line_decides_on_the_shared_store() {
+    let pg = Postgres::start();
+    let a = guard(&pg, "guard-a", 30_000);
+    let b = guard(&pg, "guard-b", 30_000);
+    let cli = |w: &Web, args: &[&str]| {
+        let cfg = w.world.tmp.path().join("guard.toml");
+        let mut all = vec!["inbox"];
+        all.extend_from_slice(args);
+        all.extend([
+            "--config",
+            cfg.to_str().unwrap(),
+            "--state-dir",
+            w.world.guard_state.to_str().unwrap(),
+        ]);
+        support::process::guard_cli(&all, &[])
+    };
+    let client = a.ask("cli-1", "touch /tmp/sg-fleet-cli-1");
+    // B's terminal lists the fleet's pending requests, A's among them.
+    let entry =
+        support::process::wait_until("A's request on B's CLI", Duration::from_secs(20), || {
+            let (code, out, err) = cli(&b, &["list", "--json"]);
+            assert_eq!(code, 0, "{err}");
+            let list: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+            list.into_iter().find(|e| e["request"]["id"] == "cli-1")
+        });
+    let id = entry["id"].as_str().unwrap().to_owned();
+    let hash = entry["request_hash"].as_str().unwrap().to_owned();
+    let (code, out, err) = cli(&b, &["approve", &id, "--hash", &hash]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("approved"), "{out}");
+    let reply = first_json(&client.join().unwrap());
+    assert_eq!(reply["decision"], "allow-once", "{reply}");
+    let needle = format!("\"id\":\"{id}\",");
+    let decided = |w: &Web| {
+        w.audit()
+            .lines()
+            .filter(|l| {
+                l.contains("\"decision\"") && l.contains(&needle) && l.contains("\"state\"")
+            })
+            .count()
+    };
+    assert_eq!(decided(&b), 1, "B's audit: {}", b.audit());
+    assert_eq!(decided(&a), 0, "A's audit: {}", a.audit());
+    // The loser: A's terminal, too late.
+    let (code, out, err) = cli(&a, &["approve", &id, "--hash", &hash]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.contains("already approved"), "{err}");
+    assert_eq!(decided(&a), 0, "A's audit: {}", a.audit());
+    let state: String = pg
+        .client()
+        .query_one("SELECT state FROM sanctum_inbox WHERE id = $1", &[&id])
+        .unwrap()
+        .get(0);
+    assert_eq!(state, "approved");
 }

@@ -136,9 +136,16 @@ fn print_startup(cfg: &Config, s: &Sinks, workspace: &Path, limits: &impl std::f
             cfg.inbox_path().display(),
             s.expired
         ),
-        StoreSettings::Fleet { guard_id, .. } => eprintln!(
-            "sanctum-guard: inbox           fleet database on PostgreSQL, as guard {guard_id}"
-        ),
+        StoreSettings::Fleet { guard_id, url } => {
+            // Said at start: plain text is a choice the operator should see made.
+            let channel = match crate::inbox::pg::parse_url(url).map(|d| d.encrypted()) {
+                Ok(true) => "TLS, server verified",
+                _ => "plain text: sslmode=disable",
+            };
+            eprintln!(
+                "sanctum-guard: inbox           fleet database on PostgreSQL ({channel}), as guard {guard_id}"
+            )
+        }
     }
     eprintln!(
         "sanctum-guard: audit log       {} ({} records)",

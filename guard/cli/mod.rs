@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 mod egress;
 mod grants;
+mod inbox_fleet;
 mod passkeys;
 mod reviewers;
 
@@ -165,6 +166,9 @@ enum Command {
 
 #[derive(Args, Debug)]
 struct InboxOpts {
+    /// The guard's config file (its `[store] url` makes this the fleet's shared inbox).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
     /// The guard's state dir (holds inbox.db and audit.jsonl).
     #[arg(long, global = true)]
     state_dir: Option<PathBuf>,
@@ -393,40 +397,20 @@ enum AuditCmd {
     },
 }
 
-fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
-    let dir = match state_dir_of(opts.state_dir.clone()) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("inbox: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let db = dir.join(inbox::DB_FILE);
-    if !db.exists() {
-        eprintln!("error: no inbox at {}", db.display());
-        return ExitCode::from(2);
-    }
-    // Only a decision writes to the audit log; listing leaves it alone.
-    let audit = match &cmd {
-        InboxCmd::List { .. } => None,
-        _ => match AuditLog::open(&dir.join(audit::AUDIT_FILE)) {
-            Ok((log, _)) => Some(log),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let vote_audit = audit.clone();
-    let mut store = match Store::open(&db, audit) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let (id, kind, reason, hash) = match cmd {
-        InboxCmd::List { state } => return inbox_list(&store, &state, opts.json),
+/// What an `inbox` subcommand asks, whichever store it acts on.
+enum InboxAct {
+    List(String),
+    Decide {
+        id: String,
+        kind: DecisionKind,
+        reason: Option<String>,
+        hash: Option<String>,
+    },
+}
+
+fn inbox_act(cmd: InboxCmd) -> InboxAct {
+    match cmd {
+        InboxCmd::List { state } => InboxAct::List(state),
         InboxCmd::Approve {
             id,
             always,
@@ -441,19 +425,74 @@ fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
             } else {
                 DecisionKind::AllowOnce
             };
-            (id, kind, reason, hash)
+            InboxAct::Decide {
+                id,
+                kind,
+                reason,
+                hash,
+            }
         }
-        InboxCmd::Deny { id, reason, hash } => (
+        InboxCmd::Deny { id, reason, hash } => InboxAct::Decide {
             id,
-            DecisionKind::Deny,
-            Some(reason.unwrap_or_else(|| "user-denied".into())),
+            kind: DecisionKind::Deny,
+            reason: Some(reason.unwrap_or_else(|| "user-denied".into())),
             hash,
-        ),
+        },
+    }
+}
+
+fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
+    let overrides = sanctum_guard::app::config::Overrides {
+        config: opts.config.clone(),
+        state_dir: opts.state_dir.clone(),
+        ..Default::default()
+    };
+    let cfg = match sanctum_guard::app::config::Config::load(&overrides) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("inbox: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let dir = cfg.state_dir;
+    let act = inbox_act(cmd);
+    if let sanctum_guard::app::config::StoreSettings::Fleet { url, guard_id } = &cfg.store {
+        return inbox_fleet::run(act, opts.json, &dir, url, guard_id);
+    }
+    let db = dir.join(inbox::DB_FILE);
+    if !db.exists() {
+        eprintln!("error: no inbox at {}", db.display());
+        return ExitCode::from(2);
+    }
+    // Only a decision writes to the audit log; listing leaves it alone.
+    let audit = match &act {
+        InboxAct::List(_) => None,
+        InboxAct::Decide { .. } => match open_audit(&dir) {
+            Ok(log) => Some(log),
+            Err(code) => return code,
+        },
+    };
+    let vote_audit = audit.clone();
+    let mut store = match Store::open(&db, audit) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (id, kind, reason, hash) = match act {
+        InboxAct::List(state) => return inbox_list(&|f| store.list(f), &state, opts.json),
+        InboxAct::Decide {
+            id,
+            kind,
+            reason,
+            hash,
+        } => (id, kind, reason, hash),
     };
     // The terminal's vote: refused, recorded as one of several approvals, or decided.
     let decision = match reviewers::cli_vote(
         &dir,
-        &store,
+        &|id| store.get(id),
         (&id, hash.as_deref()),
         kind,
         reason,
@@ -469,8 +508,24 @@ fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match store.decide(&id, decision, hash.as_deref()) {
-        Ok(r) if opts.json => print_json(&r),
+    inbox_decided(store.decide(&id, decision, hash.as_deref()), opts.json)
+}
+
+/// The guard's audit log, for a decision's record.
+fn open_audit(dir: &Path) -> Result<AuditLog, ExitCode> {
+    AuditLog::open(&dir.join(audit::AUDIT_FILE))
+        .map(|(log, _)| log)
+        .map_err(|e| {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        })
+}
+
+/// A decision's outcome: the new state, or why it was refused (exit 1: it was already
+/// decided, another hash, too late, not offered, unknown; exit 2: an error).
+fn inbox_decided(res: Result<inbox::Resolved, InboxError>, json: bool) -> ExitCode {
+    match res {
+        Ok(r) if json => print_json(&r),
         Ok(r) => {
             println!("{} {}", r.id, r.state);
             ExitCode::SUCCESS
@@ -489,7 +544,11 @@ fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
     }
 }
 
-fn inbox_list(store: &Store, state: &str, json: bool) -> ExitCode {
+fn inbox_list(
+    list: &dyn Fn(StateFilter) -> Result<Vec<inbox::Entry>, InboxError>,
+    state: &str,
+    json: bool,
+) -> ExitCode {
     let filter = match state {
         "all" => StateFilter::All,
         "pending" => StateFilter::Pending,
@@ -502,7 +561,7 @@ fn inbox_list(store: &Store, state: &str, json: bool) -> ExitCode {
             }
         },
     };
-    let entries = match store.list(filter) {
+    let entries = match list(filter) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e}");

@@ -5,7 +5,7 @@
 
 use clap::Subcommand;
 use sanctum_guard::audit::{self, assertion::PasskeyEvent, AuditEvent, AuditLog};
-use sanctum_guard::inbox::{self, Store};
+use sanctum_guard::inbox;
 use sanctum_guard::policy::request::{Decision, DecisionKind};
 use sanctum_guard::reviewers::vote::{self, Ballot, Cast};
 use sanctum_guard::reviewers::{ReviewerStore, Role, SqliteReviewers};
@@ -202,13 +202,13 @@ fn totp(store: &mut SqliteReviewers, name: &str, force: bool) -> Res {
 /// or an error (exit 2).
 pub fn cli_vote(
     dir: &Path,
-    store: &Store,
+    get: &dyn Fn(&str) -> Result<Option<inbox::Entry>, inbox::InboxError>,
     (id, hash): (&str, Option<&str>),
     kind: DecisionKind,
     reason: Option<String>,
     audit: Option<AuditLog>,
 ) -> Result<Result<Decision, String>, (u8, String)> {
-    let entry = match store.get(id) {
+    let entry = match get(id) {
         Ok(Some(e))
             if e.state == inbox::State::Pending
                 && e.offers(kind)

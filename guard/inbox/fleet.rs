@@ -3,6 +3,7 @@
 //! (they keep their own deadline: neither expired at start nor left pending forever).
 
 use super::pg::PgStore;
+use super::pg_conn::Database;
 use super::pg_listen::{self, Change};
 use super::{Inbox, InboxError, InboxEvent, Inner, Resolved, State};
 use crate::audit::AuditLog;
@@ -10,23 +11,23 @@ use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 
 impl Inbox {
-    /// Serves guard `guard_id`'s share of the fleet database at `config`. Must be called on a
+    /// Serves guard `guard_id`'s share of the fleet database `db`. Must be called on a
     /// tokio runtime (the deadline timers run there). The database may be down: requests are
     /// then refused (`store-unavailable`) until it returns, and this guard's rows are picked
     /// up again when the listener reconnects.
     pub fn open_fleet(
-        config: postgres::Config,
+        db: Database,
         guard_id: &str,
         audit: Option<AuditLog>,
     ) -> Result<Inbox, InboxError> {
-        let store = PgStore::open(config.clone(), guard_id, audit)?;
+        let store = PgStore::open(db.clone(), guard_id, audit)?;
         let (inbox, _) = Self::serve(Box::new(store), None)?;
         let rt = tokio::runtime::Handle::try_current()
             .map_err(|e| InboxError::Internal(format!("fleet inbox needs a runtime: {e}")))?;
         let weak = Arc::downgrade(&inbox.inner);
         let me = guard_id.to_owned();
         let mut armed: HashSet<String> = HashSet::new();
-        pg_listen::spawn(config, move |change| {
+        pg_listen::spawn(db, move |change| {
             let Some(inner) = weak.upgrade() else {
                 return false;
             };

@@ -11,6 +11,8 @@ mod backend;
 mod fleet;
 mod hash;
 pub mod pg;
+mod pg_cli;
+pub mod pg_conn;
 mod pg_listen;
 mod store;
 mod types;
@@ -18,7 +20,7 @@ mod types;
 pub use hash::{canonical_json, request_hash};
 pub use store::{fallback_deny, now_ms, Store};
 pub use types::{
-    action_summary, Cancel, Entry, InboxError, InboxEvent, Resolved, State, StateFilter,
+    action_summary, AuditRef, Cancel, Entry, InboxError, InboxEvent, Resolved, State, StateFilter,
 };
 
 use crate::audit::AuditLog;
@@ -225,6 +227,7 @@ impl Inbox {
             decision: None,
             resolved_ms: None,
             guard: None,
+            decided_at: None,
         };
         let (tx, rx) = oneshot::channel();
         self.inner.waiters()?.insert(entry.id.clone(), tx);

@@ -7,22 +7,20 @@
 //! The client is the synchronous `postgres` crate, driven from a thread of its own: the
 //! inbox calls its store from async code and from blocking tasks alike, and the crate's own
 //! runtime must never run inside the guard's. A lost connection is reopened on the next call;
-//! until then every call fails with [`InboxError::StoreUnavailable`] (fail closed).
+//! until then every call fails with [`InboxError::StoreUnavailable`] (fail closed). How a
+//! connection is opened (TLS, the server verified) is [`super::pg_conn`]'s.
 
 use super::backend::InboxStore;
+use super::pg_conn::Database;
 use super::store::{settle, RawRow, Resolution};
-use super::{now_ms, Entry, InboxError, Resolved, State, StateFilter};
+use super::{now_ms, AuditRef, Entry, InboxError, Resolved, State, StateFilter};
 use crate::audit::event::{AuditEvent, InboxPending, InboxResolved};
 use crate::audit::AuditLog;
-use postgres::{Client, NoTls};
+use postgres::Client;
 use std::sync::mpsc;
-use std::time::Duration;
 
 /// The channel every guard's changes are announced on: payload `<guard> <id>`.
 pub const CHANNEL: &str = "sanctum_inbox";
-
-/// How long a connection attempt may take before the store counts as unavailable.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Created once per database (under an advisory lock: several guards start at once).
 const SCHEMA: &str = "
@@ -46,6 +44,8 @@ CREATE INDEX IF NOT EXISTS sanctum_inbox_pending
     ON sanctum_inbox(deadline_ms, created_ms, id) WHERE state = 'pending';
 CREATE INDEX IF NOT EXISTS sanctum_inbox_owner ON sanctum_inbox(guard_id, state);
 CREATE INDEX IF NOT EXISTS sanctum_inbox_version_idx ON sanctum_inbox(version);
+ALTER TABLE sanctum_inbox ADD COLUMN IF NOT EXISTS decided_guard TEXT;
+ALTER TABLE sanctum_inbox ADD COLUMN IF NOT EXISTS decided_seq BIGINT;
 CREATE INDEX IF NOT EXISTS sanctum_inbox_resolved
     ON sanctum_inbox((COALESCE(resolved_ms, created_ms)) DESC, id) WHERE state <> 'pending';
 ";
@@ -54,11 +54,11 @@ CREATE INDEX IF NOT EXISTS sanctum_inbox_resolved
 const SCHEMA_LOCK: i64 = 0x0053_414e_4354_554d;
 
 const COLUMNS: &str = "id, request_json, verdict_json, request_hash, created_ms, deadline_ms, \
-                       state, decision_json, resolved_ms, guard_id";
+                       state, decision_json, resolved_ms, guard_id, decided_guard, decided_seq";
 
 /// A connection to the shared database, reopened when lost.
 struct Conn {
-    config: postgres::Config,
+    db: Database,
     client: Option<Client>,
 }
 
@@ -69,7 +69,7 @@ impl Conn {
         }
         let client = match self.client.take() {
             Some(c) => c,
-            None => connect(&self.config)?,
+            None => connect(&self.db)?,
         };
         Ok(self.client.insert(client))
     }
@@ -89,8 +89,8 @@ impl Conn {
 }
 
 /// Opens a connection and makes sure the table exists.
-fn connect(config: &postgres::Config) -> Result<Client, InboxError> {
-    let mut client = config.connect(NoTls).map_err(pg_err)?;
+fn connect(db: &Database) -> Result<Client, InboxError> {
+    let mut client = db.connect()?;
     let mut tx = client.transaction().map_err(pg_err)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK])
         .map_err(pg_err)?;
@@ -113,7 +113,7 @@ type Job = Box<dyn FnOnce(&mut Conn) + Send>;
 /// The fleet store of one guard: its identity and the connection thread.
 pub struct PgStore {
     jobs: mpsc::Sender<Job>,
-    config: postgres::Config,
+    db: Database,
     guard_id: String,
     audit: Option<AuditLog>,
 }
@@ -127,29 +127,22 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
-/// Parses a `postgres://` URL (or key=value string) with the guard's connect timeout.
-pub fn parse_url(url: &str) -> Result<postgres::Config, InboxError> {
-    let mut config: postgres::Config = url
-        .parse()
-        .map_err(|e: postgres::Error| InboxError::Storage(format!("store url: {e}")))?;
-    config.connect_timeout(CONNECT_TIMEOUT);
-    config.keepalives(true);
-    config.keepalives_idle(Duration::from_secs(10));
-    config.application_name("sanctum-guard");
-    Ok(config)
+/// Reads the `[store] url` (its TLS options included: [`Database::parse`]).
+pub fn parse_url(url: &str) -> Result<Database, InboxError> {
+    Database::parse(url)
 }
 
 impl PgStore {
-    /// The store for guard `guard_id` on the database at `config`. The database need not be
+    /// The store for guard `guard_id` on the database `db`. The database need not be
     /// up: until it is, every operation fails with `StoreUnavailable`.
     pub fn open(
-        config: postgres::Config,
+        db: Database,
         guard_id: &str,
         audit: Option<AuditLog>,
     ) -> Result<PgStore, InboxError> {
         let (jobs, rx) = mpsc::channel::<Job>();
         let mut conn = Conn {
-            config: config.clone(),
+            db: db.clone(),
             client: None,
         };
         std::thread::Builder::new()
@@ -162,7 +155,7 @@ impl PgStore {
             .map_err(|e| InboxError::Internal(format!("inbox-pg thread: {e}")))?;
         Ok(PgStore {
             jobs,
-            config,
+            db,
             guard_id: guard_id.to_owned(),
             audit,
         })
@@ -172,8 +165,8 @@ impl PgStore {
         &self.guard_id
     }
 
-    pub fn config(&self) -> &postgres::Config {
-        &self.config
+    pub fn database(&self) -> &Database {
+        &self.db
     }
 
     /// Runs `f` on the connection thread and waits for its answer.
@@ -215,6 +208,16 @@ impl PgStore {
 fn entry(r: &postgres::Row) -> Result<Entry, InboxError> {
     let mut e = raw(r)?.into_entry()?;
     e.guard = Some(r.try_get(9).map_err(pg_err)?);
+    let decided: (Option<String>, Option<i64>) = (
+        r.try_get(10).map_err(pg_err)?,
+        r.try_get(11).map_err(pg_err)?,
+    );
+    if let (Some(guard), Some(seq)) = decided {
+        e.decided_at = Some(AuditRef {
+            guard,
+            seq: seq.max(0) as u64,
+        });
+    }
     Ok(e)
 }
 
@@ -350,7 +353,8 @@ impl InboxStore for PgStore {
     fn resolve(&mut self, id: &str, how: Resolution) -> Result<Resolved, InboxError> {
         let id = id.to_owned();
         let audit = self.audit.clone();
-        self.call(move |c| resolve_on(c, &id, how, audit.as_ref()))
+        let me = self.guard_id.clone();
+        self.call(move |c| resolve_on(c, &id, how, (&me, audit.as_ref())))
     }
 
     fn data_version(&self) -> Result<i64, InboxError> {
@@ -369,12 +373,13 @@ impl InboxStore for PgStore {
 
 /// One resolution: read the row, judge it (offered, hash, deadline), then the conditional
 /// update. A concurrent resolver's update waits for ours and then matches no row: it reports
-/// the state ours left. The audit record is written before the commit.
+/// the state ours left. The audit record is written before the commit, and the row names it
+/// (this guard, the record's `seq`) so any guard's page can say where the decision is logged.
 fn resolve_on(
     c: &mut Client,
     id: &str,
     how: Resolution,
-    audit: Option<&AuditLog>,
+    (me, audit): (&str, Option<&AuditLog>),
 ) -> Result<Resolved, InboxError> {
     let now = now_ms();
     let mut tx = c.transaction().map_err(pg_err)?;
@@ -422,13 +427,18 @@ fn resolve_on(
     )
     .map_err(pg_err)?;
     if let Some(audit) = audit {
-        audit.append(AuditEvent::InboxResolved(InboxResolved {
+        let seq = audit.append(AuditEvent::InboxResolved(InboxResolved {
             id: id.to_owned(),
             request_id: entry.request.id,
             request_hash: entry.request_hash,
             state: state.as_str(),
             decision: decision.clone(),
         }))?;
+        tx.execute(
+            "UPDATE sanctum_inbox SET decided_guard = $2, decided_seq = $3 WHERE id = $1",
+            &[&id, &me, &i64::try_from(seq).unwrap_or(i64::MAX)],
+        )
+        .map_err(pg_err)?;
     }
     tx.commit().map_err(pg_err)?;
     if late {

@@ -4,8 +4,8 @@
 //! inbox re-reads what it waits on). The inbox's 100 ms poll stays as the fallback.
 
 use super::pg::CHANNEL;
+use super::pg_conn::Database;
 use postgres::fallible_iterator::FallibleIterator;
-use postgres::NoTls;
 use std::time::Duration;
 
 /// What the listener heard.
@@ -18,15 +18,24 @@ pub enum Change {
     Idle,
 }
 
+/// Why a listening connection ended.
+#[derive(Debug, thiserror::Error)]
+enum ListenError {
+    #[error(transparent)]
+    Connect(#[from] super::InboxError),
+    #[error(transparent)]
+    Pg(#[from] postgres::Error),
+}
+
 /// Starts the listener; it stops when `on_change` returns false.
 pub fn spawn(
-    config: postgres::Config,
+    db: Database,
     mut on_change: impl FnMut(Change) -> bool + Send + 'static,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("inbox-pg-listen".into())
         .spawn(move || loop {
-            match listen(&config, &mut on_change) {
+            match listen(&db, &mut on_change) {
                 Ok(()) => return,
                 Err(e) => {
                     tracing::warn!(error = %e, "inbox: fleet listener lost its connection");
@@ -41,11 +50,8 @@ pub fn spawn(
 }
 
 /// One connection's life: `Ok` when the handler is done, `Err` when the connection failed.
-fn listen(
-    config: &postgres::Config,
-    on_change: &mut impl FnMut(Change) -> bool,
-) -> Result<(), postgres::Error> {
-    let mut client = config.connect(NoTls)?;
+fn listen(db: &Database, on_change: &mut impl FnMut(Change) -> bool) -> Result<(), ListenError> {
+    let mut client = db.connect()?;
     client.batch_execute(&format!("LISTEN {CHANNEL}"))?;
     if !on_change(Change::Resync) {
         return Ok(());

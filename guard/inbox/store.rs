@@ -428,6 +428,7 @@ impl RawRow {
             decision,
             resolved_ms: self.resolved.map(|r| r.max(0) as u64),
             guard: None,
+            decided_at: None,
         })
     }
 }

@@ -123,6 +123,17 @@ pub struct Entry {
     /// The guard that filed it, in a fleet's shared store (None: this guard's own store).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guard: Option<String>,
+    /// In a fleet: the guard that decided it and the `seq` of the decision's record in that
+    /// guard's audit log (each guard keeps its own log: this is where to look).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_at: Option<AuditRef>,
+}
+
+/// A record in one guard's audit log: `sanctum-guard audit` on that guard finds it by `seq`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditRef {
+    pub guard: String,
+    pub seq: u64,
 }
 
 impl Entry {

@@ -169,6 +169,7 @@ mod tests {
             decision: None,
             resolved_ms: None,
             guard: None,
+            decided_at: None,
         }
     }
 

@@ -51,6 +51,9 @@ pub fn entry_json(e: &Entry, run: Option<&Value>, eng: Option<&crate::engine::En
         "agentId": e.request.who.agent_id,
         // In a fleet: the guard whose agent asked (it answers the agent).
         "guard": e.guard,
+        // In a fleet: the guard that decided it and its audit record (`seq` in that guard's
+        // log), where the decision is recorded.
+        "decidedAt": e.decided_at.as_ref().map(|r| json!({"guard": r.guard, "auditSeq": r.seq})),
         "sessionKey": e.request.who.session_key,
         "requestId": e.request.id,
         "action": e.request.action,
@@ -168,6 +171,7 @@ fn policy_entry(line: &str) -> Option<Entry> {
         request,
         verdict,
         guard: None,
+        decided_at: None,
     })
 }
 

@@ -2,6 +2,8 @@
 //! cluster in a temp dir on a free loopback port, `trust` sign-in, run as the `postgres`
 //! user when the tests run as root (the server refuses root), stopped and removed on drop.
 //! `stop`/`start` take it away and bring it back on the same port and data.
+//! [`Postgres::start_tls`] serves TLS only (`ssl=on`, `hostssl` the one TCP entry of
+//! `pg_hba.conf`): a plain-text client over TCP is refused.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -32,11 +34,53 @@ pub struct Postgres {
     dir: tempfile::TempDir,
     bin: PathBuf,
     pub port: u16,
+    /// Whether the server was given a certificate and refuses plain text over TCP.
+    tls: bool,
 }
 
 impl Postgres {
     /// initdb + start on a free port; returns once it accepts connections.
     pub fn start() -> Postgres {
+        let pg = Postgres::init();
+        pg.start_again();
+        pg
+    }
+
+    /// [`Postgres::start`] serving TLS with this certificate and key (PEM) and refusing plain
+    /// text over TCP; the test's own client goes through the Unix socket.
+    pub fn start_tls(cert_pem: &str, key_pem: &str) -> Postgres {
+        let mut pg = Postgres::init();
+        pg.tls = true;
+        let data = pg.data();
+        std::fs::write(data.join("server.crt"), cert_pem).expect("server.crt");
+        std::fs::write(data.join("server.key"), key_pem).expect("server.key");
+        std::fs::write(
+            data.join("pg_hba.conf"),
+            "local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
+        )
+        .expect("pg_hba.conf");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(data.join("server.key"), PermissionsExt::from_mode(0o600))
+            .expect("key mode");
+        if nix::unistd::getuid().is_root() {
+            let st = Command::new("chown")
+                .args([
+                    "postgres:postgres",
+                    "server.crt",
+                    "server.key",
+                    "pg_hba.conf",
+                ])
+                .current_dir(&data)
+                .status()
+                .expect("chown");
+            assert!(st.success(), "chown to postgres");
+        }
+        pg.start_again();
+        pg
+    }
+
+    /// A new cluster, not started.
+    fn init() -> Postgres {
         let dir = tempfile::Builder::new()
             .prefix("sg-pg-")
             .tempdir()
@@ -45,6 +89,7 @@ impl Postgres {
             bin: bin_dir(),
             port: free_port(),
             dir,
+            tls: false,
         };
         if nix::unistd::getuid().is_root() {
             let st = Command::new("chown")
@@ -69,7 +114,6 @@ impl Postgres {
                 "UTF8",
             ],
         );
-        pg.start_again();
         pg
     }
 
@@ -99,9 +143,10 @@ impl Postgres {
     /// Starts the server (again) on its port and data; waits until it accepts connections.
     pub fn start_again(&self) {
         let opts = format!(
-            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200",
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200{}",
             self.port,
-            self.dir.path().display()
+            self.dir.path().display(),
+            if self.tls { " -c ssl=on" } else { "" }
         );
         let log = self.dir.path().join("server.log");
         self.run(
@@ -121,7 +166,7 @@ impl Postgres {
         );
         let start = Instant::now();
         // On a thread of its own: the client's runtime must not start inside a test's.
-        let url = self.url();
+        let url = self.local_url();
         let up = move || {
             let url = url.clone();
             std::thread::spawn(move || postgres::Client::connect(&url, postgres::NoTls).is_ok())
@@ -152,15 +197,32 @@ impl Postgres {
         );
     }
 
-    /// The URL guards are configured with.
+    /// The URL guards are configured with (plain text: a loopback test server).
     pub fn url(&self) -> String {
+        format!(
+            "postgres://postgres@127.0.0.1:{}/postgres?sslmode=disable",
+            self.port
+        )
+    }
+
+    /// The URL without its TLS options, for a test to add its own.
+    pub fn bare_url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 
-    /// A client of the test's own (to read or change rows behind the guards' backs); not
-    /// for async tests (its own runtime cannot start inside theirs).
+    /// The server's Unix socket (`local … trust`), reachable whatever TCP demands.
+    fn local_url(&self) -> String {
+        format!(
+            "host={} port={} user=postgres dbname=postgres",
+            self.dir.path().display(),
+            self.port
+        )
+    }
+
+    /// A client of the test's own (to read or change rows behind the guards' backs), over
+    /// the Unix socket; not for async tests (its own runtime cannot start inside theirs).
     pub fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.url(), postgres::NoTls).expect("connect")
+        postgres::Client::connect(&self.local_url(), postgres::NoTls).expect("connect")
     }
 }
 

@@ -47,7 +47,10 @@
         el('dt', {}, 'answered'), el('dd', {}, secs || '—'),
         el('dt', {}, 'outcome'), el('dd', {}, vis(outcome(e.run, e) + ran)),
         el('dt', {}, 'output'), el('dd', {}, output(e.run) || '—'),
-        el('dt', {}, 'request hash'), el('dd', { class: 'mono hash' }, e.requestHash)));
+        el('dt', {}, 'request hash'), el('dd', { class: 'mono hash' }, e.requestHash),
+        // In a fleet each guard keeps its own audit log: where this decision is recorded.
+        ...(e.decidedAt ? [el('dt', {}, 'recorded'), el('dd', { 'data-field': 'audit-ref' },
+          vis('audit record #' + e.decidedAt.auditSeq + ' on ' + e.decidedAt.guard))] : [])));
   }
 
   // History is searched and paged by the guard (GET /api/requests): every decision is
