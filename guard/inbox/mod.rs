@@ -11,6 +11,7 @@ mod backend;
 mod fleet;
 mod hash;
 pub mod pg;
+pub mod pg_conn;
 mod pg_listen;
 mod store;
 mod types;

@@ -99,6 +99,12 @@ fn connect(config: &postgres::Config) -> Result<Client, InboxError> {
     Ok(client)
 }
 
+/// A new connection to the fleet database, made as the inbox makes its own: the other
+/// fleet tables ([`super::pg_conn`]) connect through here.
+pub(crate) fn open_client(config: &postgres::Config) -> Result<Client, InboxError> {
+    connect(config)
+}
+
 /// A database's own refusal is a storage error; anything else (no server, a dropped
 /// connection, a timeout) means the store is away.
 fn pg_err(e: postgres::Error) -> InboxError {
@@ -364,6 +370,10 @@ impl InboxStore for PgStore {
 
     fn resumes_pending(&self) -> bool {
         true
+    }
+
+    fn fleet_db(&self) -> Option<postgres::Config> {
+        Some(self.config.clone())
     }
 }
 
