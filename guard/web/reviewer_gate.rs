@@ -10,23 +10,34 @@ use super::metrics::global as metrics;
 use crate::inbox::Entry;
 use crate::reviewers::quorum::Refusal;
 use crate::reviewers::vote::{self, Ballot, Cast};
-use crate::reviewers::{ReviewerError, ReviewerStore, Role, SqliteReviewers};
+use crate::reviewers::{PgReviewers, ReviewerError, ReviewerStore, Role, SqliteReviewers};
 use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-/// The reviewer tables of the inbox database, opened on first use.
+/// Where the reviewer tables are: the inbox database in the state dir, or a fleet's
+/// PostgreSQL database.
+pub enum Location {
+    Sqlite(PathBuf),
+    Fleet(Box<postgres::Config>),
+}
+
+/// The reviewer tables, opened on first use.
 pub struct ReviewerDb {
-    path: PathBuf,
+    at: Location,
     audit: Option<crate::audit::AuditLog>,
-    conn: Mutex<Option<SqliteReviewers>>,
+    conn: Mutex<Option<Box<dyn ReviewerStore>>>,
 }
 
 impl ReviewerDb {
     pub fn new(path: PathBuf, audit: Option<crate::audit::AuditLog>) -> Self {
+        Self::at(Location::Sqlite(path), audit)
+    }
+
+    pub fn at(at: Location, audit: Option<crate::audit::AuditLog>) -> Self {
         ReviewerDb {
-            path,
+            at,
             audit,
             conn: Mutex::new(None),
         }
@@ -35,14 +46,18 @@ impl ReviewerDb {
     /// Runs `f` on the store (blocking: call it off the async threads).
     pub fn with<T>(
         &self,
-        f: impl FnOnce(&mut SqliteReviewers) -> Result<T, ReviewerError>,
+        f: impl FnOnce(&mut dyn ReviewerStore) -> Result<T, ReviewerError>,
     ) -> Result<T, ReviewerError> {
         let mut g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         if g.is_none() {
-            *g = Some(SqliteReviewers::open(&self.path, self.audit.clone())?);
+            let audit = self.audit.clone();
+            *g = Some(match &self.at {
+                Location::Sqlite(p) => Box::new(SqliteReviewers::open(p, audit)?),
+                Location::Fleet(c) => Box::new(PgReviewers::open((**c).clone(), audit)?),
+            });
         }
         match g.as_mut() {
-            Some(s) => f(s),
+            Some(s) => f(s.as_mut()),
             None => Err(ReviewerError::Storage("reviewer store not open".into())),
         }
     }
@@ -51,7 +66,7 @@ impl ReviewerDb {
 /// Runs `f` on the store off the async threads; a store error is a 500 (fail closed).
 pub async fn blocking<T: Send + 'static>(
     sh: &Shared,
-    f: impl FnOnce(&mut SqliteReviewers) -> Result<T, ReviewerError> + Send + 'static,
+    f: impl FnOnce(&mut dyn ReviewerStore) -> Result<T, ReviewerError> + Send + 'static,
 ) -> Result<T, Resp> {
     let db = sh.reviewers.clone();
     match tokio::task::spawn_blocking(move || db.with(f)).await {

@@ -146,10 +146,15 @@ pub async fn start(
 /// policy's approval counts for `inbox approve` in other processes. Returns the admin the
 /// start link is for.
 fn accounts(shared: &mut Shared) -> Result<String, WebError> {
-    use crate::reviewers::{sqlite::ensure_admin, ReviewerStore, Role};
+    use crate::reviewers::{sqlite::ensure_admin, Role};
     let audit = shared.engine.as_ref().map(|e| e.audit().clone());
-    let db =
-        super::reviewer_gate::ReviewerDb::new(shared.state_dir.join(crate::inbox::DB_FILE), audit);
+    use super::reviewer_gate::{Location, ReviewerDb};
+    // A fleet's accounts and votes are its database's: one account signs in on any guard.
+    let at = match shared.inbox.fleet_db() {
+        Some(c) => Location::Fleet(Box::new(c)),
+        None => Location::Sqlite(shared.state_dir.join(crate::inbox::DB_FILE)),
+    };
+    let db = ReviewerDb::at(at, audit);
     let rules = shared
         .engine
         .as_ref()
