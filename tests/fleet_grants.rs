@@ -92,6 +92,19 @@ fn a_grant_made_on_another_guard_covers_the_asking_guard_only_and_revokes_everyw
         assert_eq!(ids, [gid.as_str()], "{list}");
     }
 
+    // The command line of either guard lists the fleet's grants.
+    let cfg = a.world.tmp.path().join("guard.toml");
+    let st = a.world.guard_state.to_str().unwrap().to_owned();
+    let (code, out, err) = support::process::guard_cli(
+        &["grants", "list", "--json", "--state-dir", &st],
+        &[("SANCTUM_CONFIG", cfg.to_str().unwrap())],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&gid),
+        "A's command line lists B's grant: {out}"
+    );
+
     // Revoked on B: A's next one is asked again.
     let r = b.call(
         "POST",

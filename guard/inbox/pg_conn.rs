@@ -114,7 +114,9 @@ impl PgWorker {
 }
 
 /// Whether `e` is the database's own refusal (a constraint, a bad statement) rather than
-/// the database being away.
+/// the database being away: a server shutting down, out of connections or cutting this one
+/// (SQLSTATE classes 08, 53, 57) is away.
 pub fn refused_by_db(e: &postgres::Error) -> bool {
-    e.as_db_error().is_some()
+    e.as_db_error()
+        .is_some_and(|d| !matches!(d.code().code().get(..2), Some("08" | "53" | "57")))
 }

@@ -28,6 +28,9 @@ pub struct ReviewerDb {
     at: Location,
     audit: Option<crate::audit::AuditLog>,
     conn: Mutex<Option<Box<dyn ReviewerStore>>>,
+    /// The role each account (by id) last had, for reads while a fleet's database is away:
+    /// the page can still show that it is away. Never used for a change.
+    seen: Mutex<std::collections::HashMap<String, Role>>,
 }
 
 impl ReviewerDb {
@@ -40,6 +43,7 @@ impl ReviewerDb {
             at,
             audit,
             conn: Mutex::new(None),
+            seen: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -71,6 +75,12 @@ pub async fn blocking<T: Send + 'static>(
     let db = sh.reviewers.clone();
     match tokio::task::spawn_blocking(move || db.with(f)).await {
         Ok(Ok(v)) => Ok(v),
+        Ok(Err(ReviewerError::Unavailable(_))) => Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store-unavailable",
+            "Not applied: the fleet database cannot be reached (reviewer accounts live there). \
+             Nothing was decided.",
+        )),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "web: reviewer store");
             Err(error(
@@ -90,10 +100,29 @@ pub async fn blocking<T: Send + 'static>(
 /// The role of the session's account as the store has it now. An account that is gone (or
 /// is another account of the same name) ends every session of that name: 401.
 pub async fn role_of(sh: &Shared, session: &SessionView) -> Result<Role, Resp> {
+    role_for(sh, session, false).await
+}
+
+/// [`role_of`]; for a `read` while the fleet's database is away, the role this account
+/// last had (nothing can change it meanwhile: account changes need the database too).
+pub async fn role_for(sh: &Shared, session: &SessionView, read: bool) -> Result<Role, Resp> {
     let name = session.account.clone();
-    let acct = blocking(sh, move |s| s.get(&name)).await?;
+    let acct = match blocking(sh, move |s| s.get(&name)).await {
+        Ok(a) => a,
+        Err(resp) => {
+            let seen = sh.reviewers.seen.lock().unwrap_or_else(|p| p.into_inner());
+            return match seen.get(&session.account_id) {
+                Some(role) if read && resp.status() == StatusCode::SERVICE_UNAVAILABLE => Ok(*role),
+                _ => Err(resp),
+            };
+        }
+    };
     match acct {
-        Some(r) if r.id == session.account_id => Ok(r.role),
+        Some(r) if r.id == session.account_id => {
+            let mut seen = sh.reviewers.seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.insert(r.id.clone(), r.role);
+            Ok(r.role)
+        }
         _ => {
             let n = sh.sessions.end_account(&session.account);
             tracing::warn!(account = %session.account, sessions = n,
