@@ -229,7 +229,15 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
         .await?;
 
     let socket_path = sock.path.clone();
-    let grants = Arc::new(crate::grants::GrantStore::open(&cfg.inbox_path())?);
+    let grants: Arc<dyn crate::grants::GrantBackend> = match &cfg.store {
+        StoreSettings::Embedded => Arc::new(crate::grants::GrantStore::open(&cfg.inbox_path())?),
+        // A fleet's grants live beside its inbox: made on any guard's page, spent by the
+        // guard whose agent they cover.
+        StoreSettings::Fleet { url, guard_id } => Arc::new(crate::grants::PgGrants::open(
+            crate::inbox::pg::parse_url(url)?,
+            guard_id,
+        )?),
+    };
     let engine = Arc::new(
         Engine::new(
             cfg.deadlines,

@@ -5,7 +5,7 @@
 use clap::{Args, Subcommand};
 use sanctum_guard::audit::event::{AuditEvent, GrantRecord};
 use sanctum_guard::audit::{self, AuditLog};
-use sanctum_guard::grants::{Grant, GrantError, GrantStore};
+use sanctum_guard::grants::{Grant, GrantBackend, GrantError, GrantStore, PgGrants};
 use sanctum_guard::inbox;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -74,25 +74,14 @@ fn line(g: &Grant) -> String {
 }
 
 pub fn run(a: GrantsArgs) -> ExitCode {
-    let dir = match super::state_dir_of(a.state_dir.clone()) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("grants: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let db = dir.join(inbox::DB_FILE);
-    if !db.exists() {
-        eprintln!("error: no inbox at {}", db.display());
-        return ExitCode::from(2);
-    }
-    let store = match GrantStore::open(&db) {
-        Ok(s) => s,
+    let (dir, store) = match open(a.state_dir.clone()) {
+        Ok(x) => x,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
+    let store = store.as_ref();
     match a.cmd {
         GrantsCmd::List => match store.live(inbox::now_ms()) {
             Ok(gs) if a.json => {
@@ -112,11 +101,40 @@ pub fn run(a: GrantsArgs) -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        GrantsCmd::Revoke { id } => revoke(&store, &dir, &id),
+        GrantsCmd::Revoke { id } => revoke(store, &dir, &id),
     }
 }
 
-fn revoke(store: &GrantStore, dir: &std::path::Path, id: &str) -> ExitCode {
+/// The state dir and the grants its guard spends: the inbox database there, or the fleet's
+/// PostgreSQL database when the config has `[store] url` (then the list is the fleet's, and
+/// a revoke here ends a grant on every guard).
+fn open(
+    state_dir: Option<std::path::PathBuf>,
+) -> Result<(std::path::PathBuf, Box<dyn GrantBackend>), String> {
+    use sanctum_guard::app::config::{Config, Overrides, StoreSettings};
+    let overrides = Overrides {
+        state_dir,
+        ..Default::default()
+    };
+    let cfg = Config::load(&overrides).map_err(|e| format!("grants: {e}"))?;
+    let dir = cfg.state_dir;
+    let store: Box<dyn GrantBackend> = match cfg.store {
+        StoreSettings::Embedded => {
+            let db = dir.join(inbox::DB_FILE);
+            if !db.exists() {
+                return Err(format!("no inbox at {}", db.display()));
+            }
+            Box::new(GrantStore::open(&db).map_err(|e| e.to_string())?)
+        }
+        StoreSettings::Fleet { url, guard_id } => {
+            let db = inbox::pg::parse_url(&url).map_err(|e| e.to_string())?;
+            Box::new(PgGrants::open(db, &guard_id).map_err(|e| e.to_string())?)
+        }
+    };
+    Ok((dir, store))
+}
+
+fn revoke(store: &dyn GrantBackend, dir: &std::path::Path, id: &str) -> ExitCode {
     let audit = match AuditLog::open(&dir.join(audit::AUDIT_FILE)) {
         Ok((log, _)) => log,
         Err(e) => {

@@ -284,9 +284,8 @@ fn web_cmd(cmd: WebCmd, state_dir: Option<PathBuf>) -> ExitCode {
 /// A login link for the reviewer account `name`, refused when there is none (a link must
 /// sign somebody in who may be held to account).
 fn account_link(dir: &Path, name: &str) -> Result<String, String> {
-    use sanctum_guard::reviewers::{ReviewerStore, SqliteReviewers};
-    let store =
-        SqliteReviewers::open(&dir.join(inbox::DB_FILE), None).map_err(|e| e.to_string())?;
+    // The fleet's accounts when the config names one: an account of the fleet signs in here.
+    let (_, store) = reviewers::open(Some(dir.to_owned()))?;
     if store.get(name).map_err(|e| e.to_string())?.is_none() {
         return Err(format!(
             "no reviewer account named {name:?}: add one first \

@@ -8,7 +8,7 @@ use sanctum_guard::audit::{self, assertion::PasskeyEvent, AuditEvent, AuditLog};
 use sanctum_guard::inbox;
 use sanctum_guard::policy::request::{Decision, DecisionKind};
 use sanctum_guard::reviewers::vote::{self, Ballot, Cast};
-use sanctum_guard::reviewers::{ReviewerStore, Role, SqliteReviewers};
+use sanctum_guard::reviewers::{PgReviewers, ReviewerStore, Role, SqliteReviewers};
 use sanctum_guard::web::{login, passkey_store};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -50,34 +50,51 @@ pub enum ReviewersCmd {
     },
 }
 
-fn open(dir: &Path) -> Result<SqliteReviewers, String> {
+/// The state dir and the reviewer tables its guard uses: the inbox database there, or the
+/// fleet's PostgreSQL database when the config has `[store] url` (then an account added
+/// here signs in on every guard of the fleet). Changes are recorded in this state dir's
+/// audit log.
+pub(super) fn open(
+    state_dir: Option<PathBuf>,
+) -> Result<(PathBuf, Box<dyn ReviewerStore>), String> {
+    use sanctum_guard::app::config::{Config, Overrides, StoreSettings};
+    let overrides = Overrides {
+        state_dir,
+        ..Default::default()
+    };
+    let cfg = Config::load(&overrides).map_err(|e| format!("reviewers: {e}"))?;
+    let dir = cfg.state_dir;
     let (log, _) = AuditLog::open(&dir.join(audit::AUDIT_FILE)).map_err(|e| e.to_string())?;
-    SqliteReviewers::open(&dir.join(inbox::DB_FILE), Some(log)).map_err(|e| e.to_string())
+    let store: Box<dyn ReviewerStore> = match cfg.store {
+        StoreSettings::Embedded => Box::new(
+            SqliteReviewers::open(&dir.join(inbox::DB_FILE), Some(log))
+                .map_err(|e| e.to_string())?,
+        ),
+        StoreSettings::Fleet { url, .. } => {
+            let db = inbox::pg::parse_url(&url).map_err(|e| e.to_string())?;
+            Box::new(PgReviewers::open(db, Some(log)).map_err(|e| e.to_string())?)
+        }
+    };
+    Ok((dir, store))
 }
 
 pub fn run(cmd: ReviewersCmd, state_dir: Option<PathBuf>) -> ExitCode {
-    let dir = match super::state_dir_of(state_dir) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("reviewers: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let mut store = match open(&dir) {
+    let (dir, mut store) = match open(state_dir) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
+    let store = store.as_mut();
     let res = match cmd {
         ReviewersCmd::Add {
             name,
             role,
             identities,
-        } => add(&dir, &mut store, &name, &role, &identities),
-        ReviewersCmd::List { json } => list(&store, json),
-        ReviewersCmd::Remove { name } => remove(&dir, &mut store, &name),
+        } => add(&dir, store, &name, &role, &identities),
+        ReviewersCmd::List { json } => list(store, json),
+        ReviewersCmd::Remove { name } => remove(&dir, store, &name),
         ReviewersCmd::Role { name, role } => Role::parse(&role)
             .and_then(|r| store.set_role(&name, r))
             .map(|r| format!("{} is now {}", r.name, r.role))
@@ -86,7 +103,7 @@ pub fn run(cmd: ReviewersCmd, state_dir: Option<PathBuf>) -> ExitCode {
             .set_identities(&name, &identities)
             .map(|r| format!("{} acts also as: {}", r.name, r.identities.join(", ")))
             .map_err(refused),
-        ReviewersCmd::TotpEnroll { name, force } => totp(&mut store, &name, force),
+        ReviewersCmd::TotpEnroll { name, force } => totp(store, &name, force),
     };
     match res {
         Ok(text) => {
@@ -105,12 +122,14 @@ type Res = Result<String, (u8, String)>;
 fn refused(e: sanctum_guard::reviewers::ReviewerError) -> (u8, String) {
     use sanctum_guard::reviewers::ReviewerError as E;
     match e {
-        E::Sqlite(_) | E::Storage(_) | E::Audit(_) | E::Json(_) => (2, format!("error: {e}")),
+        E::Sqlite(_) | E::Storage(_) | E::Unavailable(_) | E::Audit(_) | E::Json(_) => {
+            (2, format!("error: {e}"))
+        }
         _ => (1, format!("refused: {e}")),
     }
 }
 
-fn add(dir: &Path, store: &mut SqliteReviewers, name: &str, role: &str, ids: &[String]) -> Res {
+fn add(dir: &Path, store: &mut dyn ReviewerStore, name: &str, role: &str, ids: &[String]) -> Res {
     let role = Role::parse(role).map_err(refused)?;
     // Checked before the account exists, so a bad identity leaves nothing half made.
     ids.iter()
@@ -132,7 +151,7 @@ fn add(dir: &Path, store: &mut SqliteReviewers, name: &str, role: &str, ids: &[S
     Ok(format!("added {} ({})\n{link}", r.name, r.role))
 }
 
-fn list(store: &SqliteReviewers, json: bool) -> Res {
+fn list(store: &dyn ReviewerStore, json: bool) -> Res {
     let all = store.list().map_err(refused)?;
     if json {
         return serde_json::to_string_pretty(&all).map_err(|e| (2, format!("error: {e}")));
@@ -152,7 +171,7 @@ fn list(store: &SqliteReviewers, json: bool) -> Res {
         .join("\n"))
 }
 
-fn remove(dir: &Path, store: &mut SqliteReviewers, name: &str) -> Res {
+fn remove(dir: &Path, store: &mut dyn ReviewerStore, name: &str) -> Res {
     let r = store.remove(name).map_err(refused)?;
     let err = |e: String| (2, format!("error: {name} removed, but {e}"));
     let links = login::remove_named(dir, name).map_err(|e| err(e.to_string()))?;
@@ -177,7 +196,7 @@ fn remove(dir: &Path, store: &mut SqliteReviewers, name: &str) -> Res {
     ))
 }
 
-fn totp(store: &mut SqliteReviewers, name: &str, force: bool) -> Res {
+fn totp(store: &mut dyn ReviewerStore, name: &str, force: bool) -> Res {
     let had = store.totp_seed(name).map_err(refused)?;
     if store.get(name).map_err(refused)?.is_none() {
         return Err(refused(sanctum_guard::reviewers::ReviewerError::Unknown(

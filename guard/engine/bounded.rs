@@ -8,7 +8,7 @@ use super::decision::{fallback, now_ms};
 use super::plan::trusted_location;
 use super::Engine;
 use crate::audit::event::{AuditEvent, Decided, Requester};
-use crate::grants::{covering, GrantStore};
+use crate::grants::{covering, GrantBackend};
 use crate::policy::request::{DecidedBy, Decision, DecisionKind, Request};
 use crate::policy::verdict::{Verdict, VerdictKind};
 use std::path::Path;
@@ -16,13 +16,13 @@ use std::sync::Arc;
 
 impl Engine {
     /// Checks the grants in `store` before asking a person.
-    pub fn with_grants(mut self, store: Arc<GrantStore>) -> Self {
+    pub fn with_grants(mut self, store: Arc<dyn GrantBackend>) -> Self {
         self.grants = Some(store);
         self
     }
 
     /// The grants table (none in a guard built without one).
-    pub fn grants(&self) -> Option<&Arc<GrantStore>> {
+    pub fn grants(&self) -> Option<&Arc<dyn GrantBackend>> {
         self.grants.as_ref()
     }
 
@@ -62,7 +62,7 @@ impl Engine {
         let (r, v) = (req.clone(), verdict.clone());
         let used = tokio::task::spawn_blocking(move || {
             let now = now_ms();
-            let live = store.live(now)?;
+            let live = store.spendable(now)?;
             let Some(ids) = covering(live.iter().map(|g| (g.id.as_str(), &g.spec)), &r, &v) else {
                 return Ok(None);
             };

@@ -58,7 +58,7 @@ pub struct Engine {
     /// The guard's own state, put back after each approved run (none: not checked).
     state_modes: Option<state_modes::StateModes>,
     /// Bounded grants checked before a person is asked (none: every gated request asks).
-    grants: Option<Arc<crate::grants::GrantStore>>,
+    grants: Option<Arc<dyn crate::grants::GrantBackend>>,
 }
 
 /// How an approved run ended, as the engine reports it to a door.

@@ -39,6 +39,12 @@ pub enum GrantError {
     AlreadyRevoked(String),
     #[error("grants store lock poisoned")]
     Poisoned,
+    /// The fleet database refused a statement.
+    #[error("grants store: {0}")]
+    Db(String),
+    /// The fleet database cannot be reached: no grant covers anything until it can.
+    #[error("grants store: {0}")]
+    Unavailable(#[from] crate::inbox::pg_side::Unavailable),
 }
 
 /// One stored grant.
@@ -57,6 +63,8 @@ pub struct Grant {
     pub uses_left: Option<u32>,
     pub revoked_ms: Option<u64>,
     pub revoked_by: Option<String>,
+    /// The guard whose agent it covers, in a fleet (None: the one guard of this database).
+    pub guard: Option<String>,
 }
 
 impl Grant {
@@ -97,6 +105,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Grant> {
             .map(|u| u.clamp(0, i64::from(u32::MAX)) as u32),
         revoked_ms: opt_u64(r.get(8)?),
         revoked_by: r.get(9)?,
+        guard: None,
     })
 }
 
@@ -140,6 +149,7 @@ impl GrantStore {
             uses_left: spec.uses,
             revoked_ms: None,
             revoked_by: None,
+            guard: None,
         };
         self.conn()?.execute(
             &format!("INSERT INTO grants ({COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,NULL,NULL)"),

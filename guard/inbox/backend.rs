@@ -34,6 +34,11 @@ pub(crate) trait InboxStore: Send + std::fmt::Debug {
     fn resumes_pending(&self) -> bool {
         false
     }
+    /// The shared database a fleet's other tables (grants, reviewers) live in; None for
+    /// the embedded store.
+    fn fleet_db(&self) -> Option<crate::inbox::pg_conn::Database> {
+        None
+    }
 }
 
 impl InboxStore for Store {

@@ -49,6 +49,14 @@ impl Inbox {
     }
 }
 
+impl Inbox {
+    /// The fleet database this inbox's rows live in (None: the embedded store), where the
+    /// fleet's reviewer accounts and votes live too.
+    pub fn fleet_db(&self) -> Option<crate::inbox::pg_conn::Database> {
+        self.inner.store().ok().and_then(|s| s.fleet_db())
+    }
+}
+
 /// Another guard's row changed: pages of this guard show it come and go.
 fn foreign(inner: &Inner, id: &str) {
     if inner.fleet.receiver_count() == 0 {

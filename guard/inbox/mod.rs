@@ -14,6 +14,7 @@ pub mod pg;
 mod pg_cli;
 pub mod pg_conn;
 mod pg_listen;
+pub mod pg_side;
 mod store;
 mod types;
 

@@ -99,6 +99,12 @@ fn connect(db: &Database) -> Result<Client, InboxError> {
     Ok(client)
 }
 
+/// A new connection to the fleet database, made as the inbox makes its own: the other
+/// fleet tables ([`super::pg_side`]) connect through here.
+pub(crate) fn open_client(db: &Database) -> Result<Client, InboxError> {
+    connect(db)
+}
+
 /// A database's own refusal is a storage error; anything else (no server, a dropped
 /// connection, a timeout) means the store is away.
 fn pg_err(e: postgres::Error) -> InboxError {
@@ -368,6 +374,10 @@ impl InboxStore for PgStore {
 
     fn resumes_pending(&self) -> bool {
         true
+    }
+
+    fn fleet_db(&self) -> Option<Database> {
+        Some(self.db.clone())
     }
 }
 

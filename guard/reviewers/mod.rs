@@ -5,13 +5,15 @@
 //! ([`quorum`]) that turns them into one decision.
 //!
 //! Storage is behind [`ReviewerStore`]: the embedded SQLite backend ([`sqlite`]) keeps its
-//! own tables in the inbox database, so another backend (a fleet's shared database) can
-//! implement the same narrow interface.
+//! own tables in the inbox database; a fleet's backend ([`pg`]) keeps them in the
+//! PostgreSQL database its guards share, so accounts and votes are the fleet's.
 
+pub mod pg;
 pub mod quorum;
 pub mod sqlite;
 pub mod vote;
 
+pub use pg::PgReviewers;
 pub use sqlite::SqliteReviewers;
 
 use serde::{Deserialize, Serialize};
@@ -112,6 +114,9 @@ pub enum ReviewerError {
     Sqlite(#[from] rusqlite::Error),
     #[error("reviewer store: {0}")]
     Storage(String),
+    /// The fleet database cannot be reached: nobody's vote counts until it can.
+    #[error("reviewer store: {0}")]
+    Unavailable(#[from] crate::inbox::pg_side::Unavailable),
     #[error("reviewer audit: {0}")]
     Audit(#[from] crate::audit::AuditError),
     #[error("reviewer record encoding: {0}")]
@@ -157,9 +162,9 @@ pub struct Vote {
     pub at_ms: u64,
 }
 
-/// The narrow storage interface a backend implements (SQLite here; a shared database for a
-/// fleet later). Every method is one transaction.
-pub trait ReviewerStore {
+/// The narrow storage interface a backend implements (SQLite for one guard, PostgreSQL for
+/// a fleet). Every method is one transaction.
+pub trait ReviewerStore: Send {
     /// Creates an account (refused when the name is taken).
     fn add(&mut self, name: &str, role: Role) -> Result<Reviewer, ReviewerError>;
     /// Every account, by name.

@@ -66,6 +66,17 @@ pub fn cast(
     });
     let votes = match store.add_vote(&entry.id, &vote, &record)? {
         Ok(v) => v,
+        // One approval decides: the same account on two pages at once (a fleet's guards)
+        // is settled by the inbox's conditional update, which lets one decision win and
+        // tells the other it was already decided.
+        Err(Refusal::Twice(_)) if need <= 1 => {
+            return Ok(Ok(Cast::Decide(Decision {
+                kind,
+                reason,
+                by: DecidedBy::Human(via),
+                at_ms: now,
+            })))
+        }
         Err(r) => return Ok(Err(r)),
     };
     let live = |v: &Vote| {

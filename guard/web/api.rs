@@ -254,7 +254,8 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
         return refuse("csrf", StatusCode::FORBIDDEN, "missing or wrong CSRF token");
     }
     // Every signed-in call is its account's: a removed account's session ends here.
-    let role = match super::reviewer_gate::role_of(&sh, &session).await {
+    let read = matches!(method, Method::GET | Method::HEAD);
+    let role = match super::reviewer_gate::role_for(&sh, &session, read).await {
         Ok(r) => r,
         Err(r) => return r,
     };
@@ -328,7 +329,9 @@ fn readyz(sh: &Shared) -> Resp {
     let socket = std::fs::metadata(&sh.socket_path).is_ok_and(|m| m.file_type().is_socket());
     let db = sh.state_dir.join(crate::inbox::DB_FILE);
     // O(1): the store answers a constant query, whatever the number of pending requests.
-    let inbox = sh.inbox.healthy() && access(&db, AccessFlags::W_OK).is_ok();
+    // A fleet keeps no inbox file in the state dir: its database is the inbox.
+    let inbox = sh.inbox.healthy()
+        && (sh.inbox.fleet_db().is_some() || access(&db, AccessFlags::W_OK).is_ok());
     let audit = access(&sh.audit_path, AccessFlags::W_OK).is_ok();
     let ok = socket && inbox && audit;
     let status = if ok {

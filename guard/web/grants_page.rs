@@ -149,8 +149,17 @@ pub async fn store(sh: &Shared, entry: &Entry, spec: GrantSpec, by: &str) -> Res
         return Err("this guard keeps no grants".into());
     };
     let (inbox_id, request_id, by2) = (entry.id.clone(), entry.request.id.clone(), by.to_owned());
+    // Bound to the guard whose agent asked (in a fleet, maybe not this one).
+    let guard = entry.guard.clone();
     let g = tokio::task::spawn_blocking(move || {
-        store.insert(&spec, &by2, &inbox_id, &request_id, now_ms())
+        store.insert(
+            &spec,
+            &by2,
+            &inbox_id,
+            &request_id,
+            guard.as_deref(),
+            now_ms(),
+        )
     })
     .await
     .map_err(|e| e.to_string())?
@@ -176,6 +185,7 @@ pub fn grant_json(g: &Grant) -> Value {
         "requestId": g.request_id,
         "createdMs": g.created_ms,
         "revokedMs": g.revoked_ms,
+        "guard": g.guard,
     })
 }
 

@@ -10,39 +10,58 @@ use super::metrics::global as metrics;
 use crate::inbox::Entry;
 use crate::reviewers::quorum::Refusal;
 use crate::reviewers::vote::{self, Ballot, Cast};
-use crate::reviewers::{ReviewerError, ReviewerStore, Role, SqliteReviewers};
+use crate::reviewers::{PgReviewers, ReviewerError, ReviewerStore, Role, SqliteReviewers};
 use hyper::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-/// The reviewer tables of the inbox database, opened on first use.
+/// Where the reviewer tables are: the inbox database in the state dir, or a fleet's
+/// PostgreSQL database.
+pub enum Location {
+    Sqlite(PathBuf),
+    Fleet(Box<crate::inbox::pg_conn::Database>),
+}
+
+/// The reviewer tables, opened on first use.
 pub struct ReviewerDb {
-    path: PathBuf,
+    at: Location,
     audit: Option<crate::audit::AuditLog>,
-    conn: Mutex<Option<SqliteReviewers>>,
+    conn: Mutex<Option<Box<dyn ReviewerStore>>>,
+    /// The role each account (by id) last had, for reads while a fleet's database is away:
+    /// the page can still show that it is away. Never used for a change.
+    seen: Mutex<std::collections::HashMap<String, Role>>,
 }
 
 impl ReviewerDb {
     pub fn new(path: PathBuf, audit: Option<crate::audit::AuditLog>) -> Self {
+        Self::at(Location::Sqlite(path), audit)
+    }
+
+    pub fn at(at: Location, audit: Option<crate::audit::AuditLog>) -> Self {
         ReviewerDb {
-            path,
+            at,
             audit,
             conn: Mutex::new(None),
+            seen: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
     /// Runs `f` on the store (blocking: call it off the async threads).
     pub fn with<T>(
         &self,
-        f: impl FnOnce(&mut SqliteReviewers) -> Result<T, ReviewerError>,
+        f: impl FnOnce(&mut dyn ReviewerStore) -> Result<T, ReviewerError>,
     ) -> Result<T, ReviewerError> {
         let mut g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         if g.is_none() {
-            *g = Some(SqliteReviewers::open(&self.path, self.audit.clone())?);
+            let audit = self.audit.clone();
+            *g = Some(match &self.at {
+                Location::Sqlite(p) => Box::new(SqliteReviewers::open(p, audit)?),
+                Location::Fleet(c) => Box::new(PgReviewers::open((**c).clone(), audit)?),
+            });
         }
         match g.as_mut() {
-            Some(s) => f(s),
+            Some(s) => f(s.as_mut()),
             None => Err(ReviewerError::Storage("reviewer store not open".into())),
         }
     }
@@ -51,11 +70,17 @@ impl ReviewerDb {
 /// Runs `f` on the store off the async threads; a store error is a 500 (fail closed).
 pub async fn blocking<T: Send + 'static>(
     sh: &Shared,
-    f: impl FnOnce(&mut SqliteReviewers) -> Result<T, ReviewerError> + Send + 'static,
+    f: impl FnOnce(&mut dyn ReviewerStore) -> Result<T, ReviewerError> + Send + 'static,
 ) -> Result<T, Resp> {
     let db = sh.reviewers.clone();
     match tokio::task::spawn_blocking(move || db.with(f)).await {
         Ok(Ok(v)) => Ok(v),
+        Ok(Err(ReviewerError::Unavailable(_))) => Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store-unavailable",
+            "Not applied: the fleet database cannot be reached (reviewer accounts live there). \
+             Nothing was decided.",
+        )),
         Ok(Err(e)) => {
             tracing::error!(error = %e, "web: reviewer store");
             Err(error(
@@ -75,10 +100,29 @@ pub async fn blocking<T: Send + 'static>(
 /// The role of the session's account as the store has it now. An account that is gone (or
 /// is another account of the same name) ends every session of that name: 401.
 pub async fn role_of(sh: &Shared, session: &SessionView) -> Result<Role, Resp> {
+    role_for(sh, session, false).await
+}
+
+/// [`role_of`]; for a `read` while the fleet's database is away, the role this account
+/// last had (nothing can change it meanwhile: account changes need the database too).
+pub async fn role_for(sh: &Shared, session: &SessionView, read: bool) -> Result<Role, Resp> {
     let name = session.account.clone();
-    let acct = blocking(sh, move |s| s.get(&name)).await?;
+    let acct = match blocking(sh, move |s| s.get(&name)).await {
+        Ok(a) => a,
+        Err(resp) => {
+            let seen = sh.reviewers.seen.lock().unwrap_or_else(|p| p.into_inner());
+            return match seen.get(&session.account_id) {
+                Some(role) if read && resp.status() == StatusCode::SERVICE_UNAVAILABLE => Ok(*role),
+                _ => Err(resp),
+            };
+        }
+    };
     match acct {
-        Some(r) if r.id == session.account_id => Ok(r.role),
+        Some(r) if r.id == session.account_id => {
+            let mut seen = sh.reviewers.seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.insert(r.id.clone(), r.role);
+            Ok(r.role)
+        }
         _ => {
             let n = sh.sessions.end_account(&session.account);
             tracing::warn!(account = %session.account, sessions = n,

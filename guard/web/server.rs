@@ -146,28 +146,58 @@ pub async fn start(
 /// policy's approval counts for `inbox approve` in other processes. Returns the admin the
 /// start link is for.
 fn accounts(shared: &mut Shared) -> Result<String, WebError> {
-    use crate::reviewers::{sqlite::ensure_admin, ReviewerStore, Role};
+    use crate::reviewers::{sqlite::ensure_admin, Role};
     let audit = shared.engine.as_ref().map(|e| e.audit().clone());
-    let db =
-        super::reviewer_gate::ReviewerDb::new(shared.state_dir.join(crate::inbox::DB_FILE), audit);
+    use super::reviewer_gate::{Location, ReviewerDb};
+    // A fleet's accounts and votes are its database's: one account signs in on any guard.
+    let at = match shared.inbox.fleet_db() {
+        Some(c) => Location::Fleet(Box::new(c)),
+        None => Location::Sqlite(shared.state_dir.join(crate::inbox::DB_FILE)),
+    };
+    let fleet = matches!(at, Location::Fleet(_));
+    let db = Arc::new(ReviewerDb::at(at, audit));
     let rules = shared
         .engine
         .as_ref()
         .map(|e| e.judge().approvals_rules())
         .unwrap_or_default();
-    let admin = db
-        .with(|s| {
-            if ensure_admin(s)? {
-                tracing::info!("reviewers: no account yet; created admin");
-            }
-            s.set_required(&rules)?;
-            Ok(s.list()?
-                .into_iter()
-                .find(|r| r.role == Role::Admin)
-                .map(|r| r.name))
-        })
-        .map_err(WebError::Reviewers)?;
-    shared.reviewers = Arc::new(db);
+    let setup = move |s: &mut dyn crate::reviewers::ReviewerStore| {
+        if ensure_admin(s)? {
+            tracing::info!("reviewers: no account yet; created admin");
+        }
+        s.set_required(&rules)?;
+        Ok(s.list()?
+            .into_iter()
+            .find(|r| r.role == Role::Admin)
+            .map(|r| r.name))
+    };
+    let admin = match db.with(setup.clone()) {
+        Ok(admin) => admin,
+        // A fleet's database away at start is what it is at any other time: the guard serves
+        // and fails closed (sign-ins and decisions answer 503 store-unavailable) until it
+        // returns; the accounts and the approval counts are set up then, in the background.
+        Err(crate::reviewers::ReviewerError::Unavailable(e)) if fleet => {
+            tracing::warn!(error = %e, "reviewer accounts: fleet database away at start; set up once it answers");
+            let db = db.clone();
+            std::thread::spawn(move || loop {
+                std::thread::sleep(std::time::Duration::from_secs(2));
+                match db.with(setup.clone()) {
+                    Ok(_) => {
+                        tracing::info!("reviewer accounts: fleet database answered; set up");
+                        break;
+                    }
+                    Err(crate::reviewers::ReviewerError::Unavailable(_)) => continue,
+                    Err(e) => {
+                        tracing::error!(error = %e, "reviewer accounts: set-up refused");
+                        break;
+                    }
+                }
+            });
+            None
+        }
+        Err(e) => return Err(WebError::Reviewers(e)),
+    };
+    shared.reviewers = db;
     Ok(admin.unwrap_or_else(|| crate::reviewers::DEFAULT_ADMIN.to_owned()))
 }
 

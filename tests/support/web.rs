@@ -235,6 +235,12 @@ impl Web {
 
     /// A new login link from the command line (what a person runs while serve runs).
     pub fn new_link(&self) -> String {
+        let cfg = self.world.tmp.path().join("guard.toml");
+        let cfg = if cfg.exists() {
+            cfg
+        } else {
+            std::path::PathBuf::new()
+        };
         let (code, out, err) = guard_cli(
             &[
                 "web",
@@ -242,7 +248,8 @@ impl Web {
                 "--state-dir",
                 self.world.guard_state.to_str().expect("utf8"),
             ],
-            &[],
+            // The guard's own config: a fleet's accounts are in its database.
+            &[("SANCTUM_CONFIG", cfg.to_str().expect("utf8"))],
         );
         assert_eq!(code, 0, "web login-link: {err}");
         out.trim().to_owned()
