@@ -303,8 +303,8 @@ fn watch(w: &mut Watcher, path: PathBuf, stamp: Option<Stamp>) -> Option<Dir> {
     if stamp.is_some_and(|s| s.ident() != id) {
         return None;
     }
-    let local = nix::sys::statfs::fstatfs(&fd)
-        .is_ok_and(|s| LOCAL_FS.contains(&(s.filesystem_type().0 as i64)));
+    let local =
+        nix::sys::statfs::fstatfs(&fd).is_ok_and(|s| LOCAL_FS.contains(&s.filesystem_type().0));
     let wd = if local {
         // The magic link names the inode the fd holds, whatever the path names by now.
         let link = format!("/proc/self/fd/{}", fd.as_raw_fd());
