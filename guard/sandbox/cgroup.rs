@@ -198,11 +198,26 @@ fn write(path: &Path, value: &str) -> std::io::Result<()> {
         .write_all(value.as_bytes())
 }
 
+/// The file the child writes `0` to, to join: on v1 `tasks`, which moves only the writing
+/// thread, and for the current thread the kernel skips the global threadgroup lock
+/// (`cgroup_procs_write_start`), whose write side waits for an RCU grace period: ~20 µs a
+/// hierarchy when idle, milliseconds under load, three times per v1 run. The child is
+/// single-threaded between clone and exec, so moving its thread moves the whole process, and
+/// everything it starts is born inside. v2 has no `tasks`: `cgroup.procs` there.
+fn join_file(v2: bool) -> &'static str {
+    if v2 {
+        "cgroup.procs"
+    } else {
+        "tasks"
+    }
+}
+
 /// One run's cgroups (one per v1 hierarchy, one on v2), pooled or removed when dropped.
 #[derive(Debug)]
 pub struct RunCgroup {
     dirs: Vec<PathBuf>,
-    /// `cgroup.procs` of each, open for writing: the child writes `0` to join.
+    /// `tasks` (v1) or `cgroup.procs` (v2) of each, open for writing: the child writes `0`
+    /// to join (`join_file`).
     procs: Vec<OwnedFd>,
     /// What says whether it is empty, open for reading (each run's check re-reads them
     /// from the start; opening them was most of what giving a cgroup back cost).
@@ -309,7 +324,7 @@ impl RunCgroup {
             }
             let f = std::fs::OpenOptions::new()
                 .write(true)
-                .open(dir.join("cgroup.procs"))?;
+                .open(dir.join(join_file(b.v2)))?;
             cg.procs.push(f.into());
             cg.members
                 .push((std::fs::File::open(dir.join("cgroup.procs"))?, Count::Procs));
@@ -394,6 +409,33 @@ impl Drop for RunCgroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On v1 the child joins through `tasks` (its own thread: no global threadgroup lock),
+    /// on v2 through `cgroup.procs`; either way a process written there is a member.
+    #[test]
+    fn the_child_joins_through_tasks_on_v1() {
+        let want = Wanted {
+            pids: 29,
+            memory_mb: 0,
+            cpu_percent: 0,
+        };
+        let Some(cg) = RunCgroup::create(want).unwrap() else {
+            return;
+        };
+        let expect = if bases().v2 { "cgroup.procs" } else { "tasks" };
+        for fd in cg.procs_fds() {
+            let name = std::fs::read_link(format!("/proc/self/fd/{fd}")).unwrap();
+            assert!(name.ends_with(expect), "{}", name.display());
+        }
+        let mut sleeper = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        write(&cg.dirs[0].join(expect), &sleeper.id().to_string()).unwrap();
+        assert!(!cg.is_empty(), "a member through the join file");
+        sleeper.kill().unwrap();
+        sleeper.wait().unwrap();
+    }
 
     /// Pooled only when empty, reused only for the same limits (one test: the pool is
     /// process-wide). Skipped where the guard may make no cgroup.

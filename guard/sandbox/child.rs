@@ -28,7 +28,8 @@ pub struct ChildPlan {
     pub parent_pid: libc::pid_t,
     /// The uid and gid the run takes (`run_as`), with no supplementary groups.
     pub run_as: Option<(libc::uid_t, libc::gid_t)>,
-    /// `cgroup.procs` of the run's cgroups, open for writing (kept open by `cgroup`).
+    /// The join file (`tasks` on v1, `cgroup.procs` on v2) of the run's cgroups, open for
+    /// writing (kept open by `cgroup`).
     pub cgroup_procs: Vec<RawFd>,
 }
 
