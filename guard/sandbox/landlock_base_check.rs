@@ -16,12 +16,7 @@
 //! mount table is watched too: `/proc/self/mountinfo` polls POLLPRI after any mount or
 //! unmount in the guard's namespace, and a layer built before such a change is not trusted.
 //! Where the mount table cannot be watched, every root is checked one by one.
-//!
-//! All of this runs only when the `dir_watch` marker over the parents (and every ancestor of
-//! every root) cannot vouch: while no watched directory saw an event, nothing is looked up;
-//! after one, only the roots and parents below it are.
 
-use super::dir_watch::Guard;
 use super::landlock_cache::{epoch, Ident, Stamp, RACY};
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
@@ -123,41 +118,23 @@ impl Before {
             mounts: self.mounts,
             parents,
             roots,
-            guard: Guard::default(),
         }
     }
 }
 
 /// What a cached base layer re-checks per use.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct BaseCheck {
     mounts: Option<u64>,
     /// Directories vouching for their root entries.
     parents: Vec<(PathBuf, Stamp)>,
     /// Roots checked one by one: each path's inode at build time.
     roots: Vec<(PathBuf, Ident)>,
-    /// The marker over the parents and the roots' parents (`dir_watch`): when it vouches,
-    /// nothing is looked up; roots below a directory that saw an event are re-checked.
-    guard: Guard,
 }
 
 impl BaseCheck {
     /// Whether every root still names what it named when the layer was built.
     pub fn holds(&self) -> bool {
-        self.guard.holds(
-            &self.parents,
-            self.roots.iter().map(|(p, _)| p.as_path()),
-            |suspects| {
-                roots_unchanged(
-                    (self.roots.iter()).filter(|(r, _)| suspects.iter().any(|s| r.starts_with(s))),
-                )
-            },
-            || self.holds_by_lstat(),
-        )
-    }
-
-    /// The full check: the mount table, every vouching parent's stamp, every other root.
-    fn holds_by_lstat(&self) -> bool {
         if !self.parents.is_empty() && (self.mounts.is_none() || mount_generation() != self.mounts)
         {
             return false;
@@ -165,14 +142,14 @@ impl BaseCheck {
         let parents_same = self.parents.iter().all(|(p, stamp)| {
             std::fs::symlink_metadata(p).is_ok_and(|m| Stamp::from_meta(&m) == *stamp)
         });
-        parents_same && roots_unchanged(self.roots.iter())
+        parents_same && roots_unchanged(&self.roots)
     }
 }
 
 /// Whether each root path still names what it named at build time (lstat: the last
 /// component is not followed, as when it was opened).
-fn roots_unchanged<'a>(mut roots: impl Iterator<Item = &'a (PathBuf, Ident)>) -> bool {
-    roots.all(|(path, was)| {
+fn roots_unchanged(roots: &[(PathBuf, Ident)]) -> bool {
+    roots.iter().all(|(path, was)| {
         let now = std::fs::symlink_metadata(path).ok();
         match (was, now) {
             (Some(id), Some(m)) => *id == (m.dev(), m.ino()),

@@ -11,9 +11,8 @@
 //!   that name; the new inode is not granted (stricter);
 //! - an entry renamed inside or into a listed directory (`mv ~/keys.bak ~/.ssh`) would carry
 //!   its grant to a denied name: looser. Every such change updates the listed directory's
-//!   mtime and ctime, so each use checks every listed directory and rebuilds when identity
-//!   (dev, inode) or a timestamp differs: a `dir_watch` marker vouches for all of them
-//!   while none saw an event, else each is lstat'ed. A listed directory replaced
+//!   mtime and ctime, so each use re-stats every listed directory (a few lstat calls) and
+//!   rebuilds when identity (dev, inode) or a timestamp differs. A listed directory replaced
 //!   as a whole changes its inode, and its parent is listed too (walks start at `/`).
 //!
 //! Base layers (one rule per root, network ports, scopes) are cached too; a private tmp is
@@ -30,7 +29,6 @@
 //! after `TTL` (bounding the effect of a wall-clock step backwards), and the cache holds at
 //! most `MAX_ENTRIES` layers.
 
-use super::dir_watch::Guard;
 use super::landlock_base_check::{BaseCheck, Before};
 use super::SandboxError;
 use std::collections::HashMap;
@@ -87,11 +85,6 @@ impl Stamp {
         }
     }
 
-    /// (device, inode).
-    pub(super) fn ident(&self) -> (u64, u64) {
-        (self.dev, self.ino)
-    }
-
     /// Whether both timestamps lie before `limit` (seconds, nanoseconds since the epoch).
     pub(super) fn older_than(&self, limit: (i64, i64)) -> bool {
         self.mtime < limit && self.ctime < limit
@@ -115,25 +108,8 @@ struct Entry<W> {
 
 type Cache<K, W> = Mutex<HashMap<K, Entry<W>>>;
 
-/// What a cached limits layer re-checks: its listed directories, behind a marker.
-struct Listed {
-    walked: Vec<(PathBuf, Stamp)>,
-    guard: Guard,
-}
-
-impl Listed {
-    fn holds(&self) -> bool {
-        self.guard.holds(
-            &self.walked,
-            std::iter::empty(),
-            |_| true,
-            || still_valid(&self.walked),
-        )
-    }
-}
-
-fn limits_cache() -> &'static Cache<Key, Arc<Listed>> {
-    static CACHE: OnceLock<Cache<Key, Arc<Listed>>> = OnceLock::new();
+fn limits_cache() -> &'static Cache<Key, Vec<(PathBuf, Stamp)>> {
+    static CACHE: OnceLock<Cache<Key, Vec<(PathBuf, Stamp)>>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
@@ -187,8 +163,8 @@ where
     F: FnOnce() -> Result<(OwnedFd, Vec<(PathBuf, Stamp)>), SandboxError>,
 {
     let cache = limits_cache();
-    if let Some((fd, listed)) = lookup(cache, &key) {
-        if listed.holds() {
+    if let Some((fd, walked)) = lookup(cache, &key) {
+        if still_valid(&walked) {
             return Ok(fd);
         }
     }
@@ -201,8 +177,7 @@ where
             c.remove(&key);
         }
     } else {
-        let guard = Guard::default();
-        store(cache, key, &fd, Arc::new(Listed { walked, guard }));
+        store(cache, key, &fd, walked);
     }
     Ok(fd)
 }
@@ -229,7 +204,7 @@ pub fn base_get_or_build<F>(key: BaseKey, build: F) -> Result<Arc<OwnedFd>, Sand
 where
     F: FnOnce() -> Result<(OwnedFd, Vec<(PathBuf, Ident)>), SandboxError>,
 {
-    static CACHE: OnceLock<Cache<BaseKey, Arc<BaseCheck>>> = OnceLock::new();
+    static CACHE: OnceLock<Cache<BaseKey, BaseCheck>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some((fd, check)) = lookup(cache, &key) {
         if check.holds() {
@@ -239,7 +214,7 @@ where
     let before = Before::stamp(key.roots.iter().map(|(p, _)| p.as_path()));
     let (fd, roots) = build()?;
     let fd = Arc::new(fd);
-    store(cache, key, &fd, Arc::new(before.check(roots)));
+    store(cache, key, &fd, before.check(roots));
     Ok(fd)
 }
 

@@ -6,7 +6,6 @@ mod canon;
 pub mod cgroup;
 pub mod child;
 pub mod cli;
-mod dir_watch;
 pub mod env;
 pub mod identity;
 pub mod integrity;

@@ -3,17 +3,15 @@
 //!
 //! The result is cached per (profile paths, workspace, home, deny list), since the engine
 //! resolves a profile for every request and canonicalizing its ~35 paths was most of the
-//! cost. A cached result is re-checked on every use: every directory the resolution looked a
-//! name up in (`canon::Walker`) must be unchanged (device, inode, mtime, ctime), which a
-//! `dir_watch` marker vouches for without a lookup while none of them saw an event (else an
-//! lstat of each, as `ws_secrets` does); a resolution that saw a directory changed less than `RACY` before it
+//! cost. A cached result is re-checked on every use as `ws_secrets` does: an lstat of every
+//! directory the resolution looked a name up in (`canon::Walker`), compared by device, inode,
+//! mtime and ctime; a resolution that saw a directory changed less than `RACY` before it
 //! began is used once and not cached; entries expire after `TTL`. The private tmp is never
 //! cached: a `{tmp}` path is the run's own directory, canonical when made (`tmpdir`); any
 //! other path naming `{tmp}`, or a relative workspace (the answer depends on the cwd), makes
 //! the resolution uncached.
 
 use super::canon::Walker;
-use super::dir_watch::Guard;
 use super::landlock_cache::{epoch, Stamp, RACY, TTL};
 use super::profile::{DenyList, ProfileSpec};
 use super::SandboxError;
@@ -76,21 +74,7 @@ struct Entry {
     protected: Vec<PathBuf>,
     deny_read: Vec<PathBuf>,
     dirs: Vec<(PathBuf, Stamp)>,
-    /// The marker over `dirs` (`dir_watch`): while it vouches, no directory is looked up.
-    guard: Guard,
     built: Instant,
-}
-
-impl Entry {
-    /// Whether every directory the resolution looked in is unchanged.
-    fn holds(&self) -> bool {
-        self.guard.holds(
-            &self.dirs,
-            std::iter::empty(),
-            |_| true,
-            || still_valid(&self.dirs),
-        )
-    }
 }
 
 static CACHE: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
@@ -115,7 +99,7 @@ pub(super) fn resolve(
         let hit = c
             .iter()
             .find(|e| e.inputs.matches(spec, workspace, home, deny));
-        if let Some(e) = hit.filter(|e| e.built.elapsed() < TTL && e.holds()) {
+        if let Some(e) = hit.filter(|e| e.built.elapsed() < TTL && still_valid(&e.dirs)) {
             return fill(e, tmp);
         }
     }
@@ -141,8 +125,6 @@ pub(super) fn resolve(
 }
 
 fn still_valid(dirs: &[(PathBuf, Stamp)]) -> bool {
-    #[cfg(test)]
-    tests::LOOKED.with(|n| n.set(n.get() + 1));
     dirs.iter()
         .all(|(p, s)| std::fs::symlink_metadata(p).is_ok_and(|m| Stamp::from_meta(&m) == *s))
 }
@@ -237,7 +219,6 @@ fn resolve_fresh(
         protected,
         deny_read,
         dirs: Vec::new(),
-        guard: Guard::default(),
         built: Instant::now(),
     })
 }
@@ -350,8 +331,6 @@ mod tests {
     thread_local! {
         /// Fresh resolutions on this thread (each test runs on its own).
         pub(super) static FRESH: Cell<usize> = const { Cell::new(0) };
-        /// Full checks (an lstat of every looked-up directory) on this thread.
-        pub(super) static LOOKED: Cell<usize> = const { Cell::new(0) };
     }
 
     fn fresh() -> usize {
@@ -450,31 +429,5 @@ mod tests {
             assert_eq!(tmp.canonicalize().unwrap(), tmp);
             assert!(!Path::new(tmp).join("x").exists());
         }
-    }
-
-    /// Once a cached resolution has been checked in full, the marker vouches for it: later
-    /// hits look nothing up while no directory it depends on changed, and a change is still
-    /// seen (a new secret in the workspace).
-    #[test]
-    fn a_quiet_cached_resolution_is_not_looked_up_again() {
-        let t = quiet_tempdir();
-        let ws = t.path().canonicalize().unwrap().join("ws");
-        std::fs::create_dir(&ws).unwrap();
-        let spec = builtin_profiles()["autonomous-read"].clone();
-        let (home, deny) = (ws.join("no-home"), super::DenyList::default());
-        std::thread::sleep(super::RACY + std::time::Duration::from_millis(50));
-        spec.resolve_with(&ws, &home, &deny).unwrap();
-        spec.resolve_with(&ws, &home, &deny).unwrap();
-        let (looked, fresh_before) = (LOOKED.with(Cell::get), fresh());
-        for _ in 0..5 {
-            spec.resolve_with(&ws, &home, &deny).unwrap();
-        }
-        assert_eq!(fresh(), fresh_before, "served from the cache");
-        // Directories outside the test's own (on a filesystem inotify cannot follow, or
-        // changed by other tests) may still need a look; five quiet hits need fewer.
-        assert!(LOOKED.with(Cell::get) - looked < 5, "a full check per hit");
-        std::fs::write(ws.join(".env"), "k").unwrap();
-        let p = spec.resolve_with(&ws, &home, &deny).unwrap();
-        assert!(p.deny_read.contains(&ws.join(".env")), "{:?}", p.deny_read);
     }
 }
