@@ -140,6 +140,21 @@ fn two_reviewers_on_two_guards_complete_one_request() {
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(first_json(&asked.join().unwrap())["decision"], "deny");
 
+    // The terminal's vote counts in the fleet's tables as a page's does: one `inbox approve`
+    // of a two-person request is one approval, never the decision (a guard-local table
+    // would count it as enough).
+    let asked = a.ask("fr-cli", "touch /tmp/sg-fr-cli");
+    let e = a.wait_pending(&alice, "fr-cli");
+    let id = e["id"].as_str().unwrap().to_owned();
+    let (code, out, err) = cli(&b, &["inbox", "approve", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 of 2"), "a partial approval: {out}{err}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!asked.is_finished(), "one terminal approval released it");
+    let r = vote(&a, &alice, &e, "allow-once");
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(first_json(&asked.join().unwrap())["decision"], "allow-once");
+
     // Two completing votes at once on two guards: exactly one decision.
     for round in 0..4 {
         let req = format!("fr-race-{round}");

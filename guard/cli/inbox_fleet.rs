@@ -26,6 +26,7 @@ pub(super) fn run(act: InboxAct, json: bool, dir: &Path, url: &str, guard_id: &s
         },
     };
     let vote_audit = audit.clone();
+    let db_votes = db.clone();
     let mut store = match PgStore::open(db, guard_id, audit) {
         Ok(s) => s,
         Err(e) => return fail(&e),
@@ -40,13 +41,18 @@ pub(super) fn run(act: InboxAct, json: bool, dir: &Path, url: &str, guard_id: &s
         } => (id, kind, reason, hash),
     };
     // The terminal's vote among this guard's reviewer accounts, as without a fleet.
+    // The fleet's reviewer tables, where the guards' pages count votes and their policies'
+    // approval counts are published: a local table would count one vote as enough.
+    let mut rs = match sanctum_guard::reviewers::pg::PgReviewers::open(db_votes, vote_audit) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
     let decision = match reviewers::cli_vote(
-        dir,
+        &mut rs,
         &|id| store.entry(id),
         (&id, hash.as_deref()),
         kind,
         reason,
-        vote_audit,
     ) {
         Ok(Ok(d)) => d,
         Ok(Err(waiting)) => {

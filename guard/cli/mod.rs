@@ -489,13 +489,22 @@ fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
         } => (id, kind, reason, hash),
     };
     // The terminal's vote: refused, recorded as one of several approvals, or decided.
+    let mut rs = match sanctum_guard::reviewers::sqlite::SqliteReviewers::open(
+        &dir.join(inbox::DB_FILE),
+        vote_audit,
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let decision = match reviewers::cli_vote(
-        &dir,
+        &mut rs,
         &|id| store.get(id),
         (&id, hash.as_deref()),
         kind,
         reason,
-        vote_audit,
     ) {
         Ok(Ok(d)) => d,
         Ok(Err(waiting)) => {

@@ -215,17 +215,17 @@ fn totp(store: &mut dyn ReviewerStore, name: &str, force: bool) -> Res {
     Ok(uri)
 }
 
-/// `inbox approve|deny` as a vote of this terminal's user: the account linking
-/// `cli:<user>`, else that identity as the state dir's owner. Ok(None): recorded, the
+/// `inbox approve|deny` as a vote of this terminal's user in `rs`, the reviewer tables the
+/// guard itself uses (its inbox database, or the fleet's: never one the guard does not
+/// count): the account linking `cli:<user>`, else that identity as the state dir's owner. Ok(None): recorded, the
 /// request waits for more approvers (the line says so). Err: the refusal to print (exit 1)
 /// or an error (exit 2).
 pub fn cli_vote(
-    dir: &Path,
+    rs: &mut dyn ReviewerStore,
     get: &dyn Fn(&str) -> Result<Option<inbox::Entry>, inbox::InboxError>,
     (id, hash): (&str, Option<&str>),
     kind: DecisionKind,
     reason: Option<String>,
-    audit: Option<AuditLog>,
 ) -> Result<Result<Decision, String>, (u8, String)> {
     let entry = match get(id) {
         Ok(Some(e))
@@ -247,19 +247,17 @@ pub fn cli_vote(
         }
         Err(e) => return Err((2, e.to_string())),
     };
-    let mut rs =
-        SqliteReviewers::open(&dir.join(inbox::DB_FILE), audit).map_err(|e| (2, e.to_string()))?;
     let cat = sanctum_guard::policy::file::category_name(entry.verdict.category);
     let need = rs.required(&cat).map_err(|e| (2, e.to_string()))?;
     let me = inbox::cli_identity();
-    let voter = vote::cli_voter(&rs, &me).map_err(|e| (2, e.to_string()))?;
+    let voter = vote::cli_voter(rs, &me).map_err(|e| (2, e.to_string()))?;
     let ballot = Ballot {
         voter,
         via: me,
         kind,
         reason,
     };
-    match vote::cast(&mut rs, &entry, need, ballot).map_err(|e| (2, e.to_string()))? {
+    match vote::cast(rs, &entry, need, ballot).map_err(|e| (2, e.to_string()))? {
         Ok(Cast::Decide(d)) => Ok(Ok(d)),
         Ok(Cast::Partial { approvers, need }) => Ok(Err(format!(
             "{id} pending: approved by {} ({} of {need}); waiting for another reviewer",
