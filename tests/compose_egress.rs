@@ -79,7 +79,7 @@ fn pairing_view(stack: &Stack) -> String {
     format!(
         "{}\n{}\nopenclaw devices list (agent container):\n{}",
         stack.service_log("guard", 30),
-        stack.service_log("agent", 40),
+        stack.why_not_running("agent"),
         support::process::output_text(&out)
     )
 }

@@ -19,7 +19,7 @@ use support::compose::*;
 use support::compose_turns::{autonomous_turn, fan_out_then_a_turn, new_task, tool_results};
 use support::gateway::{open, WsClient};
 use support::guard::audit_file_with;
-use support::process::{output_text, wait_until};
+use support::process::{output_text, wait_until, wait_until_or};
 use support::web::{Login, WebClient};
 
 const MARKER: &str = "sanctum-e2e-readme-4f1c";
@@ -132,9 +132,12 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         "compose_stack: up -> guard ready in {:.1} s",
         up.elapsed().as_secs_f64()
     );
-    wait_until("the agent container", Duration::from_secs(180), || {
-        (stack.inspect("agent", "{{.State.Running}}") == "true").then_some(())
-    });
+    wait_until_or(
+        "the agent container",
+        Duration::from_secs(180),
+        || (stack.inspect("agent", "{{.State.Running}}") == "true").then_some(()),
+        || stack.why_not_running("agent"),
+    );
 
     // The agent's own confinement, read from inside (never from the file alone).
     let status = output_text(&stack.exec("agent", "cat /proc/self/status"));
@@ -186,10 +189,17 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
 
     // Who reaches whom: the Scout's DevTools from the agent; the guard's web prompt not from
     // the agent (it listens on the frontend address only).
-    wait_until(
+    wait_until_or(
         "the Scout's DevTools from the agent",
         Duration::from_secs(120),
         || connects(&stack, "agent", "172.30.77.10", 9222).then_some(()),
+        || {
+            format!(
+                "{}\n{}",
+                stack.why_not_running("scout"),
+                stack.why_not_running("agent")
+            )
+        },
     );
     assert!(
         !connects(&stack, "agent", "172.30.76.2", 8484),
@@ -243,10 +253,11 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
         agent_on_execution.starts_with("172.30.77."),
         "{agent_on_execution}"
     );
-    wait_until(
+    wait_until_or(
         "the gateway on its control-net address",
         Duration::from_secs(180),
         || connects(&stack, "agent", "172.30.75.4", 18789).then_some(()),
+        || stack.why_not_running("agent"),
     );
     for addr in [agent_on_execution.as_str(), "172.30.75.4"] {
         assert!(
@@ -298,10 +309,17 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
     let read_json = |name: &str| -> Option<serde_json::Value> {
         serde_json::from_str(&std::fs::read_to_string(guard_state.join(name)).ok()?).ok()
     };
-    let checked = wait_until(
+    let checked = wait_until_or(
         "the guard's posture check",
         Duration::from_secs(300),
         || read_json("gateway-posture.json").filter(|v| v["posture"]["state"] != "unchecked"),
+        || {
+            format!(
+                "{}\n{}",
+                stack.service_log("guard", 60),
+                stack.why_not_running("agent")
+            )
+        },
     );
     assert_eq!(
         checked["posture"]["state"],

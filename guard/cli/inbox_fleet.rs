@@ -54,15 +54,8 @@ pub(super) fn run(act: InboxAct, json: bool, dir: &Path, url: &str, guard_id: &s
         kind,
         reason,
     ) {
-        Ok(Ok(d)) => d,
-        Ok(Err(waiting)) => {
-            println!("{waiting}");
-            return ExitCode::SUCCESS;
-        }
-        Err((code, e)) => {
-            eprintln!("{e}");
-            return ExitCode::from(code);
-        }
+        Ok(d) => d,
+        Err(code) => return code,
     };
     inbox_decided(store.decide(&id, decision, hash.as_deref()), json)
 }

@@ -506,15 +506,8 @@ fn inbox_cmd(cmd: InboxCmd, opts: InboxOpts) -> ExitCode {
         kind,
         reason,
     ) {
-        Ok(Ok(d)) => d,
-        Ok(Err(waiting)) => {
-            println!("{waiting}");
-            return ExitCode::SUCCESS;
-        }
-        Err((code, e)) => {
-            eprintln!("{e}");
-            return ExitCode::from(code);
-        }
+        Ok(d) => d,
+        Err(code) => return code,
     };
     inbox_decided(store.decide(&id, decision, hash.as_deref()), opts.json)
 }

@@ -217,10 +217,32 @@ fn totp(store: &mut dyn ReviewerStore, name: &str, force: bool) -> Res {
 
 /// `inbox approve|deny` as a vote of this terminal's user in `rs`, the reviewer tables the
 /// guard itself uses (its inbox database, or the fleet's: never one the guard does not
-/// count): the account linking `cli:<user>`, else that identity as the state dir's owner. Ok(None): recorded, the
-/// request waits for more approvers (the line says so). Err: the refusal to print (exit 1)
-/// or an error (exit 2).
+/// count): the account linking `cli:<user>`, else that identity as the state dir's owner.
+/// Ok: the decision to apply. Err: the command's exit, its line already printed: 0 when the
+/// vote was recorded and the request waits for more approvers, 1 refused, 2 an error.
 pub fn cli_vote(
+    rs: &mut dyn ReviewerStore,
+    get: &dyn Fn(&str) -> Result<Option<inbox::Entry>, inbox::InboxError>,
+    request: (&str, Option<&str>),
+    kind: DecisionKind,
+    reason: Option<String>,
+) -> Result<Decision, ExitCode> {
+    match vote_outcome(rs, get, request, kind, reason) {
+        Ok(Ok(d)) => Ok(d),
+        Ok(Err(waiting)) => {
+            println!("{waiting}");
+            Err(ExitCode::SUCCESS)
+        }
+        Err((code, e)) => {
+            eprintln!("{e}");
+            Err(ExitCode::from(code))
+        }
+    }
+}
+
+/// [`cli_vote`] before printing: Ok(Ok) the decision, Ok(Err) the vote recorded and the
+/// line saying the request waits, Err the exit code and its line.
+fn vote_outcome(
     rs: &mut dyn ReviewerStore,
     get: &dyn Fn(&str) -> Result<Option<inbox::Entry>, inbox::InboxError>,
     (id, hash): (&str, Option<&str>),

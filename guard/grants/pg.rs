@@ -132,20 +132,9 @@ impl GrantBackend for PgGrants {
         guard: Option<&str>,
         now: u64,
     ) -> Result<Grant, GrantError> {
-        let g = Grant {
-            id: format!("g-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
-            spec: spec.clone(),
-            made_by: made_by.to_owned(),
-            inbox_id: inbox_id.to_owned(),
-            request_id: request_id.to_owned(),
-            created_ms: now,
-            expires_ms: spec.expires_ms,
-            uses_left: spec.uses,
-            revoked_ms: None,
-            revoked_by: None,
-            // The row's owner: the guard whose agent asked, whichever page approved it.
-            guard: Some(guard.unwrap_or(&self.guard_id).to_owned()),
-        };
+        // The row's owner: the guard whose agent asked, whichever page approved it.
+        let owner = guard.unwrap_or(&self.guard_id).to_owned();
+        let g = Grant::new(spec, (made_by, inbox_id, request_id), now, Some(owner));
         let spec_json = serde_json::to_string(&g.spec)?;
         let row = g.clone();
         self.worker.call(move |c| {

@@ -68,6 +68,29 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// A new grant, unspent and unrevoked, with a fresh id: made by `made_by` on inbox entry
+    /// `inbox_id` (request `request_id`) at `now`, for `guard` in a fleet.
+    pub fn new(
+        spec: &GrantSpec,
+        (made_by, inbox_id, request_id): (&str, &str, &str),
+        now: u64,
+        guard: Option<String>,
+    ) -> Grant {
+        Grant {
+            id: format!("g-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
+            spec: spec.clone(),
+            made_by: made_by.to_owned(),
+            inbox_id: inbox_id.to_owned(),
+            request_id: request_id.to_owned(),
+            created_ms: now,
+            expires_ms: spec.expires_ms,
+            uses_left: spec.uses,
+            revoked_ms: None,
+            revoked_by: None,
+            guard,
+        }
+    }
+
     /// Live at `now`: not revoked, not expired, not used up.
     pub fn live(&self, now: u64) -> bool {
         self.revoked_ms.is_none()
@@ -138,19 +161,7 @@ impl GrantStore {
         request_id: &str,
         now: u64,
     ) -> Result<Grant, GrantError> {
-        let g = Grant {
-            id: format!("g-{}", &uuid::Uuid::new_v4().simple().to_string()[..12]),
-            spec: spec.clone(),
-            made_by: made_by.to_owned(),
-            inbox_id: inbox_id.to_owned(),
-            request_id: request_id.to_owned(),
-            created_ms: now,
-            expires_ms: spec.expires_ms,
-            uses_left: spec.uses,
-            revoked_ms: None,
-            revoked_by: None,
-            guard: None,
-        };
+        let g = Grant::new(spec, (made_by, inbox_id, request_id), now, None);
         self.conn()?.execute(
             &format!("INSERT INTO grants ({COLUMNS}) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,NULL,NULL)"),
             params![

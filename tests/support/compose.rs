@@ -360,6 +360,44 @@ impl Stack {
         }
     }
 
+    /// Why `service` is not running, for a failure message: its container state (exit code,
+    /// error, OOM kill, times), every container of the project, the kernel's last OOM or
+    /// kill lines, and the service's own last log lines (last, so a tail keeps them).
+    pub fn why_not_running(&self, service: &str) -> String {
+        let text = |cmd: &mut Command| match cmd.output() {
+            Ok(o) => output_text(&o),
+            Err(e) => format!("({e})"),
+        };
+        let state = text(Command::new("podman").args([
+            "inspect",
+            "--format",
+            "{{json .State}}",
+            &self.container(service),
+        ]));
+        let ps = text(Command::new("podman").args([
+            "ps",
+            "-a",
+            "--filter",
+            &format!("name={}_", self.project),
+            "--format",
+            "{{.Names}} {{.Status}}",
+        ]));
+        let kernel = text(Command::new("dmesg").args(["--ctime"]));
+        let kernel: Vec<&str> = kernel
+            .lines()
+            .filter(|l| {
+                let l = l.to_ascii_lowercase();
+                l.contains("oom") || l.contains("killed process") || l.contains("segfault")
+            })
+            .collect();
+        let kernel = &kernel[kernel.len().saturating_sub(10)..];
+        format!(
+            "--- {service} state: {state}\n--- containers:\n{ps}\n--- kernel (oom/kill):\n{}\n{}",
+            kernel.join("\n"),
+            self.service_log(service, 80)
+        )
+    }
+
     /// Every service's log, for failure messages.
     pub fn logs(&self) -> String {
         output_text(&self.compose(&["logs", "--no-color", "--tail", "150"]))
