@@ -174,20 +174,17 @@ fn cookie(req: &Request<Incoming>, name: &str) -> Option<String> {
         .map(|(_, v)| v.to_owned())
 }
 
-/// The request's live session: `Ok(None)` when it has none; `Err` (503) when a fleet's
-/// database cannot confirm it (a read may still use what this guard last confirmed).
+/// The request's live session: `Ok(None)` when it has none; `Err` when a fleet's database
+/// cannot confirm it (a read may still use what this guard last confirmed).
 fn session_of(
     sh: &Shared,
     req: &Request<Incoming>,
     read: bool,
-) -> Result<Option<(String, SessionView)>, Resp> {
+) -> Result<Option<(String, SessionView)>, auth::SessionError> {
     let Some(id) = cookie(req, sh.cookie_name()) else {
         return Ok(None);
     };
-    match sh.sessions.check_for(&id, read) {
-        Ok(v) => Ok(v.map(|v| (id, v))),
-        Err(e) => Err(super::api_auth::session_failed(e)),
-    }
+    Ok(sh.sessions.check_for(&id, read)?.map(|v| (id, v)))
 }
 
 /// The page's own origin sent this (and, when the browser says so, same-origin).
@@ -253,7 +250,7 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
     }
     let found = match session_of(&sh, &req, !changes) {
         Ok(f) => f,
-        Err(r) => return r,
+        Err(e) => return super::api_auth::session_failed(e),
     };
     let Some((sid, session)) = found else {
         return refuse(
