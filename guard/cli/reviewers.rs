@@ -121,7 +121,7 @@ pub fn run(cmd: ReviewersCmd, state_dir: Option<PathBuf>) -> ExitCode {
             .and_then(|r| store.set_role(&name, r))
             .map_err(refused)
             .and_then(|r| {
-                let ended = end_sessions(&dir, &r.name)?;
+                let ended = end_sessions(&dir, &r.name, "")?;
                 Ok(format!("{} is now {}{ended}", r.name, r.role))
             }),
         ReviewersCmd::Link { name, identities } => store
@@ -215,7 +215,8 @@ fn remove(dir: &Path, store: &mut dyn ReviewerStore, name: &str) -> Res {
                 .map_err(|e| err(e.to_string()))?;
         }
     }
-    let ended = end_sessions(dir, name).map_err(|(_, e)| err(e))?;
+    let ended = end_sessions(dir, name, "; its sessions end at their next request")
+        .map_err(|(_, e)| err(e))?;
     Ok(format!(
         "removed {} ({}): {links} login link(s), {} passkey(s){ended}",
         r.name,
@@ -225,15 +226,16 @@ fn remove(dir: &Path, store: &mut dyn ReviewerStore, name: &str) -> Res {
 }
 
 /// In a fleet, ends `name`'s sessions on every guard now (their open pages hear it); one
-/// guard's sessions live in its `serve`, which ends them at their next request.
-fn end_sessions(dir: &Path, name: &str) -> Result<String, (u8, String)> {
+/// guard's sessions live in its `serve`, which checks the account at their next request
+/// (`local`: what to say then).
+fn end_sessions(dir: &Path, name: &str, local: &str) -> Result<String, (u8, String)> {
     let at = auth_at(dir).map_err(|e| (2, format!("error: {e}")))?;
     match &at.fleet {
         Some(db) => db
             .end_sessions(None, Some(name))
             .map(|n| format!("; {n} session(s) ended on every guard"))
             .map_err(|e| (2, format!("error: sessions not ended: {e}"))),
-        None => Ok("; its sessions end at their next request".into()),
+        None => Ok(local.to_owned()),
     }
 }
 
