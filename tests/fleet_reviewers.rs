@@ -114,8 +114,14 @@ fn two_reviewers_on_two_guards_complete_one_request() {
         (r.status, r.json()["error"].clone()),
         (403, json!("own-request"))
     );
+    // Sessions are the fleet's: alice's session from A works on B, and her approval there
+    // is still her one approval.
     let r = vote(&b, &alice, &e, "allow-once");
-    assert_eq!(r.status, 401, "alice is not signed in on B: {r:?}");
+    assert_eq!(
+        (r.status, r.json()["error"].clone()),
+        (403, json!("already-approved")),
+        "alice twice, through B: {r:?}"
+    );
     std::thread::sleep(Duration::from_millis(300));
     assert!(!asked.is_finished(), "one approval released it");
     let r = vote(&b, &bob, &e, "allow-once");

@@ -263,8 +263,16 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     }
     let agent =
         agent.map(|rpc| Arc::new(crate::engine::agent::AgentControl::new(rpc, engine.clone())));
-    // One set of web sessions: the front door accepts a signed-in browser's cookie.
-    let sessions = Arc::new(crate::web::auth::Sessions::default());
+    // One set of web sessions: the front door accepts a signed-in browser's cookie. A
+    // fleet's live in its database, so they hold on every guard and across restarts.
+    let sessions = Arc::new(match engine.inbox().fleet_db() {
+        Some(db) => {
+            let bad = |e: String| ServeError::Web(crate::web::WebError::Sessions(e));
+            let pg = crate::web::pg_auth::PgAuth::open(db).map_err(|e| bad(e.to_string()))?;
+            crate::web::auth::Sessions::fleet(Arc::new(pg)).map_err(|e| bad(e.to_string()))?
+        }
+        None => crate::web::auth::Sessions::default(),
+    });
     let notify = Arc::new(crate::notify::Health::in_state_dir(&cfg.state_dir));
     let web = crate::web::start(
         &cfg.web,

@@ -292,7 +292,8 @@ fn account_link(dir: &Path, name: &str) -> Result<String, String> {
              (sanctum-guard reviewers add {name} --role approver)"
         ));
     }
-    sanctum_guard::web::login::new_link_for_running(dir, name).map_err(|e| e.to_string())
+    let at = reviewers::auth_at(dir)?;
+    sanctum_guard::web::login::new_link_for_running(&at, name).map_err(|e| e.to_string())
 }
 
 #[derive(Subcommand, Debug)]

@@ -26,8 +26,16 @@ pub fn run(cmd: PasskeysCmd, state_dir: Option<PathBuf>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The fleet's passkeys when the config names one.
+    let at = match super::reviewers::auth_at(&dir) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("passkeys: {e}");
+            return ExitCode::from(2);
+        }
+    };
     match cmd {
-        PasskeysCmd::List => match passkey_store::list(&dir) {
+        PasskeysCmd::List => match passkey_store::list(&at) {
             Ok(all) if all.is_empty() => {
                 println!("no passkey registered (add one from the web prompt's header)");
                 ExitCode::SUCCESS
@@ -52,7 +60,7 @@ pub fn run(cmd: PasskeysCmd, state_dir: Option<PathBuf>) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match passkey_store::remove(&dir, &id) {
+            match passkey_store::remove(&at, &id) {
                 Ok(Some(s)) => {
                     let ev = PasskeyEvent::Removed {
                         credential_id: s.id.clone(),

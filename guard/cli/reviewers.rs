@@ -9,6 +9,8 @@ use sanctum_guard::inbox;
 use sanctum_guard::policy::request::{Decision, DecisionKind};
 use sanctum_guard::reviewers::vote::{self, Ballot, Cast};
 use sanctum_guard::reviewers::{PgReviewers, ReviewerStore, Role, SqliteReviewers};
+use sanctum_guard::web::auth_at::AuthAt;
+use sanctum_guard::web::pg_auth::PgAuth;
 use sanctum_guard::web::{login, passkey_store};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -78,6 +80,26 @@ pub(super) fn open(
     Ok((dir, store))
 }
 
+/// Where the state dir's guard keeps login links, passkeys and sessions: its files, or the
+/// fleet's database when the config has `[store] url` (then a link made here signs in on
+/// every guard, and ending an account's sessions ends them on every guard).
+pub(super) fn auth_at(state_dir: &Path) -> Result<AuthAt, String> {
+    use sanctum_guard::app::config::{Config, Overrides, StoreSettings};
+    let overrides = Overrides {
+        state_dir: Some(state_dir.to_owned()),
+        ..Default::default()
+    };
+    let cfg = Config::load(&overrides).map_err(|e| format!("config: {e}"))?;
+    Ok(match cfg.store {
+        StoreSettings::Embedded => AuthAt::local(&cfg.state_dir),
+        StoreSettings::Fleet { url, .. } => {
+            let db = inbox::pg::parse_url(&url).map_err(|e| e.to_string())?;
+            let pg = PgAuth::open(db).map_err(|e| e.to_string())?;
+            AuthAt::fleet(&cfg.state_dir, std::sync::Arc::new(pg))
+        }
+    })
+}
+
 pub fn run(cmd: ReviewersCmd, state_dir: Option<PathBuf>) -> ExitCode {
     let (dir, mut store) = match open(state_dir) {
         Ok(s) => s,
@@ -97,8 +119,11 @@ pub fn run(cmd: ReviewersCmd, state_dir: Option<PathBuf>) -> ExitCode {
         ReviewersCmd::Remove { name } => remove(&dir, store, &name),
         ReviewersCmd::Role { name, role } => Role::parse(&role)
             .and_then(|r| store.set_role(&name, r))
-            .map(|r| format!("{} is now {}", r.name, r.role))
-            .map_err(refused),
+            .map_err(refused)
+            .and_then(|r| {
+                let ended = end_sessions(&dir, &r.name, "")?;
+                Ok(format!("{} is now {}{ended}", r.name, r.role))
+            }),
         ReviewersCmd::Link { name, identities } => store
             .set_identities(&name, &identities)
             .map(|r| format!("{} acts also as: {}", r.name, r.identities.join(", ")))
@@ -139,7 +164,8 @@ fn add(dir: &Path, store: &mut dyn ReviewerStore, name: &str, role: &str, ids: &
     if !ids.is_empty() {
         store.set_identities(name, ids).map_err(refused)?;
     }
-    let link = match login::new_link_for_running(dir, &r.name) {
+    let at = auth_at(dir).map_err(|e| (2, format!("error: account added, no link: {e}")))?;
+    let link = match login::new_link_for_running(&at, &r.name) {
         Ok(l) => l,
         Err(login::LoginError::NoServer(_)) => format!(
             "(no running web prompt: start `sanctum-guard serve`, then run \
@@ -174,8 +200,9 @@ fn list(store: &dyn ReviewerStore, json: bool) -> Res {
 fn remove(dir: &Path, store: &mut dyn ReviewerStore, name: &str) -> Res {
     let r = store.remove(name).map_err(refused)?;
     let err = |e: String| (2, format!("error: {name} removed, but {e}"));
-    let links = login::remove_named(dir, name).map_err(|e| err(e.to_string()))?;
-    let keys = passkey_store::remove_named(dir, name).map_err(|e| err(e.to_string()))?;
+    let at = auth_at(dir).map_err(err)?;
+    let links = login::remove_named(&at, name).map_err(|e| err(e.to_string()))?;
+    let keys = passkey_store::remove_named(&at, name).map_err(|e| err(e.to_string()))?;
     if !keys.is_empty() {
         let (log, _) =
             AuditLog::open(&dir.join(audit::AUDIT_FILE)).map_err(|e| err(e.to_string()))?;
@@ -188,12 +215,28 @@ fn remove(dir: &Path, store: &mut dyn ReviewerStore, name: &str) -> Res {
                 .map_err(|e| err(e.to_string()))?;
         }
     }
+    let ended = end_sessions(dir, name, "; its sessions end at their next request")
+        .map_err(|(_, e)| err(e))?;
     Ok(format!(
-        "removed {} ({}): {links} login link(s), {} passkey(s); its sessions end at their next request",
+        "removed {} ({}): {links} login link(s), {} passkey(s){ended}",
         r.name,
         r.role,
         keys.len()
     ))
+}
+
+/// In a fleet, ends `name`'s sessions on every guard now (their open pages hear it); one
+/// guard's sessions live in its `serve`, which checks the account at their next request
+/// (`local`: what to say then).
+fn end_sessions(dir: &Path, name: &str, local: &str) -> Result<String, (u8, String)> {
+    let at = auth_at(dir).map_err(|e| (2, format!("error: {e}")))?;
+    match &at.fleet {
+        Some(db) => db
+            .end_sessions(None, Some(name))
+            .map(|n| format!("; {n} session(s) ended on every guard"))
+            .map_err(|e| (2, format!("error: sessions not ended: {e}"))),
+        None => Ok(local.to_owned()),
+    }
 }
 
 fn totp(store: &mut dyn ReviewerStore, name: &str, force: bool) -> Res {

@@ -27,6 +27,8 @@ pub struct Shared {
     /// Shared with the front door, which accepts a signed-in browser's cookie.
     pub sessions: Arc<Sessions>,
     pub signin: SignInGuard,
+    /// Where login links and passkeys live (this guard's files, or its fleet's database).
+    pub auth: super::auth_at::AuthAt,
     pub state_dir: PathBuf,
     pub audit_path: PathBuf,
     pub socket_path: PathBuf,
@@ -69,6 +71,7 @@ impl Shared {
             inbox,
             sessions: Arc::new(Sessions::default()),
             signin: SignInGuard::default(),
+            auth: super::auth_at::AuthAt::local(&state_dir),
             state_dir: state_dir.clone(),
             audit_path,
             socket_path,
@@ -171,10 +174,17 @@ fn cookie(req: &Request<Incoming>, name: &str) -> Option<String> {
         .map(|(_, v)| v.to_owned())
 }
 
-fn session_of(sh: &Shared, req: &Request<Incoming>) -> Option<(String, SessionView)> {
-    let id = cookie(req, sh.cookie_name())?;
-    let view = sh.sessions.get(&id)?;
-    Some((id, view))
+/// The request's live session: `Ok(None)` when it has none; `Err` when a fleet's database
+/// cannot confirm it (a read may still use what this guard last confirmed).
+fn session_of(
+    sh: &Shared,
+    req: &Request<Incoming>,
+    read: bool,
+) -> Result<Option<(String, SessionView)>, auth::SessionError> {
+    let Some(id) = cookie(req, sh.cookie_name()) else {
+        return Ok(None);
+    };
+    Ok(sh.sessions.check_for(&id, read)?.map(|v| (id, v)))
 }
 
 /// The page's own origin sent this (and, when the browser says so, same-origin).
@@ -238,7 +248,11 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
     if method == Method::POST && path.starts_with("/api/passkey-login/") {
         return super::passkey_api::open_route(&sh, req, peer).await;
     }
-    let Some((sid, session)) = session_of(&sh, &req) else {
+    let found = match session_of(&sh, &req, !changes) {
+        Ok(f) => f,
+        Err(e) => return super::api_auth::session_failed(e),
+    };
+    let Some((sid, session)) = found else {
         return refuse(
             "unauthenticated",
             StatusCode::UNAUTHORIZED,

@@ -75,8 +75,29 @@ pub async fn start_session(
     let (id, view) = sh
         .sessions
         .create(&acct.name, &acct.id)
-        .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, "session", &e))?;
+        .map_err(session_failed)?;
     Ok((id, view, acct.role))
+}
+
+/// A session that could not be made, checked or ended: 503 `store-unavailable` when a
+/// fleet's database is away (as the reviewer store answers), else a 500.
+pub fn session_failed(e: auth::SessionError) -> Resp {
+    match e {
+        auth::SessionError::Unavailable(_) => refuse(
+            "store-unavailable",
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Not applied: the fleet database cannot be reached (sessions and sign-in live \
+             there). Nothing was decided; this page retries by itself.",
+        ),
+        other => {
+            tracing::error!(error = %other, "web: sessions");
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "session",
+                "session store error",
+            )
+        }
+    }
 }
 
 /// A refused sign-in: logged (bounded) with its true reason, answered as a bad link, so
@@ -219,11 +240,14 @@ async fn consume_link(sh: &Shared, token: String) -> Result<Option<String>, Resp
 async fn on_link(
     sh: &Shared,
     token: String,
-    f: fn(&std::path::Path, &str) -> Result<Option<String>, login::LoginError>,
+    f: fn(&super::auth_at::AuthAt, &str) -> Result<Option<String>, login::LoginError>,
 ) -> Result<Option<String>, Resp> {
-    let dir = sh.state_dir.clone();
-    match tokio::task::spawn_blocking(move || f(&dir, &token)).await {
+    let at = sh.auth.clone();
+    match tokio::task::spawn_blocking(move || f(&at, &token)).await {
         Ok(Ok(n)) => Ok(n),
+        Ok(Err(login::LoginError::Fleet(crate::web::pg_auth::AuthDbError::Unavailable(_)))) => Err(
+            session_failed(auth::SessionError::Unavailable(String::new())),
+        ),
         Ok(Err(e)) => Err(error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "login",
@@ -251,7 +275,9 @@ pub fn session_json(sh: &Shared, s: &SessionView, role: crate::reviewers::Role) 
 }
 
 pub fn logout(sh: &Shared, sid: &str) -> Resp {
-    sh.sessions.remove(sid);
+    if let Err(e) = sh.sessions.remove(sid) {
+        return session_failed(e);
+    }
     set_cookie(
         json(StatusCode::OK, &json!({"ok": true})),
         session_cookie(sh, ""),
@@ -259,7 +285,10 @@ pub fn logout(sh: &Shared, sid: &str) -> Resp {
 }
 
 pub fn revoke_all(sh: &Shared) -> Resp {
-    let n = sh.sessions.revoke_all();
+    let n = match sh.sessions.revoke_all() {
+        Ok(n) => n,
+        Err(e) => return session_failed(e),
+    };
     tracing::info!(sessions = n, "web: every session revoked");
     set_cookie(
         json(StatusCode::OK, &json!({"ok": true, "revoked": n})),

@@ -128,10 +128,16 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
                 },
                 _ = beat.tick() => {
                     // The session, and its reviewer account (a removed account's stream
-                    // ends here even if the page makes no call).
-                    let alive = match _slot.0.sessions.get(&sid) {
-                        Some(view) => super::reviewer_gate::role_of(&_slot.0, &view).await.is_ok(),
-                        None => false,
+                    // ends here even if the page makes no call). A fleet's database away
+                    // closes the stream without signing out: the page asks again.
+                    let alive = match _slot.0.sessions.check(&sid) {
+                        Ok(Some(view)) => match super::reviewer_gate::role_of(&_slot.0, &view).await {
+                            Ok(_) => true,
+                            Err(r) if r.status() == StatusCode::SERVICE_UNAVAILABLE => return,
+                            Err(_) => false,
+                        },
+                        Ok(None) => false,
+                        Err(_) => return,
                     };
                     if !alive {
                         let _ = tx.try_send(event("signed-out", &serde_json::json!({})));
@@ -139,13 +145,17 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
                     }
                     Bytes::from_static(b": keep-alive\n\n")
                 }
-                // A session that ends (logout, revocation) ends its streams now.
+                // A session that ends (logout, revocation; in a fleet, on any guard) ends
+                // its streams now.
                 _ = ended.changed() => {
-                    if _slot.0.sessions.get(&sid).is_none() {
-                        let _ = tx.try_send(event("signed-out", &serde_json::json!({})));
-                        return;
+                    match _slot.0.sessions.check(&sid) {
+                        Ok(Some(_)) => continue,
+                        Ok(None) => {
+                            let _ = tx.try_send(event("signed-out", &serde_json::json!({})));
+                            return;
+                        }
+                        Err(_) => return,
                     }
-                    continue;
                 }
                 _ = tx.closed() => return,
                 _ = async { let _ = shutdown.wait_for(|s| *s).await; } => return,

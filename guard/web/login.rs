@@ -6,7 +6,11 @@
 //! removes its line under an exclusive `flock`, so a link works once, across processes.
 //! The newest link's full URL is also written to `<state dir>/web-login-link` (0600) for the
 //! person who owns the state dir; it is removed at the first sign-in with any link.
+//! In a fleet the hashes live in its database instead (`pg_auth`): a link any guard made
+//! signs in on every guard, once across the fleet.
 
+use super::auth_at::AuthAt;
+use super::pg_auth::AuthDbError;
 use super::secret::{hash_hex, random_token};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -36,6 +40,8 @@ pub enum LoginError {
     Random(String),
     #[error("login name must be 1-32 characters of [A-Za-z0-9._-]")]
     BadName,
+    #[error(transparent)]
+    Fleet(#[from] AuthDbError),
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -119,34 +125,42 @@ fn valid_name(name: &str) -> bool {
 
 /// Makes a new one-time link for `name` against the web prompt at `base_url`, records its
 /// hash, and writes the link file. Returns the link (the caller prints it once).
-pub fn new_link(dir: &Path, base_url: &str, name: &str) -> Result<String, LoginError> {
+pub fn new_link(at: &AuthAt, base_url: &str, name: &str) -> Result<String, LoginError> {
     if !valid_name(name) {
         return Err(LoginError::BadName);
     }
     let token = random_token().map_err(LoginError::Random)?;
-    let entry = Pending {
-        hash: hash_hex(&token),
-        name: name.to_owned(),
-        expires_ms: crate::engine::decision::now_ms() + LINK_TTL_MS,
-    };
-    with_pending(dir, |list| list.push(entry))?;
+    match &at.fleet {
+        Some(db) => db.add_link(&hash_hex(&token), name, LINK_TTL_MS)?,
+        None => {
+            let entry = Pending {
+                hash: hash_hex(&token),
+                name: name.to_owned(),
+                expires_ms: crate::engine::decision::now_ms() + LINK_TTL_MS,
+            };
+            with_pending(&at.dir, |list| list.push(entry))?;
+        }
+    }
     let link = format!("{}/login#t={token}", base_url.trim_end_matches('/'));
-    write_private(&dir.join(LINK_FILE), &format!("{link}\n"))?;
+    write_private(&at.dir.join(LINK_FILE), &format!("{link}\n"))?;
     Ok(link)
 }
 
-/// A new link for the running `serve` whose state dir is `dir` (the command line's
+/// A new link for the running `serve` whose state dir is `at.dir` (the command line's
 /// `web login-link`).
-pub fn new_link_for_running(dir: &Path, name: &str) -> Result<String, LoginError> {
-    let url_path = dir.join(URL_FILE);
+pub fn new_link_for_running(at: &AuthAt, name: &str) -> Result<String, LoginError> {
+    let url_path = at.dir.join(URL_FILE);
     let base =
         std::fs::read_to_string(&url_path).map_err(|_| LoginError::NoServer(url_path.clone()))?;
-    new_link(dir, base.trim(), name)
+    new_link(at, base.trim(), name)
 }
 
 /// Drops every live link issued to `name` (its account was removed); returns how many.
-pub fn remove_named(dir: &Path, name: &str) -> Result<usize, LoginError> {
-    with_pending(dir, |list| {
+pub fn remove_named(at: &AuthAt, name: &str) -> Result<usize, LoginError> {
+    if let Some(db) = &at.fleet {
+        return Ok(db.remove_links(name)?);
+    }
+    with_pending(&at.dir, |list| {
         let before = list.len();
         list.retain(|p| p.name != name);
         before - list.len()
@@ -154,9 +168,12 @@ pub fn remove_named(dir: &Path, name: &str) -> Result<usize, LoginError> {
 }
 
 /// The name a live link was issued to, without using the link up (None: no such link).
-pub fn lookup(dir: &Path, token: &str) -> Result<Option<String>, LoginError> {
+pub fn lookup(at: &AuthAt, token: &str) -> Result<Option<String>, LoginError> {
     let h = hash_hex(token);
-    with_pending(dir, |list| {
+    if let Some(db) = &at.fleet {
+        return Ok(db.link_account(&h)?);
+    }
+    with_pending(&at.dir, |list| {
         list.iter()
             .find(|p| super::secret::eq_ct(p.hash.as_bytes(), h.as_bytes()))
             .map(|p| p.name.clone())
@@ -164,19 +181,22 @@ pub fn lookup(dir: &Path, token: &str) -> Result<Option<String>, LoginError> {
 }
 
 /// Consumes `token`: Some(name) if it was a live link (now used up), None otherwise.
-pub fn consume(dir: &Path, token: &str) -> Result<Option<String>, LoginError> {
+pub fn consume(at: &AuthAt, token: &str) -> Result<Option<String>, LoginError> {
     let h = hash_hex(token);
-    let found = with_pending(dir, |list| {
-        let i = list
-            .iter()
-            .position(|p| super::secret::eq_ct(p.hash.as_bytes(), h.as_bytes()))?;
-        Some(list.remove(i).name)
-    })?;
+    let found = match &at.fleet {
+        Some(db) => db.consume_link(&h)?,
+        None => with_pending(&at.dir, |list| {
+            let i = list
+                .iter()
+                .position(|p| super::secret::eq_ct(p.hash.as_bytes(), h.as_bytes()))?;
+            Some(list.remove(i).name)
+        })?,
+    };
     if found.is_some() {
         // A person has signed in: the link file is no longer needed, and an unused link in a
         // file any process of the state dir's uid can read (the gateway's, on a one-user
         // laptop) is a credential lying around. Removed whichever link was used.
-        let link_path = dir.join(LINK_FILE);
+        let link_path = at.dir.join(LINK_FILE);
         match std::fs::remove_file(&link_path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(&link_path)(e)),
             _ => {}
@@ -196,7 +216,7 @@ mod tests {
     #[test]
     fn a_link_works_once_and_only_its_hash_is_kept() {
         let d = tempfile::tempdir().expect("tmp");
-        let link = new_link(d.path(), "http://127.0.0.1:1", "alice").expect("link");
+        let link = new_link(&AuthAt::local(d.path()), "http://127.0.0.1:1", "alice").expect("link");
         let t = token_of(&link);
         let store = std::fs::read_to_string(d.path().join(LOGINS_FILE)).expect("store");
         assert!(
@@ -209,31 +229,43 @@ mod tests {
         let flipped = String::from_utf8(flipped).expect("utf8");
         for bad in ["", &t[..42], &format!("{t}A"), &flipped, &t.to_uppercase()] {
             if bad != t {
-                assert_eq!(consume(d.path(), bad).expect("consume"), None, "{bad}");
+                assert_eq!(
+                    consume(&AuthAt::local(d.path()), bad).expect("consume"),
+                    None,
+                    "{bad}"
+                );
             }
         }
         assert_eq!(
-            consume(d.path(), &t).expect("consume"),
+            consume(&AuthAt::local(d.path()), &t).expect("consume"),
             Some("alice".into())
         );
-        assert_eq!(consume(d.path(), &t).expect("consume"), None, "used twice");
+        assert_eq!(
+            consume(&AuthAt::local(d.path()), &t).expect("consume"),
+            None,
+            "used twice"
+        );
         assert!(!d.path().join(LINK_FILE).exists());
     }
 
     #[test]
     fn any_sign_in_removes_the_link_file() {
         let d = tempfile::tempdir().expect("tmp");
-        let first = new_link(d.path(), "http://127.0.0.1:1", "alice").expect("link");
-        let newest = new_link(d.path(), "http://127.0.0.1:1", "bob").expect("link");
+        let first =
+            new_link(&AuthAt::local(d.path()), "http://127.0.0.1:1", "alice").expect("link");
+        let newest = new_link(&AuthAt::local(d.path()), "http://127.0.0.1:1", "bob").expect("link");
         let file = d.path().join(LINK_FILE);
         assert!(std::fs::read_to_string(&file)
             .expect("file")
             .contains(&token_of(&newest)));
         // A failed attempt leaves it; the older link's sign-in removes the newer link's file.
-        assert_eq!(consume(d.path(), "nope").expect("consume"), None);
+        assert_eq!(
+            consume(&AuthAt::local(d.path()), "nope").expect("consume"),
+            None
+        );
         assert!(file.exists());
         assert_eq!(
-            consume(d.path(), &token_of(&first)).expect("consume"),
+            consume(&AuthAt::local(d.path()), &token_of(&first)).expect("consume"),
             Some("alice".into())
         );
         assert!(
@@ -242,7 +274,7 @@ mod tests {
         );
         // The newer link still works for its person, who got it when it was made.
         assert_eq!(
-            consume(d.path(), &token_of(&newest)).expect("consume"),
+            consume(&AuthAt::local(d.path()), &token_of(&newest)).expect("consume"),
             Some("bob".into())
         );
     }
@@ -257,11 +289,14 @@ mod tests {
         };
         let line = serde_json::to_string(&old).expect("json") + "\n";
         write_private(&d.path().join(LOGINS_FILE), &line).expect("write");
-        assert_eq!(consume(d.path(), "old").expect("consume"), None);
+        assert_eq!(
+            consume(&AuthAt::local(d.path()), "old").expect("consume"),
+            None
+        );
         for name in ["", "a b", "<script>", "x/y", &"n".repeat(33)] {
             assert!(
                 matches!(
-                    new_link(d.path(), "http://h", name),
+                    new_link(&AuthAt::local(d.path()), "http://h", name),
                     Err(LoginError::BadName)
                 ),
                 "{name}"

@@ -8,10 +8,10 @@
 //! that is an IP address has no RP id (WebAuthn needs a name), so passkeys are then off,
 //! with that reason. Every ceremony is single use and lives [`CEREMONY_TTL`].
 
+use super::auth_at::AuthAt;
 use super::passkey_store::{self as store, StoreError, Stored};
 use crate::audit::assertion::{binding, PasskeyEvent};
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use webauthn_rs::prelude::*;
@@ -162,11 +162,11 @@ impl Passkeys {
     /// Starts adding a passkey for `name` (the signed-in person).
     pub fn start_register(
         &self,
-        dir: &Path,
+        at: &AuthAt,
         name: &str,
     ) -> Result<(String, CreationChallengeResponse), PasskeyError> {
         let w = self.webauthn()?;
-        let exclude = store::list(dir)?
+        let exclude = store::list(at)?
             .iter()
             .filter_map(|s| hex::decode(&s.id).ok().map(CredentialID::from))
             .collect::<Vec<_>>();
@@ -183,7 +183,7 @@ impl Passkeys {
     /// returns it (the caller writes its audit record).
     pub fn finish_register(
         &self,
-        dir: &Path,
+        at: &AuthAt,
         ceremony: &str,
         cred: &RegisterPublicKeyCredential,
     ) -> Result<Stored, PasskeyError> {
@@ -209,7 +209,7 @@ impl Passkeys {
             public_key,
             passkey,
         };
-        store::add(dir, s.clone())?;
+        store::add(at, s.clone())?;
         Ok(s)
     }
 
@@ -227,10 +227,10 @@ impl Passkeys {
 
     fn start_auth(
         &self,
-        dir: &Path,
+        at: &AuthAt,
     ) -> Result<(RequestChallengeResponse, PasskeyAuthentication), PasskeyError> {
         let w = self.webauthn()?;
-        let creds: Vec<Passkey> = store::list(dir)?.into_iter().map(|s| s.passkey).collect();
+        let creds: Vec<Passkey> = store::list(at)?.into_iter().map(|s| s.passkey).collect();
         if creds.is_empty() {
             return Err(PasskeyError::NoneRegistered);
         }
@@ -240,35 +240,35 @@ impl Passkeys {
     /// Starts a sign-in with any registered passkey.
     pub fn start_sign_in(
         &self,
-        dir: &Path,
+        at: &AuthAt,
     ) -> Result<(String, RequestChallengeResponse), PasskeyError> {
-        let (rcr, state) = self.start_auth(dir)?;
+        let (rcr, state) = self.start_auth(at)?;
         Ok((self.put(Purpose::SignIn { state })?, rcr))
     }
 
     /// Finishes a sign-in; the credential that signed (still registered now).
     pub fn finish_sign_in(
         &self,
-        dir: &Path,
+        at: &AuthAt,
         ceremony: &str,
         cred: &PublicKeyCredential,
     ) -> Result<Stored, PasskeyError> {
         let Some(Purpose::SignIn { state }) = self.take(ceremony, true) else {
             return Err(PasskeyError::UnknownCeremony);
         };
-        self.finish_auth(dir, cred, &state)
+        self.finish_auth(at, cred, &state)
     }
 
     /// Starts the assertion for one decision: its challenge binds the request, the hash the
     /// card showed, the decision and a fresh nonce.
     pub fn start_decision(
         &self,
-        dir: &Path,
+        at: &AuthAt,
         inbox_id: &str,
         request_hash: &str,
         decision: &str,
     ) -> Result<(String, RequestChallengeResponse), PasskeyError> {
-        let (mut rcr, state) = self.start_auth(dir)?;
+        let (mut rcr, state) = self.start_auth(at)?;
         let nonce = super::secret::random_bytes(32).map_err(PasskeyError::Random)?;
         let bound = Bound {
             inbox_id: inbox_id.to_owned(),
@@ -286,7 +286,7 @@ impl Passkeys {
     /// request, hash and decision; returns the audit record that proves it.
     pub fn finish_decision(
         &self,
-        dir: &Path,
+        at: &AuthAt,
         ceremony: &str,
         want: &Bound,
         cred: &PublicKeyCredential,
@@ -302,7 +302,7 @@ impl Passkeys {
         {
             return Err(PasskeyError::WrongRequest);
         }
-        let s = self.finish_auth(dir, cred, &state)?;
+        let s = self.finish_auth(at, cred, &state)?;
         // Another reviewer's passkey signs nothing for this one: two-person approval
         // counts accounts, so a borrowed authenticator must not stand in for one.
         if s.name != account {
@@ -327,20 +327,20 @@ impl Passkeys {
     /// and user verification, and the counter is kept.
     fn finish_auth(
         &self,
-        dir: &Path,
+        at: &AuthAt,
         cred: &PublicKeyCredential,
         state: &PasskeyAuthentication,
     ) -> Result<Stored, PasskeyError> {
         let w = self.webauthn()?;
         let id = hex::encode(cred.raw_id.as_ref() as &[u8]);
-        let Some(s) = store::list(dir)?.into_iter().find(|s| s.id == id) else {
+        let Some(s) = store::list(at)?.into_iter().find(|s| s.id == id) else {
             return Err(PasskeyError::UnknownCredential);
         };
         let res = w.finish_passkey_authentication(cred, state)?;
         if !res.user_verified() {
             return Err(PasskeyError::NotVerified);
         }
-        store::touch(dir, &id, &res)?;
+        store::touch(at, &id, &res)?;
         Ok(s)
     }
 }

@@ -10,7 +10,8 @@ use super::auth::SessionView;
 use super::http::{error, json, read_body_max, Resp, MAX_SIGNIN_BODY};
 use super::metrics::global as metrics;
 use super::passkey::{Bound, PasskeyError, Passkeys};
-use super::passkey_store as store;
+use super::passkey_store::{self as store, StoreError};
+use super::pg_auth::AuthDbError;
 use crate::audit::assertion::PasskeyEvent;
 use crate::audit::AuditEvent;
 use crate::policy::request::DecisionKind;
@@ -40,6 +41,11 @@ fn refused(e: PasskeyError) -> Resp {
     let (status, code) = match &e {
         PasskeyError::Off(_) => (StatusCode::SERVICE_UNAVAILABLE, "passkeys-off"),
         PasskeyError::NoneRegistered => (StatusCode::NOT_FOUND, "no-passkey"),
+        // A fleet's database away: no passkey is checked, nothing signed (fail closed).
+        PasskeyError::Store(StoreError::Fleet(AuthDbError::Unavailable(_))) => {
+            (StatusCode::SERVICE_UNAVAILABLE, "store-unavailable")
+        }
+        PasskeyError::Store(StoreError::Counter(_)) => (StatusCode::FORBIDDEN, "passkey-refused"),
         PasskeyError::Store(_) | PasskeyError::Random(_) => {
             (StatusCode::INTERNAL_SERVER_ERROR, "passkey-store")
         }
@@ -108,7 +114,7 @@ pub async fn open_route(sh: &Shared, req: Request<Incoming>, peer: SocketAddr) -
 }
 
 async fn sign_in_start(sh: &Shared) -> Result<Resp, Resp> {
-    let (pk, dir) = (sh.passkeys.clone(), sh.state_dir.clone());
+    let (pk, dir) = (sh.passkeys.clone(), sh.auth.clone());
     let (ceremony, options) = blocking(move || pk.start_sign_in(&dir)).await?;
     Ok(json(
         StatusCode::OK,
@@ -132,7 +138,7 @@ async fn sign_in_finish(
     }
     let cred = parse(&v["credential"]).map_err(|r| *r)?;
     let ceremony = v["ceremony"].as_str().unwrap_or("").to_owned();
-    let (pk, dir) = (sh.passkeys.clone(), sh.state_dir.clone());
+    let (pk, dir) = (sh.passkeys.clone(), sh.auth.clone());
     let s = blocking(move || pk.finish_sign_in(&dir, &ceremony, &cred))
         .await
         .inspect_err(|_| sh.signin.log_refusal(peer, "passkey"))?;
@@ -169,7 +175,7 @@ pub async fn route(
 }
 
 async fn list(sh: &Shared) -> Result<Resp, Resp> {
-    let dir = sh.state_dir.clone();
+    let dir = sh.auth.clone();
     let all = blocking(move || store::list(&dir).map_err(PasskeyError::from)).await?;
     let items: Vec<Value> = all
         .iter()
@@ -184,7 +190,7 @@ async fn list(sh: &Shared) -> Result<Resp, Resp> {
 async fn register_start(sh: &Shared, session: &SessionView) -> Result<Resp, Resp> {
     let (pk, dir, name) = (
         sh.passkeys.clone(),
-        sh.state_dir.clone(),
+        sh.auth.clone(),
         session.account.clone(),
     );
     let (ceremony, options) = blocking(move || pk.start_register(&dir, &name)).await?;
@@ -198,7 +204,7 @@ async fn register_finish(sh: &Shared, req: Request<Incoming>, by: &str) -> Resul
     let v = body_json(req, MAX_PASSKEY_BODY).await?;
     let cred = parse(&v["credential"]).map_err(|r| *r)?;
     let ceremony = v["ceremony"].as_str().unwrap_or("").to_owned();
-    let (pk, dir) = (sh.passkeys.clone(), sh.state_dir.clone());
+    let (pk, dir) = (sh.passkeys.clone(), sh.auth.clone());
     let s = blocking(move || pk.finish_register(&dir, &ceremony, &cred)).await?;
     audit(sh, Passkeys::registered_event(&s, by)).await?;
     tracing::info!(credential = %s.id, by = %by, "web: passkey registered");
@@ -206,7 +212,7 @@ async fn register_finish(sh: &Shared, req: Request<Incoming>, by: &str) -> Resul
 }
 
 async fn remove(sh: &Shared, id: &str, by: &str) -> Result<Resp, Resp> {
-    let (dir, id) = (sh.state_dir.clone(), id.to_owned());
+    let (dir, id) = (sh.auth.clone(), id.to_owned());
     let gone = blocking(move || store::remove(&dir, &id).map_err(PasskeyError::from)).await?;
     let Some(s) = gone else {
         return Err(error(
@@ -252,7 +258,7 @@ async fn decision_start(sh: &Shared, req: Request<Incoming>, id: &str) -> Result
             ))
         }
     };
-    let (pk, dir) = (sh.passkeys.clone(), sh.state_dir.clone());
+    let (pk, dir) = (sh.passkeys.clone(), sh.auth.clone());
     let (id, hash, decision) = (entry.id, entry.request_hash, kind_name(kind));
     let (ceremony, options) =
         blocking(move || pk.start_decision(&dir, &id, &hash, &decision)).await?;
@@ -313,7 +319,7 @@ pub async fn check_decision(
         nonce: String::new(),
     };
     let ceremony = p["ceremony"].as_str().unwrap_or("").to_owned();
-    let (pk, dir, who) = (sh.passkeys.clone(), sh.state_dir.clone(), by.to_owned());
+    let (pk, dir, who) = (sh.passkeys.clone(), sh.auth.clone(), by.to_owned());
     let acct = account.to_owned();
     let ev =
         blocking(move || pk.finish_decision(&dir, &ceremony, &want, &cred, &who, &acct)).await?;

@@ -1,8 +1,12 @@
 //! The registered passkeys: `<state dir>/web-passkeys` (0600, one JSON array), changed under
 //! an exclusive `flock` so `serve` and `sanctum-guard passkeys remove` never lose each
 //! other's writes. Every use reads the file afresh, so a removal takes effect at once.
+//! In a fleet they live in its database instead (`pg_auth`): a passkey registered through
+//! one guard signs in on every guard of the same RP id.
 
+use super::auth_at::AuthAt;
 use super::login::{write_private, LoginError};
+use super::pg_auth::AuthDbError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use webauthn_rs::prelude::Passkey;
@@ -24,6 +28,12 @@ pub enum StoreError {
     Write(#[from] LoginError),
     #[error("credential {0} is already registered")]
     Duplicate(String),
+    #[error(transparent)]
+    Fleet(#[from] AuthDbError),
+    /// Another guard already accepted this signature counter (or a later one): a cloned
+    /// authenticator, or one assertion replayed on two guards at once.
+    #[error("credential {0}: signature counter did not advance (cloned authenticator?)")]
+    Counter(String),
 }
 
 /// One registered credential.
@@ -71,13 +81,22 @@ fn with_list<T>(
 }
 
 /// Every registered passkey, oldest first.
-pub fn list(dir: &Path) -> Result<Vec<Stored>, StoreError> {
-    with_list(dir, |l| Ok((l.clone(), false)))
+pub fn list(at: &AuthAt) -> Result<Vec<Stored>, StoreError> {
+    if let Some(db) = &at.fleet {
+        return Ok(db.passkeys()?);
+    }
+    with_list(&at.dir, |l| Ok((l.clone(), false)))
 }
 
 /// Adds a credential (refused when its id is already there).
-pub fn add(dir: &Path, s: Stored) -> Result<(), StoreError> {
-    with_list(dir, |l| {
+pub fn add(at: &AuthAt, s: Stored) -> Result<(), StoreError> {
+    if let Some(db) = &at.fleet {
+        return match db.add_passkey(&s)? {
+            true => Ok(()),
+            false => Err(StoreError::Duplicate(s.id)),
+        };
+    }
+    with_list(&at.dir, |l| {
         if l.iter().any(|x| x.id == s.id) {
             return Err(StoreError::Duplicate(s.id.clone()));
         }
@@ -88,9 +107,12 @@ pub fn add(dir: &Path, s: Stored) -> Result<(), StoreError> {
 
 /// Removes the credential `id` (a unique prefix of at least 8 hex digits also names it);
 /// returns it, or None when nothing matched.
-pub fn remove(dir: &Path, id: &str) -> Result<Option<Stored>, StoreError> {
+pub fn remove(at: &AuthAt, id: &str) -> Result<Option<Stored>, StoreError> {
+    if let Some(db) = &at.fleet {
+        return Ok(db.remove_passkey(id)?);
+    }
     let id = id.to_ascii_lowercase();
-    with_list(dir, |l| {
+    with_list(&at.dir, |l| {
         let hits: Vec<usize> = l
             .iter()
             .enumerate()
@@ -105,8 +127,11 @@ pub fn remove(dir: &Path, id: &str) -> Result<Option<Stored>, StoreError> {
 }
 
 /// Removes every credential `name` registered (its account was removed); returns them.
-pub fn remove_named(dir: &Path, name: &str) -> Result<Vec<Stored>, StoreError> {
-    with_list(dir, |l| {
+pub fn remove_named(at: &AuthAt, name: &str) -> Result<Vec<Stored>, StoreError> {
+    if let Some(db) = &at.fleet {
+        return Ok(db.remove_passkeys_of(name)?);
+    }
+    with_list(&at.dir, |l| {
         let (gone, kept): (Vec<Stored>, Vec<Stored>) =
             std::mem::take(l).into_iter().partition(|s| s.name == name);
         *l = kept;
@@ -115,13 +140,20 @@ pub fn remove_named(dir: &Path, name: &str) -> Result<Vec<Stored>, StoreError> {
     })
 }
 
-/// Applies a successful assertion's counter to the stored credential.
+/// Applies a successful assertion's counter to the stored credential; in a fleet, refused
+/// ([`StoreError::Counter`]) when another guard got there first with the same counter.
 pub fn touch(
-    dir: &Path,
+    at: &AuthAt,
     id: &str,
     result: &webauthn_rs::prelude::AuthenticationResult,
 ) -> Result<(), StoreError> {
-    with_list(dir, |l| {
+    if let Some(db) = &at.fleet {
+        return match db.touch_passkey(id, result)? {
+            true => Ok(()),
+            false => Err(StoreError::Counter(id.to_owned())),
+        };
+    }
+    with_list(&at.dir, |l| {
         let changed = l
             .iter_mut()
             .find(|s| s.id == id)

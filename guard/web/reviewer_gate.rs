@@ -124,7 +124,8 @@ pub async fn role_for(sh: &Shared, session: &SessionView, read: bool) -> Result<
             Ok(r.role)
         }
         _ => {
-            let n = sh.sessions.end_account(&session.account);
+            // The account is gone whatever this answers: its refusal below stands either way.
+            let n = sh.sessions.end_account(&session.account).unwrap_or(0);
             tracing::warn!(account = %session.account, sessions = n,
                            "web: reviewer account gone; its sessions ended");
             metrics().web_refusal("no-account");

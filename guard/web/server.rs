@@ -35,6 +35,8 @@ pub enum WebError {
     Login(#[from] login::LoginError),
     #[error("reviewer accounts: {0}")]
     Reviewers(crate::reviewers::ReviewerError),
+    #[error("web sessions: {0}")]
+    Sessions(String),
     #[error("web: --web-cert and --web-key go together")]
     HalfTls,
 }
@@ -122,17 +124,27 @@ pub async fn start(
     shared.agent = agent;
     shared.engine = engine;
     shared.notify = notify;
+    if let Some(db) = sessions.fleet_db() {
+        shared.auth = super::auth_at::AuthAt::fleet(state_dir, db);
+    }
     shared.sessions = sessions;
     shared.suggest = settings.suggest;
     let first_admin = accounts(&mut shared)?;
     let shared = Arc::new(shared);
     login::write_private(&state_dir.join(login::URL_FILE), &format!("{base_url}\n"))?;
-    let link = login::new_link(state_dir, &base_url, &first_admin)?;
     eprintln!("sanctum-guard: web prompt      {base_url}");
-    eprintln!(
-        "sanctum-guard: web login link  {link}  (one-time; also in {}; new one: sanctum-guard web login-link)",
-        state_dir.join(login::LINK_FILE).display()
-    );
+    match login::new_link(&shared.auth, &base_url, &first_admin) {
+        Ok(link) => eprintln!(
+            "sanctum-guard: web login link  {link}  (one-time; also in {}; new one: sanctum-guard web login-link)",
+            state_dir.join(login::LINK_FILE).display()
+        ),
+        // A fleet's database away at start: the guard serves (and refuses sign-ins) until it
+        // answers; a link is then one `web login-link` away.
+        Err(login::LoginError::Fleet(super::pg_auth::AuthDbError::Unavailable(e))) => {
+            tracing::warn!(error = %e, "web: no start link: fleet database away (run `sanctum-guard web login-link` once it answers)")
+        }
+        Err(e) => return Err(e.into()),
+    }
     super::events::spawn_watcher(shared.clone());
     tokio::spawn(accept_loop(listener, tls, shared, shutdown));
     Ok(Some(WebHandle {
