@@ -77,7 +77,8 @@ fn a_changed_log_says_so_at_the_record() {
     };
     let swap_34: Change = |lines| lines.swap(2, 3);
     // (change, [(seq, intact, anchored)], what the first break says)
-    let table: [(&str, Change, [(u64, bool, bool); 3], &str); 3] = [
+    type Row = (&'static str, Change, [(u64, bool, bool); 3], &'static str);
+    let table: [Row; 3] = [
         (
             "record 3 edited",
             edit_3,

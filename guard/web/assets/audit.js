@@ -36,7 +36,8 @@
     set('hash', d.hash);
     set('claimed', claimed ? claimed + (claimed === d.hash ? ' (the same)' : ' (DIFFERENT: the line is not the one the deciding guard wrote, or the row was changed)') : '—');
     set('chain', chainText(d.chain));
-    set('record', JSON.stringify(d.record, null, 2));
+    // The exact line (its SHA-256 is the hash above), hidden characters marked.
+    set('record', d.line);
     const good = d.chain.intact && d.chain.anchored && (!claimed || claimed === d.hash);
     out.textContent = good ? '✔ This guard\'s log holds this record, and its chain vouches for it.' :
       '✘ Not vouched for: see the chain and hashes below.';
