@@ -19,6 +19,9 @@ use support::process::{guard_cli, wait_until};
 use support::socket::*;
 use support::web::*;
 
+/// What `serve` says at start when its `public_url` names a host its page refuses.
+const REFUSED_URL: &str = "is not an address this page answers to";
+
 fn store(pg: &Postgres, name: &str) -> String {
     format!("[store]\nurl = \"{}\"\nguard_id = \"{name}\"\n", pg.url())
 }
@@ -76,6 +79,7 @@ fn a_decision_links_to_the_deciding_guards_record() {
             row.get::<_, Option<String>>(0).filter(|u| *u == b.base)
         },
     );
+    assert!(!b.serve.log().contains(REFUSED_URL), "{}", b.serve.log());
     let (la, lb) = (a.login(), b.login());
 
     // Agent A's request, decided on B's page.
@@ -210,4 +214,17 @@ fn a_decision_links_to_the_deciding_guards_record() {
     let (code, out, err) = audit_show(&b, seq);
     assert_eq!(code, 1, "{out}{err}");
     assert!(out.contains("BROKEN"), "{out}");
+}
+
+/// A `public_url` the page itself would refuse (another name than its listen address or
+/// `public_origin`) is said at start: every link the fleet builds to it would be a 403.
+#[test]
+fn a_public_url_the_page_refuses_is_warned_at_start() {
+    let w = Web::start_configured(
+        30_000,
+        "[web]\npublic_url = \"https://elsewhere.example:8484\"\n",
+        &[],
+        "http",
+    );
+    assert!(w.serve.log().contains(REFUSED_URL), "{}", w.serve.log());
 }

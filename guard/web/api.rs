@@ -118,7 +118,7 @@ pub struct HostRule {
 }
 
 impl HostRule {
-    fn allows(&self, host: &str) -> bool {
+    pub(super) fn allows(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
         if self.exact.contains(&host) {
             return true;
