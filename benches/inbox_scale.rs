@@ -115,6 +115,7 @@ fn main() {
         cert: None,
         key: None,
         public_origin: None,
+        public_url: None,
         suggest: Default::default(),
     };
     rt.block_on(sanctum_guard::web::start(

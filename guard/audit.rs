@@ -46,6 +46,7 @@
 pub mod assertion;
 pub mod event;
 mod key;
+mod lookup;
 mod redact;
 mod reply;
 mod syncer;
@@ -55,6 +56,7 @@ mod writer;
 
 pub use event::AuditEvent;
 pub use key::{default_key_path, unseal, AuditKey, KEY_FILE};
+pub use lookup::{log_files, lookup, Break, ChainCheck, Found};
 pub use redact::{redact, redact_str};
 pub use verify::{verify, verify_bytes, verify_set, SetReport, Verification};
 pub use writer::{archive_path, head_path};
@@ -122,6 +124,14 @@ pub struct Record {
     /// the log was keyed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
+}
+
+/// Where a record landed: its `seq` and the hash of its line (what the next record's `prev`
+/// names), so a reference to it elsewhere (a fleet's inbox row) can be checked against the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stamp {
+    pub seq: u64,
+    pub hash: String,
 }
 
 /// How to open the log.
@@ -294,12 +304,20 @@ impl AuditLog {
     /// then: from async code use [`AuditLog::record`].
     pub fn append(&self, event: AuditEvent) -> Result<u64, AuditError> {
         self.append_body(event.kind(), Body::Event(event))
+            .map(|s| s.seq)
+    }
+
+    /// [`AuditLog::append`] that also returns the hash of the record's line.
+    pub fn append_stamped(&self, event: AuditEvent) -> Result<Stamp, AuditError> {
+        self.append_body(event.kind(), Body::Event(event))
     }
 
     /// [`AuditLog::append`] for async callers: waits for the fsync without blocking a
     /// runtime thread.
     pub async fn record(&self, event: AuditEvent) -> Result<u64, AuditError> {
-        self.record_body(event.kind(), Body::Event(event)).await
+        self.record_body(event.kind(), Body::Event(event))
+            .await
+            .map(|s| s.seq)
     }
 
     /// [`AuditLog::record`] answered once the record is written rather than fsynced: the
@@ -320,7 +338,7 @@ impl AuditLog {
             Reply::Written(tx, Arc::clone(ok)),
         )?;
         self.writer.unpark();
-        rx.await.map_err(|_| AuditError::Closed)?
+        rx.await.map_err(|_| AuditError::Closed)?.map(|s| s.seq)
     }
 
     /// Queues an event without waiting: serialised with the next batch on the writer thread,
@@ -333,12 +351,14 @@ impl AuditLog {
     /// [`AuditLog::append`] of a record that is not an [`AuditEvent`] (tests of the writer,
     /// tools). `fields` are redacted like an event's.
     pub fn append_raw(&self, kind: &'static str, fields: Value) -> Result<u64, AuditError> {
-        self.append_body(kind, Body::Raw(fields))
+        self.append_body(kind, Body::Raw(fields)).map(|s| s.seq)
     }
 
     /// [`AuditLog::record`] of a record that is not an [`AuditEvent`].
     pub async fn record_raw(&self, kind: &'static str, fields: Value) -> Result<u64, AuditError> {
-        self.record_body(kind, Body::Raw(fields)).await
+        self.record_body(kind, Body::Raw(fields))
+            .await
+            .map(|s| s.seq)
     }
 
     /// [`AuditLog::record_detached`] of a record that is not an [`AuditEvent`], its fields
@@ -347,14 +367,14 @@ impl AuditLog {
         self.detach_body(kind, Body::RawLater(fields), ok);
     }
 
-    fn append_body(&self, kind: &'static str, body: Body) -> Result<u64, AuditError> {
+    fn append_body(&self, kind: &'static str, body: Body) -> Result<Stamp, AuditError> {
         let (tx, rx) = mpsc::sync_channel(1);
         self.submit(kind, body, Reply::Blocking(tx))?;
         self.writer.unpark();
         rx.recv().map_err(|_| AuditError::Closed)?
     }
 
-    async fn record_body(&self, kind: &'static str, body: Body) -> Result<u64, AuditError> {
+    async fn record_body(&self, kind: &'static str, body: Body) -> Result<Stamp, AuditError> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.submit(kind, body, Reply::Async(tx))?;
         self.writer.unpark();
@@ -385,7 +405,7 @@ impl AuditLog {
 /// Replies whose records are written but not yet handed to the syncer.
 #[derive(Default)]
 struct Unsynced {
-    replies: Vec<(Reply, u64)>,
+    replies: Vec<(Reply, Stamp)>,
     since: Option<Instant>,
 }
 
@@ -417,7 +437,7 @@ impl Unsynced {
 
 /// Sends the records written so far to the syncer. Without a handle for it (descriptors
 /// exhausted) or a syncer, fsyncs here instead: slower, never skipped.
-fn hand_over(w: &mut Writer, syncer: &mpsc::Sender<SyncJob>, replies: Vec<(Reply, u64)>) {
+fn hand_over(w: &mut Writer, syncer: &mpsc::Sender<SyncJob>, replies: Vec<(Reply, Stamp)>) {
     let head = writer::head_line(&w.key, w.next_seq.saturating_sub(1), &w.prev);
     let job = match w.file.try_clone() {
         Ok(file) => SyncJob {
@@ -435,13 +455,13 @@ fn hand_over(w: &mut Writer, syncer: &mpsc::Sender<SyncJob>, replies: Vec<(Reply
     }
 }
 
-fn answer(res: Result<(), AuditError>, replies: Vec<(Reply, u64)>) {
+fn answer(res: Result<(), AuditError>, replies: Vec<(Reply, Stamp)>) {
     if let Err(e) = &res {
         tracing::error!(error = %e, "audit: fsync failed");
     }
-    for (reply, seq) in replies {
+    for (reply, stamp) in replies {
         reply.send(match &res {
-            Ok(()) => Ok(seq),
+            Ok(()) => Ok(stamp),
             Err(e) => Err(AuditError::Write(e.to_string())),
         });
     }
@@ -542,7 +562,7 @@ fn run_writer(mut w: Writer, rx: mpsc::Receiver<Job>, syncer: mpsc::Sender<SyncJ
                 let written = replies
                     .into_iter()
                     .zip(seqs)
-                    .map(|(r, s)| (r.written(s), s));
+                    .map(|(r, s)| (r.written(&s), s));
                 unsynced.replies.extend(written);
                 let since = *unsynced.since.get_or_insert_with(Instant::now);
                 if waited || since.elapsed() >= SYNC_WINDOW {

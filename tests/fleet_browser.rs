@@ -1,7 +1,8 @@
 //! The fleet's review desk in real headless Chromium: three real `serve` processes on one real
 //! PostgreSQL server; a reviewer signed in on guard B's page sees, live, the requests of the
 //! agents behind guards A and C (each row naming its agent and guard), narrows the list to
-//! one agent, and approves on B a request that guard C then answers to its agent.
+//! one agent, and approves on B a request that guard C then answers to its agent; History
+//! links that decision to B's page of its audit record, which vouches for it.
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
@@ -17,6 +18,19 @@ use support::web::*;
 fn guard(pg: &Postgres, name: &str) -> Web {
     let store = format!("[store]\nurl = \"{}\"\nguard_id = \"{name}\"\n", pg.url());
     Web::start_configured(30_000, &store, &[], "http")
+}
+
+/// [`guard`] restarted on its port with `[web] public_url` naming it, so the fleet's pages
+/// link its decisions to its audit records.
+fn published(pg: &Postgres, name: &str) -> Web {
+    let mut w = guard(pg, name);
+    let store = format!("[store]\nurl = \"{}\"\nguard_id = \"{name}\"\n", pg.url());
+    w.world.write_config(&format!(
+        "[deadlines]\nrequest_ms = 30000\n{store}[web]\npublic_url = \"{}\"\n",
+        w.base
+    ));
+    w.restart();
+    w
 }
 
 /// A gated `request` frame from agent `agent` on `w`'s socket, on a thread: its reply.
@@ -36,7 +50,7 @@ const ROW_SHOWN: &str = "return [...document.querySelectorAll('li.qrow:not([hidd
 async fn one_page_for_the_whole_fleet() {
     let pg = Postgres::start();
     let a = guard(&pg, "guard-a");
-    let b = guard(&pg, "guard-b");
+    let b = published(&pg, "guard-b");
     let c = guard(&pg, "guard-c");
     let d = chromedriver();
     let profile = tempfile::tempdir().expect("profile");
@@ -90,14 +104,19 @@ async fn one_page_for_the_whole_fleet() {
     open_card(&br, &idg).await;
     click(&br, &format!("#r-{idg} button[data-act='allow-once']")).await;
     assert_eq!(first_json(&gamma.join().unwrap())["decision"], "allow-once");
-    // History on B names where that decision is recorded: B's audit log, the record's seq.
-    let seq = b
+    // History on B names where that decision is recorded: B's audit log, the record's seq,
+    // as a link to B's page of that record (B published its address).
+    let line = b
         .audit()
         .lines()
-        .filter(|l| l.contains(&format!("\"id\":\"{idg}\",")) && l.contains("\"state\""))
-        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .map(|v| v["seq"].clone())
+        .find(|l| l.contains(&format!("\"id\":\"{idg}\",")) && l.contains("\"state\""))
+        .map(str::to_owned)
         .expect("B's record of the decision");
+    let seq = serde_json::from_str::<serde_json::Value>(&line).expect("record")["seq"].clone();
+    let hash = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(line.as_bytes()))
+    };
     br.goto(&format!("{}/history", b.base))
         .await
         .expect("history");
@@ -110,7 +129,33 @@ async fn one_page_for_the_whole_fleet() {
         vec![json!(idg), json!(want)],
     )
     .await;
+    let href = format!("{}/audit?seq={seq}&hash={hash}", b.base);
+    until(
+        &br,
+        "the reference is a link to the deciding guard's record",
+        "const a = document.querySelector(`li[data-id='${arguments[0]}'] [data-field='audit-ref'] a`); \
+         return !!a && a.href === arguments[1]",
+        vec![json!(idg), json!(href)],
+    )
+    .await;
     shot(&br, "fleet-history-audit-ref.png").await;
+    // The link opens B's page of the record, which says the log holds it as the row says.
+    br.goto(&href).await.expect("audit page");
+    until(
+        &br,
+        "the record vouched for",
+        "return document.getElementById('verdict').getAttribute('data-ok') === 'true'",
+        vec![],
+    )
+    .await;
+    let shown = js(
+        &br,
+        "return document.getElementById('hash').textContent",
+        vec![],
+    )
+    .await;
+    assert_eq!(shown, json!(hash));
+    shot(&br, "fleet-audit-record.png").await;
     br.goto(&b.base).await.expect("inbox");
     // Alpha is still pending, untouched; deny it from B's API to end the test quickly.
     let e = b.wait_pending(&lb, "fb-alpha");

@@ -39,6 +39,8 @@ pub enum ConfigError {
     GatewayToken,
     #[error("web listen address {0:?}: expected IP:PORT or \"off\"")]
     WebListen(String),
+    #[error("[web] public_url {0}")]
+    PublicUrl(#[from] crate::inbox::pg_guards::PublicUrlError),
     #[error("no home directory: set HOME, or {0}")]
     NoHome(&'static str),
     #[error("the embedded default config has no {0} (a build mistake)")]
@@ -99,6 +101,8 @@ struct WebSection {
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
     public_origin: Option<String>,
+    /// Where other guards of a fleet link to this page (published in the fleet's database).
+    public_url: Option<String>,
     /// History suggests a bounded grant for a shape approved this many times (0: never).
     suggest_after: Option<usize>,
     /// ... within this many days.

@@ -297,6 +297,16 @@ pub async fn serve(overrides: &Overrides) -> Result<(), ServeError> {
     // The door admits the web prompt's pages: its origin is the prompt's base URL as bound
     // (a `:0` port resolved, a public origin if one is set), known only once it listens.
     let web_origin = web.map(|w| w.base_url);
+    // The fleet's pages link each decision to the deciding guard's record: say where ours is
+    // (no web prompt: nowhere).
+    if let StoreSettings::Fleet { url, guard_id } = &cfg.store {
+        let public = web_origin.as_ref().and(cfg.web.public_url.clone());
+        crate::inbox::pg_guards::publish_in_background(
+            crate::inbox::pg::parse_url(url)?,
+            guard_id.clone(),
+            public,
+        );
+    }
     let door_stopped = start_front(
         &cfg,
         &engine,

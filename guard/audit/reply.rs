@@ -2,18 +2,18 @@
 //! written (in the file, the page cache holding it: a crash of the process loses nothing, only
 //! a crash of the machine before the next fsync could), or never (detached).
 
-use super::AuditError;
+use super::{AuditError, Stamp};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
 #[derive(Debug)]
 pub(super) enum Reply {
-    Blocking(mpsc::SyncSender<Result<u64, AuditError>>),
-    Async(tokio::sync::oneshot::Sender<Result<u64, AuditError>>),
+    Blocking(mpsc::SyncSender<Result<Stamp, AuditError>>),
+    Async(tokio::sync::oneshot::Sender<Result<Stamp, AuditError>>),
     /// Answered once the record is written; the fsync follows at once (grouped with others)
     /// and, if it fails, clears the flag.
     Written(
-        tokio::sync::oneshot::Sender<Result<u64, AuditError>>,
+        tokio::sync::oneshot::Sender<Result<Stamp, AuditError>>,
         Arc<AtomicBool>,
     ),
     /// Nobody waits; a failure (of the write or of the later fsync) clears this flag.
@@ -21,7 +21,7 @@ pub(super) enum Reply {
 }
 
 impl Reply {
-    pub(super) fn send(self, r: Result<u64, AuditError>) {
+    pub(super) fn send(self, r: Result<Stamp, AuditError>) {
         // A caller that stopped waiting does not stop the others.
         match self {
             Reply::Blocking(tx) => {
@@ -44,12 +44,12 @@ impl Reply {
         }
     }
 
-    /// Called once the record `seq` is written: a `Written` caller hears it now and only
-    /// its flag waits for the fsync; the others are unchanged.
-    pub(super) fn written(self, seq: u64) -> Reply {
+    /// Called once the record `stamp` names is written: a `Written` caller hears it now and
+    /// only its flag waits for the fsync; the others are unchanged.
+    pub(super) fn written(self, stamp: &Stamp) -> Reply {
         match self {
             Reply::Written(tx, ok) => {
-                let _ = tx.send(Ok(seq));
+                let _ = tx.send(Ok(stamp.clone()));
                 Reply::Detached(ok)
             }
             other => other,

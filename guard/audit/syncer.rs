@@ -4,7 +4,7 @@
 //! the next write: with one thread doing both, a 200 ms fsync left the answers given in
 //! those 200 ms unwritten, and a `kill -9` then lost them.
 
-use super::{AuditError, Reply};
+use super::{AuditError, Reply, Stamp};
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::sync::mpsc;
@@ -15,8 +15,8 @@ pub(super) struct SyncJob {
     pub(super) file: File,
     /// The sealed head line naming the newest of them.
     pub(super) head: String,
-    /// Who waits for them, with each record's seq.
-    pub(super) replies: Vec<(Reply, u64)>,
+    /// Who waits for them, with each record's seq and hash.
+    pub(super) replies: Vec<(Reply, Stamp)>,
 }
 
 /// Starts the syncer; it ends once the sender is dropped and every job is done.
@@ -53,9 +53,9 @@ fn run(head: Option<File>, rx: mpsc::Receiver<SyncJob>) {
             Err(e) => tracing::error!(error = %e, "audit: fsync failed"),
         }
         for job in jobs {
-            for (reply, seq) in job.replies {
+            for (reply, stamp) in job.replies {
                 reply.send(match &res {
-                    Ok(()) => Ok(seq),
+                    Ok(()) => Ok(stamp),
                     Err(e) => Err(AuditError::Write(e.to_string())),
                 });
             }

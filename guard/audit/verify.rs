@@ -139,8 +139,8 @@ fn walk_reader(
 }
 
 /// Why a line breaks the chain (its line number is added by the walk).
-struct Failure {
-    what: String,
+pub(super) struct Failure {
+    pub(super) what: String,
     expected: String,
     found: String,
 }
@@ -154,7 +154,7 @@ fn fail(what: impl Into<String>, expected: &str, found: &str) -> Failure {
 }
 
 /// A complete line (without its `\n`) and the record it holds.
-fn parse_line(buf: &[u8]) -> Result<(&[u8], Record), Failure> {
+pub(super) fn parse_line(buf: &[u8]) -> Result<(&[u8], Record), Failure> {
     let Some(line) = buf.strip_suffix(b"\n") else {
         return Err(fail(
             "torn line (no newline): a write interrupted by a crash",
@@ -172,9 +172,9 @@ fn parse_line(buf: &[u8]) -> Result<(&[u8], Record), Failure> {
 }
 
 /// The chain so far: the hash of the last line and its seq.
-struct Chain {
-    prev: String,
-    seq: u64,
+pub(super) struct Chain {
+    pub(super) prev: String,
+    pub(super) seq: u64,
 }
 
 impl Chain {
@@ -182,7 +182,7 @@ impl Chain {
     /// not the genesis must be a rotation record naming its `prev` (the chain then starts
     /// there); every record's `prev` is the last line's hash, its seq the next one, and with
     /// a key its seal opens.
-    fn check(
+    pub(super) fn check(
         &mut self,
         line_no: u64,
         line: &[u8],

@@ -4,7 +4,7 @@
 
 use super::event::{AuditEvent, BadTail, Rotation, TornTail};
 use super::key::AuditKey;
-use super::{line_hash, redact, AuditError, Record, GENESIS};
+use super::{line_hash, redact, AuditError, Record, Stamp, GENESIS};
 use serde_json::Value;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -279,7 +279,7 @@ impl Writer {
         let seqs = self.append_batch(vec![(event.kind().to_owned(), fields)])?;
         self.sync()?;
         seqs.first()
-            .copied()
+            .map(|s| s.seq)
             .ok_or_else(|| AuditError::Write("empty batch".into()))
     }
 
@@ -290,7 +290,7 @@ impl Writer {
     pub(super) fn append_batch(
         &mut self,
         batch: Vec<(String, Value)>,
-    ) -> Result<Vec<u64>, AuditError> {
+    ) -> Result<Vec<Stamp>, AuditError> {
         let ts_ms = now_ms();
         let ts = rfc3339(ts_ms);
         let key = self.key.clone();
@@ -311,7 +311,10 @@ impl Writer {
             prev = line_hash(&line);
             out.extend_from_slice(&line);
             out.push(b'\n');
-            seqs.push(seq);
+            seqs.push(Stamp {
+                seq,
+                hash: prev.clone(),
+            });
             seq += 1;
         }
         if let Err(e) = self.file.write_all(&out) {

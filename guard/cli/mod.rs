@@ -9,6 +9,7 @@ use sanctum_guard::policy::request::DecisionKind;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod audit_cli;
 mod egress;
 mod grants;
 mod inbox_fleet;
@@ -150,7 +151,7 @@ enum Command {
     /// The hash-chained audit log.
     Audit {
         #[command(subcommand)]
-        cmd: AuditCmd,
+        cmd: audit_cli::AuditCmd,
     },
     /// The egress proxy: the agent's one way out, to what its egress rules allow; and
     /// `egress rules`, the rules it serves.
@@ -375,28 +376,6 @@ fn front_cmd(cmd: FrontCmd, state_dir: Option<PathBuf>) -> ExitCode {
     }
 }
 
-#[derive(Subcommand, Debug)]
-enum AuditCmd {
-    /// Check the hash chain of a log, or of its rotated files together: OK and the record
-    /// count (exit 0), the first broken link (exit 1), or a usage/IO error (exit 2). Says
-    /// what was proven: with the key, that nobody without it changed or cut the log. A
-    /// chain no sealed head anchors (head deleted, or no key) fails: its tail could be cut.
-    Verify {
-        /// The log and its rotated files; none: the state dir's audit.jsonl and its rotations.
-        files: Vec<PathBuf>,
-        /// Whose audit log to verify when no file is given (default: serve's state dir).
-        #[arg(long)]
-        state_dir: Option<PathBuf>,
-        /// The audit key; default: audit.key next to the first file (if present).
-        #[arg(long)]
-        key: Option<PathBuf>,
-        /// Accept a chain without a sealed head (exit 0): a cut of its newest records would
-        /// not show.
-        #[arg(long)]
-        allow_unanchored: bool,
-    },
-}
-
 /// What an `inbox` subcommand asks, whichever store it acts on.
 enum InboxAct {
     List(String),
@@ -586,90 +565,6 @@ fn inbox_list(
         println!("{}", e.list_line(now));
     }
     ExitCode::SUCCESS
-}
-
-fn audit_cmd(cmd: AuditCmd) -> ExitCode {
-    let AuditCmd::Verify {
-        files,
-        state_dir,
-        key,
-        allow_unanchored,
-    } = cmd;
-    let files = if files.is_empty() {
-        match state_dir_log(state_dir) {
-            Ok(f) => f,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    } else {
-        files
-    };
-    let key = match key {
-        Some(k) => Some(audit::AuditKey::load(&k)),
-        None => {
-            let d = audit::default_key_path(&files[0]);
-            d.exists().then(|| audit::AuditKey::load(&d))
-        }
-    };
-    let key = match key.transpose() {
-        Ok(k) => k,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    match audit::verify_set(&files, key.as_ref()) {
-        Ok(r) if r.is_ok() && !r.is_anchored() && !allow_unanchored => {
-            println!("{}", r.render_unanchored());
-            ExitCode::from(1)
-        }
-        Ok(r) => {
-            println!("{}", r.render());
-            if r.is_ok() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-/// The state dir's audit log and its rotated files (`audit.<seq>.jsonl`), named on stderr so
-/// the reader knows which log was proven.
-fn state_dir_log(explicit: Option<PathBuf>) -> Result<Vec<PathBuf>, String> {
-    let dir = state_dir_of(explicit).map_err(|e| e.to_string())?;
-    let current = dir.join(audit::AUDIT_FILE);
-    if !current.exists() {
-        return Err(format!(
-            "no audit log at {} (give the log file to verify, or --state-dir)",
-            current.display()
-        ));
-    }
-    let stem = audit::AUDIT_FILE.trim_end_matches(".jsonl");
-    let mut files = vec![current];
-    let rd = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let seq = name
-            .strip_prefix(stem)
-            .and_then(|r| r.strip_prefix('.'))
-            .and_then(|r| r.strip_suffix(".jsonl"));
-        if seq.is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) {
-            files.push(e.path());
-        }
-    }
-    eprintln!(
-        "audit verify: the state dir's log, {} ({} file(s))",
-        files[0].display(),
-        files.len()
-    );
-    Ok(files)
 }
 
 fn print_json<T: serde::Serialize>(v: &T) -> ExitCode {
@@ -1144,7 +1039,7 @@ pub fn main() -> ExitCode {
         }
         Command::Inbox { cmd, opts } => inbox_cmd(cmd, opts),
         Command::Grants(a) => grants::run(a),
-        Command::Audit { cmd } => audit_cmd(cmd),
+        Command::Audit { cmd } => audit_cli::run(cmd),
         Command::Web { cmd, state_dir } => web_cmd(cmd, state_dir),
         Command::Front { cmd, state_dir } => front_cmd(cmd, state_dir),
         Command::Passkeys { cmd, state_dir } => passkeys::run(cmd, state_dir),

@@ -13,6 +13,7 @@ mod hash;
 pub mod pg;
 mod pg_cli;
 pub mod pg_conn;
+pub mod pg_guards;
 mod pg_listen;
 pub mod pg_side;
 mod store;

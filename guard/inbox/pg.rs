@@ -46,6 +46,12 @@ CREATE INDEX IF NOT EXISTS sanctum_inbox_owner ON sanctum_inbox(guard_id, state)
 CREATE INDEX IF NOT EXISTS sanctum_inbox_version_idx ON sanctum_inbox(version);
 ALTER TABLE sanctum_inbox ADD COLUMN IF NOT EXISTS decided_guard TEXT;
 ALTER TABLE sanctum_inbox ADD COLUMN IF NOT EXISTS decided_seq BIGINT;
+ALTER TABLE sanctum_inbox ADD COLUMN IF NOT EXISTS decided_hash TEXT;
+CREATE TABLE IF NOT EXISTS sanctum_guards (
+    name        TEXT PRIMARY KEY,
+    public_url  TEXT,
+    updated_ms  BIGINT NOT NULL
+);
 CREATE INDEX IF NOT EXISTS sanctum_inbox_resolved
     ON sanctum_inbox((COALESCE(resolved_ms, created_ms)) DESC, id) WHERE state <> 'pending';
 ";
@@ -53,8 +59,11 @@ CREATE INDEX IF NOT EXISTS sanctum_inbox_resolved
 /// Any fixed number: the advisory lock the schema is created under.
 const SCHEMA_LOCK: i64 = 0x0053_414e_4354_554d;
 
+/// The deciding guard's published URL comes from the guards table, never from the row.
 const COLUMNS: &str = "id, request_json, verdict_json, request_hash, created_ms, deadline_ms, \
-                       state, decision_json, resolved_ms, guard_id, decided_guard, decided_seq";
+                       state, decision_json, resolved_ms, guard_id, decided_guard, decided_seq, \
+                       decided_hash, \
+                       (SELECT public_url FROM sanctum_guards WHERE name = decided_guard)";
 
 /// A connection to the shared database, reopened when lost.
 struct Conn {
@@ -219,9 +228,13 @@ fn entry(r: &postgres::Row) -> Result<Entry, InboxError> {
         r.try_get(11).map_err(pg_err)?,
     );
     if let (Some(guard), Some(seq)) = decided {
+        let url: Option<String> = r.try_get(13).map_err(pg_err)?;
         e.decided_at = Some(AuditRef {
             guard,
             seq: seq.max(0) as u64,
+            hash: r.try_get(12).map_err(pg_err)?,
+            // Checked again on the way out: a link is an https or loopback origin or nothing.
+            url: url.and_then(|u| super::pg_guards::public_url(&u).ok()),
         });
     }
     Ok(e)
@@ -384,7 +397,8 @@ impl InboxStore for PgStore {
 /// One resolution: read the row, judge it (offered, hash, deadline), then the conditional
 /// update. A concurrent resolver's update waits for ours and then matches no row: it reports
 /// the state ours left. The audit record is written before the commit, and the row names it
-/// (this guard, the record's `seq`) so any guard's page can say where the decision is logged.
+/// (this guard, the record's `seq` and line hash) so any guard's page can say where the
+/// decision is logged, and link to it.
 fn resolve_on(
     c: &mut Client,
     id: &str,
@@ -437,7 +451,7 @@ fn resolve_on(
     )
     .map_err(pg_err)?;
     if let Some(audit) = audit {
-        let seq = audit.append(AuditEvent::InboxResolved(InboxResolved {
+        let stamp = audit.append_stamped(AuditEvent::InboxResolved(InboxResolved {
             id: id.to_owned(),
             request_id: entry.request.id,
             request_hash: entry.request_hash,
@@ -445,8 +459,14 @@ fn resolve_on(
             decision: decision.clone(),
         }))?;
         tx.execute(
-            "UPDATE sanctum_inbox SET decided_guard = $2, decided_seq = $3 WHERE id = $1",
-            &[&id, &me, &i64::try_from(seq).unwrap_or(i64::MAX)],
+            "UPDATE sanctum_inbox SET decided_guard = $2, decided_seq = $3, decided_hash = $4
+             WHERE id = $1",
+            &[
+                &id,
+                &me,
+                &i64::try_from(stamp.seq).unwrap_or(i64::MAX),
+                &stamp.hash,
+            ],
         )
         .map_err(pg_err)?;
     }

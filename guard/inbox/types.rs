@@ -129,11 +129,19 @@ pub struct Entry {
     pub decided_at: Option<AuditRef>,
 }
 
-/// A record in one guard's audit log: `sanctum-guard audit` on that guard finds it by `seq`.
+/// A record in one guard's audit log: `sanctum-guard audit show` on that guard finds it by
+/// `seq`, and `hash` (its line's SHA-256, written by the deciding guard) tells whether the
+/// line there is still the one it wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditRef {
     pub guard: String,
     pub seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// The deciding guard's web prompt as it published it in the fleet's guards table
+    /// (checked: an https or loopback origin), never taken from the row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 impl Entry {

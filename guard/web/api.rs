@@ -121,7 +121,7 @@ pub struct HostRule {
 }
 
 impl HostRule {
-    fn allows(&self, host: &str) -> bool {
+    pub(super) fn allows(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
         if self.exact.contains(&host) {
             return true;
@@ -302,6 +302,7 @@ async fn route(sh: Arc<Shared>, req: Request<Incoming>, peer: SocketAddr) -> Res
             super::grants_page::revoke(&sh, id, &session).await
         }
         (Method::GET, ["audit", "verify"]) => verify(&sh).await,
+        (Method::GET, ["audit", seq]) => super::api_audit::record(&sh, seq).await,
         (_, ["agent", ..]) => super::agent::route(&sh, req, &segs, &session, peer).await,
         (_, ["session" | "logout" | "requests" | "events" | "login" | "grants"]) => error(
             StatusCode::METHOD_NOT_ALLOWED,

@@ -23,6 +23,8 @@ const LOGIN_JS: &str = include_str!("assets/login.js");
 const PASSKEY_JS: &str = include_str!("assets/passkey.js");
 const AGENT: &str = include_str!("assets/agent.html");
 const AGENT_JS: &str = include_str!("assets/agent.js");
+const AUDIT: &str = include_str!("assets/audit.html");
+const AUDIT_JS: &str = include_str!("assets/audit.js");
 const ICON: &str = include_str!("assets/icon.svg");
 
 /// The embedded file at `path`, if any.
@@ -35,6 +37,8 @@ pub fn page(path: &str) -> Option<Resp> {
         "/assets/suggest.js" => ("text/javascript; charset=utf-8", SUGGEST_JS),
         "/agent" => ("text/html; charset=utf-8", AGENT),
         "/assets/agent.js" => ("text/javascript; charset=utf-8", AGENT_JS),
+        "/audit" => ("text/html; charset=utf-8", AUDIT),
+        "/assets/audit.js" => ("text/javascript; charset=utf-8", AUDIT_JS),
         "/login" => ("text/html; charset=utf-8", LOGIN),
         "/assets/app.css" => ("text/css; charset=utf-8", CSS),
         "/assets/card.css" => ("text/css; charset=utf-8", CARD_CSS),

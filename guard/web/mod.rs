@@ -12,6 +12,7 @@
 
 mod agent;
 mod api;
+mod api_audit;
 mod api_auth;
 mod api_decide;
 mod api_list;
@@ -59,6 +60,9 @@ pub struct WebSettings {
     /// The origin people use when it is not the listen address (a reverse proxy, a name),
     /// e.g. `https://guard.example:8443`. Host and Origin headers must match it.
     pub public_origin: Option<String>,
+    /// Where the other guards of a fleet link to this page (`[web] public_url`: an https
+    /// or loopback origin, checked at load); None: they show the reference as text.
+    pub public_url: Option<String>,
     /// When History suggests a bounded grant (`min_approvals` 0: never).
     pub suggest: crate::grants::SuggestRule,
 }

@@ -111,13 +111,20 @@ pub async fn start(
         None if bound.ip().is_unspecified() => format!("{scheme}://127.0.0.1:{}", bound.port()),
         None => format!("{scheme}://{bound}"),
     };
+    let hosts = api::allowed_hosts(bound, settings.public_origin.as_deref());
+    // Other guards' pages link here: a link to a name this page refuses would only 403.
+    if let Some(u) = settings.public_url.as_deref() {
+        if !hosts.allows(u.split_once("://").map_or(u, |(_, h)| h)) {
+            eprintln!("sanctum-guard: WARNING         [web] public_url {u} is not an address this page answers to (its listen address, or public_origin): the fleet's links to it will be refused");
+        }
+    }
     let mut shared = Shared::new(
         inbox,
         state_dir.to_owned(),
         audit_path,
         socket_path,
         tls.is_some(),
-        api::allowed_hosts(bound, settings.public_origin.as_deref()),
+        hosts,
         base_url.clone(),
         shutdown.clone(),
     );

@@ -15,6 +15,21 @@ use std::path::Path;
 /// How much of the audit log's tail the history reads for run outcomes.
 const AUDIT_TAIL: u64 = 8 * 1024 * 1024;
 
+/// A decision's record on the deciding guard, with a link to that guard's page of it when
+/// the guard published where its page is (the URL comes from the fleet's guards table,
+/// checked there; the row adds only the seq and a hash that must be hex to be passed on).
+fn audit_ref(r: &crate::inbox::AuditRef) -> Value {
+    let hash = r
+        .hash
+        .as_deref()
+        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()));
+    let link = r.url.as_ref().map(|u| match hash {
+        Some(h) => format!("{u}/audit?seq={}&hash={h}", r.seq),
+        None => format!("{u}/audit?seq={}", r.seq),
+    });
+    json!({"guard": r.guard, "auditSeq": r.seq, "auditHash": r.hash, "link": link})
+}
+
 pub fn source_name(s: Source) -> &'static str {
     match s {
         Source::SocketRequest | Source::SocketExec => "socket",
@@ -52,8 +67,8 @@ pub fn entry_json(e: &Entry, run: Option<&Value>, eng: Option<&crate::engine::En
         // In a fleet: the guard whose agent asked (it answers the agent).
         "guard": e.guard,
         // In a fleet: the guard that decided it and its audit record (`seq` in that guard's
-        // log), where the decision is recorded.
-        "decidedAt": e.decided_at.as_ref().map(|r| json!({"guard": r.guard, "auditSeq": r.seq})),
+        // log, the line's hash), where the decision is recorded.
+        "decidedAt": e.decided_at.as_ref().map(audit_ref),
         "sessionKey": e.request.who.session_key,
         "requestId": e.request.id,
         "action": e.request.action,

@@ -298,6 +298,11 @@ pub(super) fn web_settings(
         public_origin: env
             .text("SANCTUM_WEB_PUBLIC_ORIGIN")
             .or(file.public_origin.clone()),
+        public_url: env
+            .text("SANCTUM_WEB_PUBLIC_URL")
+            .or(file.public_url.clone())
+            .map(|u| crate::inbox::pg_guards::public_url(&u))
+            .transpose()?,
         suggest: suggest_rule(file, d)?,
     })
 }

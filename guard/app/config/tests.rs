@@ -117,6 +117,53 @@ fn grant_suggestions_are_configured_in_the_web_section() {
     }
 }
 
+/// `[web] public_url` (or the environment over it): absent is no link; an https or loopback
+/// origin is kept, normalised; anything else stops the start, never published.
+#[test]
+fn public_url_is_checked_at_load() {
+    let t = tempfile::tempdir().expect("tmp");
+    let f = t.path().join("c.toml");
+    let o = Overrides {
+        config: Some(f.clone()),
+        ..Default::default()
+    };
+    type Row = (
+        &'static str,
+        &'static [(&'static str, &'static str)],
+        Option<Option<&'static str>>,
+    );
+    let rows: [Row; 6] = [
+        ("", &[], Some(None)),
+        (
+            "[web]\npublic_url = \"https://G.example:8484/\"\n",
+            &[],
+            Some(Some("https://g.example:8484")),
+        ),
+        (
+            "[web]\npublic_url = \"http://127.0.0.1:8484\"\n",
+            &[],
+            Some(Some("http://127.0.0.1:8484")),
+        ),
+        ("[web]\npublic_url = \"http://g.example:8484\"\n", &[], None),
+        ("[web]\npublic_url = \"javascript:alert(1)\"\n", &[], None),
+        (
+            "[web]\npublic_url = \"https://g.example\"\n",
+            &[("SANCTUM_WEB_PUBLIC_URL", "http://evil.example")],
+            None,
+        ),
+    ];
+    for (text, extra, want) in rows {
+        std::fs::write(&f, text).expect("write");
+        let mut env = vec![("HOME", "/h")];
+        env.extend_from_slice(extra);
+        match (Config::load_with(&o, &env_of(&env)), want) {
+            (Ok(c), Some(url)) => assert_eq!(c.web.public_url.as_deref(), url, "{text}"),
+            (Err(ConfigError::PublicUrl(_)), None) => {}
+            (other, _) => panic!("{text:?}: {other:?}"),
+        }
+    }
+}
+
 /// `[store]`: embedded by default; a postgres url (file, or the environment over it) with
 /// this guard's id; anything else is refused at load, never silently embedded.
 #[test]

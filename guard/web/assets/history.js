@@ -50,7 +50,18 @@
         el('dt', {}, 'request hash'), el('dd', { class: 'mono hash' }, e.requestHash),
         // In a fleet each guard keeps its own audit log: where this decision is recorded.
         ...(e.decidedAt ? [el('dt', {}, 'recorded'), el('dd', { 'data-field': 'audit-ref' },
-          vis('audit record #' + e.decidedAt.auditSeq + ' on ' + e.decidedAt.guard))] : [])));
+          auditRef(e.decidedAt))] : [])));
+  }
+
+  // The reference as a link to the deciding guard's page of the record, when that guard
+  // published its address (the guard builds `link` from the fleet's guards table, never from
+  // the row); else as text. Only an http(s) link is ever made.
+  function auditRef(r) {
+    const text = vis('audit record #' + r.auditSeq + ' on ' + r.guard);
+    let url = null;
+    try { url = r.link ? new URL(r.link) : null; } catch (_) { url = null; }
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:')) return text;
+    return el('a', { href: url.href, target: '_blank', rel: 'noopener noreferrer' }, text);
   }
 
   // History is searched and paged by the guard (GET /api/requests): every decision is
