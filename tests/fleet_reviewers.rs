@@ -191,3 +191,80 @@ fn two_reviewers_on_two_guards_complete_one_request() {
         assert_eq!(first_json(&asked.join().unwrap())["decision"], "allow-once");
     }
 }
+
+/// Guards with different policies: A asks two approvers for `write`, B (no rule) one. A's
+/// request is never completed by one vote on B's lenient page nor on B's terminal: the count
+/// is the rule of the guard whose agent asked, as A published it. And B's own request,
+/// decided on A's page, needs A's stricter count (the stricter of the two guards' rules).
+#[test]
+fn a_lenient_guards_page_counts_the_strict_owners_rule() {
+    let pg = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let strict = dir.path().join("strict.toml");
+    std::fs::write(
+        &strict,
+        "version = 1\n[approvals]\napprovals_required = { \"write\" = 2 }\n",
+    )
+    .unwrap();
+    let lenient = dir.path().join("lenient.toml");
+    std::fs::write(&lenient, "version = 1\n").unwrap();
+    let a = guard(&pg, "guard-a", &strict);
+    let b = guard(&pg, "guard-b", &lenient);
+    let published = |g: &str| -> i32 {
+        pg.client()
+            .query_one(
+                "SELECT required FROM sanctum_guard_approvals WHERE guard = $1 AND category = 'write'",
+                &[&g],
+            )
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!((published("guard-a"), published("guard-b")), (2, 1));
+    add(&a, "alice", "approver", &[]);
+    add(&a, "bob", "approver", &[]);
+    let alice = sign_in(&b, "alice");
+    let bob = sign_in(&b, "bob");
+
+    // A's request on B's page: alice's vote is one of two.
+    let asked = a.ask("fs-1", "touch /tmp/sg-fs-1");
+    let e = b.wait_pending(&alice, "fs-1");
+    let r = vote(&b, &alice, &e, "allow-once");
+    assert_eq!(
+        r.status, 202,
+        "one vote on a lenient page decided it: {r:?}"
+    );
+    assert_eq!(r.json()["approvalsRequired"], 2, "{r:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !asked.is_finished(),
+        "one approval on B released A's request"
+    );
+    let r = vote(&b, &bob, &e, "allow-once");
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(first_json(&asked.join().unwrap())["decision"], "allow-once");
+
+    // A's request on B's terminal: one approval of two.
+    let asked = a.ask("fs-cli", "touch /tmp/sg-fs-cli");
+    let e = b.wait_pending(&alice, "fs-cli");
+    let id = e["id"].as_str().unwrap().to_owned();
+    let (code, out, err) = cli(&b, &["inbox", "approve", &id]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("1 of 2"), "a partial approval: {out}{err}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !asked.is_finished(),
+        "one terminal approval on B released A's request"
+    );
+    assert_eq!(vote(&b, &bob, &e, "allow-once").status, 200);
+    assert_eq!(first_json(&asked.join().unwrap())["decision"], "allow-once");
+
+    // B's request on A's strict page: A's rule applies there too.
+    let alice_a = sign_in(&a, "alice");
+    let asked = b.ask("fs-b", "touch /tmp/sg-fs-b");
+    let e = a.wait_pending(&alice_a, "fs-b");
+    assert_eq!(vote(&a, &alice_a, &e, "allow-once").status, 202);
+    assert!(!asked.is_finished());
+    // On B's own page, B's rule (1) and its own are met by another vote.
+    assert_eq!(vote(&b, &bob, &e, "allow-once").status, 200);
+    assert_eq!(first_json(&asked.join().unwrap())["decision"], "allow-once");
+}

@@ -313,7 +313,10 @@ fn vote_outcome(
         Err(e) => return Err((2, e.to_string())),
     };
     let cat = sanctum_guard::policy::file::category_name(entry.verdict.category);
-    let need = rs.required(&cat).map_err(|e| (2, e.to_string()))?;
+    // The rule of the guard whose agent asked (in a fleet: as that guard published it).
+    let need = rs
+        .required(entry.guard.as_deref(), &cat)
+        .map_err(|e| (2, e.to_string()))?;
     let me = inbox::cli_identity();
     let voter = vote::cli_voter(rs, &me).map_err(|e| (2, e.to_string()))?;
     let ballot = Ballot {

@@ -39,6 +39,10 @@ pub(crate) trait InboxStore: Send + std::fmt::Debug {
     fn fleet_db(&self) -> Option<crate::inbox::pg_conn::Database> {
         None
     }
+    /// This guard's name in a fleet's shared store; None for the embedded store.
+    fn fleet_guard(&self) -> Option<String> {
+        None
+    }
 }
 
 impl InboxStore for Store {

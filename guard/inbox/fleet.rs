@@ -55,6 +55,11 @@ impl Inbox {
     pub fn fleet_db(&self) -> Option<crate::inbox::pg_conn::Database> {
         self.inner.store().ok().and_then(|s| s.fleet_db())
     }
+
+    /// This guard's name in the fleet (None: the embedded store).
+    pub fn fleet_guard(&self) -> Option<String> {
+        self.inner.store().ok().and_then(|s| s.fleet_guard())
+    }
 }
 
 /// Another guard's row changed: pages of this guard show it come and go.

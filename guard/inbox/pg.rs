@@ -392,6 +392,10 @@ impl InboxStore for PgStore {
     fn fleet_db(&self) -> Option<Database> {
         Some(self.db.clone())
     }
+
+    fn fleet_guard(&self) -> Option<String> {
+        Some(self.guard_id.clone())
+    }
 }
 
 /// One resolution: read the row, judge it (offered, hash, deadline), then the conditional

@@ -191,14 +191,17 @@ pub trait ReviewerStore: Send {
     ) -> Result<Result<Vec<Vote>, quorum::Refusal>, ReviewerError>;
     /// The votes on `inbox_id`, oldest first.
     fn votes(&self, inbox_id: &str) -> Result<Vec<Vote>, ReviewerError>;
-    /// Replaces the per-category approval counts (`serve` publishes its policy's here, so
-    /// `inbox approve` in another process counts by the same rule).
+    /// Replaces guard `guard`'s per-category approval counts (`serve` publishes its policy's
+    /// here, so `inbox approve` in another process, or another guard of a fleet, counts its
+    /// requests by its rule). A lone guard's store holds one guard's: `guard` is not kept.
     fn set_required(
         &mut self,
+        guard: &str,
         rules: &std::collections::BTreeMap<String, u8>,
     ) -> Result<(), ReviewerError>;
-    /// How many approvals a category needs (1 when no rule names it).
-    fn required(&self, category: &str) -> Result<u8, ReviewerError>;
+    /// How many approvals a request of `category` filed by guard `owner` needs (None: the
+    /// store's one guard). 1 when that guard's rule names none.
+    fn required(&self, owner: Option<&str>, category: &str) -> Result<u8, ReviewerError>;
 }
 
 #[cfg(test)]

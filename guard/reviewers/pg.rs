@@ -35,9 +35,11 @@ CREATE TABLE IF NOT EXISTS sanctum_reviewer_votes (
     seq         BIGSERIAL,
     PRIMARY KEY (inbox_id, account)
 );
-CREATE TABLE IF NOT EXISTS sanctum_approvals_required (
-    category    TEXT PRIMARY KEY,
-    required    INTEGER NOT NULL CHECK (required BETWEEN 1 AND 5)
+CREATE TABLE IF NOT EXISTS sanctum_guard_approvals (
+    guard       TEXT NOT NULL,
+    category    TEXT NOT NULL,
+    required    INTEGER NOT NULL CHECK (required BETWEEN 1 AND 5),
+    PRIMARY KEY (guard, category)
 );
 ";
 
@@ -357,17 +359,33 @@ impl ReviewerStore for PgReviewers {
         self.worker.call(move |c| votes_in(c, &inbox_id))
     }
 
-    fn set_required(&mut self, rules: &BTreeMap<String, u8>) -> Result<(), ReviewerError> {
-        let rules = rules.clone();
+    /// Every category gets a row, the ones the policy names none of at 1: a guard's rows are
+    /// its whole table, so a missing row means a guard that never published (see
+    /// [`Self::required`]).
+    fn set_required(
+        &mut self,
+        guard: &str,
+        rules: &BTreeMap<String, u8>,
+    ) -> Result<(), ReviewerError> {
+        let guard = guard.to_owned();
+        let mut table: BTreeMap<String, u8> = crate::policy::file::ALL_CATEGORIES
+            .iter()
+            .map(|c| (crate::policy::file::category_name(*c), 1))
+            .collect();
+        table.extend(rules.iter().map(|(c, n)| (c.clone(), *n)));
         self.worker.call(move |c| {
             let mut tx = c.transaction().map_err(db)?;
             lock_accounts(&mut tx)?;
-            tx.execute("DELETE FROM sanctum_approvals_required", &[])
-                .map_err(db)?;
-            for (cat, n) in &rules {
+            tx.execute(
+                "DELETE FROM sanctum_guard_approvals WHERE guard = $1",
+                &[&guard],
+            )
+            .map_err(db)?;
+            for (cat, n) in &table {
                 tx.execute(
-                    "INSERT INTO sanctum_approvals_required (category, required) VALUES ($1, $2)",
-                    &[cat, &i32::from(*n)],
+                    "INSERT INTO sanctum_guard_approvals (guard, category, required) \
+                     VALUES ($1, $2, $3)",
+                    &[&guard, cat, &i32::from(*n)],
                 )
                 .map_err(db)?;
             }
@@ -375,19 +393,32 @@ impl ReviewerStore for PgReviewers {
         })
     }
 
-    fn required(&self, category: &str) -> Result<u8, ReviewerError> {
+    /// The owning guard's published count. A guard that never published (its rows gone, or
+    /// a request older than its table) counts by the strictest rule any guard published for
+    /// the category; none published at all is refused: counting 1 there would let one
+    /// reviewer release what a guard's policy asks two for.
+    fn required(&self, owner: Option<&str>, category: &str) -> Result<u8, ReviewerError> {
         let category = category.to_owned();
+        let owner = owner.unwrap_or_default().to_owned();
         self.worker.call(move |c| {
             let n: Option<i32> = c
-                .query_opt(
-                    "SELECT required FROM sanctum_approvals_required WHERE category = $1",
-                    &[&category],
+                .query_one(
+                    "SELECT COALESCE( \
+                       (SELECT required FROM sanctum_guard_approvals \
+                         WHERE guard = $1 AND category = $2), \
+                       (SELECT MAX(required) FROM sanctum_guard_approvals WHERE category = $2))",
+                    &[&owner, &category],
                 )
                 .map_err(db)?
-                .map(|r| r.try_get(0))
-                .transpose()
+                .try_get(0)
                 .map_err(db)?;
-            Ok(n.and_then(|n| u8::try_from(n).ok()).unwrap_or(1).max(1))
+            match n.and_then(|n| u8::try_from(n).ok()) {
+                Some(n) => Ok(n.max(1)),
+                None => Err(ReviewerError::Storage(format!(
+                    "no guard of the fleet has published its approval counts for {category}: \
+                     start a guard (serve) with the fleet's [store] first"
+                ))),
+            }
         })
     }
 }

@@ -331,7 +331,11 @@ impl ReviewerStore for SqliteReviewers {
         votes_in(&self.conn, inbox_id)
     }
 
-    fn set_required(&mut self, rules: &BTreeMap<String, u8>) -> Result<(), ReviewerError> {
+    fn set_required(
+        &mut self,
+        _guard: &str,
+        rules: &BTreeMap<String, u8>,
+    ) -> Result<(), ReviewerError> {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -346,7 +350,7 @@ impl ReviewerStore for SqliteReviewers {
         Ok(())
     }
 
-    fn required(&self, category: &str) -> Result<u8, ReviewerError> {
+    fn required(&self, _owner: Option<&str>, category: &str) -> Result<u8, ReviewerError> {
         let n: Option<i64> = self
             .conn
             .query_row(
@@ -444,10 +448,10 @@ mod tests {
         assert_eq!(again, Err(Refusal::Twice("alice".into())));
         assert_eq!(s.votes("e1").expect("votes").len(), 1);
         assert_eq!(s.votes("e2").expect("votes").len(), 0);
-        assert_eq!(s.required("run-code").expect("req"), 1);
-        s.set_required(&BTreeMap::from([("run-code".to_string(), 2)]))
+        assert_eq!(s.required(None, "run-code").expect("req"), 1);
+        s.set_required("", &BTreeMap::from([("run-code".to_string(), 2)]))
             .expect("rules");
-        assert_eq!(s.required("run-code").expect("req"), 2);
-        assert_eq!(s.required("write").expect("req"), 1);
+        assert_eq!(s.required(None, "run-code").expect("req"), 2);
+        assert_eq!(s.required(None, "write").expect("req"), 1);
     }
 }

@@ -180,13 +180,21 @@ fn refused(r: Refusal) -> Resp {
     error(StatusCode::FORBIDDEN, code, &r.to_string())
 }
 
-/// How many approvals `entry` needs: the running policy's rule for its category.
+/// How many approvals `entry` needs: the running policy's rule for its category, and in a
+/// fleet at least the rule of the guard whose agent asked (as it published it): a page on a
+/// guard whose policy asks fewer never releases another guard's request with fewer.
 pub async fn required(sh: &Shared, entry: &Entry) -> Result<u8, Resp> {
-    if let Some(e) = sh.engine.as_ref() {
-        return Ok(e.judge().approvals_required(entry.verdict.category));
+    let own = sh
+        .engine
+        .as_ref()
+        .map(|e| e.judge().approvals_required(entry.verdict.category));
+    if let (Some(n), None) = (own, &entry.guard) {
+        return Ok(n);
     }
     let cat = crate::policy::file::category_name(entry.verdict.category);
-    blocking(sh, move |s| s.required(&cat)).await
+    let owner = entry.guard.clone();
+    let owners = blocking(sh, move |s| s.required(owner.as_deref(), &cat)).await?;
+    Ok(own.unwrap_or(1).max(owners))
 }
 
 /// The `approval` event and answer body of a partial approval.

@@ -180,11 +180,12 @@ fn accounts(shared: &mut Shared) -> Result<String, WebError> {
         .as_ref()
         .map(|e| e.judge().approvals_rules())
         .unwrap_or_default();
+    let me = shared.inbox.fleet_guard().unwrap_or_default();
     let setup = move |s: &mut dyn crate::reviewers::ReviewerStore| {
         if ensure_admin(s)? {
             tracing::info!("reviewers: no account yet; created admin");
         }
-        s.set_required(&rules)?;
+        s.set_required(&me, &rules)?;
         Ok(s.list()?
             .into_iter()
             .find(|r| r.role == Role::Admin)
