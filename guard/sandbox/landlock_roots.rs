@@ -6,7 +6,7 @@ use super::landlock_rules::{Limit, Rights};
 use super::profile::ResolvedProfile;
 use landlock::{AccessFs, BitFlags};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// The capped paths: deny_read (no rights) first, then protected (read rights); also how
 /// many of them are deny_read.
@@ -89,17 +89,52 @@ pub(super) fn base_roots(
 /// intersection), yet walking it listed whole directories: `/etc/shadow` for the
 /// autonomous profile, which grants `/etc` file by file, cost a rule per `/etc` entry in
 /// every run. Other names of capped files stay capped in both layers (`Linked`).
+///
+/// Runs on every prepare (the cache key is what it returns), over every limit and root
+/// (the deployment's deny list times the allow-list): each path is split into components
+/// once and compared as slices, which is what `Path::starts_with` does after splitting
+/// both paths again on every call.
 pub(super) fn walked_limits(
     limits: &[Limit],
     roots: &[(PathBuf, BitFlags<AccessFs>)],
 ) -> Vec<Limit> {
+    let roots: Vec<Vec<Component<'_>>> = roots
+        .iter()
+        .map(|(r, _)| r.components().collect())
+        .collect();
+    let mut l: Vec<Component<'_>> = Vec::new();
     limits
         .iter()
-        .filter(|(l, _)| {
-            roots
-                .iter()
-                .any(|(r, _)| l.starts_with(r) || r.starts_with(l))
+        .filter(|(p, _)| {
+            l.clear();
+            l.extend(p.components());
+            roots.iter().any(|r| l.starts_with(r) || r.starts_with(&l))
         })
         .cloned()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Component slices answer as `Path::starts_with` does, on the spellings where a byte
+    /// prefix would not: a sibling sharing a prefix, the root, doubled and trailing slashes.
+    #[test]
+    fn walked_limits_match_path_starts_with() {
+        let paths = [
+            "/", "/a", "/ab", "/a/b", "/a//b", "/a/b/", "/a/./b", "/a/b/c", "/b", "/a/bc",
+        ];
+        let all = BitFlags::<AccessFs>::all();
+        for r in paths {
+            let roots = [(PathBuf::from(r), all)];
+            let limits: Vec<Limit> = paths.iter().map(|p| (PathBuf::from(p), all)).collect();
+            let want: Vec<Limit> = limits
+                .iter()
+                .filter(|(l, _)| l.starts_with(r) || Path::new(r).starts_with(l))
+                .cloned()
+                .collect();
+            assert_eq!(walked_limits(&limits, &roots), want, "root {r}");
+        }
+    }
 }
