@@ -269,7 +269,15 @@ impl RunCgroup {
             }
         }
         let b = bases();
-        let name = format!("sanctum-run-{}", uuid::Uuid::new_v4());
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| sweep_dead_pools(b));
+        // The maker's pid in the name: its pooled cgroups outlive it (a process exit drops no
+        // pool), and the next guard to start removes those of processes that are gone.
+        let name = format!(
+            "{RUN_PREFIX}p{}-{}",
+            std::process::id(),
+            uuid::Uuid::new_v4()
+        );
         let mut plan: Vec<(PathBuf, Vec<(&str, String)>)> = Vec::new();
         let mut add = |base: &Option<PathBuf>, file: &'static str, value: String| {
             let Some(base) = base else { return };
@@ -360,6 +368,45 @@ impl RunCgroup {
     }
 }
 
+/// The name every run cgroup starts with.
+const RUN_PREFIX: &str = "sanctum-run-";
+
+/// Whether the run cgroup named `name` is one a process that is gone left behind: made by pid
+/// `p<pid>` no longer alive, or named before names carried the maker's pid.
+fn left_by_dead(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix(RUN_PREFIX) else {
+        return false;
+    };
+    let Some(pid) = rest
+        .strip_prefix('p')
+        .and_then(|r| r.split('-').next())
+        .and_then(|p| p.parse::<i32>().ok())
+    else {
+        // The older form, `sanctum-run-<uuid>`: from a guard before this one.
+        return true;
+    };
+    pid > 0
+        && matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        )
+}
+
+/// Removes the run cgroups processes that are gone left in `b` (a pool idle at their exit).
+/// `rmdir` removes only an empty cgroup, so one with a process inside stays.
+fn sweep_dead_pools(b: &Bases) {
+    for base in [&b.pids, &b.memory, &b.cpu].into_iter().flatten() {
+        let Ok(entries) = std::fs::read_dir(base) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if e.file_name().to_str().is_some_and(left_by_dead) {
+                let _ = std::fs::remove_dir(e.path());
+            }
+        }
+    }
+}
+
 /// How long a cgroup whose last processes are still dying is retried before it is left.
 const REMOVE_CAP: Duration = Duration::from_secs(30);
 
@@ -409,6 +456,45 @@ impl Drop for RunCgroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whose leftover a run cgroup's name says it is: only a gone maker's (or the older
+    /// unnamed form) is swept; a live process's, and anything not a run cgroup, stay.
+    #[test]
+    fn only_cgroups_of_gone_makers_are_swept() {
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let gone_pid = gone.id();
+        gone.wait().unwrap();
+        let me = std::process::id();
+        let table = [
+            (format!("sanctum-run-p{gone_pid}-0b6e"), true),
+            (format!("sanctum-run-p{me}-0b6e"), false),
+            (
+                "sanctum-run-1f0c2a4e-9d1b-4c55-8a43-2b8e9b0e6f11".into(),
+                true,
+            ),
+            ("sanctum-run-pabc-0b6e".into(), true),
+            ("sanctum-guard".into(), false),
+            (format!("other-p{gone_pid}"), false),
+        ];
+        for (name, swept) in table {
+            assert_eq!(left_by_dead(&name), swept, "{name}");
+        }
+        // On the real hierarchy: an empty leftover is removed, a live maker's stays.
+        let b = bases();
+        let Some(base) = b.pids.clone() else { return };
+        let dead = base.join(format!("sanctum-run-p{gone_pid}-sweeptest"));
+        let live = base.join(format!("sanctum-run-p{me}-sweeptest"));
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::create_dir(&live).unwrap();
+        sweep_dead_pools(b);
+        let (dead_left, live_left) = (dead.exists(), live.exists());
+        let _ = std::fs::remove_dir(&live);
+        let _ = std::fs::remove_dir(&dead);
+        assert!(
+            !dead_left && live_left,
+            "dead {dead_left}, live {live_left}"
+        );
+    }
 
     /// On v1 the child joins through `tasks` (its own thread: no global threadgroup lock),
     /// on v2 through `cgroup.procs`; either way a process written there is a member.
