@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use support::compose::{base_image, build_images, model_certificates, stage_context, MODEL_KEY};
 use support::compose_turns::new_task;
 use support::kube_play::*;
-use support::process::{output_text, wait_until};
+use support::process::{output_text, wait_until, wait_until_or};
 use support::web::{Login, WebClient};
 
 const MARKER: &str = "sanctum-kube-read-6e3a";
@@ -329,12 +329,29 @@ fn the_shipped_manifests_play_under_podman_and_run_an_approved_agent_turn() {
         "exec",
         json!({"command":"echo kube-wrote > from-shell.txt"}),
     );
-    let card = wait_until("the shell write's card", Duration::from_secs(240), || {
-        web.pending(&login).into_iter().find(|e: &Value| {
-            e["action"]["kind"] == "exec"
-                && e["action"]["argv"].to_string().contains("from-shell.txt")
-        })
-    });
+    let card = wait_until_or(
+        "the shell write's card",
+        Duration::from_secs(240),
+        || {
+            web.pending(&login).into_iter().find(|e: &Value| {
+                e["action"]["kind"] == "exec"
+                    && e["action"]["argv"].to_string().contains("from-shell.txt")
+            })
+        },
+        || {
+            // What the guard decided meanwhile, what the model was sent back, and the pod.
+            let audit = std::fs::read_to_string(state.join("audit.jsonl")).unwrap_or_default();
+            let tail: Vec<&str> = audit.lines().rev().take(25).collect();
+            let model: Vec<char> = tool_results(&play).chars().collect();
+            let model: String = model[model.len().saturating_sub(4000)..].iter().collect();
+            format!(
+                "{}\n--- model requests (last 4000 bytes):\n{}\n--- guard audit (newest first):\n{}",
+                play.logs(),
+                model,
+                tail.join("\n")
+            )
+        },
+    );
     assert!(
         !workspace.join("from-shell.txt").exists(),
         "the write ran before approval"
