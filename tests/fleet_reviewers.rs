@@ -13,7 +13,6 @@ use serde_json::{json, Value};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 use support::postgres::Postgres;
-use support::process::guard_cli;
 use support::reviewers::token;
 use support::socket::first_json;
 use support::web::{Login, Web};
@@ -30,11 +29,7 @@ fn guard(pg: &Postgres, name: &str, policy: &std::path::Path) -> Web {
 
 /// The command line on `w`'s state dir, with `w`'s config (so it finds the fleet).
 fn cli(w: &Web, args: &[&str]) -> (i32, String, String) {
-    let cfg = w.world.tmp.path().join("guard.toml");
-    let st = w.world.guard_state.to_str().unwrap().to_owned();
-    let mut all = args.to_vec();
-    all.extend(["--state-dir", &st]);
-    guard_cli(&all, &[("SANCTUM_CONFIG", cfg.to_str().unwrap())])
+    w.cli_configured(args)
 }
 
 /// Adds `name` through guard `on`'s command line; returns nothing (the link is `on`'s).

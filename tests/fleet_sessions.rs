@@ -15,7 +15,6 @@ use std::io::{Read, Write};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use support::postgres::Postgres;
-use support::process::guard_cli;
 use support::reviewers::token;
 use support::web::{Login, Web};
 
@@ -26,11 +25,7 @@ fn guard(pg: &Postgres, name: &str) -> Web {
 
 /// The command line on `w`'s state dir, with `w`'s config (so it finds the fleet).
 fn cli(w: &Web, args: &[&str]) -> (i32, String, String) {
-    let cfg = w.world.tmp.path().join("guard.toml");
-    let st = w.world.guard_state.to_str().unwrap().to_owned();
-    let mut all = args.to_vec();
-    all.extend(["--state-dir", &st]);
-    guard_cli(&all, &[("SANCTUM_CONFIG", cfg.to_str().unwrap())])
+    w.cli_configured(args)
 }
 
 /// A link for `name` from `w`'s command line: its token.

@@ -255,6 +255,16 @@ impl Web {
         out.trim().to_owned()
     }
 
+    /// The command line on this guard's state dir with its config (`SANCTUM_CONFIG`, so a
+    /// fleet guard's commands find the fleet's database): exit code, stdout, stderr.
+    pub fn cli_configured(&self, args: &[&str]) -> (i32, String, String) {
+        let cfg = self.world.tmp.path().join("guard.toml");
+        let st = self.world.guard_state.to_str().unwrap().to_owned();
+        let mut all = args.to_vec();
+        all.extend(["--state-dir", &st]);
+        super::process::guard_cli(&all, &[("SANCTUM_CONFIG", cfg.to_str().unwrap())])
+    }
+
     /// Sends a `request` frame on a thread; the handle gives the reply line.
     pub fn ask(&self, id: &str, command: &str) -> std::thread::JoinHandle<String> {
         let sock = self.world.socket();
