@@ -89,10 +89,11 @@ fn an_unlisted_fetch_is_asked_allowed_for_a_while_and_a_denied_one_tells_the_mod
     if skipped() {
         return;
     }
-    base_image();
     let stack = Stack::new("sanctumegress")
         .with_model(&openclaw_with_model())
         .with_site();
+    // Under the stack's lock: the tag is shared with the other podman suites.
+    base_image();
     let t = Instant::now();
     build_images(&stack.context());
     eprintln!(

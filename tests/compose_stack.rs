@@ -106,8 +106,9 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
     if skipped() {
         return;
     }
-    base_image();
     let stack = Stack::new("sanctumtest").with_model(&openclaw_with_model());
+    // Under the stack's lock: the tag is shared with the other podman suites.
+    base_image();
     let t = Instant::now();
     build_images(&stack.context());
     eprintln!(

@@ -11,7 +11,7 @@
 
 mod support;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use support::postgres::Postgres;
@@ -33,23 +33,6 @@ fn link(w: &Web, name: &str) -> String {
     let (code, out, err) = cli(w, &["web", "login-link", "--name", name]);
     assert_eq!(code, 0, "login-link {name}: {out}{err}");
     token(out.trim())
-}
-
-/// Opens `w`'s event stream as `who`; returns it once the guard has answered 200.
-fn stream(w: &Web, who: &Login) -> std::net::TcpStream {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", w.port)).unwrap();
-    let req = format!(
-        "GET /api/events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n\r\n",
-        w.host(),
-        who.cookie
-    );
-    s.write_all(req.as_bytes()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
-    let mut buf = [0u8; 512];
-    let n = s.read(&mut buf).unwrap();
-    let head = String::from_utf8_lossy(&buf[..n]);
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    s
 }
 
 /// How long until `s` says `signed-out` (panics after `within`).
@@ -115,7 +98,7 @@ fn a_session_outlives_its_guard_and_ends_on_every_guard() {
     );
 
     // Revocation on A ends B's open stream at once (B's heartbeat is 15 s away).
-    let mut on_b = stream(&b, &me);
+    let mut on_b = b.event_stream(&me);
     let r = a.call("POST", "/api/sessions/revoke", Some(&me), Some("{}"));
     assert_eq!(r.status, 200, "{r:?}");
     let took = signed_out_within(&mut on_b, Duration::from_secs(5));
@@ -127,7 +110,7 @@ fn a_session_outlives_its_guard_and_ends_on_every_guard() {
     let (code, out, err) = cli(&a, &["reviewers", "add", "bob", "--role", "approver"]);
     assert_eq!(code, 0, "{out}{err}");
     let bob = Login::from_answer(&b.login_with(&link(&a, "bob")));
-    let mut bobs = stream(&b, &bob);
+    let mut bobs = b.event_stream(&bob);
     let (code, out, err) = cli(&a, &["reviewers", "remove", "bob"]);
     assert_eq!(code, 0, "{out}{err}");
     assert!(out.contains("1 session(s) ended on every guard"), "{out}");

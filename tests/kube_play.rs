@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use support::compose::{base_image, build_images, model_certificates, stage_context, MODEL_KEY};
 use support::compose_turns::new_task;
 use support::kube_play::*;
-use support::process::{output_text, wait_until, wait_until_or};
+use support::process::{output_text, podman_lock, wait_until, wait_until_or};
 use support::web::{Login, WebClient};
 
 const MARKER: &str = "sanctum-kube-read-6e3a";

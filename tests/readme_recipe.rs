@@ -75,6 +75,9 @@ fn shims(dir: &Path) -> PathBuf {
 #[test]
 fn the_readme_quick_start_runs_as_written() {
     let _one = one_gateway_at_a_time();
+    // The recipe's `serve` binds the web prompt's default port, which the podman suites
+    // publish.
+    let _port = support::process::podman_lock();
     let lines = recipe();
     assert!(
         lines.iter().any(|l| l.starts_with("sanctum-guard node ")),

@@ -16,6 +16,8 @@ use support::socket::*;
 
 #[test]
 fn no_flags_no_config_works_and_never_prints_the_token() {
+    // No flags: its web prompt binds the default port, which the podman suites publish.
+    let _port = support::process::podman_lock();
     let tmp = tempfile::Builder::new()
         .prefix("sg-laptop-")
         .tempdir()

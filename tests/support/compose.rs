@@ -4,7 +4,7 @@
 //! containers, and everything torn down (containers, volumes, networks, the API service) when
 //! the [`Stack`] is dropped.
 
-use super::process::{guard_bin, output_text, wait_until, ChildGuard};
+use super::process::{guard_bin, output_text, podman_lock, port_holders, wait_until, ChildGuard};
 use super::tools::cache;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -130,11 +130,14 @@ pub struct Stack {
     networks: Vec<String>,
     socket: PathBuf,
     _service: ChildGuard,
+    /// Its names, addresses and published ports are this run's alone (`podman_lock`).
+    _lock: nix::fcntl::Flock<std::fs::File>,
 }
 
 impl Stack {
     /// Starts podman's API service on a private socket and stages the context; builds nothing.
     pub fn new(project: &str) -> Stack {
+        let lock = podman_lock();
         let dir = tempfile::Builder::new()
             .prefix("sanctum-compose")
             .tempdir()
@@ -161,6 +164,7 @@ impl Stack {
             socket,
             dir,
             _service: service,
+            _lock: lock,
         }
     }
 
@@ -307,9 +311,11 @@ impl Stack {
         let _ = ticker.join();
         assert!(
             out.status.success(),
-            "compose up failed:\n{}\n{}",
+            "compose up failed:\n{}\n{}\nlisteners on the published ports:\n{}{}",
             output_text(&out),
-            self.logs()
+            self.logs(),
+            port_holders(8484),
+            port_holders(18790)
         );
     }
 

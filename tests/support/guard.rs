@@ -155,6 +155,11 @@ impl Serve {
             .args(extra_args)
             .env("HOME", &w.home)
             .env_remove("OPENCLAW_STATE_DIR")
+            // The web prompt on a free port unless the test chooses one (`--web-listen` or
+            // `extra_env` win): its default, 127.0.0.1:8484, is the port the compose and
+            // Kubernetes suites publish, and these suites run beside them (tests/run). A
+            // guard here holding it once made `podman kube play` fail on CI.
+            .env("SANCTUM_WEB_LISTEN", "127.0.0.1:0")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());

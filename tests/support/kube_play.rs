@@ -113,8 +113,10 @@ impl Play {
         self.played.push(file);
         assert!(
             out.status.success(),
-            "podman kube play {name}: {}",
-            output_text(&out)
+            "podman kube play {name}: {}\nlisteners on the published ports:\n{}{}",
+            output_text(&out),
+            super::process::port_holders(8484),
+            super::process::port_holders(18790)
         );
     }
 
@@ -263,18 +265,4 @@ pub fn shipped_docs(file: &str, kinds: &[&str]) -> Vec<Value> {
         .into_iter()
         .filter(|d| kinds.iter().any(|k| d["kind"] == *k))
         .collect()
-}
-
-/// Holds `/tmp/compose.lock` (flock, as `flock /tmp/compose.lock` takes it) while alive: the
-/// compose tests use fixed names, images and addresses that this run shares.
-pub fn podman_lock() -> nix::fcntl::Flock<std::fs::File> {
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open("/tmp/compose.lock")
-        .unwrap();
-    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, e)| e)
-        .expect("flock /tmp/compose.lock")
 }

@@ -316,3 +316,31 @@ pub fn write_secret(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
         .expect("chmod secret file");
 }
+
+/// Holds `/tmp/compose.lock` (flock, as `flock /tmp/compose.lock` takes it) while alive. The
+/// compose and Kubernetes suites use fixed names, images and addresses, and publish the web
+/// prompt's default port 127.0.0.1:8484, which the suites that run `serve` on its defaults
+/// (readme_recipe, socket_defaults) bind too: each holds this lock for as long as it needs
+/// them, so suites run side by side (tests/run) never meet there. Not to be taken again
+/// inside `flock /tmp/compose.lock` (it would wait for itself).
+pub fn podman_lock() -> nix::fcntl::Flock<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/compose.lock")
+        .expect("open /tmp/compose.lock");
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| e)
+        .expect("flock /tmp/compose.lock")
+}
+
+/// Which processes listen on TCP `port` (`ss -ltnp`), for a failure that may be a port
+/// another test holds.
+pub fn port_holders(port: u16) -> String {
+    Command::new("ss")
+        .args(["-ltnpH", &format!("sport = :{port}")])
+        .output()
+        .map(|o| output_text(&o))
+        .unwrap_or_else(|e| format!("ss: {e}"))
+}

@@ -169,6 +169,24 @@ impl Web {
         self.client().origin()
     }
 
+    /// Opens the page's event stream (`/api/events`) as `who`; returns it once the guard has
+    /// answered 200 (read it with [`next_event`]).
+    pub fn event_stream(&self, who: &Login) -> TcpStream {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        let req = format!(
+            "GET /api/events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n\r\n",
+            self.host(),
+            who.cookie
+        );
+        s.write_all(req.as_bytes()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+        let mut buf = [0u8; 512];
+        let n = s.read(&mut buf).unwrap();
+        let head = String::from_utf8_lossy(&buf[..n]);
+        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+        s
+    }
+
     /// Where serve writes the one-time login link.
     pub fn link_file(&self) -> PathBuf {
         self.world.guard_state.join("web-login-link")
@@ -471,4 +489,41 @@ fn dechunk(mut s: &str) -> String {
         s = rest[n..].trim_start_matches("\r\n");
     }
     out
+}
+
+/// The data of the first `event: name` frame on `s` whose data contains `needle` (panics
+/// after `within`, with what the stream said).
+pub fn next_event(
+    s: &mut TcpStream,
+    name: &str,
+    needle: &str,
+    within: Duration,
+) -> serde_json::Value {
+    let t = Instant::now();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    let head = format!("event: {name}\n");
+    while t.elapsed() < within {
+        if let Ok(n) = s.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        for frame in seen.split("\n\n") {
+            let Some(rest) = frame.split_once(&head).map(|(_, r)| r) else {
+                continue;
+            };
+            let data: String = rest
+                .lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .collect();
+            if data.contains(needle) {
+                if let Ok(v) = serde_json::from_str(&data) {
+                    return v;
+                }
+            }
+        }
+    }
+    panic!("no `{name}` event with {needle} within {within:?}: {seen}");
 }
