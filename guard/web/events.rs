@@ -117,7 +117,7 @@ pub fn stream(sh: Arc<Shared>, sid: String) -> Resp {
                     None => return,
                 },
                 // Other guards' requests (a fleet): the same events, the page cannot tell.
-                ev = fleet.recv() => match frame(ev, engine.as_deref()) {
+                ev = fleet.recv() => match fleet_frame(&_slot.0, ev, engine.as_deref()).await {
                     Some(m) => m,
                     None => return,
                 },
@@ -188,6 +188,24 @@ fn frame(
         Err(broadcast::error::RecvError::Lagged(_)) => event("resync", &serde_json::json!({})),
         Err(broadcast::error::RecvError::Closed) => return None,
     })
+}
+
+/// A fleet event as a stream frame: an arrival shows its own guard's approval count
+/// (`owners_rules`). None when the inbox is gone or the database cannot say (the page
+/// reconnects and re-reads the list).
+async fn fleet_frame(
+    sh: &Shared,
+    ev: Result<InboxEvent, broadcast::error::RecvError>,
+    engine: Option<&crate::engine::Engine>,
+) -> Option<Bytes> {
+    if let Ok(InboxEvent::Added(e)) = &ev {
+        let mut items = [entry_json(e, None, engine)];
+        super::reviewer_gate::owners_rules(sh, &mut items)
+            .await
+            .ok()?;
+        return Some(event("added", &items[0]));
+    }
+    frame(ev, engine)
 }
 
 /// Escapes control and bidi characters so a log line shows what the request says.

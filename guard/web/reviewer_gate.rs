@@ -204,9 +204,40 @@ pub fn partial_json(id: &str, approvers: &[String], need: u8) -> Value {
                               approvers.join(", "), approvers.len())})
 }
 
+/// Raises the `approvalsRequired` of pending fleet entries (`guard` set) to the rule their
+/// guard published, as [`required`] does for a vote: a lenient guard's page shows a strict
+/// guard's request as needing two from the first look, not after the first approval.
+pub async fn owners_rules(sh: &Shared, items: &mut [Value]) -> Result<(), Resp> {
+    let key = |v: &Value| -> Option<(String, String)> {
+        (v["state"] == "pending").then_some(())?;
+        Some((
+            v["guard"].as_str()?.to_owned(),
+            v["category"].as_str()?.to_owned(),
+        ))
+    };
+    let asks: std::collections::BTreeSet<_> = items.iter().filter_map(key).collect();
+    if asks.is_empty() {
+        return Ok(());
+    }
+    let rules = blocking(sh, move |s| {
+        asks.into_iter()
+            .map(|(g, c)| Ok(((g.clone(), c.clone()), s.required(Some(&g), &c)?)))
+            .collect::<Result<std::collections::HashMap<_, _>, ReviewerError>>()
+    })
+    .await?;
+    for v in items.iter_mut() {
+        if let Some(n) = key(v).and_then(|k| rules.get(&k)) {
+            let own = v["approvalsRequired"].as_u64().unwrap_or(1);
+            v["approvalsRequired"] = json!(own.max(u64::from(*n)));
+        }
+    }
+    Ok(())
+}
+
 /// Adds `approvals` (the accounts that approved so far) to the pending entries of a list
-/// that need more than one.
+/// that need more than one (after [`owners_rules`]).
 pub async fn add_votes(sh: &Shared, items: &mut [Value]) -> Result<(), Resp> {
+    owners_rules(sh, items).await?;
     let ids: Vec<String> = items
         .iter()
         .filter(|v| v["state"] == "pending" && v["approvalsRequired"].as_u64() > Some(1))
