@@ -6,8 +6,7 @@
 // Bench code: a panic is the failure report, and benches may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use sanctum_test_support as support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -4,8 +4,7 @@
 //! at least 60% fewer prompts than allow-once only, 0 harmful commands covered.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use sanctum_test_support as support;
 
 use support::replay::{session, Desk, Mode};
 

@@ -5,8 +5,7 @@
 // Bench code: a panic is the failure report, and benches may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-#[path = "../tests/support/mod.rs"]
-mod support;
+use sanctum_test_support as support;
 
 use sanctum_guard::inbox::{Inbox, DB_FILE};
 use sanctum_guard::web::{auth::Sessions, login, WebSettings};

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-mod support;
+use sanctum_test_support as support;
 
 const PIPELINE: &str = "cat a.txt | grep -i foo | sort | tee out.txt | head -n 5";
 

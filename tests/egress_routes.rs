@@ -9,8 +9,8 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use sanctum_test_support as support;
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;

@@ -6,7 +6,7 @@
 //! window, so a flood of them grows the audit log by kilobytes while decisions keep working.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

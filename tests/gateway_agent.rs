@@ -8,7 +8,7 @@
 //! its credential, only with the web prompt's Origin, and not after logout.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

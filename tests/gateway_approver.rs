@@ -7,7 +7,7 @@
 //! entry; with the guard away the gateway itself denies.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! with its close code, while another client keeps being served.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};

@@ -9,7 +9,7 @@
 //! `session/cancel` stops a turn running on the guard's node, whose exec was decided once.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::json;
 use std::time::Duration;

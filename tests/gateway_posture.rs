@@ -5,7 +5,7 @@
 //! anyway and says so; a gateway that cannot be checked leaves every decision a deny.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

@@ -5,7 +5,7 @@
 //! frame ends the client with 1011; an extension nobody asked for is refused.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::json;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! real verdict of the policy on the real filesystem.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use sanctum_guard::grants::{covering, propose, Ask, GrantSpec, ProposeError, Scope};
 use sanctum_guard::policy::decide::{decide, DecideContext};

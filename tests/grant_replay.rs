@@ -5,7 +5,7 @@
 //! approved: it covers each approval it came from and nothing of another shape.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use sanctum_guard::grants::{covering, suggest, Approved, SuggestRule};
 use support::replay::{session, Desk, Mode};

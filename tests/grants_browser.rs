@@ -4,7 +4,7 @@
 //! one ask again. Screenshots go to target/web-screenshots/.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::json;
 use std::path::Path;

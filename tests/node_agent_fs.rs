@@ -7,7 +7,7 @@
 //! one whose snapshot is missing or malformed does not start.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

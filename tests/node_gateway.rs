@@ -6,7 +6,7 @@
 //! fallback). Pairing from scratch: the node prints the request, the real CLI approves it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::json;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! override that changes what runs, and comes back in OpenClaw's shapes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::{json, Value};
 use std::os::unix::fs::symlink;

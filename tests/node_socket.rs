@@ -4,7 +4,7 @@
 //! `outcome` frame lands in the audit log. Tokens are checked on both.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

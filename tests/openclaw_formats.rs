@@ -16,7 +16,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-mod support;
+use sanctum_test_support as support;
 
 /// The deployment HOME that expands `~` in stored socket paths.
 const HOME: &str = "/home/sanctum-test";

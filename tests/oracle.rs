@@ -10,9 +10,9 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
 use sanctum_guard::policy::verdict::VerdictKind;
 use sanctum_guard::sandbox::trace::Recorder;
+use sanctum_test_support as support;
 use std::path::Path;
 use std::time::Instant;
 use support::mutate::{dialect_variants, escape, generate, per_base};

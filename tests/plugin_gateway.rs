@@ -7,7 +7,7 @@
 //! approved, and with the guard stopped every call is blocked.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use serde_json::{json, Value};
 use std::io::{Read, Write};

@@ -4,7 +4,7 @@
 //! the target (p99 ≤ 5 ms) is for a release build.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use std::path::Path;
 use std::process::Command;

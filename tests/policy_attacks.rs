@@ -11,9 +11,9 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
 use sanctum_guard::policy::request::Source;
 use sanctum_guard::policy::verdict::VerdictKind;
+use sanctum_test_support as support;
 use support::policy::{attack_cases, attack_world, verdict_as, verdict_of};
 
 fn name(v: VerdictKind) -> &'static str {

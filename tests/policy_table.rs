@@ -4,13 +4,13 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
 use sanctum_guard::openclaw::allow_always::cwd_argv_pattern;
 use sanctum_guard::policy::allowlist::{CompiledAllowlist, Rule};
 use sanctum_guard::policy::decide::{decide, DecideContext, ExecAsk, ExecSecurity};
 use sanctum_guard::policy::request::{Action, DecisionKind};
 use sanctum_guard::policy::shell::{analyse, ShellContext};
 use sanctum_guard::policy::verdict::{Category, Verdict, VerdictKind};
+use sanctum_test_support as support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use support::policy::{shell_request, unescape, AgentHome, Layout, PATH};
@@ -68,7 +68,13 @@ fn world() -> AgentHome {
     })
 }
 
-impl AgentHome {
+/// What a case row needs from the world (a trait: `AgentHome` is the support crate's).
+trait CaseWorld {
+    fn cwd(&self, c: &str) -> PathBuf;
+    fn context(&self, command: &str, cwd: &Path, spec: &str) -> DecideContext;
+}
+
+impl CaseWorld for AgentHome {
     fn cwd(&self, c: &str) -> PathBuf {
         match c {
             "ws" => self.ws.clone(),

@@ -4,11 +4,11 @@
 // Test code: a panic is the failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
 use sanctum_guard::policy::decide::{decide, DecideContext};
 use sanctum_guard::policy::request::{Action, DecisionKind};
 use sanctum_guard::policy::tools::ToolCall;
 use sanctum_guard::policy::verdict::{Verdict, VerdictKind};
+use sanctum_test_support as support;
 use std::path::Path;
 use support::policy::{shell_request, unescape, AgentHome, Layout, PATH};
 

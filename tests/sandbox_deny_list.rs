@@ -5,8 +5,8 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
 use sanctum_guard::sandbox::{builtin_profiles, run, DenyList, RunOutcome};
+use sanctum_test_support as support;
 use std::path::{Path, PathBuf};
 use support::sandbox::*;
 

@@ -6,9 +6,9 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
 use sanctum_guard::sandbox::integrity::{Action, Change, Integrity};
 use sanctum_guard::sandbox::{run, IntegrityEvent, RunOutcome, ScanLimits};
+use sanctum_test_support as support;
 use std::collections::BTreeMap;
 use std::path::Path;
 use support::process::git;

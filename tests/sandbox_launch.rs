@@ -7,10 +7,10 @@
 // Raw signal and process calls on the test process itself: the sandbox is under test.
 #![allow(unsafe_code)]
 
-mod support;
 use sanctum_guard::sandbox::{
     builtin_profiles, prepare, run, ChildStdio, RunSpec, SandboxError, SpawnError,
 };
+use sanctum_test_support as support;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

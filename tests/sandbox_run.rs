@@ -3,11 +3,11 @@
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
 use sanctum_guard::sandbox::landlock_rules;
 use sanctum_guard::sandbox::{
     builtin_profiles, prepare, run, run_prepared, Level, RunSpec, SandboxError,
 };
+use sanctum_test_support as support;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use support::sandbox::*;

@@ -4,7 +4,7 @@
 //! and a request still gets its decision afterwards.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use std::time::{Duration, Instant};
 use support::web::*;

@@ -5,7 +5,7 @@
 //! next/previous paging.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-mod support;
+use sanctum_test_support as support;
 
 use fantoccini::Locator;
 use serde_json::json;

@@ -67,10 +67,7 @@ pub async fn browser_with(d: &Driver, profile: &std::path::Path, extra: &[&str])
 }
 
 pub fn shots() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-        .parent()
-        .expect("target")
-        .join("web-screenshots");
+    let dir = super::process::target_dir().join("web-screenshots");
     std::fs::create_dir_all(&dir).expect("screenshot dir");
     dir
 }

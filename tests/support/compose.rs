@@ -33,8 +33,8 @@ pub const IMAGES: [(&str, &str); 3] = [
     ("sanctum/scout:local", "docker/scout.Dockerfile"),
 ];
 
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+fn repo() -> PathBuf {
+    super::process::repo_root()
 }
 
 fn run(cmd: &mut Command) -> Output {

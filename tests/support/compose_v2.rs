@@ -11,7 +11,7 @@ use std::time::Duration;
 pub fn compose_v2_bin() -> PathBuf {
     let cache = std::env::var_os("SANCTUM_TEST_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"));
+        .unwrap_or_else(|| super::process::repo_root().join(".cache"));
     let bin = cache.join("compose-v2/docker-compose");
     assert!(
         bin.is_file(),

@@ -27,7 +27,7 @@ const WORKLOADS: [&str; 6] = [
 ];
 
 pub fn k8s_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/k8s")
+    super::process::repo_root().join("deploy/k8s")
 }
 
 /// Where tests/setup.sh installed kubernetes-validate and its PyYAML.

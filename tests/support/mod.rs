@@ -1,9 +1,14 @@
-//! The one test-support module of the integration tests (`mod support;` in each crate): one
-//! file per topic, each helper written once. A crate uses a subset of the helpers and of the
-//! topics' re-exports, hence `dead_code` and `unused_imports` are allowed here.
+//! The test-support crate of the integration tests and benches (`use sanctum_test_support as
+//! support;` in each): one file per topic, each helper written once. A crate of its own so it
+//! is compiled once, not once per suite (tests/support/Cargo.toml). The fuzz crate compiles a
+//! few of its files by path, hence `dead_code` and `unused_imports` are allowed here.
 // Test code: a panic is the failure report, and tests may read their environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 #![allow(dead_code, unused_imports)]
+// Lints of a public library API that were not asked of these helpers while they were a
+// private module: a fixture's `new()` sets up a world (no `Default` meant), and a reader's
+// `next()` is a blocking read, not an iterator.
+#![allow(clippy::new_without_default, clippy::should_implement_trait)]
 
 /// Audit-log files as lines.
 pub mod audit;

@@ -52,7 +52,7 @@ pub fn start_model(dir: &Path) -> (ChildGuard, u16, PathBuf) {
 pub fn start_model_with(dir: &Path, default: Option<&Value>) -> (ChildGuard, u16, PathBuf) {
     let log = dir.join("model.jsonl");
     let out = dir.join("model.out");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/scripted_model.mjs");
+    let script = super::process::repo_root().join("tests/js/scripted_model.mjs");
     let mut cmd = Command::new(node());
     if let Some(d) = default {
         cmd.env("SCRIPTED_MODEL_DEFAULT", d.to_string());

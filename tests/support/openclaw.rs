@@ -37,8 +37,7 @@ pub fn sha256_hex(text: &str) -> String {
 
 /// tests/data/openclaw/sample-approvals.json with its socket path filled in.
 pub fn sample_doc(socket_path: &Path) -> ApprovalsDocument {
-    let file =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/openclaw/sample-approvals.json");
+    let file = super::process::repo_root().join("tests/data/openclaw/sample-approvals.json");
     let text = std::fs::read_to_string(&file).expect("sample document");
     let path = serde_json::to_string(socket_path.to_str().unwrap()).unwrap();
     ApprovalsDocument::parse_lenient(&text.replace("\"@SOCKET@\"", &path)).expect("sample doc")

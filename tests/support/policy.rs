@@ -133,7 +133,7 @@ pub struct Case {
 
 /// Every row of the attack suite, in file order.
 pub fn attack_cases() -> Vec<Case> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/attacks");
+    let dir = super::process::repo_root().join("tests/data/attacks");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("tests/data/attacks")
         .map(|e| e.expect("entry").path())

@@ -9,11 +9,43 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// The guard binary under test; `SANCTUM_TEST_GUARD_BIN` runs the suite against another
 /// build (e.g. an older commit, to show a new attack test fails there).
 pub fn guard_bin() -> PathBuf {
-    std::env::var_os("SANCTUM_TEST_GUARD_BIN")
-        .map(PathBuf::from)
-        // `option_env!`: the fuzz crate compiles this file too, and has no guard binary.
-        .or_else(|| option_env!("CARGO_BIN_EXE_sanctum-guard").map(PathBuf::from))
-        .expect("SANCTUM_TEST_GUARD_BIN or a test binary's CARGO_BIN_EXE_sanctum-guard")
+    if let Some(p) = std::env::var_os("SANCTUM_TEST_GUARD_BIN") {
+        return PathBuf::from(p);
+    }
+    // Cargo builds the package's binary for its tests and benches, beside the directory of
+    // their executables (`target/<profile>/deps/<suite>-<hash>`): this library is a crate of
+    // its own, which `CARGO_BIN_EXE_*` is not given to.
+    let exe = std::env::current_exe().expect("the test's own executable");
+    let bin = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("sanctum-guard"))
+        .expect("a test executable under target/<profile>/deps");
+    assert!(
+        bin.exists(),
+        "{} is missing: run the tests with cargo, or set SANCTUM_TEST_GUARD_BIN",
+        bin.display()
+    );
+    bin
+}
+
+/// Cargo's target directory: above the test's own `target/<profile>/deps`.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's own executable");
+    exe.ancestors()
+        .nth(3)
+        .map(Path::to_path_buf)
+        .expect("a test executable under target/<profile>/deps")
+}
+
+/// The repository's root: the nearest directory above this crate's that holds `guard/lib.rs`
+/// (this file is compiled by the support crate, tests/support, and by the fuzz crate, fuzz/).
+pub fn repo_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .find(|d| d.join("guard/lib.rs").is_file())
+        .unwrap_or(here)
+        .to_path_buf()
 }
 
 /// The uid the guard (serve, node, its CLI) runs as: `SANCTUM_TEST_GUARD_UID`, so the socket

@@ -20,7 +20,7 @@ pub fn probe() -> &'static Path {
             .unwrap()
             .keep();
         let out = dir.join("probe");
-        let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sandbox_probe.c");
+        let src = super::process::repo_root().join("tests/sandbox_probe.c");
         let st = Command::new("gcc")
             .args(["-O1", "-o"])
             .arg(&out)

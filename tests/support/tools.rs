@@ -17,7 +17,7 @@ pub const OLD: &str = "2026.7.35";
 pub fn cache() -> PathBuf {
     let p = std::env::var_os("SANCTUM_TEST_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"));
+        .unwrap_or_else(|| super::process::repo_root().join(".cache"));
     assert!(
         p.join("node/bin/node").is_file(),
         "Node 24 not found at {}/node/bin/node: run tests/setup.sh (or set SANCTUM_TEST_CACHE)",
@@ -31,7 +31,7 @@ pub fn cache() -> PathBuf {
 pub fn cache_ready() -> Result<PathBuf, String> {
     let p = std::env::var_os("SANCTUM_TEST_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache"));
+        .unwrap_or_else(|| super::process::repo_root().join(".cache"));
     let oc = p.join(format!("openclaw-{NEW}/node_modules/.bin/openclaw"));
     if !p.join("node/bin/node").is_file() || !oc.exists() {
         return Err(format!(
