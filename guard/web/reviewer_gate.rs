@@ -215,16 +215,30 @@ pub async fn owners_rules(sh: &Shared, items: &mut [Value]) -> Result<(), Resp> 
             v["category"].as_str()?.to_owned(),
         ))
     };
-    let asks: std::collections::BTreeSet<_> = items.iter().filter_map(key).collect();
-    if asks.is_empty() {
-        return Ok(());
+    let mut rules = std::collections::HashMap::new();
+    let mut asks = std::collections::BTreeSet::new();
+    for k in items.iter().filter_map(key) {
+        match shown_rules().get(&k) {
+            Some(n) => {
+                rules.insert(k, n);
+            }
+            None => {
+                asks.insert(k);
+            }
+        }
     }
-    let rules = blocking(sh, move |s| {
-        asks.into_iter()
-            .map(|(g, c)| Ok(((g.clone(), c.clone()), s.required(Some(&g), &c)?)))
-            .collect::<Result<std::collections::HashMap<_, _>, ReviewerError>>()
-    })
-    .await?;
+    if !asks.is_empty() {
+        let fetched = blocking(sh, move |s| {
+            asks.into_iter()
+                .map(|(g, c)| Ok(((g.clone(), c.clone()), s.required(Some(&g), &c)?)))
+                .collect::<Result<Vec<_>, ReviewerError>>()
+        })
+        .await?;
+        for (k, n) in fetched {
+            shown_rules().put(k.clone(), n);
+            rules.insert(k, n);
+        }
+    }
     for v in items.iter_mut() {
         if let Some(n) = key(v).and_then(|k| rules.get(&k)) {
             let own = v["approvalsRequired"].as_u64().unwrap_or(1);
@@ -232,6 +246,37 @@ pub async fn owners_rules(sh: &Shared, items: &mut [Value]) -> Result<(), Resp> 
         }
     }
     Ok(())
+}
+
+/// The published counts [`owners_rules`] showed lately, kept for [`SHOWN_FOR`]: every open
+/// page's stream would otherwise ask the database once per arrival of the fleet (a flooding
+/// agent on one guard times the pages open on all). Display only: a vote always asks the
+/// database ([`required`]), so a count a guard changed at its restart is enforced at once and
+/// shown within seconds.
+struct ShownRules(Mutex<std::collections::HashMap<(String, String), (u8, std::time::Instant)>>);
+
+const SHOWN_FOR: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn shown_rules() -> &'static ShownRules {
+    static RULES: std::sync::OnceLock<ShownRules> = std::sync::OnceLock::new();
+    RULES.get_or_init(|| ShownRules(Mutex::new(std::collections::HashMap::new())))
+}
+
+impl ShownRules {
+    fn get(&self, k: &(String, String)) -> Option<u8> {
+        let m = self.0.lock().ok()?;
+        m.get(k)
+            .filter(|(_, at)| at.elapsed() < SHOWN_FOR)
+            .map(|(n, _)| *n)
+    }
+
+    fn put(&self, k: (String, String), n: u8) {
+        if let Ok(mut m) = self.0.lock() {
+            // Bounded by the fleet's guards times its categories; expired rows go first.
+            m.retain(|_, (_, at)| at.elapsed() < SHOWN_FOR);
+            m.insert(k, (n, std::time::Instant::now()));
+        }
+    }
 }
 
 /// Adds `approvals` (the accounts that approved so far) to the pending entries of a list
