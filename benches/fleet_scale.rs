@@ -8,11 +8,9 @@
 
 use sanctum_test_support as support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use support::postgres::Postgres;
-use support::web::{Login, Web};
+use support::web::{Events, Login, Web};
 
 /// Request -> card samples per pending level.
 const N: usize = 100;
@@ -24,40 +22,14 @@ fn guard(pg: &Postgres, name: &str) -> Web {
     Web::start_configured(600_000, &store, &[], "http")
 }
 
-/// Reads SSE events until one `added` event names `req_id`.
-fn wait_added(s: &mut TcpStream, buf: &mut String, req_id: &str) -> serde_json::Value {
-    let needle = format!("\"requestId\":\"{req_id}\"");
-    loop {
-        while let Some(end) = buf.find("\n\n") {
-            let ev: String = buf.drain(..end + 2).collect();
-            if ev.contains("event: added") && ev.contains(&needle) {
-                let data = ev
-                    .lines()
-                    .find_map(|l| l.strip_prefix("data: "))
-                    .expect("data line");
-                return serde_json::from_str(data).expect("event json");
-            }
-        }
-        let mut chunk = [0u8; 16384];
-        let n = s.read(&mut chunk).expect("sse read");
-        assert!(n > 0, "event stream closed");
-        buf.push_str(&String::from_utf8_lossy(&chunk[..n]));
-    }
+/// The `added` event of request `req_id` on the page's stream.
+fn wait_added(s: &mut Events, req_id: &str) -> serde_json::Value {
+    s.next(
+        "added",
+        &format!("\"requestId\":\"{req_id}\""),
+        Duration::from_secs(10),
+    )
 }
-
-fn events(w: &Web, me: &Login) -> TcpStream {
-    let mut sse = TcpStream::connect(("127.0.0.1", w.port)).expect("connect");
-    sse.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let req = format!(
-        "GET /api/events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n\r\n",
-        w.host(),
-        me.cookie
-    );
-    sse.write_all(req.as_bytes()).expect("write");
-    sse
-}
-
 /// Tops the shared table up to `n` pending rows of a guard that is not running (copies of
 /// `model`'s row): the load every query and poll of the fleet sees.
 fn fill(pg: &Postgres, model: &str, n: i64) {
@@ -97,11 +69,10 @@ fn main() {
         .collect();
     let logins: Vec<Login> = fleet.iter().map(Web::login).collect();
     let (a, b) = (&fleet[0], &fleet[1]);
-    let mut sse = events(b, &logins[1]);
-    let mut buf = String::new();
+    let mut sse = b.event_stream(&logins[1]);
     // One real request: the model of the filler rows.
     let first = a.ask("model", "touch /tmp/sg-fleet-bench-model");
-    let model = wait_added(&mut sse, &mut buf, "model");
+    let model = wait_added(&mut sse, "model");
     let model_id = model["id"].as_str().unwrap().to_owned();
 
     // Decisions per second: each guard's reviewer decides its own share of filler rows.
@@ -153,7 +124,7 @@ fn main() {
             let id = format!("bench-{pending}-{i}");
             let t0 = Instant::now();
             let asker = a.ask(&id, &format!("touch /tmp/sg-fleet-bench-{i}"));
-            let ev = wait_added(&mut sse, &mut buf, &id);
+            let ev = wait_added(&mut sse, &id);
             if i > 0 {
                 lat.push(t0.elapsed());
             }

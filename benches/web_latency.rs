@@ -7,34 +7,19 @@
 
 use sanctum_test_support as support;
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use support::web::Web;
+use support::web::{Events, Web};
 
 const N: usize = 200;
 
-/// Reads SSE events until one `added` event names `req_id`.
-fn wait_added(s: &mut TcpStream, buf: &mut String, req_id: &str) -> serde_json::Value {
-    let needle = format!("\"requestId\":\"{req_id}\"");
-    loop {
-        while let Some(end) = buf.find("\n\n") {
-            let ev: String = buf.drain(..end + 2).collect();
-            if ev.contains("event: added") && ev.contains(&needle) {
-                let data = ev
-                    .lines()
-                    .find_map(|l| l.strip_prefix("data: "))
-                    .expect("data line");
-                return serde_json::from_str(data).expect("event json");
-            }
-        }
-        let mut chunk = [0u8; 16384];
-        let n = s.read(&mut chunk).expect("sse read");
-        assert!(n > 0, "event stream closed");
-        buf.push_str(&String::from_utf8_lossy(&chunk[..n]));
-    }
+/// The `added` event of request `req_id` on the page's stream.
+fn wait_added(s: &mut Events, req_id: &str) -> serde_json::Value {
+    s.next(
+        "added",
+        &format!("\"requestId\":\"{req_id}\""),
+        Duration::from_secs(10),
+    )
 }
-
 fn main() {
     if let Err(why) = support::tools::cache_ready() {
         println!("web_latency: skipped: {why}");
@@ -42,23 +27,14 @@ fn main() {
     }
     let w = Web::start(15_000);
     let me = w.login();
-    let mut sse = TcpStream::connect(("127.0.0.1", w.port)).expect("connect");
-    sse.set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let req = format!(
-        "GET /api/events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n\r\n",
-        w.host(),
-        me.cookie
-    );
-    sse.write_all(req.as_bytes()).expect("write");
-    let mut buf = String::new();
+    let mut sse = w.event_stream(&me);
     // Warm up once (first SQLite writes, first page of the audit log).
     let mut lat = Vec::with_capacity(N);
     for i in 0..=N {
         let id = format!("bench-{i}");
         let t0 = Instant::now();
         let asker = w.ask(&id, &format!("touch /tmp/sg-web-bench-{i}"));
-        let ev = wait_added(&mut sse, &mut buf, &id);
+        let ev = wait_added(&mut sse, &id);
         let dt = t0.elapsed();
         if i > 0 {
             lat.push(dt);

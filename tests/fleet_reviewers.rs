@@ -15,7 +15,7 @@ use std::time::Duration;
 use support::postgres::Postgres;
 use support::reviewers::token;
 use support::socket::first_json;
-use support::web::{next_event, Login, Web};
+use support::web::{Login, Web};
 
 fn guard(pg: &Postgres, name: &str, policy: &std::path::Path) -> Web {
     let store = format!("[store]\nurl = \"{}\"\nguard_id = \"{name}\"\n", pg.url());
@@ -224,7 +224,7 @@ fn a_lenient_guards_page_counts_the_strict_owners_rule() {
     // page and B's list), and alice's vote is one of two.
     let mut page = b.event_stream(&alice);
     let asked = a.ask("fs-1", "touch /tmp/sg-fs-1");
-    let arrival = next_event(&mut page, "added", "fs-1", Duration::from_secs(20));
+    let arrival = page.next("added", "fs-1", Duration::from_secs(20));
     assert_eq!(arrival["approvalsRequired"], 2, "{arrival}");
     let e = b.wait_pending(&alice, "fs-1");
     assert_eq!(e["approvalsRequired"], 2, "{e}");

@@ -11,12 +11,11 @@
 
 use sanctum_test_support as support;
 
-use std::io::Read;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 use support::postgres::Postgres;
 use support::reviewers::token;
-use support::web::{Login, Web};
+use support::web::{Events, Login, Web};
 
 fn guard(pg: &Postgres, name: &str) -> Web {
     let store = format!("[store]\nurl = \"{}\"\nguard_id = \"{name}\"\n", pg.url());
@@ -36,21 +35,10 @@ fn link(w: &Web, name: &str) -> String {
 }
 
 /// How long until `s` says `signed-out` (panics after `within`).
-fn signed_out_within(s: &mut std::net::TcpStream, within: Duration) -> Duration {
+fn signed_out_within(s: &mut Events, within: Duration) -> Duration {
     let t = Instant::now();
-    let mut seen = String::new();
-    let mut buf = [0u8; 1024];
-    while t.elapsed() < within {
-        match s.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),
-            Err(_) => {}
-        }
-        if seen.contains("event: signed-out") {
-            return t.elapsed();
-        }
-    }
-    panic!("no signed-out within {within:?}: {seen}");
+    s.next("signed-out", "", within);
+    t.elapsed()
 }
 
 fn session_status(w: &Web, who: &Login) -> u16 {

@@ -170,8 +170,8 @@ impl Web {
     }
 
     /// Opens the page's event stream (`/api/events`) as `who`; returns it once the guard has
-    /// answered 200 (read it with [`next_event`]).
-    pub fn event_stream(&self, who: &Login) -> TcpStream {
+    /// answered 200.
+    pub fn event_stream(&self, who: &Login) -> Events {
         let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         let req = format!(
             "GET /api/events HTTP/1.1\r\nHost: {}\r\nCookie: {}\r\n\r\n",
@@ -179,12 +179,25 @@ impl Web {
             who.cookie
         );
         s.write_all(req.as_bytes()).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
-        let mut buf = [0u8; 512];
-        let n = s.read(&mut buf).unwrap();
-        let head = String::from_utf8_lossy(&buf[..n]);
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut ev = Events {
+            s,
+            buf: String::new(),
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let head = loop {
+            if let Some(end) = ev.buf.find("\r\n\r\n") {
+                break ev.buf.drain(..end + 4).collect::<String>();
+            }
+            assert!(
+                Instant::now() < deadline && ev.fill(),
+                "no answer to /api/events: {}",
+                ev.buf
+            );
+        };
         assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-        s
+        ev
     }
 
     /// Where serve writes the one-time login link.
@@ -491,39 +504,57 @@ fn dechunk(mut s: &str) -> String {
     out
 }
 
-/// The data of the first `event: name` frame on `s` whose data contains `needle` (panics
-/// after `within`, with what the stream said).
-pub fn next_event(
-    s: &mut TcpStream,
-    name: &str,
-    needle: &str,
-    within: Duration,
-) -> serde_json::Value {
-    let t = Instant::now();
-    let mut seen = String::new();
-    let mut buf = [0u8; 4096];
-    let head = format!("event: {name}\n");
-    while t.elapsed() < within {
-        if let Ok(n) = s.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-        for frame in seen.split("\n\n") {
-            let Some(rest) = frame.split_once(&head).map(|(_, r)| r) else {
-                continue;
-            };
-            let data: String = rest
-                .lines()
-                .filter_map(|l| l.strip_prefix("data: "))
-                .collect();
-            if data.contains(needle) {
-                if let Ok(v) = serde_json::from_str(&data) {
-                    return v;
+/// A page's event stream, read frame by frame (what a frame holds is consumed with it).
+pub struct Events {
+    s: TcpStream,
+    buf: String,
+}
+
+impl Events {
+    /// The data of the next `event: name` frame whose data contains `needle`; frames before
+    /// it are skipped. Panics after `within`, with what the stream said, or when it closes.
+    pub fn next(&mut self, name: &str, needle: &str, within: Duration) -> serde_json::Value {
+        let deadline = Instant::now() + within;
+        let head = format!("event: {name}\n");
+        let mut seen = String::new();
+        loop {
+            while let Some(end) = self.buf.find("\n\n") {
+                let frame: String = self.buf.drain(..end + 2).collect();
+                let data: String = frame
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data: "))
+                    .collect();
+                if frame.contains(&head) && data.contains(needle) {
+                    return serde_json::from_str(&data).expect("event data is JSON");
                 }
+                seen.push_str(&frame);
             }
+            assert!(
+                Instant::now() < deadline && self.fill(),
+                "no `{name}` event with {needle} within {within:?}: {seen}{}",
+                self.buf
+            );
         }
     }
-    panic!("no `{name}` event with {needle} within {within:?}: {seen}");
+
+    /// Reads what has arrived (waits up to the socket's read timeout); false once closed.
+    fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 16384];
+        match self.s.read(&mut chunk) {
+            Ok(0) => false,
+            Ok(n) => {
+                self.buf.push_str(&String::from_utf8_lossy(&chunk[..n]));
+                true
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                true
+            }
+            Err(e) => panic!("event stream: {e}"),
+        }
+    }
 }
