@@ -251,3 +251,35 @@ async fn the_guards_own_files_from_its_configuration_are_unreadable() {
         assert!(o.success, "{profile}: the workspace stays readable: {o:?}");
     }
 }
+
+/// A limit whose siblings are many (a busy `/tmp`, a large workspace) is granted sibling by
+/// sibling; the walk must not hold a descriptor per sibling, or a process with the common
+/// soft limit of 1024 descriptors cannot build the ruleset and every run fails (CI did).
+#[test]
+fn a_limit_among_thousands_of_siblings_builds_under_a_low_descriptor_limit() {
+    let ws = Ws::new();
+    for i in 0..3000 {
+        std::fs::write(ws.path().join(format!("f{i}")), "ok").unwrap();
+    }
+    std::fs::write(ws.path().join(".env"), SECRET).unwrap();
+    let sandbox = |script: &str| {
+        std::process::Command::new("prlimit")
+            .arg("--nofile=256:256")
+            .arg(guard_bin())
+            .args(["sandbox", "--workspace", ws.path().to_str().unwrap()])
+            .args(["--", "/bin/sh", "-c", script])
+            .current_dir(ws.path())
+            .output()
+            .expect("prlimit (util-linux) is required")
+    };
+    let o = sandbox("cat f2999");
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout) == "ok",
+        "{o:?}"
+    );
+    let o = sandbox("cat .env");
+    assert!(
+        !o.status.success() && !String::from_utf8_lossy(&o.stdout).contains(SECRET),
+        "{o:?}"
+    );
+}

@@ -106,12 +106,49 @@ fn grant<'a>(
     Ok(None)
 }
 
-/// The result of a walk: grants, and every directory whose children were listed (with its
-/// identity and timestamps, so a cached ruleset can tell when a listing went stale).
-#[derive(Default)]
+/// How many opened paths a walk holds before it hands them to the ruleset and closes them.
+/// A walk can grant thousands of siblings (a busy `/tmp`), and holding one descriptor each
+/// ran a process with the common soft limit of 1024 out of them (EMFILE), which failed every
+/// run.
+const FLUSH_AT: usize = 64;
+
+/// The state of a walk: the ruleset being filled, the grants not yet added to it (the last
+/// one may still be narrowed or dropped), and every directory whose children were listed
+/// (with its identity and timestamps, so a cached ruleset can tell when a listing went stale).
 struct Walk {
+    ruleset: Option<landlock::RulesetCreated>,
     grants: Grants,
     walked: Vec<(PathBuf, Stamp)>,
+}
+
+impl Walk {
+    fn new(ruleset: landlock::RulesetCreated) -> Self {
+        Walk {
+            ruleset: Some(ruleset),
+            grants: Vec::new(),
+            walked: Vec::new(),
+        }
+    }
+
+    /// Adds the pending grants to the ruleset, closing their descriptors; only called when
+    /// none of them can change any more.
+    fn flush(&mut self) -> Result<(), SandboxError> {
+        let created = self
+            .ruleset
+            .take()
+            .ok_or_else(|| ll_err("ruleset lost by an earlier error"))?;
+        self.ruleset = Some(add_grants(created, std::mem::take(&mut self.grants))?);
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<(OwnedFd, Vec<(PathBuf, Stamp)>), SandboxError> {
+        self.flush()?;
+        let created = self
+            .ruleset
+            .take()
+            .ok_or_else(|| ll_err("ruleset lost by an earlier error"))?;
+        Ok((into_fd(created)?, self.walked))
+    }
 }
 
 /// A path whose rights are capped: protected paths keep read rights only, deny-read paths
@@ -155,6 +192,10 @@ fn grant_limited(
     abi: ABI,
     out: &mut Walk,
 ) -> Result<(), SandboxError> {
+    // Every grant queued by an earlier call is final by now.
+    if out.grants.len() >= FLUSH_AT {
+        out.flush()?;
+    }
     let mut rights = rights;
     for (p, mask) in limits {
         if p == root {
@@ -304,10 +345,10 @@ fn build_limits(
 ) -> Result<(OwnedFd, Vec<(PathBuf, Stamp)>), SandboxError> {
     let fs = AccessFs::from_all(abi);
     let created = new_ruleset(level, fs, BitFlags::empty(), BitFlags::empty())?;
-    let mut walk = Walk::default();
+    let mut walk = Walk::new(created);
     let ctx = (limits, linked, ws);
     grant_limited(Path::new("/"), None, fs, ctx, abi, &mut walk)?;
-    Ok((into_fd(add_grants(created, walk.grants)?)?, walk.walked))
+    walk.finish()
 }
 
 /// What this kernel's Landlock can handle, and whether a missing right is an error.

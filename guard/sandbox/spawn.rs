@@ -29,38 +29,32 @@ const MIB: u64 = 1024 * 1024;
 
 /// The rlimits of a run; `nproc` replaces the profile's RLIMIT_NPROC when the process cap
 /// falls back to it (`resources`). With a tmp size, no one file may exceed it either.
+/// Each is at most the guard's own hard limit: a run may not raise one (setrlimit would fail
+/// with EPERM and the run with it, as under `prlimit --nofile=256`), and lower is tighter.
 fn rlimits(p: &ResolvedProfile, nproc: Option<u64>) -> Vec<Rlimit> {
+    use nix::sys::resource::{getrlimit, Resource};
     let l = &p.limits;
     let fsize = match l.tmp_mb {
         0 => l.file_size_mb,
         t => l.file_size_mb.min(t),
     };
-    vec![
-        Rlimit {
-            resource: libc::RLIMIT_NPROC,
-            value: nproc.unwrap_or(l.nproc),
-        },
-        Rlimit {
-            resource: libc::RLIMIT_AS,
-            value: l.address_space_mb.saturating_mul(MIB),
-        },
-        Rlimit {
-            resource: libc::RLIMIT_FSIZE,
-            value: fsize.saturating_mul(MIB),
-        },
-        Rlimit {
-            resource: libc::RLIMIT_CPU,
-            value: l.cpu_secs,
-        },
-        Rlimit {
-            resource: libc::RLIMIT_NOFILE,
-            value: l.nofile,
-        },
-        Rlimit {
-            resource: libc::RLIMIT_CORE,
-            value: 0,
-        },
+    [
+        (Resource::RLIMIT_NPROC, nproc.unwrap_or(l.nproc)),
+        (Resource::RLIMIT_AS, l.address_space_mb.saturating_mul(MIB)),
+        (Resource::RLIMIT_FSIZE, fsize.saturating_mul(MIB)),
+        (Resource::RLIMIT_CPU, l.cpu_secs),
+        (Resource::RLIMIT_NOFILE, l.nofile),
+        (Resource::RLIMIT_CORE, 0),
     ]
+    .into_iter()
+    .map(|(resource, value)| Rlimit {
+        resource: resource as libc::__rlimit_resource_t,
+        value: match getrlimit(resource) {
+            Ok((_, hard)) => value.min(hard),
+            Err(_) => value,
+        },
+    })
+    .collect()
 }
 
 /// Builds everything the child needs; fails (nothing runs) if the kernel lacks a feature the
