@@ -68,6 +68,43 @@ fn a_lowered_descriptor_limit_is_survived_and_reported() {
     audit_with(&w, &["\"kind\":\"guard-limit\"", "EMFILE"]);
 }
 
+/// Started with the common soft limit far below the hard one, `serve` raises its own soft
+/// limit: a flood of connections then meets the hard limit, not 1024.
+#[test]
+fn serve_raises_its_soft_descriptor_limit_to_the_hard_one() {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    use std::os::unix::process::CommandExt;
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    assert!(
+        hard > 256,
+        "this test needs a hard limit above 256, not {hard}"
+    );
+    let w = World::new(NEW, TOKEN, &[]);
+    let mut cmd = Serve::command(&w, &[]);
+    // SAFETY: setrlimit is async-signal-safe and touches only the child.
+    #[allow(unsafe_code)]
+    unsafe {
+        cmd.pre_exec(move || {
+            setrlimit(Resource::RLIMIT_NOFILE, 256, hard).map_err(std::io::Error::from)
+        });
+    }
+    let mut serve = Serve::start_command(&w, cmd);
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", serve.pid())).unwrap();
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    let nums: Vec<&str> = line.split_whitespace().skip(3).take(2).collect();
+    assert_eq!(nums, [hard.to_string(), hard.to_string()], "{line}");
+    assert!(
+        serve.log().contains(&format!("nofile {hard}/{hard}")),
+        "{}",
+        serve.log()
+    );
+    assert_eq!(decision(&w, "raised"), "allow-once");
+    assert!(serve.alive());
+}
+
 #[test]
 fn a_lowered_file_size_limit_fails_closed_instead_of_killing_the_guard() {
     let w = World::new(NEW, TOKEN, &[]);

@@ -187,11 +187,18 @@ impl Serve {
 
     /// Starts `serve` (log level info) and waits until it serves on the world's socket.
     pub fn start(w: &World, extra_env: &[(&str, &str)], extra_args: &[&str]) -> Serve {
-        let stderr_path = w.tmp.path().join(format!("serve-{}.log", now_ms()));
         let mut cmd = Self::command(w, extra_args);
-        cmd.env("SANCTUM_LOG", "info");
         for (k, v) in extra_env {
             cmd.env(k, v);
+        }
+        Self::start_command(w, cmd)
+    }
+
+    /// Starts `cmd` (from [`Serve::command`], changed by the test) and waits until it serves.
+    pub fn start_command(w: &World, mut cmd: Command) -> Serve {
+        let stderr_path = w.tmp.path().join(format!("serve-{}.log", now_ms()));
+        if !cmd.get_envs().any(|(k, _)| k == "SANCTUM_LOG") {
+            cmd.env("SANCTUM_LOG", "info");
         }
         let (child, _copier) = Self::spawn(cmd, &stderr_path);
         let s = Serve { child, stderr_path };
