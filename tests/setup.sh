@@ -2,7 +2,10 @@
 # Installs everything the test suite needs, idempotently. Debian packages go to the system;
 # Node 24 and OpenClaw go under .cache/ in this checkout, or $SANCTUM_TEST_CACHE (nothing else
 # is cached outside it). One line per step with its duration.
-# Usage: tests/setup.sh        (as root, or with sudo for apt-get)
+# Usage: tests/setup.sh              (as root, or with sudo for apt-get)
+#        tests/setup.sh build-tools  only what `cargo build` itself needs (perl and make for
+#                                    the vendored OpenSSL): tests/run installs the rest
+#                                    beside the compile
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -115,6 +118,11 @@ kubernetes_validate() {
   fi
 }
 
+if [ "${1:-}" = build-tools ]; then
+  APT_PACKAGES="perl make"
+  step "build tools" apt_packages
+  exit 0
+fi
 step "debian packages" apt_packages
 step "podman runtime (runc)" podman_runtime
 mkdir -p "$CACHE"
