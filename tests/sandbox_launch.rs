@@ -6,6 +6,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 // Raw signal and process calls on the test process itself: the sandbox is under test.
 #![allow(unsafe_code)]
+// `SPAWNING` serialises whole tests, each on its own thread and runtime: held across their
+// awaits on purpose, it blocks no other task of the same runtime.
+#![allow(clippy::await_holding_lock)]
 
 use sanctum_guard::sandbox::{
     builtin_profiles, prepare, run, ChildStdio, RunSpec, SandboxError, SpawnError,
@@ -32,6 +35,7 @@ fn sig_field(status: &str, key: &str) -> u64 {
 
 #[tokio::test(flavor = "current_thread")]
 async fn command_starts_with_no_blocked_signals_and_default_sigpipe() {
+    let _serial = spawning();
     let ws = Ws::new();
     // Block SIGUSR1 on this (the spawning) thread; the Rust runtime already ignores SIGPIPE.
     // SAFETY: sigset_t is plain data; pthread_sigmask changes this thread's mask only.
@@ -55,6 +59,7 @@ async fn command_starts_with_no_blocked_signals_and_default_sigpipe() {
 
 #[tokio::test]
 async fn failures_are_told_apart() {
+    let _serial = spawning();
     let ws = Ws::new();
     // Found through the child's PATH, as execvp would.
     let o = run(spec(&ws, &["true"])).await.unwrap();
@@ -91,31 +96,43 @@ async fn failures_are_told_apart() {
 
 static HANDLER_RAN: AtomicBool = AtomicBool::new(false);
 
+/// Held by every test that spawns: the storm below signals every child of the process (the
+/// runs are the spawner thread's children, whichever test asked), which must be its own.
+static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn spawning() -> std::sync::MutexGuard<'static, ()> {
+    SPAWNING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 extern "C" fn on_usr1(_: libc::c_int) {
     HANDLER_RAN.store(true, Ordering::SeqCst);
 }
 
 /// The child runs on the guard's memory until it execs, so one of the guard's signal
 /// handlers running there would act for the guard (tokio's would report a signal the guard
-/// never got). A thread fires SIGUSR1 at every child of the spawning thread as soon as it
-/// appears; the guard's handler must never run, in the child or anywhere.
+/// never got). A thread fires SIGUSR1 at every child of the process's threads (the runs are
+/// cloned by a spawner thread) as soon as it appears; the guard's handler must never run, in
+/// the child or anywhere.
 #[test]
 fn guard_signal_handlers_never_run_in_the_child() {
+    let _serial = spawning();
     let ws = Ws::new();
     let profile = builtin_profiles()["read-only"].resolve(ws.path()).unwrap();
     let prepared = prepare(&profile).unwrap();
     // SAFETY: installs an async-signal-safe handler (one atomic store) for SIGUSR1.
     unsafe { libc::signal(libc::SIGUSR1, on_usr1 as *const () as libc::sighandler_t) };
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
     let stop = Arc::new(AtomicBool::new(false));
     let hits = Arc::new(AtomicUsize::new(0));
     let sender = {
         let (stop, hits) = (Arc::clone(&stop), Arc::clone(&hits));
         std::thread::spawn(move || {
-            let path = format!("/proc/self/task/{tid}/children");
             while !stop.load(Ordering::Relaxed) {
-                let list = std::fs::read_to_string(&path).unwrap_or_default();
+                let mut list = String::new();
+                for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+                    let children = task.path().join("children");
+                    list += &std::fs::read_to_string(children).unwrap_or_default();
+                    list.push(' ');
+                }
                 for pid in list.split_whitespace().filter_map(|p| p.parse().ok()) {
                     // SAFETY: kill(2) with a pid and a signal number.
                     if unsafe { libc::kill(pid, libc::SIGUSR1) } == 0 {
@@ -179,6 +196,7 @@ fn children_named(comm: &str) -> Vec<i32> {
 
 #[tokio::test]
 async fn abandoned_command_is_killed_and_reaped() {
+    let _serial = spawning();
     let ws = Ws::new();
     // Copied under a name no other test uses, so the check below sees only this command.
     let sleeper = ws.path().join("sleep-abandon");

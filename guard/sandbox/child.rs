@@ -20,7 +20,9 @@ pub struct ChildPlan {
     pub landlock: Option<std::sync::Arc<OwnedFd>>,
     /// The cached layer capping deny_read and protected paths (shared between spawns).
     pub landlock_limits: Option<std::sync::Arc<OwnedFd>>,
-    pub bpf: std::sync::Arc<Vec<libc::sock_filter>>,
+    /// The run's seccomp filter (None in degraded mode without seccomp). The child inherits
+    /// its head from the spawner thread and attaches only its tail.
+    pub seccomp: Option<std::sync::Arc<super::seccomp::Filter>>,
     pub rlimits: Vec<Rlimit>,
     pub drop_bounding: bool,
     /// Highest capability number of this kernel (/proc/sys/kernel/cap_last_cap).
@@ -147,7 +149,8 @@ impl ChildPlan {
     /// Applies the plan to the calling process, one step per line, in an order that matters:
     /// the session and parent-death signal first (nothing may outlive the guard), limits and
     /// fd hygiene, then capabilities, no_new_privs (which Landlock and seccomp need when
-    /// unprivileged), Landlock, and seccomp last (it may forbid the calls before it).
+    /// unprivileged), Landlock, and the seccomp tail last (it denies `setsid`, called first; the
+    /// filter's head is already in force from the spawner thread, see `seccomp::Filter`).
     ///
     /// # Safety
     /// Call only in a child between clone and exec; it changes process-wide state.
@@ -209,9 +212,11 @@ impl ChildPlan {
                 rlim_cur: r.value,
                 rlim_max: r.value,
             };
+            // setrlimit(2) itself, not glibc's wrapper: that calls prlimit64, which the
+            // filter head this child already carries denies (it could reach other processes).
             // SAFETY: `lim` lives on this stack frame for the call.
-            let rc = unsafe { libc::setrlimit(r.resource, &lim) };
-            check(rc.into(), Stage::Rlimits)?;
+            let rc = unsafe { libc::syscall(libc::SYS_setrlimit, r.resource, &lim) };
+            check(rc, Stage::Rlimits)?;
         }
         Ok(())
     }
@@ -346,14 +351,14 @@ impl ChildPlan {
     /// As [`ChildPlan::apply`].
     #[inline(always)]
     unsafe fn install_seccomp(&self) -> Result<(), Failure> {
-        if self.bpf.is_empty() {
+        let Some(filter) = &self.seccomp else {
             return Ok(());
-        }
-        let prog = libc::sock_fprog {
-            len: self.bpf.len() as u16,
-            filter: self.bpf.as_ptr() as *mut libc::sock_filter,
         };
-        // SAFETY: `prog` points into `self.bpf`, which the parent keeps alive and unchanged
+        let prog = libc::sock_fprog {
+            len: filter.tail.len() as u16,
+            filter: filter.tail.as_ptr() as *mut libc::sock_filter,
+        };
+        // SAFETY: `prog` points into the tail, which the parent keeps alive and unchanged
         // until the child has exec'd; the kernel copies the program.
         check(
             unsafe {

@@ -3,14 +3,17 @@
 //!
 //! Why not fork: a fork copies the guard's page tables and marks its memory copy-on-write,
 //! about 0.1 ms here, only for the child to throw them away at exec. A CLONE_VM child runs on
-//! the parent's memory instead, with its own stack (a buffer in the parent's frame; the
-//! calling thread is suspended until the child execs or exits), its own fd table,
+//! the parent's memory instead, with its own stack (a buffer in the launching frame; the
+//! cloning thread is suspended until the child execs or exits), its own fd table,
 //! credentials, signal handlers and rlimits. The rules that makes necessary:
 //! - everything the child reads is built before the clone ([`ExecArgs`], the plan);
 //! - the child writes no memory but its stack and the [`Report`] atomics;
 //! - all signals are blocked around the clone, and the child resets every handler to the
 //!   default before unblocking, so no handler of the guard ever runs in the child;
 //! - the child never returns: it execs or `_exit`s.
+//!
+//! With a seccomp filter the clone itself runs on the filter's spawner thread (`spawner`),
+//! which already carries the filter's head: the child inherits it instead of compiling it.
 
 use super::child::{self, ChildPlan, Failure, Stage};
 use super::process::ConfinedChild;
@@ -241,27 +244,15 @@ pub fn launch(
     // initial stack pointer of a stack that grows down.
     let stack_top = unsafe { stack.0.as_mut_ptr().add(stack.0.len()) };
     let mut pidfd: libc::c_int = -1;
-    // SAFETY: sigset_t is plain data, valid when zeroed.
-    let mut old_mask: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: sigset_t is plain data, valid when zeroed.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: sigfillset and pthread_sigmask write only the sets passed. `child_main` honours
-    // the CLONE_VM rules of the module doc; `args`, `stack` and `pidfd` outlive the child's
-    // use of them because CLONE_VFORK suspends this thread until the child has exec'd or
-    // exited. The mask is restored whatever clone returned.
-    let (pid, clone_err) = unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old_mask);
-        let pid = libc::clone(
-            child_main,
-            stack_top.cast(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
-            (&args as *const ChildArgs).cast_mut().cast(),
-            &mut pidfd as *mut libc::c_int,
-        );
-        let clone_err = std::io::Error::last_os_error();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old_mask, std::ptr::null_mut());
-        (pid, clone_err)
+    let target = CloneTarget {
+        args: &args,
+        stack_top: stack_top.cast(),
+        pidfd: &mut pidfd,
+    };
+    // With a filter, the clone runs on the thread that carries its head (`spawner`).
+    let (pid, clone_err) = match &plan.seccomp {
+        Some(filter) => super::spawner::run_on(&filter.head, move || target.clone_child())?,
+        None => target.clone_child(),
     };
     if pid < 0 {
         return Err(SandboxError::Io(std::io::Error::new(
@@ -287,6 +278,48 @@ pub fn launch(
         },
         &exec.cwd,
     ))
+}
+
+/// Where the child starts, in the launching thread's frame (see [`CloneTarget::clone_child`]).
+struct CloneTarget<'a> {
+    args: &'a ChildArgs<'a>,
+    stack_top: *mut libc::c_void,
+    pidfd: &'a mut libc::c_int,
+}
+
+// SAFETY: a `CloneTarget` is used on one thread at a time: built by `launch`, moved to a
+// spawner thread and used there while `launch` waits for it (`spawner::run_on`). The child
+// reads `args` and writes only its `Report` atomics and its own stack.
+unsafe impl Send for CloneTarget<'_> {}
+
+impl CloneTarget<'_> {
+    /// The clone itself, with every signal blocked around it, on the calling thread (whose
+    /// seccomp filter the child inherits). Returns the pid (negative on failure) and errno.
+    fn clone_child(self) -> (libc::c_int, std::io::Error) {
+        // SAFETY: sigset_t is plain data, valid when zeroed.
+        let mut old_mask: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: sigset_t is plain data, valid when zeroed.
+        let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: sigfillset and pthread_sigmask write only the sets passed. `child_main`
+        // honours the CLONE_VM rules of the module doc; `args`, the stack and `pidfd` outlive
+        // the child's use of them because CLONE_VFORK suspends this thread until the child
+        // has exec'd or exited, and `launch` waits for this thread. The mask is restored
+        // whatever clone returned.
+        unsafe {
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old_mask);
+            let pid = libc::clone(
+                child_main,
+                self.stack_top,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+                (self.args as *const ChildArgs).cast_mut().cast(),
+                self.pidfd as *mut libc::c_int,
+            );
+            let clone_err = std::io::Error::last_os_error();
+            libc::pthread_sigmask(libc::SIG_SETMASK, &old_mask, std::ptr::null_mut());
+            (pid, clone_err)
+        }
+    }
 }
 
 fn failure(f: Failure, cwd: &CString) -> SpawnError {

@@ -23,6 +23,7 @@ pub mod resources;
 pub mod run;
 pub mod seccomp;
 pub mod spawn;
+mod spawner;
 pub mod status;
 pub mod tmpdir;
 pub mod trace;

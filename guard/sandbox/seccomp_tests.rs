@@ -160,9 +160,63 @@ fn every_json_part_compiles_for_both_profiles() {
         for net in [NetworkSpec::None, NetworkSpec::Ports(vec![443])] {
             p.network = net;
             let prog = build(&p).unwrap();
-            assert!(prog.len() > 100, "{name}: {} insns", prog.len());
+            assert!(prog.head.len() > 100, "{name}: {} insns", prog.head.len());
+            assert!(prog.tail.len() < 10, "{name}: {} insns", prog.tail.len());
             let ro = parts(&p).contains(&"metadata-read-only");
             assert_eq!(ro, name != "workspace-write", "{name}");
+        }
+    }
+}
+
+/// What the kernel answers with several filters attached: the strictest action (by the
+/// action bits read as signed, so KILL_PROCESS comes first).
+fn stacked(progs: &[&[libc::sock_filter]], nr: u32, args: [u64; 6]) -> u32 {
+    progs
+        .iter()
+        .map(|p| eval(p, nr, args))
+        .min_by_key(|r| (r & 0xffff_0000) as i32)
+        .unwrap()
+}
+
+/// The head a spawner thread holds and the tail each child adds answer every syscall as the
+/// whole filter does, and the head alone lets the child take its own session.
+#[test]
+fn head_and_tail_together_answer_as_the_whole_filter() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, spec) in builtin_profiles() {
+        let mut p = spec.resolve(dir.path()).unwrap();
+        for net in [NetworkSpec::None, NetworkSpec::Ports(vec![443])] {
+            p.network = net;
+            let whole = compile(&parts(&p)).unwrap();
+            let split = build(&p).unwrap();
+            let sample = [
+                1023,
+                1024,
+                X32_SYSCALL_BIT - 1,
+                X32_SYSCALL_BIT,
+                X32_SYSCALL_BIT + 112,
+                u32::MAX,
+            ];
+            for nr in (0..520).chain(sample) {
+                for a0 in ARGS {
+                    for a1 in [0, 6, 0x2000_0000, u64::MAX] {
+                        let args = [a0, a1, a0, a1, a0, a1];
+                        assert_eq!(
+                            stacked(&[&split.head, &split.tail], nr, args),
+                            eval(&whole, nr, args),
+                            "{name}: nr {nr} args {args:?}"
+                        );
+                    }
+                }
+            }
+            let setsid = libc::SYS_setsid as u32;
+            assert_eq!(eval(&split.head, setsid, [0; 6]), RET_ALLOW, "{name}");
+            assert_eq!(eval(&whole, setsid, [0; 6]), RET_ERRNO | 1, "{name}");
+            // The child's own limits go through setrlimit(2); prlimit64 stays denied.
+            assert_eq!(
+                eval(&split.head, libc::SYS_setrlimit as u32, [0; 6]),
+                RET_ALLOW
+            );
         }
     }
 }

@@ -67,11 +67,11 @@ pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
         None => (None, None),
     };
     let mut missing = ll.missing.clone();
-    let (bpf, seccomp_on) = if kernel::seccomp_available() {
-        (seccomp::build(profile)?, true)
+    let (filter, seccomp_on) = if kernel::seccomp_available() {
+        (Some(seccomp::build(profile)?), true)
     } else if profile.allow_degraded {
         missing.push("seccomp".into());
-        (Arc::new(Vec::new()), false)
+        (None, false)
     } else {
         return Err(SandboxError::Unsupported {
             missing: "seccomp filters".into(),
@@ -122,7 +122,7 @@ pub fn prepare(profile: &ResolvedProfile) -> Result<Prepared, SandboxError> {
     let plan = ChildPlan {
         landlock: base,
         landlock_limits: limits,
-        bpf,
+        seccomp: filter,
         rlimits: rlimits(profile, res.nproc),
         // Nothing to drop when every thread's set is known to be empty (saves 41 reads).
         drop_bounding: drop_bounding && !kernel::bounding_set_empty_everywhere(),
