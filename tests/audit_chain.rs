@@ -306,7 +306,11 @@ fn two_processes_append_one_chain() {
     let children: Vec<_> = (0..2)
         .map(|_| {
             Command::new(std::env::current_exe().unwrap())
-                .args(["--exact", "two_processes_append_one_chain", "--nocapture"])
+                .args([
+                    "--exact",
+                    "audit_chain::two_processes_append_one_chain",
+                    "--nocapture",
+                ])
                 .env("AUDIT_CHILD_WRITER", &path)
                 .spawn()
                 .unwrap()

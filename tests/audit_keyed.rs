@@ -324,7 +324,7 @@ fn processes_racing_to_create_the_key_share_it() {
                 Command::new(std::env::current_exe().unwrap())
                     .args([
                         "--exact",
-                        "processes_racing_to_create_the_key_share_it",
+                        "audit_keyed::processes_racing_to_create_the_key_share_it",
                         "--nocapture",
                     ])
                     .env("AUDIT_KEY_RACER", &path)

@@ -312,8 +312,8 @@ fn a_reused_private_tmp_starts_empty() {
 
 /// The figure for the workspace secret scan: a 100,000-file tree (1,000 directories of 100
 /// files, a few secrets), scanned cold, then re-validated from the cache, and the whole
-/// resolve + prepare of the autonomous profile. `cargo test --test autonomous_containment
-/// -- --ignored --nocapture`.
+/// resolve + prepare of the autonomous profile. `cargo test --test suites --
+/// autonomous_containment::secret_scan_on_100k_files --ignored --nocapture`.
 #[test]
 #[ignore = "a measurement, not a check"]
 fn secret_scan_on_100k_files() {

@@ -193,7 +193,7 @@ fn kill_9_with_pending_requests_expires_them_on_restart() {
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "kill_9_with_pending_requests_expires_them_on_restart",
+            "inbox_process::kill_9_with_pending_requests_expires_them_on_restart",
             "--nocapture",
         ])
         .env("INBOX_CRASH_CHILD", dir.path())

@@ -304,7 +304,7 @@ fn oracle_fresh_set() {
              # name lookup only), names-secret (a secret file among a program's arguments, not read),\n\
              # failed (non-zero exit). Relabel the same commands with SANCTUM_ORACLE_RELABEL_FRESH=1.\n\
              # KIND<TAB>ACCEPT<TAB>COMMAND as in tests/data/attacks; regenerate with\n\
-             # SANCTUM_ORACLE_WRITE_FRESH=1 cargo test --test oracle oracle_fresh_set\n",
+             # SANCTUM_ORACLE_WRITE_FRESH=1 cargo test --test suites -- oracle::oracle_fresh_set\n",
         );
         for cmd in generate(FRESH_SEED, &bases, 500) {
             let l = label_command(&w, &rec, &w.subst(&cmd, port));
@@ -428,7 +428,7 @@ fn fresh_accept(l: support::oracle::Label) -> &'static str {
 }
 
 /// A debugging aid, not a check: prints what the recorder saw for `SANCTUM_ORACLE_SHOW`
-/// (`cargo test --test oracle oracle_show -- --ignored --nocapture`).
+/// (`cargo test --test suites -- oracle::oracle_show --ignored --nocapture`).
 #[test]
 #[ignore = "a debugging aid: set SANCTUM_ORACLE_SHOW"]
 fn oracle_show() {
