@@ -3,8 +3,9 @@
 //! still runs each suite in a process of its own (`suites --exact NAME::…`), so a suite's
 //! process-wide state (its environment, limits, children, signal handlers) stays its own.
 //!
-//! One suite: `cargo test --release --test suites -- NAME::` (a suite whose name ends another's,
-//! e.g. `egress_card` and `web_card`, is told apart by the `::`).
+//! One suite: `cargo test --release --test suites -- NAME::` (the filter is a substring; no
+//! suite's name ends another's, so `NAME::` picks one suite). Not every suite, in one process:
+//! some signal all of their process's children or change its limits.
 
 mod audit_chain;
 mod audit_keyed;

@@ -73,6 +73,9 @@ pub struct Front {
     pending: Pending,
     /// Refused upgrades, counted per peer address and reason.
     refusals: Tally<(IpAddr, &'static str)>,
+    /// Refusals answered (or being answered) but not yet counted: a stop waits for them, so
+    /// every refusal a client was told of is in the audit log.
+    refusing: AtomicUsize,
 }
 
 impl Front {
@@ -91,6 +94,7 @@ impl Front {
             conns: AtomicUsize::new(0),
             pending: Pending::default(),
             refusals: Tally::default(),
+            refusing: AtomicUsize::new(0),
         }
     }
 
@@ -151,12 +155,20 @@ impl Front {
             .map(|_| Slot(&self.conns))
     }
 
-    /// Waits (up to `deadline`) for every client to end: after `shutdown`, each is sent its
-    /// close (1001) by its own task, and a runtime dropped before that would cancel the task
-    /// with the close unsent.
+    /// A refusal in flight, until its slot is dropped (after it is counted).
+    fn refusal(&self) -> Slot<'_> {
+        self.refusing.fetch_add(1, Ordering::Relaxed);
+        Slot(&self.refusing)
+    }
+
+    /// Waits (up to `deadline`) for every client to end and every refusal to be counted:
+    /// after `shutdown`, each client is sent its close (1001) by its own task, and a runtime
+    /// dropped before that would cancel the task with the close unsent (or the count unsaved).
     async fn drained(&self, deadline: Duration) {
         let until = tokio::time::Instant::now() + deadline;
-        while self.conns.load(Ordering::Relaxed) > 0 && tokio::time::Instant::now() < until {
+        let busy =
+            || self.conns.load(Ordering::Relaxed) > 0 || self.refusing.load(Ordering::Relaxed) > 0;
+        while busy() && tokio::time::Instant::now() < until {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
@@ -207,7 +219,8 @@ struct Gate<'a> {
     /// The web-prompt session (its cookie value) the client came in with, if it did.
     session: Option<String>,
     slot: Option<Slot<'a>>,
-    refused: Option<(&'static str, String)>,
+    /// Why the upgrade was refused, and the refusal's place among those a stop waits for.
+    refused: Option<(&'static str, String, Slot<'a>)>,
 }
 
 /// The pre-upgrade checks: the door link, the Origin, then a connection slot (so a client
@@ -227,6 +240,7 @@ fn check_upgrade<'a>(front: &'a Front, req: &Request, g: &mut Gate<'a>) -> Resul
         g.refused = Some((
             "unauthenticated",
             "no valid door link or web-prompt session".into(),
+            front.refusal(),
         ));
         return Err((
             StatusCode::UNAUTHORIZED,
@@ -237,13 +251,21 @@ fn check_upgrade<'a>(front: &'a Front, req: &Request, g: &mut Gate<'a>) -> Resul
     if let Some(origin) = origin {
         let o = origin.to_str().unwrap_or("");
         if !front.settings.allowed_origins.iter().any(|a| a == o) {
-            g.refused = Some(("origin-refused", format!("origin {o:?} is not allowed")));
+            g.refused = Some((
+                "origin-refused",
+                format!("origin {o:?} is not allowed"),
+                front.refusal(),
+            ));
             return Err((StatusCode::FORBIDDEN, "origin not allowed\n"));
         }
     }
     g.slot = front.take_slot();
     if g.slot.is_none() {
-        g.refused = Some(("too-many-connections", "the front door is full".into()));
+        g.refused = Some((
+            "too-many-connections",
+            "the front door is full".into(),
+            front.refusal(),
+        ));
         return Err((StatusCode::SERVICE_UNAVAILABLE, "too many connections\n"));
     }
     Ok(())
@@ -284,7 +306,7 @@ async fn client(
     drop(ticket);
     let _slot = gate.slot.take();
     let who = gate.who.unwrap_or_else(|| "unauthenticated".into());
-    if let Some((reason, message)) = gate.refused {
+    if let Some((reason, message, _counting)) = gate.refused {
         front.refuse_upgrade(&who, peer, reason, &message).await;
         return;
     }
