@@ -238,11 +238,14 @@ async fn run_confined(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome,
             None => std::future::pending().await,
         }
     };
+    // In this order when several are ready: the collector says "full" before it closes the
+    // pipes, so a command that then dies of SIGPIPE (`yes`) still ends as stopped at the cap.
     let stop = tokio::select! {
-        r = child.exited() => { r?; Stop::Exited }
-        _ = tokio::time::sleep(timeout) => Stop::TimedOut,
+        biased;
         Ok(()) = full_rx => Stop::OutputCap,
         () = tmp_watch => Stop::TmpFull,
+        r = child.exited() => { r?; Stop::Exited }
+        _ = tokio::time::sleep(timeout) => Stop::TimedOut,
     };
     if stop != Stop::Exited {
         prepared.kill_cgroup();
