@@ -368,6 +368,22 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "personality")) return report(personality(ADDR_NO_RANDOMIZE));
     if (!strcmp(m, "personality_query")) return report(personality(0xffffffff));
     if (!strcmp(m, "setsid")) return report(setsid());
+    if (!strcmp(m, "setsid_guess")) {
+        /* The child's own setsid passes a key in unused argument registers; guessing it (or
+           hoping the registers still hold it after exec) must not work. */
+        long r = syscall(SYS_setsid, 0, 0, 0, 0, 0, 0);
+        if (r >= 0) return report(r);
+        r = syscall(SYS_setsid, -1L, -1L, -1L, -1L, -1L, -1L);
+        if (r >= 0) return report(r);
+        srandom((unsigned)getpid());
+        for (int i = 0; i < 100000; i++) {
+            long k[4];
+            for (int j = 0; j < 4; j++) k[j] = ((long)random() << 33) ^ ((long)random() << 2) ^ random();
+            r = syscall(SYS_setsid, k[0], k[1], k[2], k[3], 0, 0);
+            if (r >= 0) return report(r);
+        }
+        return report(r);
+    }
     if (!strcmp(m, "setpgid")) return report(setpgid(0, 0));
     if (!strcmp(m, "io_uring")) { struct io_uring_params p; memset(&p, 0, sizeof p); return report(syscall(SYS_io_uring_setup, 4, &p)); }
     if (!strcmp(m, "keyctl")) return report(syscall(SYS_keyctl, 0 /*GET_KEYRING_ID*/, -3, 0));

@@ -21,7 +21,7 @@ pub struct ChildPlan {
     /// The cached layer capping deny_read and protected paths (shared between spawns).
     pub landlock_limits: Option<std::sync::Arc<OwnedFd>>,
     /// The run's seccomp filter (None in degraded mode without seccomp). The child inherits
-    /// its head from the spawner thread and attaches only its tail.
+    /// it from the spawner thread, in force from the clone on.
     pub seccomp: Option<std::sync::Arc<super::seccomp::Filter>>,
     pub rlimits: Vec<Rlimit>,
     pub drop_bounding: bool,
@@ -55,13 +55,12 @@ pub enum Stage {
     Identity,
     NoNewPrivs,
     Landlock,
-    Seccomp,
     /// execve of every candidate path failed: the command cannot start.
     Exec,
 }
 
 impl Stage {
-    pub const ALL: [Stage; 15] = [
+    pub const ALL: [Stage; 14] = [
         Stage::Signals,
         Stage::Stdio,
         Stage::Chdir,
@@ -75,7 +74,6 @@ impl Stage {
         Stage::Identity,
         Stage::NoNewPrivs,
         Stage::Landlock,
-        Stage::Seccomp,
         Stage::Exec,
     ];
 
@@ -94,7 +92,6 @@ impl Stage {
             Stage::Identity => "run identity",
             Stage::NoNewPrivs => "no_new_privs",
             Stage::Landlock => "landlock",
-            Stage::Seccomp => "seccomp",
             Stage::Exec => "exec",
         }
     }
@@ -148,9 +145,9 @@ pub(super) fn check(rc: libc::c_long, stage: Stage) -> Result<(), Failure> {
 impl ChildPlan {
     /// Applies the plan to the calling process, one step per line, in an order that matters:
     /// the session and parent-death signal first (nothing may outlive the guard), limits and
-    /// fd hygiene, then capabilities, no_new_privs (which Landlock and seccomp need when
-    /// unprivileged), Landlock, and the seccomp tail last (it denies `setsid`, called first; the
-    /// filter's head is already in force from the spawner thread, see `seccomp::Filter`).
+    /// fd hygiene, then capabilities, no_new_privs (which Landlock needs when unprivileged)
+    /// and Landlock last. The seccomp filter is in force from the clone on (inherited from
+    /// the spawner thread, see `seccomp::Filter`).
     ///
     /// # Safety
     /// Call only in a child between clone and exec; it changes process-wide state.
@@ -165,19 +162,22 @@ impl ChildPlan {
             self.join_cgroups()?;
             self.drop_capabilities()?;
             self.set_no_new_privs()?;
-            self.restrict_landlock()?;
-            self.install_seccomp()
+            self.restrict_landlock()
         }
     }
 
-    /// A new session, so the guard can signal the whole process group.
+    /// A new session, so the guard can signal the whole process group. Under a filter, with
+    /// its session key in the argument registers setsid ignores (see `seccomp::Filter`).
     ///
     /// # Safety
     /// As [`ChildPlan::apply`].
     #[inline(always)]
     unsafe fn own_session(&self) -> Result<(), Failure> {
-        // SAFETY: setsid takes no arguments.
-        check(unsafe { libc::setsid() }.into(), Stage::Setsid)
+        let [a, b, c, d] = self.seccomp.as_ref().map_or([0; 4], |f| f.session_key);
+        // SAFETY: setsid reads no arguments; the four integers only fill the registers the
+        // filter checks.
+        let rc = unsafe { libc::syscall(libc::SYS_setsid, a, b, c, d) };
+        check(rc, Stage::Setsid)
     }
 
     /// SIGKILL when the guard dies, and a check that it has not died already.
@@ -345,32 +345,6 @@ impl ChildPlan {
             check(rc, Stage::Landlock)?;
         }
         Ok(())
-    }
-
-    /// # Safety
-    /// As [`ChildPlan::apply`].
-    #[inline(always)]
-    unsafe fn install_seccomp(&self) -> Result<(), Failure> {
-        let Some(filter) = &self.seccomp else {
-            return Ok(());
-        };
-        let prog = libc::sock_fprog {
-            len: filter.tail.len() as u16,
-            filter: filter.tail.as_ptr() as *mut libc::sock_filter,
-        };
-        // SAFETY: `prog` points into the tail, which the parent keeps alive and unchanged
-        // until the child has exec'd; the kernel copies the program.
-        check(
-            unsafe {
-                libc::syscall(
-                    libc::SYS_seccomp,
-                    libc::SECCOMP_SET_MODE_FILTER,
-                    0u32,
-                    &prog as *const libc::sock_fprog,
-                )
-            },
-            Stage::Seccomp,
-        )
     }
 }
 

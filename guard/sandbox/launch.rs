@@ -13,7 +13,7 @@
 //! - the child never returns: it execs or `_exit`s.
 //!
 //! With a seccomp filter the clone itself runs on the filter's spawner thread (`spawner`),
-//! which already carries the filter's head: the child inherits it instead of compiling it.
+//! which already carries the filter: the child inherits it instead of compiling it.
 
 use super::child::{self, ChildPlan, Failure, Stage};
 use super::process::ConfinedChild;
@@ -249,9 +249,9 @@ pub fn launch(
         stack_top: stack_top.cast(),
         pidfd: &mut pidfd,
     };
-    // With a filter, the clone runs on the thread that carries its head (`spawner`).
+    // With a filter, the clone runs on the thread that carries it (`spawner`).
     let (pid, clone_err) = match &plan.seccomp {
-        Some(filter) => super::spawner::run_on(&filter.head, move || target.clone_child())?,
+        Some(filter) => super::spawner::run_on(&filter.prog, move || target.clone_child())?,
         None => target.clone_child(),
     };
     if pid < 0 {
@@ -261,8 +261,12 @@ pub fn launch(
         ))
         .into());
     }
-    // SAFETY: CLONE_PIDFD stored a new fd that nothing else owns.
-    let child = ConfinedChild::new(pid, unsafe { OwnedFd::from_raw_fd(pidfd) });
+    let child = ConfinedChild::new(
+        pid,
+        // SAFETY: CLONE_PIDFD stored a new fd that nothing else owns.
+        unsafe { OwnedFd::from_raw_fd(pidfd) },
+        plan.seccomp.is_some(),
+    );
     drop(gate);
     let Ok(index) = usize::try_from(args.report.stage.load(Ordering::Acquire)) else {
         return Ok(child);

@@ -12,6 +12,9 @@ use std::process::ExitStatus;
 struct Leader {
     pid: libc::pid_t,
     pidfd: OwnedFd,
+    /// Nothing the run starts can leave its process group (its filter refuses `setsid`,
+    /// `setpgid` and `clone(CLONE_PARENT)`), so an empty group is an ended run.
+    contained: bool,
 }
 
 impl Leader {
@@ -25,7 +28,7 @@ impl Leader {
     /// guard's children is reaped.
     fn done(&self) {
         super::reaper::unregister(self.pid);
-        super::reaper::settle(self.pid);
+        super::reaper::settle(self.pid, self.contained);
     }
 
     /// waitpid on our own unreaped child; `None` while it runs (with WNOHANG).
@@ -57,10 +60,14 @@ pub struct ConfinedChild {
 }
 
 impl ConfinedChild {
-    pub(super) fn new(pid: libc::pid_t, pidfd: OwnedFd) -> Self {
+    pub(super) fn new(pid: libc::pid_t, pidfd: OwnedFd, contained: bool) -> Self {
         super::reaper::register(pid);
         ConfinedChild {
-            leader: Some(Leader { pid, pidfd }),
+            leader: Some(Leader {
+                pid,
+                pidfd,
+                contained,
+            }),
             pid,
         }
     }

@@ -157,7 +157,14 @@ fn group_gone(pgid: libc::pid_t) -> bool {
 /// left as children of the guard, now, and in a background thread while members are still
 /// dying. (Once the leader is reaped its pid may name a new group; then this only waits
 /// longer: it never touches a live run's processes.)
-pub fn settle(pgid: libc::pid_t) {
+///
+/// `contained`: no process of the run could leave its group, so once the group is empty
+/// (no member alive or a zombie) nothing of the run is left and the sweep, a read of every
+/// thread's `children` in /proc, is skipped: the common case, a run that left nothing.
+pub fn settle(pgid: libc::pid_t, contained: bool) {
+    if contained && group_gone(pgid) {
+        return;
+    }
     if sweep() == 0 && group_gone(pgid) {
         return;
     }

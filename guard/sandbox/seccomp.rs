@@ -94,30 +94,31 @@ pub fn parts(profile: &ResolvedProfile) -> Vec<&'static str> {
     parts
 }
 
-/// Calls the filter denies that the child itself makes between clone and exec (its own
-/// session). They are left out of [`Filter::head`] and denied by [`Filter::tail`].
-pub const CHILD_CALLS: [&str; 1] = ["setsid"];
+/// The key that lets the child take its own session under the run's filter (see [`Filter`]).
+pub type SessionKey = [u64; 4];
 
-/// A run's filter in two stacked programs; the kernel answers each syscall with the
-/// strictest answer of the two, which is the whole filter's.
+/// A run's filter, attached once to the thread that clones every run of it (`spawner`):
+/// each child inherits it at clone instead of attaching it, which would cost the kernel a
+/// conversion, a JIT compile and an emulation per syscall number on every spawn (about
+/// 0.2 ms on a 2-core VM, measured with perf; even a six-instruction program costs 0.06 ms).
 ///
-/// Why two: attaching a filter costs the kernel a conversion, a JIT compile and an emulation
-/// per syscall number (about 0.2 ms a spawn on a 2-core VM, measured with perf). `head` is
-/// attached once, to the thread that clones every run of this filter (`spawner`), and each
-/// child inherits it at clone; the child then attaches only `tail`, a few instructions,
-/// after the calls of [`CHILD_CALLS`].
+/// The child makes one call between clone and exec that the filter denies to the command:
+/// `setsid` (a command in its own session would leave the process group the guard kills).
+/// The filter lets `setsid` through only with `session_key` in its first four argument
+/// registers, which setsid ignores. The key is 256 bits from getrandom, drawn per filter and
+/// kept in the guard's memory only: the child passes it before exec, and after exec the
+/// command has a new address space, no way to read a seccomp program, and no ptrace access
+/// to the guard (seccomp and Landlock refuse it). Guessing is one EPERM per try.
 #[derive(Debug)]
 pub struct Filter {
-    /// Every rule but those of [`CHILD_CALLS`].
-    pub head: Arc<Vec<libc::sock_filter>>,
-    /// [`CHILD_CALLS`] answered EPERM, foreign arches killed, everything else allowed.
-    pub tail: Arc<Vec<libc::sock_filter>>,
+    pub prog: Arc<Vec<libc::sock_filter>>,
+    pub session_key: SessionKey,
 }
 
 type Cache = Mutex<HashMap<Vec<&'static str>, Arc<Filter>>>;
 
 /// Compiles the filter for `profile` (cached per combination of parts: compiling costs more
-/// than a spawn, and `spawner` keeps one thread per head). See `compile`.
+/// than a spawn, and `spawner` keeps one thread per program). See `compile`.
 pub fn build(profile: &ResolvedProfile) -> Result<Arc<Filter>, SandboxError> {
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let key = parts(profile);
@@ -125,9 +126,10 @@ pub fn build(profile: &ResolvedProfile) -> Result<Arc<Filter>, SandboxError> {
     if let Some(p) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return Ok(p);
     }
+    let session_key = new_session_key()?;
     let filter = Arc::new(Filter {
-        head: Arc::new(compile_without(&key, &CHILD_CALLS)?),
-        tail: Arc::new(tail()?),
+        prog: Arc::new(compile(&key, Some(&session_key))?),
+        session_key,
     });
     if let Ok(mut c) = cache.lock() {
         c.insert(key, Arc::clone(&filter));
@@ -135,16 +137,31 @@ pub fn build(profile: &ResolvedProfile) -> Result<Arc<Filter>, SandboxError> {
     Ok(filter)
 }
 
-/// [`Filter::tail`]: `LD arch; JEQ x86_64; RET KILL; LD nr; (JEQ call; RET EPERM)*; RET ALLOW`.
-fn tail() -> Result<Vec<libc::sock_filter>, SandboxError> {
-    let mut prog = prefix();
-    for name in CHILD_CALLS {
-        let nr = chain(&[serde_json::json!({ "syscall": name })])?.nr;
-        prog.push(insn(JEQ_K, 0, 1, nr));
-        prog.push(insn(RET_K, 0, 0, RET_ERRNO | libc::EPERM as u32));
+fn new_session_key() -> Result<SessionKey, SandboxError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| sc_err(format!("session key: {e}")))?;
+    let mut key = [0u64; 4];
+    for (k, chunk) in key.iter_mut().zip(bytes.chunks_exact(8)) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        *k = u64::from_ne_bytes(word);
     }
-    prog.push(insn(RET_K, 0, 0, RET_ALLOW));
-    Ok(prog)
+    Ok(key)
+}
+
+/// The rules for `setsid` under `key`: denied when any of the four first arguments differs
+/// (seccompiler ORs the rules of one syscall, and a rule matches when all its conditions do).
+fn session_rules(key: &SessionKey) -> Vec<Value> {
+    key.iter()
+        .enumerate()
+        .map(|(index, val)| {
+            serde_json::json!({
+                "syscall": "setsid",
+                "args": [{ "index": index, "type": "qword", "op": "ne", "val": val }],
+                "comment": "the child's own session, with the key only",
+            })
+        })
+        .collect()
 }
 
 /// One syscall's rules as seccompiler compiled them, cut out of a single-syscall filter.
@@ -422,23 +439,17 @@ fn merged_rules(part_names: &[&str]) -> Result<Vec<Value>, SandboxError> {
 }
 
 /// The whole filter in one program: the prefix, then the dispatch tree over one seccompiler
-/// chain per syscall (what [`Filter`]'s two programs answer together).
-#[cfg(test)]
-fn compile(part_names: &[&str]) -> Result<Vec<libc::sock_filter>, SandboxError> {
-    compile_without(part_names, &[])
-}
-
-/// [`compile`] with no rule for the syscalls named in `skip`.
-fn compile_without(
+/// chain per syscall. With `session`, `setsid` is allowed with that key (see [`Filter`]);
+/// without, it is denied as the JSON says.
+fn compile(
     part_names: &[&str],
-    skip: &[&str],
+    session: Option<&SessionKey>,
 ) -> Result<Vec<libc::sock_filter>, SandboxError> {
     let mut rules = merged_rules(part_names)?;
-    rules.retain(|r| {
-        !r.get("syscall")
-            .and_then(Value::as_str)
-            .is_some_and(|n| skip.contains(&n))
-    });
+    if let Some(key) = session {
+        rules.retain(|r| r.get("syscall").and_then(Value::as_str) != Some("setsid"));
+        rules.extend(session_rules(key));
+    }
     let mut names: Vec<&Value> = Vec::new();
     for r in &rules {
         let n = r

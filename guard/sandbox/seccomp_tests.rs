@@ -107,7 +107,7 @@ fn dispatch_answers_like_seccompiler_alone() {
         for net in [NetworkSpec::None, NetworkSpec::Ports(vec![443])] {
             p.network = net;
             let key = parts(&p);
-            let ours = compile(&key).unwrap();
+            let ours = compile(&key, None).unwrap();
             let slow = reference(&key);
             assert!(ours.len() < slow.len(), "{} >= {}", ours.len(), slow.len());
             // Every number up to past the highest x86_64 syscall, then samples.
@@ -159,36 +159,43 @@ fn every_json_part_compiles_for_both_profiles() {
         let mut p = spec.resolve(dir.path()).unwrap();
         for net in [NetworkSpec::None, NetworkSpec::Ports(vec![443])] {
             p.network = net;
-            let prog = build(&p).unwrap();
-            assert!(prog.head.len() > 100, "{name}: {} insns", prog.head.len());
-            assert!(prog.tail.len() < 10, "{name}: {} insns", prog.tail.len());
+            let filter = build(&p).unwrap();
+            assert!(filter.prog.len() > 100, "{name}: {} insns", filter.prog.len());
             let ro = parts(&p).contains(&"metadata-read-only");
             assert_eq!(ro, name != "workspace-write", "{name}");
         }
     }
 }
 
-/// What the kernel answers with several filters attached: the strictest action (by the
-/// action bits read as signed, so KILL_PROCESS comes first).
-fn stacked(progs: &[&[libc::sock_filter]], nr: u32, args: [u64; 6]) -> u32 {
-    progs
-        .iter()
-        .map(|p| eval(p, nr, args))
-        .min_by_key(|r| (r & 0xffff_0000) as i32)
-        .unwrap()
+/// The keys of a run's setsid: `key` itself, then every one-bit change of it, zeros, and
+/// the key's words in other registers, which must all be refused.
+fn wrong_keys(key: &SessionKey) -> Vec<[u64; 6]> {
+    let mut out = vec![[0; 6], [u64::MAX; 6]];
+    for word in 0..4 {
+        for bit in 0..64 {
+            let mut k = [key[0], key[1], key[2], key[3], 0, 0];
+            k[word] ^= 1 << bit;
+            out.push(k);
+        }
+    }
+    // Shifted by one register, and the key in the last four instead of the first four.
+    out.push([0, key[0], key[1], key[2], key[3], 0]);
+    out.push([0, 0, key[0], key[1], key[2], key[3]]);
+    out.push([key[1], key[0], key[2], key[3], 0, 0]);
+    out
 }
 
-/// The head a spawner thread holds and the tail each child adds answer every syscall as the
-/// whole filter does, and the head alone lets the child take its own session.
+/// The filter a spawner thread holds answers every syscall as the JSON does, except setsid
+/// with the filter's own session key, which the child uses before exec.
 #[test]
-fn head_and_tail_together_answer_as_the_whole_filter() {
+fn the_run_filter_answers_as_the_json_but_for_the_keyed_setsid() {
     let dir = tempfile::tempdir().unwrap();
     for (name, spec) in builtin_profiles() {
         let mut p = spec.resolve(dir.path()).unwrap();
         for net in [NetworkSpec::None, NetworkSpec::Ports(vec![443])] {
             p.network = net;
-            let whole = compile(&parts(&p)).unwrap();
-            let split = build(&p).unwrap();
+            let whole = compile(&parts(&p), None).unwrap();
+            let filter = build(&p).unwrap();
             let sample = [
                 1023,
                 1024,
@@ -202,7 +209,7 @@ fn head_and_tail_together_answer_as_the_whole_filter() {
                     for a1 in [0, 6, 0x2000_0000, u64::MAX] {
                         let args = [a0, a1, a0, a1, a0, a1];
                         assert_eq!(
-                            stacked(&[&split.head, &split.tail], nr, args),
+                            eval(&filter.prog, nr, args),
                             eval(&whole, nr, args),
                             "{name}: nr {nr} args {args:?}"
                         );
@@ -210,13 +217,35 @@ fn head_and_tail_together_answer_as_the_whole_filter() {
                 }
             }
             let setsid = libc::SYS_setsid as u32;
-            assert_eq!(eval(&split.head, setsid, [0; 6]), RET_ALLOW, "{name}");
-            assert_eq!(eval(&whole, setsid, [0; 6]), RET_ERRNO | 1, "{name}");
+            let k = filter.session_key;
+            let keyed = [k[0], k[1], k[2], k[3], 0, 0];
+            assert_eq!(eval(&filter.prog, setsid, keyed), RET_ALLOW, "{name}");
+            assert_eq!(eval(&whole, setsid, keyed), RET_ERRNO | 1, "{name}");
+            for args in wrong_keys(&k) {
+                assert_eq!(
+                    eval(&filter.prog, setsid, args),
+                    RET_ERRNO | 1,
+                    "{name}: {args:x?}"
+                );
+            }
+            // The key opens setsid only, not setpgid or any other call.
+            for nr in [libc::SYS_setpgid as u32, libc::SYS_ptrace as u32] {
+                assert_eq!(eval(&filter.prog, nr, keyed), RET_ERRNO | 1, "{name}");
+            }
             // The child's own limits go through setrlimit(2); prlimit64 stays denied.
             assert_eq!(
-                eval(&split.head, libc::SYS_setrlimit as u32, [0; 6]),
+                eval(&filter.prog, libc::SYS_setrlimit as u32, [0; 6]),
                 RET_ALLOW
             );
         }
     }
+}
+
+/// Each filter gets its own key, from getrandom (never zero in practice, never shared).
+#[test]
+fn session_keys_are_random_per_filter() {
+    let a = new_session_key().unwrap();
+    let b = new_session_key().unwrap();
+    assert_ne!(a, b);
+    assert_ne!(a, [0; 4]);
 }

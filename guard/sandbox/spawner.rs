@@ -1,6 +1,6 @@
-//! Spawner threads: one per seccomp filter head (see `seccomp::Filter`), holding the head
-//! attached, so every run cloned from it inherits the filter instead of attaching (and
-//! JIT-compiling) it anew.
+//! Spawner threads: one per seccomp filter (see `seccomp::Filter`), holding it attached, so
+//! every run cloned from it inherits the filter instead of attaching (and JIT-compiling) it
+//! anew.
 //!
 //! A filter attaches to a thread, not to the process: the guard's other threads stay
 //! unfiltered. The thread blocks every signal (no handler of the guard runs on it), takes
@@ -16,10 +16,10 @@ use std::sync::mpsc::{self, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
-type Head = Arc<Vec<libc::sock_filter>>;
+type Prog = Arc<Vec<libc::sock_filter>>;
 
-/// The threads by head (its address; the map keeps the head alive so it is never reused).
-type Threads = Mutex<HashMap<usize, (Head, Sender<Job>)>>;
+/// The threads by program (its address; the map keeps it alive so it is never reused).
+type Threads = Mutex<HashMap<usize, (Prog, Sender<Job>)>>;
 
 fn threads() -> &'static Threads {
     static THREADS: OnceLock<Threads> = OnceLock::new();
@@ -30,13 +30,13 @@ fn err(what: impl std::fmt::Display) -> SandboxError {
     SandboxError::Seccomp(format!("spawner thread: {what}"))
 }
 
-/// Runs `job` on the spawner thread of `head` (started on first use) and returns its result.
+/// Runs `job` on the spawner thread of `prog` (started on first use) and returns its result.
 /// The caller waits for it, which is what lets `job` borrow the caller's data.
 pub(super) fn run_on<R: Send>(
-    head: &Head,
+    prog: &Prog,
     job: impl FnOnce() -> R + Send,
 ) -> Result<R, SandboxError> {
-    let sender = sender(head)?;
+    let sender = sender(prog)?;
     let (tx, rx) = mpsc::sync_channel::<R>(1);
     let job: Box<dyn FnOnce() + Send + '_> = Box::new(move || {
         let _ = tx.send(job());
@@ -49,26 +49,26 @@ pub(super) fn run_on<R: Send>(
     rx.recv().map_err(|_| err("the spawn did not complete"))
 }
 
-/// The sender of `head`'s thread, starting it if needed.
-fn sender(head: &Head) -> Result<Sender<Job>, SandboxError> {
-    let key = Arc::as_ptr(head) as usize;
+/// The sender of `prog`'s thread, starting it if needed.
+fn sender(prog: &Prog) -> Result<Sender<Job>, SandboxError> {
+    let key = Arc::as_ptr(prog) as usize;
     let mut map = threads().lock().map_err(|_| err("registry poisoned"))?;
     if let Some((_, tx)) = map.get(&key) {
         return Ok(tx.clone());
     }
-    let tx = start(Arc::clone(head))?;
-    map.insert(key, (Arc::clone(head), tx.clone()));
+    let tx = start(Arc::clone(prog))?;
+    map.insert(key, (Arc::clone(prog), tx.clone()));
     Ok(tx)
 }
 
-/// Starts a thread that attaches `head` to itself, then runs jobs forever.
-fn start(head: Head) -> Result<Sender<Job>, SandboxError> {
+/// Starts a thread that attaches `prog` to itself, then runs jobs forever.
+fn start(prog: Prog) -> Result<Sender<Job>, SandboxError> {
     let (tx, rx) = mpsc::channel::<Job>();
     let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<(), std::io::Error>>(1);
     std::thread::Builder::new()
         .name("sanctum-spawner".into())
         .spawn(move || {
-            let attached = attach(&head);
+            let attached = attach(&prog);
             let ok = attached.is_ok();
             let _ = ready_tx.send(attached);
             if ok {
