@@ -37,7 +37,12 @@ denied!(pivot_root, WW, "pivot_root", "ERR EPERM");
 denied!(chroot, WW, "chroot", "ERR EPERM");
 denied!(personality_no_aslr, WW, "personality", "ERR EPERM");
 denied!(setsid_escape_process_group, WW, "setsid", "ERR EPERM");
-denied!(setsid_guessing_the_session_key, WW, "setsid_guess", "ERR EPERM");
+denied!(
+    setsid_guessing_the_session_key,
+    WW,
+    "setsid_guess",
+    "ERR EPERM"
+);
 denied!(setpgid_escape_process_group, WW, "setpgid", "ERR EPERM");
 // ---- Kernel surface ----
 denied!(io_uring_setup, WW, "io_uring", "ERR EPERM");

@@ -99,34 +99,42 @@ fn still_valid(walked: &[(PathBuf, Stamp)]) -> bool {
     })
 }
 
-struct Entry<W> {
+struct Entry<K, W> {
+    key: K,
     fd: Arc<OwnedFd>,
     /// What a use re-checks before trusting `fd`.
     check: W,
     built: Instant,
 }
 
-type Cache<K, W> = Mutex<HashMap<K, Entry<W>>>;
+/// Entries by the [`fingerprint`] of their key; a hit also compares the whole key, so a
+/// collision is only a miss.
+type Cache<K, W> = Mutex<HashMap<u64, Entry<K, W>>>;
 
 fn limits_cache() -> &'static Cache<Key, Vec<(PathBuf, Stamp)>> {
     static CACHE: OnceLock<Cache<Key, Vec<(PathBuf, Stamp)>>> = OnceLock::new();
     CACHE.get_or_init(Default::default)
 }
 
+/// A key's hash, computed once where the key is made (`landlock_roots::derived`): hashing
+/// a key's hundred paths component by component on every prepare cost more than the lookup.
+pub fn fingerprint<K: std::hash::Hash>(key: &K) -> u64 {
+    use std::hash::BuildHasher;
+    static SEED: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
+    SEED.get_or_init(Default::default).hash_one(key)
+}
+
 /// The entry for `key` younger than [`TTL`], if any: its layer and what to re-check.
-fn lookup<K: std::hash::Hash + Eq, W: Clone>(
-    cache: &Cache<K, W>,
-    key: &K,
-) -> Option<(Arc<OwnedFd>, W)> {
+fn lookup<K: Eq, W: Clone>(cache: &Cache<K, W>, key: &K, fp: u64) -> Option<(Arc<OwnedFd>, W)> {
     cache.lock().ok().and_then(|c| {
-        c.get(key)
-            .filter(|e| e.built.elapsed() < TTL)
+        c.get(&fp)
+            .filter(|e| e.key == *key && e.built.elapsed() < TTL)
             .map(|e| (Arc::clone(&e.fd), e.check.clone()))
     })
 }
 
 /// Stores a layer (at most [`MAX_ENTRIES`]: expired entries go first, then all).
-fn store<K: std::hash::Hash + Eq, W>(cache: &Cache<K, W>, key: K, fd: &Arc<OwnedFd>, check: W) {
+fn store<K, W>(cache: &Cache<K, W>, key: K, fp: u64, fd: &Arc<OwnedFd>, check: W) {
     if let Ok(mut c) = cache.lock() {
         if c.len() >= MAX_ENTRIES {
             c.retain(|_, e| e.built.elapsed() < TTL);
@@ -135,13 +143,23 @@ fn store<K: std::hash::Hash + Eq, W>(cache: &Cache<K, W>, key: K, fd: &Arc<Owned
             }
         }
         c.insert(
-            key,
+            fp,
             Entry {
+                key,
                 fd: Arc::clone(fd),
                 check,
                 built: Instant::now(),
             },
         );
+    }
+}
+
+/// Drops the entry of `key` (and only it: another key of the same fingerprint stays).
+fn forget<K: Eq, W>(cache: &Cache<K, W>, key: &K, fp: u64) {
+    if let Ok(mut c) = cache.lock() {
+        if c.get(&fp).is_some_and(|e| e.key == *key) {
+            c.remove(&fp);
+        }
     }
 }
 
@@ -156,14 +174,15 @@ pub(super) fn epoch(t: SystemTime) -> (i64, i64) {
     }
 }
 
-/// The cached layer for `key` if still valid, else `build()`'s (cached when not racy).
-/// `build` returns the ruleset and the directories it listed.
-pub fn get_or_build<F>(key: Key, build: F) -> Result<Arc<OwnedFd>, SandboxError>
+/// The cached layer for `key` (whose [`fingerprint`] is `fp`) if still valid, else
+/// `build()`'s (cached when not racy). `build` returns the ruleset and the directories it
+/// listed.
+pub fn get_or_build<F>(key: &Key, fp: u64, build: F) -> Result<Arc<OwnedFd>, SandboxError>
 where
     F: FnOnce() -> Result<(OwnedFd, Vec<(PathBuf, Stamp)>), SandboxError>,
 {
     let cache = limits_cache();
-    if let Some((fd, walked)) = lookup(cache, &key) {
+    if let Some((fd, walked)) = lookup(cache, key, fp) {
         if still_valid(&walked) {
             return Ok(fd);
         }
@@ -173,11 +192,9 @@ where
     let fd = Arc::new(fd);
     let limit = epoch(started.checked_sub(RACY).unwrap_or(UNIX_EPOCH));
     if walked.iter().any(|(_, s)| !s.older_than(limit)) {
-        if let Ok(mut c) = cache.lock() {
-            c.remove(&key);
-        }
+        forget(cache, key, fp);
     } else {
-        store(cache, key, &fd, walked);
+        store(cache, key.clone(), fp, &fd, walked);
     }
     Ok(fd)
 }
@@ -200,13 +217,13 @@ pub type Ident = Option<(u64, u64)>;
 /// The cached base layer for `key` if every root still names the same inode (checked as
 /// `landlock_base_check` says), else `build()`'s. `build` returns the ruleset and each
 /// root's [`Ident`].
-pub fn base_get_or_build<F>(key: BaseKey, build: F) -> Result<Arc<OwnedFd>, SandboxError>
+pub fn base_get_or_build<F>(key: &BaseKey, fp: u64, build: F) -> Result<Arc<OwnedFd>, SandboxError>
 where
     F: FnOnce() -> Result<(OwnedFd, Vec<(PathBuf, Ident)>), SandboxError>,
 {
     static CACHE: OnceLock<Cache<BaseKey, BaseCheck>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some((fd, check)) = lookup(cache, &key) {
+    if let Some((fd, check)) = lookup(cache, key, fp) {
         if check.holds() {
             return Ok(fd);
         }
@@ -214,7 +231,7 @@ where
     let before = Before::stamp(key.roots.iter().map(|(p, _)| p.as_path()));
     let (fd, roots) = build()?;
     let fd = Arc::new(fd);
-    store(cache, key, &fd, before.check(roots));
+    store(cache, key.clone(), fp, &fd, before.check(roots));
     Ok(fd)
 }
 
@@ -250,18 +267,18 @@ mod tests {
             Ok((dummy_fd(), vec![(d.clone(), stamp_of(&d))]))
         };
         // Just created: racy, so built again on the next use.
-        get_or_build(key(&d), build).unwrap();
-        get_or_build(key(&d), build).unwrap();
+        get_or_build(&key(&d), fingerprint(&key(&d)), build).unwrap();
+        get_or_build(&key(&d), fingerprint(&key(&d)), build).unwrap();
         assert_eq!(builds.get(), 2);
         std::thread::sleep(RACY + Duration::from_millis(50));
-        let a = get_or_build(key(&d), build).unwrap();
-        let b = get_or_build(key(&d), build).unwrap();
+        let a = get_or_build(&key(&d), fingerprint(&key(&d)), build).unwrap();
+        let b = get_or_build(&key(&d), fingerprint(&key(&d)), build).unwrap();
         assert_eq!(builds.get(), 3);
         assert!(Arc::ptr_eq(&a, &b), "second use served from the cache");
         // A rename inside the listed directory invalidates.
         std::fs::write(d.join("keys.bak"), "k").unwrap();
         std::fs::rename(d.join("keys.bak"), d.join("secret")).unwrap();
-        let c = get_or_build(key(&d), build).unwrap();
+        let c = get_or_build(&key(&d), fingerprint(&key(&d)), build).unwrap();
         assert_eq!(builds.get(), 4);
         assert!(!Arc::ptr_eq(&a, &c));
     }
@@ -311,24 +328,48 @@ mod tests {
             ];
             Ok((dummy_fd(), idents))
         };
-        let a = base_get_or_build(key.clone(), build).unwrap();
+        let a = base_get_or_build(&key, fingerprint(&key), build).unwrap();
         // Contents changing do not matter (no timestamps): still the same inode.
         std::fs::write(root.join("f"), "x").unwrap();
-        let b = base_get_or_build(key.clone(), build).unwrap();
+        let b = base_get_or_build(&key, fingerprint(&key), build).unwrap();
         assert!(Arc::ptr_eq(&a, &b));
         assert_eq!(builds.get(), 1);
         // A root that was missing now exists: rebuilt.
         std::fs::create_dir(&missing).unwrap();
-        base_get_or_build(key.clone(), build).unwrap();
+        base_get_or_build(&key, fingerprint(&key), build).unwrap();
         assert_eq!(builds.get(), 2);
         std::fs::remove_dir(&missing).unwrap();
-        base_get_or_build(key.clone(), build).unwrap();
-        base_get_or_build(key.clone(), build).unwrap();
+        base_get_or_build(&key, fingerprint(&key), build).unwrap();
+        base_get_or_build(&key, fingerprint(&key), build).unwrap();
         assert_eq!(builds.get(), 3, "cached again once the build matches");
         // The root replaced by another directory: rebuilt.
         std::fs::rename(&root, dir.path().join("aside")).unwrap();
         std::fs::create_dir(&root).unwrap();
-        base_get_or_build(key, build).unwrap();
+        base_get_or_build(&key, fingerprint(&key), build).unwrap();
         assert_eq!(builds.get(), 4);
+    }
+
+    /// A hit needs the whole key: two keys under one fingerprint never share a layer.
+    #[test]
+    fn a_fingerprint_collision_is_a_miss_not_another_keys_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        std::thread::sleep(RACY + Duration::from_millis(50));
+        let builds = std::cell::Cell::new(0);
+        let build = |d: &std::path::Path| {
+            builds.set(builds.get() + 1);
+            Ok((dummy_fd(), vec![(d.to_path_buf(), stamp_of(d))]))
+        };
+        let fp = 0x5eed;
+        let la = get_or_build(&key(&a), fp, || build(&a)).unwrap();
+        let lb = get_or_build(&key(&b), fp, || build(&b)).unwrap();
+        assert_eq!(builds.get(), 2);
+        assert!(!Arc::ptr_eq(&la, &lb));
+        // `b` took the slot; `a` is built again rather than given `b`'s layer.
+        let la2 = get_or_build(&key(&a), fp, || build(&a)).unwrap();
+        assert_eq!(builds.get(), 3);
+        assert!(!Arc::ptr_eq(&la2, &lb));
     }
 }

@@ -2,11 +2,127 @@
 //! capped paths, the base layer's roots with their rights, and the caps the limits layer
 //! must walk. Pure computations on paths; nothing here opens a file.
 
+use super::landlock_cache::{fingerprint, BaseKey, Key};
 use super::landlock_rules::{Limit, Rights};
 use super::profile::ResolvedProfile;
+use super::ws_secrets;
 use landlock::{AccessFs, BitFlags};
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// What the two layers of a profile are built from and cached under: all of it a pure
+/// function of the profile's paths, the ports and the rights ([`Inputs`]), so it is derived
+/// once per distinct profile, not on every prepare (sorting and merging ~100 roots, building
+/// and hashing the keys was most of an autonomous prepare's user time).
+#[derive(Debug)]
+pub(super) struct Derived {
+    /// The capped paths (see [`limits_of`]).
+    pub limits: Vec<Limit>,
+    /// The base layer's roots (see [`base_roots`]).
+    pub roots: Vec<(PathBuf, BitFlags<AccessFs>)>,
+    pub base_key: BaseKey,
+    pub base_fp: u64,
+    /// The limits the limits layer walks (see [`walked_limits`]); empty: no limits layer.
+    pub walked: Vec<Limit>,
+    /// The workspace scan decides what the limits layer grants in the workspace.
+    pub scanned: bool,
+    pub limits_key: Key,
+    pub limits_fp: u64,
+}
+
+/// What [`Derived`] depends on, compared whole (equal paths compare as bytes first).
+#[derive(Debug, PartialEq, Eq)]
+struct Inputs {
+    abi: u8,
+    degraded: bool,
+    workspace: PathBuf,
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+    deny_read: Vec<PathBuf>,
+    protected: Vec<PathBuf>,
+    ports: Vec<u16>,
+}
+
+impl Inputs {
+    fn matches(&self, p: &ResolvedProfile, abi: u8, ports: &[u16]) -> bool {
+        self.abi == abi
+            && self.degraded == p.allow_degraded
+            && self.ports == ports
+            && self.workspace == p.workspace
+            && self.read == p.read
+            && self.write == p.write
+            && self.deny_read == p.deny_read
+            && self.protected == p.protected
+    }
+}
+
+/// Profiles remembered (a few profiles times the pooled private tmps, each a root).
+const MEMO_MAX: usize = 16;
+
+/// The [`Derived`] of `profile` under `r` with TCP `ports`, from the memo when the same
+/// inputs were seen before.
+pub(super) fn derived(profile: &ResolvedProfile, r: &Rights, ports: &[u16]) -> Arc<Derived> {
+    static MEMO: Mutex<Vec<(Inputs, Arc<Derived>)>> = Mutex::new(Vec::new());
+    let abi = r.kernel_abi;
+    if let Ok(memo) = MEMO.lock() {
+        if let Some((_, d)) = memo.iter().find(|(i, _)| i.matches(profile, abi, ports)) {
+            return Arc::clone(d);
+        }
+    }
+    let d = Arc::new(derive(profile, r, ports));
+    if let Ok(mut memo) = MEMO.lock() {
+        if memo.len() >= MEMO_MAX {
+            memo.remove(0);
+        }
+        let inputs = Inputs {
+            abi,
+            degraded: profile.allow_degraded,
+            workspace: profile.workspace.clone(),
+            read: profile.read.clone(),
+            write: profile.write.clone(),
+            deny_read: profile.deny_read.clone(),
+            protected: profile.protected.clone(),
+            ports: ports.to_vec(),
+        };
+        memo.push((inputs, Arc::clone(&d)));
+    }
+    d
+}
+
+fn derive(profile: &ResolvedProfile, r: &Rights, ports: &[u16]) -> Derived {
+    let (limits, deny_count) = limits_of(profile, r.read);
+    let roots = base_roots(profile, r, &limits, deny_count);
+    let walked = walked_limits(&limits, &roots);
+    let bits = |l: &[(PathBuf, BitFlags<AccessFs>)]| -> Vec<(PathBuf, u64)> {
+        l.iter().map(|(p, m)| (p.clone(), m.bits())).collect()
+    };
+    let base_key = BaseKey {
+        abi: r.kernel_abi,
+        degraded: profile.allow_degraded,
+        roots: bits(&roots),
+        ports: ports.to_vec(),
+        capped: bits(&limits),
+    };
+    let scanned = ws_secrets::applies(&profile.workspace, &profile.read, &profile.write);
+    let limits_key = Key {
+        abi: r.kernel_abi,
+        degraded: profile.allow_degraded,
+        limits: bits(&walked),
+        capped: bits(&limits),
+        scanned,
+    };
+    Derived {
+        base_fp: fingerprint(&base_key),
+        limits_fp: fingerprint(&limits_key),
+        limits,
+        roots,
+        base_key,
+        walked,
+        scanned,
+        limits_key,
+    }
+}
 
 /// The capped paths: deny_read (no rights) first, then protected (read rights); also how
 /// many of them are deny_read.

@@ -4,7 +4,7 @@
 //! right the profile needs (no silent best effort) unless the profile allows degraded mode.
 
 use super::landlock_cache::{self, Stamp};
-use super::landlock_roots::{base_roots, limits_of, walked_limits};
+use super::landlock_roots::{derived, Derived};
 use super::profile::{NetworkSpec, ResolvedProfile};
 use super::status::Level;
 use super::ws_secrets::{self, judged_ok, Scanned};
@@ -353,7 +353,7 @@ fn build_limits(
 
 /// What this kernel's Landlock can handle, and whether a missing right is an error.
 pub(super) struct Rights {
-    kernel_abi: u8,
+    pub(super) kernel_abi: u8,
     abi: ABI,
     level: CompatLevel,
     pub(super) fs: BitFlags<AccessFs>,
@@ -441,51 +441,31 @@ fn build_base(
 
 /// The base layer, from the cache. A private tmp is one of its roots: pooled directories
 /// (`tmpdir`) keep their path and inode from run to run, so their layers are reused too.
-fn base_layer(
-    profile: &ResolvedProfile,
-    roots: &[(PathBuf, BitFlags<AccessFs>)],
-    ports: &[u16],
-    r: &Rights,
-    limits: &[Limit],
-) -> Result<Arc<OwnedFd>, SandboxError> {
-    let key = landlock_cache::BaseKey {
-        abi: r.kernel_abi,
-        degraded: profile.allow_degraded,
-        roots: roots.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
-        ports: ports.to_vec(),
-        capped: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
-    };
-    landlock_cache::base_get_or_build(key, || build_base(roots, ports, r, &linked_of(limits)?))
+fn base_layer(d: &Derived, ports: &[u16], r: &Rights) -> Result<Arc<OwnedFd>, SandboxError> {
+    landlock_cache::base_get_or_build(&d.base_key, d.base_fp, || {
+        build_base(&d.roots, ports, r, &linked_of(&d.limits)?)
+    })
 }
 
 /// The limits layer from the cache, None when nothing is capped.
 fn limits_layer(
     profile: &ResolvedProfile,
-    limits: &[Limit],
-    roots: &[(PathBuf, BitFlags<AccessFs>)],
+    d: &Derived,
     r: &Rights,
 ) -> Result<Option<Arc<OwnedFd>>, SandboxError> {
-    let walked = walked_limits(limits, roots);
-    if walked.is_empty() {
+    if d.walked.is_empty() {
         return Ok(None);
     }
     // The workspace scan's profile grants only what the scan judged inside the workspace.
-    let judged = if ws_secrets::applies(&profile.workspace, &profile.read, &profile.write) {
+    let judged = if d.scanned {
         Some(ws_secrets::judged(&profile.workspace)?)
     } else {
         None
     };
-    let key = landlock_cache::Key {
-        abi: r.kernel_abi,
-        degraded: profile.allow_degraded,
-        limits: walked.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
-        capped: limits.iter().map(|(p, m)| (p.clone(), m.bits())).collect(),
-        scanned: judged.is_some(),
-    };
     let ws = judged.as_deref().map(|j| (profile.workspace.as_path(), j));
-    landlock_cache::get_or_build(key, || {
-        let linked = linked_of(limits)?;
-        build_limits((&walked, &linked), r.abi, r.level, ws)
+    landlock_cache::get_or_build(&d.limits_key, d.limits_fp, || {
+        let linked = linked_of(&d.limits)?;
+        build_limits((&d.walked, &linked), r.abi, r.level, ws)
     })
     .map(Some)
 }
@@ -514,8 +494,6 @@ pub fn build(
         return Ok((None, report));
     }
     let r = Rights::new(kernel_abi, profile.allow_degraded);
-    let (limits, deny_count) = limits_of(profile, r.read);
-    let roots = base_roots(profile, &r, &limits, deny_count);
     let ports = match &profile.network {
         NetworkSpec::Ports(ports) => ports.as_slice(),
         NetworkSpec::None | NetworkSpec::ReadProxy => &[],
@@ -523,9 +501,10 @@ pub fn build(
     if matches!(profile.network, NetworkSpec::Ports(_)) && r.net.is_empty() {
         missing.push("landlock tcp port rules (network unrestricted by landlock)".into());
     }
+    let d = derived(profile, &r, ports);
     let layers = Layers {
-        base: base_layer(profile, &roots, ports, &r, &limits)?,
-        limits: limits_layer(profile, &limits, &roots, &r)?,
+        base: base_layer(&d, ports, &r)?,
+        limits: limits_layer(profile, &d, &r)?,
     };
     let report = LandlockReport {
         level: if missing.is_empty() {

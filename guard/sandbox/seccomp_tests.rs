@@ -160,7 +160,11 @@ fn every_json_part_compiles_for_both_profiles() {
         for net in [NetworkSpec::None, NetworkSpec::Ports(vec![443])] {
             p.network = net;
             let filter = build(&p).unwrap();
-            assert!(filter.prog.len() > 100, "{name}: {} insns", filter.prog.len());
+            assert!(
+                filter.prog.len() > 100,
+                "{name}: {} insns",
+                filter.prog.len()
+            );
             let ro = parts(&p).contains(&"metadata-read-only");
             assert_eq!(ro, name != "workspace-write", "{name}");
         }
