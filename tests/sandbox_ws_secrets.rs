@@ -51,12 +51,14 @@ fn root() -> (tempfile::TempDir, PathBuf, PathBuf) {
 }
 
 /// Toggles `ws/<dir>/race.txt` between a plain file and a hard link to `secret` until
-/// stopped, atomically (a rename over the name), as a process outside the guard would.
+/// stopped, atomically (a rename over the name), as a process outside the guard would;
+/// each state is held for `hold` (zero: flips as fast as it can).
 fn toggler(
     ws: PathBuf,
     dir: &str,
     secret: PathBuf,
     stop: Arc<AtomicBool>,
+    hold: Duration,
 ) -> std::thread::JoinHandle<u64> {
     let target = ws.join(dir).join("race.txt");
     // Staged beside the workspace, on the same filesystem: rename(2) needs that.
@@ -69,18 +71,32 @@ fn toggler(
             let _ = std::fs::remove_file(&link);
             std::fs::hard_link(&secret, &link).expect("link");
             std::fs::rename(&link, &target).expect("rename link");
+            std::thread::sleep(hold);
             let plain = stage.join("plain");
             std::fs::write(&plain, "plain\n").expect("plain");
             std::fs::rename(&plain, &target).expect("rename plain");
+            std::thread::sleep(hold);
             flips += 1;
         }
         flips
     })
 }
 
-/// How many of `n` autonomous `cat race.txt` runs printed the secret while a thread outside
-/// the guard toggled `race.txt` (in `dir` of the workspace) into a hard link to it.
-fn race_leaks(dir: &str, beside_a_secret: bool, n: usize) -> (usize, usize, u64) {
+/// What `n` autonomous `cat race.txt` runs got while a thread outside the guard toggled
+/// `race.txt` (in `dir` of the workspace) into a hard link to a secret.
+struct Race {
+    /// Printed the secret.
+    leaked: usize,
+    /// Printed the plain file.
+    plain: usize,
+    /// Output withheld: the workspace changed during the run.
+    withheld: usize,
+    /// Anything else (each one's outcome).
+    other: Vec<String>,
+    flips: u64,
+}
+
+fn race_leaks(dir: &str, beside_a_secret: bool, hold: Duration, n: usize) -> Race {
     let (_t, home, ws) = root();
     let secret = home.join(".ssh/id_ed25519");
     std::fs::write(&secret, "MARK-race-5b1e\n").expect("secret");
@@ -92,21 +108,69 @@ fn race_leaks(dir: &str, beside_a_secret: bool, n: usize) -> (usize, usize, u64)
     }
     std::fs::write(ws.join(dir).join("race.txt"), "plain\n").expect("race");
     let stop = Arc::new(AtomicBool::new(false));
-    let flips = toggler(ws.clone(), dir, secret, Arc::clone(&stop));
+    let flips = toggler(ws.clone(), dir, secret, Arc::clone(&stop), hold);
     let rt = runtime();
     let script = format!("cat {dir}/race.txt");
-    let (mut leaked, mut plain) = (0, 0);
+    let mut race = Race {
+        leaked: 0,
+        plain: 0,
+        withheld: 0,
+        other: Vec::new(),
+        flips: 0,
+    };
     for _ in 0..n {
         let out = run(&rt, &ws, &home, &script);
-        if out.stdout.contains("MARK-race") {
-            leaked += 1;
-        } else if out.stdout == "plain\n" {
-            plain += 1;
+        if out.stdout.contains("MARK-race") || out.stderr.contains("MARK-race") {
+            race.leaked += 1;
+        } else if out.stdout == "plain\n" && out.success {
+            race.plain += 1;
+        } else if out.error.as_deref() == Some(sandbox::run::WORKSPACE_CHANGED)
+            && out.stdout.is_empty()
+            && out.stderr.is_empty()
+            && out.exit_code.is_none()
+        {
+            race.withheld += 1;
+        } else {
+            race.other.push(format!("{out:?}"));
         }
     }
     stop.store(true, Ordering::Relaxed);
-    let flips = flips.join().expect("toggler");
-    (leaked, plain, flips)
+    race.flips = flips.join().expect("toggler");
+    race
+}
+
+impl Race {
+    fn report(&self, what: &str, n: usize) {
+        eprintln!(
+            "race {what}: {} of {n} runs leaked, {} read the plain file, {} withheld, {} other, \
+             {} flips",
+            self.leaked,
+            self.plain,
+            self.withheld,
+            self.other.len(),
+            self.flips
+        );
+    }
+
+    fn assert_closed(&self, n: usize) {
+        assert!(self.flips > 100, "the toggler barely ran: {}", self.flips);
+        assert_eq!(
+            self.leaked, 0,
+            "{} of {n} runs printed the secret",
+            self.leaked
+        );
+        // A failed `cat` of a name the grants did not grant (the link) is closed too.
+        for o in &self.other {
+            assert!(!o.contains("MARK-race"), "{o}");
+        }
+    }
+}
+
+fn race_n() -> usize {
+    std::env::var("SANCTUM_RACE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1000)
 }
 
 /// The red team's race: the scan judged `race.txt` a plain file, the grants then opened the
@@ -114,25 +178,131 @@ fn race_leaks(dir: &str, beside_a_secret: bool, n: usize) -> (usize, usize, u64)
 /// Only inodes the scan judged are granted now.
 #[test]
 fn a_hard_link_toggled_between_scan_and_grant_is_never_granted() {
-    let n = std::env::var("SANCTUM_RACE_N")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1000);
-    let (leaked, plain, flips) = race_leaks(".", true, n);
-    eprintln!("race beside a secret: {leaked} of {n} runs leaked, {plain} read the plain file, {flips} flips");
-    assert!(flips > 100, "the toggler barely ran: {flips}");
-    assert_eq!(leaked, 0, "{leaked} of {n} runs printed the secret");
+    let n = race_n();
+    let race = race_leaks(".", true, Duration::ZERO, n);
+    race.report("beside a secret", n);
+    race.assert_closed(n);
 }
 
-/// The same race in a directory with no secret in it, which the limits layer grants whole
-/// (see SECURITY.md): a measurement of what is left, not a check.
+/// The same race in a directory with no secret in it, which the limits layer grants whole:
+/// a link made after the scan is readable to the run. A link still there when the run ends
+/// withholds its output (`sandbox::run`); one toggled out again before is not seen, so this
+/// is a measurement of what is left (SECURITY.md), not a check.
 #[test]
 #[ignore = "a measurement, not a check"]
 fn race_in_a_directory_granted_whole() {
-    let n = 300;
-    let (leaked, plain, flips) = race_leaks("sub", false, n);
-    eprintln!(
-        "race in a directory granted whole: {leaked} of {n} leaked, {plain} plain, {flips} flips"
+    let n = 500;
+    for hold in [Duration::ZERO, Duration::from_millis(3)] {
+        let race = race_leaks("sub", false, hold, n);
+        race.report(&format!("in a directory granted whole, held {hold:?}"), n);
+    }
+}
+
+/// A hard link to a secret made in a directory granted whole while a run reads it, and left
+/// there: the run printed the key, the agent gets nothing.
+#[test]
+fn a_hard_link_made_during_the_run_withholds_its_output() {
+    let (_t, home, ws) = root();
+    let secret = home.join(".ssh/id_ed25519");
+    std::fs::write(&secret, "MARK-link-d4\n").expect("secret");
+    std::fs::create_dir_all(ws.join("sub")).expect("dir");
+    std::fs::write(ws.join("sub/plain.txt"), "plain\n").expect("file");
+    std::thread::sleep(Duration::from_millis(300));
+    let rt = runtime();
+    let link = ws.join("sub/later.txt");
+    let maker = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(150));
+        std::fs::hard_link(&secret, &link).expect("link");
+    });
+    let out = run(&rt, &ws, &home, "sleep 0.5; cat sub/later.txt");
+    maker.join().expect("maker");
+    assert!(!out.stdout.contains("MARK-link"), "{out:?}");
+    assert_eq!(
+        out.error.as_deref(),
+        Some(sandbox::run::WORKSPACE_CHANGED),
+        "{out:?}"
+    );
+    assert_eq!((out.exit_code, out.success), (None, false), "{out:?}");
+}
+
+/// Ordinary churn during a run (files written, an editor's save by rename, a directory made
+/// and removed) withholds nothing: only a secret appearing does.
+#[test]
+fn ordinary_changes_during_a_run_withhold_nothing() {
+    let (_t, home, ws) = root();
+    std::fs::create_dir_all(ws.join("sub")).expect("dir");
+    std::fs::write(ws.join("sub/plain.txt"), "plain\n").expect("file");
+    std::thread::sleep(Duration::from_millis(300));
+    let rt = runtime();
+    let w = ws.clone();
+    let churn = std::thread::spawn(move || {
+        for i in 0..20 {
+            std::thread::sleep(Duration::from_millis(20));
+            std::fs::write(w.join(format!("sub/build-{i}.o")), "obj").expect("write");
+            std::fs::write(w.join("sub/.notes.txt.swp"), "x").expect("swap");
+            std::fs::rename(w.join("sub/.notes.txt.swp"), w.join("sub/notes.txt")).expect("save");
+            std::fs::create_dir(w.join("sub/tmpdir")).expect("mkdir");
+            std::fs::remove_dir(w.join("sub/tmpdir")).expect("rmdir");
+        }
+    });
+    let out = run(&rt, &ws, &home, "sleep 0.5; cat sub/plain.txt");
+    churn.join().expect("churn");
+    assert_eq!(
+        (out.stdout.as_str(), out.success),
+        ("plain\n", true),
+        "{out:?}"
+    );
+}
+
+/// With nothing changing, the check withholds nothing: the same runs read their file.
+#[test]
+fn a_quiet_workspace_withholds_nothing() {
+    let (_t, home, ws) = root();
+    std::fs::create_dir_all(ws.join("sub")).expect("dir");
+    std::fs::write(ws.join("sub/race.txt"), "plain\n").expect("file");
+    let rt = runtime();
+    for _ in 0..50 {
+        let out = run(&rt, &ws, &home, "cat sub/race.txt");
+        assert_eq!(
+            (out.stdout.as_str(), out.success),
+            ("plain\n", true),
+            "{out:?}"
+        );
+    }
+}
+
+/// A file rewritten in place during the run (no name made, the directory unchanged) voids
+/// the scan too: the file was granted as the scan judged its content.
+#[test]
+fn a_file_rewritten_during_the_run_withholds_its_output() {
+    let (_t, home, ws) = root();
+    std::fs::create_dir_all(ws.join("sub")).expect("dir");
+    std::fs::write(ws.join("sub/notes.txt"), "plain\n").expect("file");
+    // Old enough to be cached (a scan of files changed within RACY is used once).
+    std::thread::sleep(Duration::from_millis(300));
+    let rt = runtime();
+    let first = run(&rt, &ws, &home, "cat sub/notes.txt");
+    assert_eq!(first.stdout, "plain\n", "{first:?}");
+    let begin = format!("-----BEGIN {}PRIVATE KEY-----", "OPENSSH ");
+    let key = format!("{begin}\nMARK-rewrite\n-----END OPENSSH PRIVATE KEY-----\n");
+    let target = ws.join("sub/notes.txt");
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(150));
+        std::fs::write(target, key).expect("rewrite");
+    });
+    let out = run(&rt, &ws, &home, "sleep 0.5; cat sub/notes.txt");
+    writer.join().expect("writer");
+    assert!(!out.stdout.contains("MARK-rewrite"), "{out:?}");
+    assert_eq!(
+        out.error.as_deref(),
+        Some(sandbox::run::WORKSPACE_CHANGED),
+        "{out:?}"
+    );
+    // The next run is judged from a new scan: the key is denied, by content.
+    let next = run(&rt, &ws, &home, "cat sub/notes.txt");
+    assert!(
+        !next.stdout.contains("MARK-rewrite") && !next.success,
+        "{next:?}"
     );
 }
 

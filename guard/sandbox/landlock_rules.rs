@@ -456,11 +456,13 @@ fn limits_layer(
     if d.walked.is_empty() {
         return Ok(None);
     }
-    // The workspace scan's profile grants only what the scan judged inside the workspace.
-    let judged = if d.scanned {
-        Some(ws_secrets::judged(&profile.workspace)?)
-    } else {
-        None
+    // The workspace scan's profile grants only what the scan judged inside the workspace:
+    // the very scan its secrets were denied from, which the run is checked against after it.
+    let judged = match (&profile.scan, d.scanned) {
+        (_, false) => None,
+        (Some(scan), true) => Some(Arc::clone(scan)),
+        // Paths changed after the resolution: a scan valid now.
+        (None, true) => Some(ws_secrets::scan(&profile.workspace)?),
     };
     let ws = judged.as_deref().map(|j| (profile.workspace.as_path(), j));
     landlock_cache::get_or_build(&d.limits_key, d.limits_fp, || {

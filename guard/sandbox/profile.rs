@@ -80,6 +80,10 @@ pub struct ResolvedProfile {
     pub tmp: Option<Arc<PrivateTmp>>,
     /// The identity the run takes (`run_as`); None: the guard's own.
     pub run_as: Option<super::RunAs>,
+    /// The workspace scan the workspace's secrets were denied from, when the profile keeps
+    /// its runs from them that way (`ws_secrets::applies`): the limits layer grants from it
+    /// and `sandbox::run` checks it is still valid when the run ends.
+    pub scan: Option<Arc<super::ws_secrets::Judged>>,
 }
 
 impl ResolvedProfile {
@@ -252,12 +256,15 @@ impl ProfileSpec {
         let reads_parent = read
             .iter()
             .any(|r| r != &workspace && workspace.starts_with(r));
+        let mut scan = None;
         if !writes_ws && !reads_parent {
-            for s in super::ws_secrets::secrets_in(&workspace)?.iter() {
+            let judged = super::ws_secrets::scan(&workspace)?;
+            for s in judged.secrets().iter() {
                 if !deny_read.contains(s) {
                     deny_read.push(s.clone());
                 }
             }
+            scan = Some(judged);
         }
         Ok(ResolvedProfile {
             workspace,
@@ -272,6 +279,7 @@ impl ProfileSpec {
             timeout: Duration::from_secs(self.timeout_secs),
             tmp,
             run_as: None,
+            scan,
         })
     }
 

@@ -57,6 +57,12 @@ pub struct RunOutcome {
     pub queued_ms: u64,
 }
 
+/// The error of a run whose output was withheld because a secret appeared in the workspace
+/// while it ran.
+pub const WORKSPACE_CHANGED: &str = "a secret appeared in the workspace while this run read \
+    it (a file the run may have read was not judged when it started): its output is \
+    withheld; run it again";
+
 /// Appended when output was cut, as OpenClaw's node host does.
 pub const TRUNCATED_MARK: &str = "\n... (truncated)";
 /// How long to wait for the pipes to close after the process group was killed.
@@ -269,6 +275,20 @@ async fn run_confined(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome,
             stderr.push_str(TRUNCATED_MARK);
         }
     }
+    if secret_appeared(prepared).await {
+        return Ok(RunOutcome {
+            exit_code: None,
+            timed_out,
+            success: false,
+            stdout: String::new(),
+            stderr: String::new(),
+            error: Some(WORKSPACE_CHANGED.into()),
+            enforcement: status,
+            signal: None,
+            integrity: Vec::new(),
+            queued_ms: 0,
+        });
+    }
     let exit_code = if timed_out { None } else { exit.code() };
     Ok(RunOutcome {
         exit_code,
@@ -293,6 +313,34 @@ async fn run_confined(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome,
         integrity: Vec::new(),
         queued_ms: 0,
     })
+}
+
+/// After a run granted from a workspace scan (the autonomous profiles): whether a secret
+/// appeared in the workspace since that scan. A directory the scan found no secret in is
+/// granted whole, and a granted file is granted by inode, so a hard link to a secret made in
+/// such a directory by a process outside the guard, or a granted file rewritten into a
+/// secret, was readable to the run; its output and exit status are then withheld. Only when
+/// the workspace changed at all is it scanned again (content verdicts are remembered, so
+/// only changed files are read). Ordinary churn (an editor's save, git's background gc)
+/// withholds nothing. Not seen: a secret made and removed again before the run ended. A
+/// check that cannot be made counts as a secret.
+async fn secret_appeared(prepared: &Prepared) -> bool {
+    let p = prepared.profile();
+    let Some(scan) = p.scan.clone() else {
+        return false;
+    };
+    let ws = p.workspace.clone();
+    tokio::task::spawn_blocking(move || {
+        if scan.unchanged() {
+            return false;
+        }
+        match super::ws_secrets::scan(&ws) {
+            Ok(now) => now.secrets().iter().any(|s| !scan.secrets().contains(s)),
+            Err(_) => true,
+        }
+    })
+    .await
+    .unwrap_or(true)
 }
 
 /// A close-on-exec pipe: (read end, write end).

@@ -25,11 +25,14 @@
 //! only changed files.
 //! File times come from a coarse clock, so a scan that saw a directory or file changed less
 //! than `RACY` before it began is used once and not cached (as the Landlock cache does).
-//! What remains: a directory with no secret in it is granted whole, so a file created in it
-//! after the scan, while the run is starting or running, is not denied; runs that use this
+//! A directory with no secret in it is granted whole, so a file created in it after the
+//! scan, while the run is starting or running, is readable to the run (runs that use this
 //! scan cannot write the workspace, so only a concurrent approved run or a process outside
-//! the guard could create one. A workspace with more than `MAX_ENTRIES` entries fails closed
-//! (the run does not start).
+//! the guard could create one). So the run's profile keeps the scan it was granted from
+//! (`ResolvedProfile::scan`), and `sandbox::run` scans again after a run during which the
+//! workspace changed (`Judged::unchanged`): a secret that appeared meanwhile withholds the
+//! output. One made and removed again within the run is not seen.
+//! A workspace with more than `MAX_ENTRIES` entries fails closed (the run does not start).
 
 use super::landlock_cache::{epoch, Stamp, RACY, TTL};
 use super::SandboxError;
@@ -95,6 +98,20 @@ pub struct Judged {
     cacheable: bool,
     /// Watches on every listed directory (None: none could be set; files are re-stat'ed).
     pub(super) watch: Option<nix::sys::inotify::Inotify>,
+    /// The watches saw a change. Reading the events drains them, and several runs check one
+    /// scan, so the first to see them records it here (under this lock, with the read).
+    voided: Mutex<bool>,
+}
+
+impl std::fmt::Debug for Judged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Judged")
+            .field("secrets", &self.secrets_arc.len())
+            .field("dirs", &self.dirs.len())
+            .field("files", &self.files.len())
+            .field("watched", &self.watch.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Judged {
@@ -114,7 +131,21 @@ impl Judged {
                     | nix::sys::inotify::InitFlags::IN_CLOEXEC,
             )
             .ok(),
+            voided: Mutex::new(false),
         }
+    }
+
+    /// The paths this scan denies (the workspace's secrets), sorted.
+    pub fn secrets(&self) -> &Arc<Vec<PathBuf>> {
+        &self.secrets_arc
+    }
+
+    /// Whether the workspace is still as this scan saw it: nothing created, removed,
+    /// renamed, written or changed in mode in any directory it listed (the watches, and an
+    /// lstat of each directory; without watches, an fstatat of every file). A run granted
+    /// from this scan is checked after it ends (`sandbox::run`).
+    pub fn unchanged(&self) -> bool {
+        self.still_valid()
     }
 
     pub(super) fn push_file(&mut self, name: &std::ffi::OsStr, key: FileKey) {
@@ -181,10 +212,15 @@ impl Judged {
         }
     }
 
-    /// Whether the watches saw nothing since the scan (None: there are none).
+    /// Whether the watches saw nothing since the scan (None: there are none). Once they saw
+    /// something, never again.
     fn quiet(&self) -> Option<bool> {
         let w = self.watch.as_ref()?;
-        Some(matches!(w.read_events(), Err(nix::errno::Errno::EAGAIN)))
+        let mut voided = self.voided.lock().unwrap_or_else(|p| p.into_inner());
+        if !*voided && !matches!(w.read_events(), Err(nix::errno::Errno::EAGAIN)) {
+            *voided = true;
+        }
+        Some(!*voided)
     }
 
     /// Whether every listed directory and every file looked at is unchanged.
@@ -272,14 +308,9 @@ pub fn secrets_in(workspace: &Path) -> Result<Arc<Vec<PathBuf>>, SandboxError> {
     Ok(Arc::clone(&judge(workspace)?.secrets_arc))
 }
 
-/// The latest scan of `workspace`, for the grants; a fresh one when there is none. Any
-/// complete scan is safe to grant from: it grants only inodes it judged, unchanged since.
-pub fn judged(workspace: &Path) -> Result<Arc<Judged>, SandboxError> {
-    if let Ok(c) = cache().lock() {
-        if let Some(j) = c.get(workspace) {
-            return Ok(Arc::clone(j));
-        }
-    }
+/// A scan of `workspace` valid now (the cached one if nothing changed since): what a
+/// resolved profile denies and grants from, and checks after its run (`Judged::unchanged`).
+pub fn scan(workspace: &Path) -> Result<Arc<Judged>, SandboxError> {
     judge(workspace)
 }
 
