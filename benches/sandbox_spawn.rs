@@ -390,8 +390,8 @@ fn main() {
         );
     }
     println!("(fork+exec itself costs {fk:.3} ms more than posix_spawn here)");
-    // Issue 34's target: an autonomous run, resolved per request as the engine does (private
-    // tmp, workspace scan, run cgroup, both Landlock layers), at most 0.3 ms over posix_spawn.
+    // The autonomous target: a run resolved per request as the engine does (private tmp,
+    // workspace scan, run cgroup, both Landlock layers), at most 0.3 ms over posix_spawn.
     let a = med(&auto) - med(&plain);
     println!(
         "target (autonomous-read, resolved per spawn): over posix_spawn {a:.3} ms <= 0.3: {}",

@@ -198,6 +198,27 @@ fn race_in_a_directory_granted_whole() {
     }
 }
 
+/// Waits until a process whose command line is exactly `argv` runs (the confined run has
+/// passed its scan and grants by then), so a change made next is made during the run.
+fn wait_for_run(argv: &[&str]) {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::time::Instant::now() < deadline {
+        let found = std::fs::read_dir("/proc")
+            .expect("proc")
+            .flatten()
+            .any(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c == want));
+        if found {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    panic!("the run {argv:?} never started");
+}
+
 /// A hard link to a secret made in a directory granted whole while a run reads it, and left
 /// there: the run printed the key, the agent gets nothing.
 #[test]
@@ -211,10 +232,10 @@ fn a_hard_link_made_during_the_run_withholds_its_output() {
     let rt = runtime();
     let link = ws.join("sub/later.txt");
     let maker = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(150));
+        wait_for_run(&["sleep", "0.71"]);
         std::fs::hard_link(&secret, &link).expect("link");
     });
-    let out = run(&rt, &ws, &home, "sleep 0.5; cat sub/later.txt");
+    let out = run(&rt, &ws, &home, "sleep 0.71; cat sub/later.txt");
     maker.join().expect("maker");
     assert!(!out.stdout.contains("MARK-link"), "{out:?}");
     assert_eq!(
@@ -287,10 +308,10 @@ fn a_file_rewritten_during_the_run_withholds_its_output() {
     let key = format!("{begin}\nMARK-rewrite\n-----END OPENSSH PRIVATE KEY-----\n");
     let target = ws.join("sub/notes.txt");
     let writer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(150));
+        wait_for_run(&["sleep", "0.72"]);
         std::fs::write(target, key).expect("rewrite");
     });
-    let out = run(&rt, &ws, &home, "sleep 0.5; cat sub/notes.txt");
+    let out = run(&rt, &ws, &home, "sleep 0.72; cat sub/notes.txt");
     writer.join().expect("writer");
     assert!(!out.stdout.contains("MARK-rewrite"), "{out:?}");
     assert_eq!(
