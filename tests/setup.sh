@@ -3,8 +3,8 @@
 # Node 24 and OpenClaw go under .cache/ in this checkout, or $SANCTUM_TEST_CACHE (nothing else
 # is cached outside it). One line per step with its duration.
 # Usage: tests/setup.sh              (as root, or with sudo for apt-get)
-#        tests/setup.sh build-tools  only what `cargo build` itself needs (perl and make for
-#                                    the vendored OpenSSL): tests/run installs the rest
+#        tests/setup.sh build-tools  only what `cargo build` itself needs (OpenSSL's headers
+#                                    and static libraries, pkg-config to find them): tests/run installs the rest
 #                                    beside the compile
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,7 @@ KUBERNETES_VALIDATE_VERSION=1.37.0
 # squid and tinyproxy-bin are the anchors benches/egress_proxy.rs measures the egress proxy
 # against (each run from its own config on a free port; the system service is not used);
 # postgresql is the fleet suites' database (each starts its own cluster in a temp dir).
-APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver perl make squid tinyproxy-bin postgresql"
+APT_PACKAGES="ripgrep tree cron bubblewrap podman runc docker-compose debootstrap hyperfine git sqlite3 iproute2 iputils-ping netcat-openbsd curl wget strace e2fsprogs chromium chromium-driver perl make libssl-dev pkg-config squid tinyproxy-bin postgresql"
 
 # One line per step, with what it did and how long it took (a first run takes minutes).
 step() {
@@ -119,7 +119,7 @@ kubernetes_validate() {
 }
 
 if [ "${1:-}" = build-tools ]; then
-  APT_PACKAGES="perl make"
+  APT_PACKAGES="libssl-dev pkg-config"
   step "build tools" apt_packages
   exit 0
 fi
