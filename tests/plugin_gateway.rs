@@ -127,12 +127,31 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
     assert_eq!(findings, vec![], "the Sanctum posture on the real gateway");
     drop(op);
 
+    // Every turn below starts at once (each an `openclaw agent` process whose start is
+    // most of its time); each is then checked in turn.
+    let read = spawn_collect(gw.agent_tool_cmd("read", "read", json!({"path":"readme.txt"})));
+    let secret =
+        spawn_collect(gw.agent_tool_cmd("secret", "read", json!({"path":"~/.ssh/id_rsa"})));
+    let content = "approved content\u{202e}evil\n";
+    let write = spawn_collect(gw.agent_tool_cmd(
+        "write",
+        "write",
+        json!({"path":"approved.txt","content":content}),
+    ));
+    let denied = spawn_collect(gw.agent_tool_cmd(
+        "denied",
+        "write",
+        json!({"path":"denied.txt","content":"no"}),
+    ));
+    let url = format!("http://127.0.0.1:{fetch_port}/page");
+    let fetch = spawn_collect(gw.agent_tool_cmd(
+        "fetch",
+        "tool_call",
+        json!({"id":"web_fetch","args":{"url":url}}),
+    ));
+
     // A read runs at once.
-    let out = output_text(
-        &gw.agent_tool_cmd("read", "read", json!({"path":"readme.txt"}))
-            .output()
-            .expect("agent"),
-    );
+    let out = collect(read);
     let results = tool_results(&model_log);
     assert!(
         has(&results, MARKER),
@@ -147,12 +166,6 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
 
     // A write waits in the inbox with its whole content (checked against its digest by the
     // guard); the file exists only after approval.
-    let content = "approved content\u{202e}evil\n";
-    let turn = spawn_collect(gw.agent_tool_cmd(
-        "write",
-        "write",
-        json!({"path":"approved.txt","content":content}),
-    ));
     let e = wait_tool(&web, &login, "write", "approved.txt");
     assert_eq!(e["action"]["content"], content, "{e}");
     assert_eq!(e["action"]["content_bytes"], content.len());
@@ -169,7 +182,7 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
         json!({"decision":"allow-once","hash":e["requestHash"]}),
     );
     assert_eq!(r.status, 200, "{r:?}");
-    let out = collect(turn);
+    let out = collect(write);
     assert_eq!(
         std::fs::read_to_string(ws.join("approved.txt")).unwrap_or_default(),
         content,
@@ -177,11 +190,6 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
     );
 
     // A denied write leaves no file; the agent reads the person's reason.
-    let turn = spawn_collect(gw.agent_tool_cmd(
-        "denied",
-        "write",
-        json!({"path":"denied.txt","content":"no"}),
-    ));
     let e = wait_tool(&web, &login, "write", "denied.txt");
     let r = web.decide(
         &login,
@@ -189,7 +197,7 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
         json!({"decision":"deny","reason":"not this file","hash":e["requestHash"]}),
     );
     assert_eq!(r.status, 200, "{r:?}");
-    let out = collect(turn);
+    let out = collect(denied);
     assert!(!ws.join("denied.txt").exists(), "a denied write never runs");
     let results = tool_results(&model_log);
     assert!(
@@ -198,11 +206,7 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
     );
 
     // A sensitive read is blocked without asking anyone.
-    let out = output_text(
-        &gw.agent_tool_cmd("secret", "read", json!({"path":"~/.ssh/id_rsa"}))
-            .output()
-            .expect("agent"),
-    );
+    let out = collect(secret);
     let results = tool_results(&model_log);
     assert!(
         has(&results, "blocked by sanctum-guard (sensitive-path)"),
@@ -214,12 +218,6 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
     // fetched by themselves), then runs once approved. It is a deferred tool: the model calls
     // it through `tool_call`, the hook fires for both, and the inner call is the one the
     // guard judges.
-    let url = format!("http://127.0.0.1:{fetch_port}/page");
-    let turn = spawn_collect(gw.agent_tool_cmd(
-        "fetch",
-        "tool_call",
-        json!({"id":"web_fetch","args":{"url":url}}),
-    ));
     let e = wait_until("the pending web_fetch", Duration::from_secs(240), || {
         web.pending(&login).into_iter().find(|e| {
             e["action"]["kind"] == "tool"
@@ -237,7 +235,7 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
         json!({"decision":"allow-once","hash":e["requestHash"]}),
     );
     assert_eq!(r.status, 200, "{r:?}");
-    let out = collect(turn);
+    let out = collect(fetch);
     let results = tool_results(&model_log);
     assert!(
         has(&results, FETCHED),
@@ -251,21 +249,16 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
 
     // The guard stopped: every call is blocked, none runs.
     web.serve.child.kill9();
-    let out = output_text(
-        &gw.agent_tool_cmd(
-            "stopped",
-            "write",
-            json!({"path":"stopped.txt","content":"x"}),
-        )
-        .output()
-        .expect("agent"),
-    );
+    let write = spawn_collect(gw.agent_tool_cmd(
+        "stopped",
+        "write",
+        json!({"path":"stopped.txt","content":"x"}),
+    ));
+    let read =
+        spawn_collect(gw.agent_tool_cmd("stopped-read", "read", json!({"path":"readme.txt"})));
+    let out = collect(write);
     assert!(!ws.join("stopped.txt").exists(), "{out}");
-    let out = output_text(
-        &gw.agent_tool_cmd("stopped-read", "read", json!({"path":"readme.txt"}))
-            .output()
-            .expect("agent"),
-    );
+    let out = collect(read);
     let results = tool_results(&model_log);
     assert!(
         has(&results, "SANCTUM_DENIED: no decision from sanctum-guard"),
@@ -274,20 +267,30 @@ fn every_tool_call_asks_the_guard_through_the_plugin() {
     drop(gw);
 }
 
-/// Runs one agent turn calling `tool` with `args` while a person denies every card that
-/// appears; the paths of the cards denied.
-fn turn_denying_every_card(
+/// Runs agent turns (a session, a tool and its arguments each), [`AT_ONCE`] at a time, while
+/// a person denies every card that appears; the paths of the cards denied. Each turn is an
+/// `openclaw agent` process whose start is most of its time, so they overlap.
+fn turns_denying_every_card(
     gw: &Gateway,
     web: &Web,
     login: &Login,
-    session: &str,
-    tool: &str,
-    args: Value,
+    turns: Vec<(String, &str, Value)>,
 ) -> Vec<String> {
-    let mut turn = spawn_collect(gw.agent_tool_cmd(session, tool, args));
+    let mut waiting = turns.into_iter();
+    let mut running: Vec<(String, std::process::Child)> = Vec::new();
     let mut denied = Vec::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(240);
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
     loop {
+        while running.len() < AT_ONCE {
+            let Some((session, tool, args)) = waiting.next() else {
+                break;
+            };
+            let turn = spawn_collect(gw.agent_tool_cmd(&session, tool, args));
+            running.push((session, turn));
+        }
+        if running.is_empty() {
+            return denied;
+        }
         for e in web.pending(login) {
             if e["action"]["kind"] != "tool" {
                 continue;
@@ -300,18 +303,26 @@ fn turn_denying_every_card(
             );
             assert_eq!(r.status, 200, "{r:?}");
         }
-        if turn.try_wait().expect("wait").is_some() {
-            break;
+        let mut still = Vec::new();
+        for (session, mut turn) in running {
+            if turn.try_wait().expect("wait").is_some() {
+                let _ = collect(turn);
+            } else {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{session}: turn hangs"
+                );
+                still.push((session, turn));
+            }
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{session}: turn hangs"
-        );
+        running = still;
         std::thread::sleep(Duration::from_millis(300));
     }
-    let _ = collect(turn);
-    denied
 }
+
+/// Agent turns [`turns_denying_every_card`] runs at once (each a Node process on a 2-core
+/// machine).
+const AT_ONCE: usize = 4;
 
 /// OpenClaw rewrites a file tool's path after `before_tool_call` (a leading
 /// `@`, a trailing `</arg_value>>`, `~`, `file://`, the Office repair). Each spelling, for
@@ -386,25 +397,19 @@ fn rewritten_paths_are_judged_as_the_tool_opens_them() {
                         "edits":[{"oldText":"secret","newText":"attacker"}]}),
         ),
     ];
-    let mut cards = Vec::new();
-    for (i, (tool, args)) in cases.iter().enumerate() {
-        let session = format!("rw{i}");
-        cards.extend(turn_denying_every_card(
-            &gw,
-            &web,
-            &login,
-            &session,
-            tool,
-            args.clone(),
-        ));
-        let results = tool_results(&model_log);
-        assert!(
-            !has(&results, SECRET),
-            "{tool} {args}: a secret reached the model: {results:?}\n{}",
-            gw.gateway_log()
-        );
-    }
+    let turns = cases
+        .into_iter()
+        .enumerate()
+        .map(|(i, (tool, args))| (format!("rw{i}"), tool, args))
+        .collect();
+    let cards = turns_denying_every_card(&gw, &web, &login, turns);
     let results = tool_results(&model_log);
+    // Checked once all have run: the results shown say which spelling let a secret through.
+    assert!(
+        !has(&results, SECRET),
+        "a secret reached the model: {results:?}\n{}",
+        gw.gateway_log()
+    );
     // Refused without a card: sensitive once resolved, or rewritten more than once.
     assert!(
         has(&results, "sensitive-path"),
