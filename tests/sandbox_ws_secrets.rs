@@ -50,6 +50,35 @@ fn root() -> (tempfile::TempDir, PathBuf, PathBuf) {
     (t, home, ws)
 }
 
+/// The run read the "plain" file [`root_with_plain`] made, and nothing was withheld.
+fn assert_read_plain(out: &RunOutcome) {
+    assert_eq!(
+        (out.stdout.as_str(), out.success),
+        ("plain\n", true),
+        "{out:?}"
+    );
+}
+
+/// The run's output and exit were withheld (the workspace changed under it): `mark`, which
+/// the run printed, never reaches the caller.
+fn assert_withheld(out: &RunOutcome, mark: &str) {
+    assert!(!out.stdout.contains(mark), "{out:?}");
+    assert_eq!(
+        out.error.as_deref(),
+        Some(sandbox::run::WORKSPACE_CHANGED),
+        "{out:?}"
+    );
+    assert_eq!((out.exit_code, out.success), (None, false), "{out:?}");
+}
+
+/// [`root`] with one workspace file, `ws/sub/<name>` holding "plain".
+fn root_with_plain(name: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let (t, home, ws) = root();
+    std::fs::create_dir_all(ws.join("sub")).expect("dir");
+    std::fs::write(ws.join("sub").join(name), "plain\n").expect("file");
+    (t, home, ws)
+}
+
 /// Toggles `ws/<dir>/race.txt` between a plain file and a hard link to `secret` until
 /// stopped, atomically (a rename over the name), as a process outside the guard would;
 /// each state is held for `hold` (zero: flips as fast as it can).
@@ -223,11 +252,9 @@ fn wait_for_run(argv: &[&str]) {
 /// there: the run printed the key, the agent gets nothing.
 #[test]
 fn a_hard_link_made_during_the_run_withholds_its_output() {
-    let (_t, home, ws) = root();
+    let (_t, home, ws) = root_with_plain("plain.txt");
     let secret = home.join(".ssh/id_ed25519");
     std::fs::write(&secret, "MARK-link-d4\n").expect("secret");
-    std::fs::create_dir_all(ws.join("sub")).expect("dir");
-    std::fs::write(ws.join("sub/plain.txt"), "plain\n").expect("file");
     std::thread::sleep(Duration::from_millis(300));
     let rt = runtime();
     let link = ws.join("sub/later.txt");
@@ -237,22 +264,14 @@ fn a_hard_link_made_during_the_run_withholds_its_output() {
     });
     let out = run(&rt, &ws, &home, "sleep 0.71; cat sub/later.txt");
     maker.join().expect("maker");
-    assert!(!out.stdout.contains("MARK-link"), "{out:?}");
-    assert_eq!(
-        out.error.as_deref(),
-        Some(sandbox::run::WORKSPACE_CHANGED),
-        "{out:?}"
-    );
-    assert_eq!((out.exit_code, out.success), (None, false), "{out:?}");
+    assert_withheld(&out, "MARK-link");
 }
 
 /// Ordinary churn during a run (files written, an editor's save by rename, a directory made
 /// and removed) withholds nothing: only a secret appearing does.
 #[test]
 fn ordinary_changes_during_a_run_withhold_nothing() {
-    let (_t, home, ws) = root();
-    std::fs::create_dir_all(ws.join("sub")).expect("dir");
-    std::fs::write(ws.join("sub/plain.txt"), "plain\n").expect("file");
+    let (_t, home, ws) = root_with_plain("plain.txt");
     std::thread::sleep(Duration::from_millis(300));
     let rt = runtime();
     let w = ws.clone();
@@ -268,27 +287,17 @@ fn ordinary_changes_during_a_run_withhold_nothing() {
     });
     let out = run(&rt, &ws, &home, "sleep 0.5; cat sub/plain.txt");
     churn.join().expect("churn");
-    assert_eq!(
-        (out.stdout.as_str(), out.success),
-        ("plain\n", true),
-        "{out:?}"
-    );
+    assert_read_plain(&out);
 }
 
 /// With nothing changing, the check withholds nothing: the same runs read their file.
 #[test]
 fn a_quiet_workspace_withholds_nothing() {
-    let (_t, home, ws) = root();
-    std::fs::create_dir_all(ws.join("sub")).expect("dir");
-    std::fs::write(ws.join("sub/race.txt"), "plain\n").expect("file");
+    let (_t, home, ws) = root_with_plain("race.txt");
     let rt = runtime();
     for _ in 0..50 {
         let out = run(&rt, &ws, &home, "cat sub/race.txt");
-        assert_eq!(
-            (out.stdout.as_str(), out.success),
-            ("plain\n", true),
-            "{out:?}"
-        );
+        assert_read_plain(&out);
     }
 }
 
@@ -296,9 +305,7 @@ fn a_quiet_workspace_withholds_nothing() {
 /// the scan too: the file was granted as the scan judged its content.
 #[test]
 fn a_file_rewritten_during_the_run_withholds_its_output() {
-    let (_t, home, ws) = root();
-    std::fs::create_dir_all(ws.join("sub")).expect("dir");
-    std::fs::write(ws.join("sub/notes.txt"), "plain\n").expect("file");
+    let (_t, home, ws) = root_with_plain("notes.txt");
     // Old enough to be cached (a scan of files changed within RACY is used once).
     std::thread::sleep(Duration::from_millis(300));
     let rt = runtime();
@@ -313,12 +320,7 @@ fn a_file_rewritten_during_the_run_withholds_its_output() {
     });
     let out = run(&rt, &ws, &home, "sleep 0.72; cat sub/notes.txt");
     writer.join().expect("writer");
-    assert!(!out.stdout.contains("MARK-rewrite"), "{out:?}");
-    assert_eq!(
-        out.error.as_deref(),
-        Some(sandbox::run::WORKSPACE_CHANGED),
-        "{out:?}"
-    );
+    assert_withheld(&out, "MARK-rewrite");
     // The next run is judged from a new scan: the key is denied, by content.
     let next = run(&rt, &ws, &home, "cat sub/notes.txt");
     assert!(
