@@ -513,7 +513,13 @@ fn the_stack_comes_up_confined_and_only_the_guard_is_published() {
     );
     // A fan-out that takes every process the judge lets run by itself leaves room for the
     // agent: a turn made while it is live still runs.
-    fan_out_then_a_turn(&stack, &web, &login, &workspace);
+    fan_out_then_a_turn(
+        &stack,
+        &web,
+        &login,
+        &workspace,
+        &guard_state.join("audit.jsonl"),
+    );
 
     // A person's client reaches the gateway through the front door only: a door link from the
     // guard's CLI, the gateway token, and a device of its own that a person pairs once (the

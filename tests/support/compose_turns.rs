@@ -3,7 +3,7 @@
 //! process fan-out with a turn made while it is live.
 
 use super::compose::Stack;
-use super::process::{output_text, wait_until};
+use super::process::{output_text, wait_until, wait_until_or};
 use super::web::{Login, WebClient};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -54,6 +54,27 @@ fn processes(stack: &Stack) -> Option<usize> {
     String::from_utf8_lossy(&out.stdout).trim().parse().ok()
 }
 
+/// Why a fan-out never held its processes: the counts seen, the agent container's processes,
+/// the fan-outs' audit records (their verdicts), what the model was shown, and the agent's
+/// last log lines.
+fn fan_out_state(stack: &Stack, audit: &Path, idle: usize, seen: &[usize]) -> String {
+    let ps = output_text(&stack.exec(
+        "agent",
+        "for p in /proc/[0-9]*; do echo \"${p#/proc/} $(tr '\\0' ' ' <$p/cmdline)\"; done | head -60",
+    ));
+    let audit = std::fs::read_to_string(audit).unwrap_or_else(|e| format!("({e})"));
+    let records: Vec<&str> = audit.lines().filter(|l| l.contains("xargs")).collect();
+    let records = &records[records.len().saturating_sub(12)..];
+    let shown = tool_results(stack);
+    let shown = &shown[shown.len().saturating_sub(3000)..];
+    format!(
+        "--- process counts (idle {idle}), every 250 ms: {seen:?}\n--- agent processes:\n{ps}\n\
+         --- audit records of the fan-outs:\n{}\n--- model was shown (tail):\n{shown}\n{}",
+        records.join("\n"),
+        stack.service_log("agent", 40)
+    )
+}
+
 /// The largest fan-out the judge lets run by itself: `xargs -P` up to 4 (more asks a person),
 /// nested three deep, wants 84 processes, more than a run's cap (`limits.pids`, 32), so each
 /// run holds its cap until its sleeps end.
@@ -66,15 +87,29 @@ const FAN_OUTS: usize = 4;
 /// node, a run, which waits for a slot (the fan-outs hold all four until their run time is
 /// up: measured 30 s) and then runs, never failing for want of a process. The gateway and the
 /// node keep the room the container's `pids_limit` leaves above the runs' caps.
-pub fn fan_out_then_a_turn(stack: &Stack, web: &WebClient, login: &Login, workspace: &Path) {
+pub fn fan_out_then_a_turn(
+    stack: &Stack,
+    web: &WebClient,
+    login: &Login,
+    workspace: &Path,
+    audit: &Path,
+) {
     let idle = processes(stack).expect("a process count");
     let t = Instant::now();
     for _ in 0..FAN_OUTS {
         new_task(web, login, "exec", json!({ "command": FAN_OUT }));
     }
-    let live = wait_until("the fan-out's processes", Duration::from_secs(180), || {
-        processes(stack).filter(|n| *n >= idle + 40)
-    });
+    let seen = std::cell::RefCell::new(Vec::new());
+    let live = wait_until_or(
+        "the fan-out's processes",
+        Duration::from_secs(180),
+        || {
+            let n = processes(stack);
+            seen.borrow_mut().push(n.unwrap_or(0));
+            n.filter(|n| *n >= idle + 40)
+        },
+        || fan_out_state(stack, audit, idle, &seen.borrow()),
+    );
     eprintln!(
         "compose_stack: fan-out live after {:.1} s: {live} processes in the agent container (idle {idle})",
         t.elapsed().as_secs_f64()
