@@ -4,8 +4,8 @@
 //! containers, and everything torn down (containers, volumes, networks, the API service) when
 //! the [`Stack`] is dropped.
 
+pub use super::compose_images::{base_image, build_images, image_size, stage_context};
 use super::process::{guard_bin, output_text, podman_lock, port_holders, wait_until, ChildGuard};
-use super::tools::cache;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -33,11 +33,12 @@ pub const IMAGES: [(&str, &str); 3] = [
     ("sanctum/scout:local", "docker/scout.Dockerfile"),
 ];
 
-fn repo() -> PathBuf {
+pub(super) fn repo() -> PathBuf {
     super::process::repo_root()
 }
 
-fn run(cmd: &mut Command) -> Output {
+/// Runs `cmd`; panics with its output unless it succeeds.
+pub(super) fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
         out.status.success(),
@@ -45,76 +46,6 @@ fn run(cmd: &mut Command) -> Output {
         output_text(&out)
     );
     out
-}
-
-/// `localhost/debian:bookworm` from debootstrap (minbase), unless it exists
-/// (tests/images.sh, the one recipe; tests/run has usually made it while cargo compiled).
-pub fn base_image() {
-    run(Command::new(repo().join("tests/images.sh"))
-        .arg("base")
-        .stdout(Stdio::null()));
-}
-
-/// A build context with only what the Dockerfiles read: the sources they copy, the guard
-/// binary under test at `target/release/sanctum-guard` and the tests' Node and OpenClaw
-/// (hard links where the filesystem allows: no copy of the large trees).
-pub fn stage_context(dir: &Path) -> PathBuf {
-    let ctx = dir.join("context");
-    std::fs::create_dir_all(ctx.join("target/release")).unwrap();
-    std::fs::create_dir_all(ctx.join(".cache")).unwrap();
-    for d in ["docker", "compose", "seccomp", "plugin"] {
-        if repo().join(d).exists() {
-            run(Command::new("cp").arg("-a").arg(repo().join(d)).arg(&ctx));
-        }
-    }
-    std::fs::copy(repo().join(".dockerignore"), ctx.join(".dockerignore")).unwrap();
-    // As the image's build stage ships it: without symbols (the guard image stays < 20 MiB).
-    let bin = ctx.join("target/release/sanctum-guard");
-    std::fs::copy(guard_bin(), &bin).unwrap();
-    run(Command::new("strip").arg("--strip-all").arg(&bin));
-    for d in ["node".to_owned(), format!("openclaw-{OPENCLAW}")] {
-        let from = cache().join(&d);
-        assert!(
-            from.exists(),
-            "{} missing: run tests/setup.sh",
-            from.display()
-        );
-        let linked = Command::new("cp")
-            .arg("-al")
-            .arg(&from)
-            .arg(ctx.join(".cache"))
-            .status()
-            .unwrap();
-        if !linked.success() {
-            run(Command::new("cp")
-                .arg("-a")
-                .arg(&from)
-                .arg(ctx.join(".cache")));
-        }
-    }
-    ctx
-}
-
-/// Builds the three images from `ctx` with the tests' build arguments.
-pub fn build_images(ctx: &Path) {
-    for (tag, file) in IMAGES {
-        run(Command::new("podman")
-            .args(["build", "-q", "-f", file, "-t", tag])
-            .args(["--build-arg", &format!("BASE_IMAGE={BASE_IMAGE}")])
-            .args(["--build-arg", "GUARD_BIN=context"])
-            .args(["--build-arg", "OPENCLAW_FROM=context"])
-            .arg(ctx)
-            .stdout(Stdio::null()));
-    }
-}
-
-/// Bytes of an image as podman reports them.
-pub fn image_size(tag: &str) -> u64 {
-    let out = run(Command::new("podman").args(["image", "inspect", "--format", "{{.Size}}", tag]));
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0)
 }
 
 /// One running stack: the podman API service, the compose project, its staged files.

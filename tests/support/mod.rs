@@ -22,6 +22,8 @@ pub mod card;
 pub mod channels;
 /// The compose deployment under podman: images, the stack, commands inside its containers.
 pub mod compose;
+/// The compose and Kubernetes images: the base, the staged context, one build per context.
+pub mod compose_images;
 /// Agent turns in the compose deployment: New Tasks, what reached the model, a fan-out.
 pub mod compose_turns;
 /// Docker Compose v2 (the users' compose) and a private podman API service for it.
