@@ -4,7 +4,8 @@
 //! approval the gateway broadcasts is decided by the engine (the policy at once, or a person
 //! through the inbox and web prompt before the deadline) and resolved with a decision the
 //! gateway offered. An approval resolved by someone else closes its inbox entry. Reconnects
-//! with backoff; resolve frames decided while the gateway was away are sent on reconnect.
+//! as `openclaw::reconnect` says; resolve frames decided while the gateway was away are sent
+//! on reconnect.
 //!
 //! While the guard is away the gateway has no approval route: it expires each new request at
 //! once (`no-approval-route`) and applies `askFallback`, which is `deny` under the Sanctum
@@ -16,13 +17,13 @@ use crate::engine::decision::now_ms;
 use crate::engine::Engine;
 use crate::inbox::Cancel;
 use crate::openclaw::identity::{DeviceIdentity, ProofInput};
+use crate::openclaw::reconnect::{Ended, Reconnect};
 use crate::openclaw::ws::{challenge, req, text_of, ChallengeError};
 use crate::policy::request::DecisionKind;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -46,6 +47,20 @@ pub enum SessionError {
     Challenge(#[from] ChallengeError),
     #[error("connect refused: {0}")]
     Refused(String),
+    /// The gateway has not paired this device yet: a person must approve request `0`.
+    #[error("not paired yet (pairing request {0})")]
+    NotPaired(String),
+}
+
+impl SessionError {
+    /// How the next connect waits after this ending.
+    fn ended(&self) -> Ended {
+        match self {
+            SessionError::Ws(e) | SessionError::Challenge(ChallengeError::Ws(e)) => Ended::of_ws(e),
+            SessionError::NotPaired(_) => Ended::AwaitingPairing,
+            _ => Ended::Other,
+        }
+    }
 }
 
 /// The approver's settings.
@@ -90,7 +105,8 @@ impl Waiting {
     }
 }
 
-/// Runs sessions until `shutdown`; waits 0.5 s, doubling to 30 s, between failed ones.
+/// Runs sessions until `shutdown`, waiting between them as [`Reconnect`] says. A wait on
+/// the gateway's start or on a person's pairing is said once, not at every retry.
 pub async fn run(a: Arc<Approver>, mut shutdown: watch::Receiver<bool>) {
     let Some(mut rx) = a.rpc.take_rx() else {
         tracing::error!("gateway approver started twice on one connection state");
@@ -98,28 +114,39 @@ pub async fn run(a: Arc<Approver>, mut shutdown: watch::Receiver<bool>) {
     };
     let out = a.rpc.clone();
     let waiting = Arc::new(Waiting::default());
-    let mut backoff = Duration::from_millis(500);
+    let mut reconnect = Reconnect::default();
+    let mut said: Option<String> = None;
     while !*shutdown.borrow() {
         let started = std::time::Instant::now();
-        let ended = session(&a, &out, &mut rx, &waiting, shutdown.clone()).await;
+        let result = session(&a, &out, &mut rx, &waiting, shutdown.clone()).await;
         out.set_connected(false);
-        let refused = matches!(&ended, Err(SessionError::Ws(tokio_tungstenite::tungstenite::Error::Io(e)))
-            if matches!(e.kind(), std::io::ErrorKind::ConnectionRefused
-                | std::io::ErrorKind::HostUnreachable | std::io::ErrorKind::NetworkUnreachable));
-        a.posture.gate.set_unreachable(refused);
-        out.drop_stale_calls(&mut rx);
-        match ended {
+        let e = match result {
             Ok(()) => return,
-            Err(e) => eprintln!("sanctum-guard: gateway approver: session ended: {e}"),
+            Err(e) => e,
+        };
+        let ended = e.ended();
+        a.posture.gate.set_unreachable(ended == Ended::Unreachable);
+        out.drop_stale_calls(&mut rx);
+        let text = e.to_string();
+        if ended == Ended::Other || said.as_deref() != Some(text.as_str()) {
+            match &e {
+                SessionError::NotPaired(rid) => {
+                    let device = a.identity.device_id();
+                    eprintln!(
+                        "sanctum-guard: gateway approver NOT PAIRED: device {device} waits for approval."
+                    );
+                    eprintln!(
+                        "sanctum-guard: on the gateway, run:  openclaw devices approve {rid}"
+                    );
+                }
+                e => eprintln!("sanctum-guard: gateway approver: session ended: {e}"),
+            }
         }
-        if started.elapsed() > Duration::from_secs(60) {
-            backoff = Duration::from_millis(500);
-        }
+        said = Some(text);
         tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
+            _ = tokio::time::sleep(reconnect.next(ended, started.elapsed())) => {}
             _ = shutdown.changed() => return,
         }
-        backoff = (backoff * 2).min(Duration::from_secs(30));
     }
 }
 
@@ -199,8 +226,8 @@ async fn session(
     }
 }
 
-/// Ok when connected; otherwise the refusal, with what a person must do when the device is
-/// not paired yet.
+/// Ok when connected; otherwise not paired yet (the request a person must approve) or the
+/// refusal. Kept in the status file for `doctor` either way.
 pub(crate) fn connect_answer(
     v: &Value,
     device_id: &str,
@@ -224,13 +251,9 @@ pub(crate) fn connect_answer(
             .as_str()
             .unwrap_or("<requestId>");
         keep("pending", Some(rid), None);
-        eprintln!(
-            "sanctum-guard: gateway approver NOT PAIRED: device {device_id} waits for approval."
-        );
-        eprintln!("sanctum-guard: on the gateway, run:  openclaw devices approve {rid}");
-    } else {
-        keep("refused", None, Some(err));
+        return Err(SessionError::NotPaired(rid.to_owned()));
     }
+    keep("refused", None, Some(err));
     Err(SessionError::Refused(err.to_string()))
 }
 

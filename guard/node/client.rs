@@ -1,11 +1,13 @@
-//! The gateway connection: challenge → signed `connect` → invokes, reconnecting with backoff
-//! (the identity is re-sent on every connect). When the gateway says the device is not paired
-//! it prints the node id and the commands a person must run; it keeps retrying meanwhile.
+//! The gateway connection: challenge → signed `connect` → invokes, reconnecting as
+//! `openclaw::reconnect` says (the identity is re-sent on every connect). When the gateway
+//! says the device is not paired it prints the node id and the commands a person must run,
+//! once per pairing request; it keeps retrying meanwhile.
 
 use super::identity::{DeviceIdentity, ProofInput};
 use super::invoke::{Handler, Requester, Send};
 use super::protocol::{self as p, InvokeRequest};
 use crate::engine::decision::now_ms;
+use crate::openclaw::reconnect::{Ended, Reconnect};
 use crate::openclaw::ws::{challenge, text_of, ChallengeError};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
@@ -26,6 +28,20 @@ pub enum SessionError {
     Challenge(#[from] ChallengeError),
     #[error("connect refused: {0}")]
     Refused(String),
+    /// The gateway has not paired this device yet: a person must approve request `0`.
+    #[error("not paired yet (pairing request {0})")]
+    NotPaired(String),
+}
+
+impl SessionError {
+    /// How the next connect waits after this ending.
+    fn ended(&self) -> Ended {
+        match self {
+            SessionError::Ws(e) | SessionError::Challenge(ChallengeError::Ws(e)) => Ended::of_ws(e),
+            SessionError::NotPaired(_) => Ended::AwaitingPairing,
+            _ => Ended::Other,
+        }
+    }
 }
 
 /// Connection settings.
@@ -38,36 +54,40 @@ pub struct Gateway {
     pub node_dir: std::path::PathBuf,
 }
 
-/// Runs sessions until `shutdown`; waits 0.5 s, doubling to 30 s, between failed ones.
+/// Runs sessions until `shutdown`, waiting between them as [`Reconnect`] says. A wait on
+/// the gateway's start or on a person's pairing is said once, not at every retry.
 pub async fn run(
     gw: Gateway,
     id: Arc<DeviceIdentity>,
     handler: Arc<Handler>,
     mut shutdown: watch::Receiver<bool>,
 ) {
-    let mut backoff = Duration::from_millis(500);
+    let mut reconnect = Reconnect::default();
+    let mut said: Option<String> = None;
     while !*shutdown.borrow() {
         let started = std::time::Instant::now();
-        match session(&gw, &id, &handler, shutdown.clone()).await {
+        let e = match session(&gw, &id, &handler, shutdown.clone()).await {
             Ok(()) => return,
-            Err(e) => eprintln!("sanctum-guard node: gateway session ended: {e}"),
+            Err(e) => e,
+        };
+        let ended = e.ended();
+        let text = e.to_string();
+        if ended == Ended::Other || said.as_deref() != Some(text.as_str()) {
+            match &e {
+                SessionError::NotPaired(rid) => print_pairing(id.device_id(), rid),
+                e => eprintln!("sanctum-guard node: gateway session ended: {e}"),
+            }
         }
-        if started.elapsed() > Duration::from_secs(60) {
-            backoff = Duration::from_millis(500);
-        }
+        said = Some(text);
         tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
+            _ = tokio::time::sleep(reconnect.next(ended, started.elapsed())) => {}
             _ = shutdown.changed() => return,
         }
-        backoff = (backoff * 2).min(Duration::from_secs(30));
     }
 }
 
 /// Prints what a person must do when the gateway has not paired this device yet.
-fn print_pairing(node_id: &str, err: &Value) {
-    let rid = err["details"]["requestId"]
-        .as_str()
-        .unwrap_or("<requestId>");
+fn print_pairing(node_id: &str, rid: &str) {
     eprintln!("sanctum-guard node: NOT PAIRED: this node ({node_id}) waits for approval.");
     eprintln!("sanctum-guard node: on the gateway, run:");
     eprintln!("sanctum-guard node:   openclaw devices approve {rid}");
@@ -205,8 +225,8 @@ fn outbox(tx: mpsc::UnboundedSender<String>) -> Arc<Send> {
     }))
 }
 
-/// The gateway's answer to `connect`: Ok when connected; refused (with what a person must
-/// do when the device is not paired yet) otherwise.
+/// The gateway's answer to `connect`: Ok when connected; not paired yet (the request a
+/// person must approve), or refused, otherwise.
 fn connect_answer(v: &Value, id: &DeviceIdentity) -> Result<(), SessionError> {
     if v["ok"] == true {
         eprintln!("sanctum-guard node: connected as node {}", id.device_id());
@@ -214,7 +234,10 @@ fn connect_answer(v: &Value, id: &DeviceIdentity) -> Result<(), SessionError> {
     }
     let err = &v["error"];
     if err["code"] == "NOT_PAIRED" || err["details"]["code"] == "PAIRING_REQUIRED" {
-        print_pairing(id.device_id(), err);
+        let rid = err["details"]["requestId"]
+            .as_str()
+            .unwrap_or("<requestId>");
+        return Err(SessionError::NotPaired(rid.to_owned()));
     }
     Err(SessionError::Refused(err.to_string()))
 }

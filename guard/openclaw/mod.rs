@@ -9,6 +9,7 @@ pub mod identity;
 mod json_file;
 pub mod normalize;
 pub mod posture;
+pub mod reconnect;
 pub mod resolve;
 pub mod schema;
 pub mod socket;
