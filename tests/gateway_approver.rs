@@ -61,29 +61,36 @@ fn the_guard_resolves_the_real_gateways_approvals_as_the_policy_says() {
     let ws = web.world.oc_state.join("workspace");
     let cwd = ws.to_str().expect("utf8");
 
-    // Autonomous: allow-once at once.
-    let out = collect(spawn_collect(call_cmd(
+    // The requests below but the timed one are made at once (each an `openclaw gateway
+    // call` process whose start is most of its time); each is then checked in turn.
+    let request = |id: &str, command: &str, timeout_ms: u64| {
+        spawn_collect(call_cmd(
+            &gw,
+            "exec.approval.request",
+            &exec_request(id, command, cwd, timeout_ms),
+        ))
+    };
+    let auto = request("auto-1", "ls", 60_000);
+    let blocked = request("blocked-1", "cat /etc/shadow", 60_000);
+    let gated = request("gated-1", "echo hi > out.txt", 120_000);
+    let elsewhere = request("else-1", "echo else > else.txt", 120_000);
+    let plugin = spawn_collect(call_cmd(
         &gw,
-        "exec.approval.request",
-        &exec_request("auto-1", "ls", cwd, 60_000),
-    )));
+        "plugin.approval.request",
+        &json!({"pluginId":"sanctum-test","title":"Send the report","description":"posts it",
+                "toolName":"message","timeoutMs":120_000}),
+    ));
+
+    // Autonomous: allow-once at once.
+    let out = collect(auto);
     assert_eq!(json_in(&out)["decision"], "allow-once", "{out}");
 
     // Blocked: deny at once.
-    let out = collect(spawn_collect(call_cmd(
-        &gw,
-        "exec.approval.request",
-        &exec_request("blocked-1", "cat /etc/shadow", cwd, 60_000),
-    )));
+    let out = collect(blocked);
     assert_eq!(json_in(&out)["decision"], "deny", "{out}");
 
     // Gated: waits for a person at the web prompt; the card says `gateway`.
     let login = web.login();
-    let call = spawn_collect(call_cmd(
-        &gw,
-        "exec.approval.request",
-        &exec_request("gated-1", "echo hi > out.txt", cwd, 120_000),
-    ));
     let entry = web.wait_pending(&login, "gated-1");
     assert_eq!(entry["source"], "gateway", "{entry}");
     let r = web.decide(
@@ -92,30 +99,10 @@ fn the_guard_resolves_the_real_gateways_approvals_as_the_policy_says() {
         json!({"decision":"allow-once","hash":entry["requestHash"]}),
     );
     assert_eq!(r.status, 200, "{r:?}");
-    let out = collect(call);
+    let out = collect(gated);
     assert_eq!(json_in(&out)["decision"], "allow-once", "{out}");
 
-    // Gated, nobody decides: denied before the gateway's own deadline.
-    let started = Instant::now();
-    let out = collect(spawn_collect(call_cmd(
-        &gw,
-        "exec.approval.request",
-        &exec_request("slow-1", "echo slow > slow.txt", cwd, 8_000),
-    )));
-    assert_eq!(json_in(&out)["decision"], "deny", "{out}");
-    assert!(
-        started.elapsed() < Duration::from_secs(8) + Duration::from_secs(5),
-        "the guard answers before the gateway expires it"
-    );
-    let audit = web.audit();
-    assert!(audit.contains("slow-1"), "audited");
-
     // Resolved elsewhere: another operator answers; the inbox entry says so.
-    let call = spawn_collect(call_cmd(
-        &gw,
-        "exec.approval.request",
-        &exec_request("else-1", "echo else > else.txt", cwd, 120_000),
-    ));
     let entry = web.wait_pending(&login, "else-1");
     // Another admin operator (its own device) answers first.
     let (mut other, _) =
@@ -125,7 +112,7 @@ fn the_guard_resolves_the_real_gateways_approvals_as_the_policy_says() {
         json!({"id":"else-1","decision":"deny"}),
     );
     assert_eq!(r["ok"], true, "{r}");
-    let _ = collect(call);
+    let _ = collect(elsewhere);
     let closed = wait_entry_where(&web.world, Duration::from_secs(20), |e| {
         e["id"] == entry["id"] && e["state"] != "pending"
     })
@@ -136,12 +123,6 @@ fn the_guard_resolves_the_real_gateways_approvals_as_the_policy_says() {
     );
 
     // A plugin approval: gated, approved through the web prompt.
-    let call = spawn_collect(call_cmd(
-        &gw,
-        "plugin.approval.request",
-        &json!({"pluginId":"sanctum-test","title":"Send the report","description":"posts it",
-                "toolName":"message","timeoutMs":120_000}),
-    ));
     let entry = wait_until("the plugin entry", Duration::from_secs(30), || {
         web.pending(&login).into_iter().find(|e| {
             e["requestId"]
@@ -156,8 +137,20 @@ fn the_guard_resolves_the_real_gateways_approvals_as_the_policy_says() {
         json!({"decision":"allow-once","hash":entry["requestHash"]}),
     );
     assert_eq!(r.status, 200, "{r:?}");
-    let out = collect(call);
+    let out = collect(plugin);
     assert_eq!(json_in(&out)["decision"], "allow-once", "{out}");
+
+    // Gated, nobody decides: denied before the gateway's own deadline. Made alone, so its
+    // process starts as fast as it can and the time measured is the wait.
+    let started = Instant::now();
+    let out = collect(request("slow-1", "echo slow > slow.txt", 8_000));
+    assert_eq!(json_in(&out)["decision"], "deny", "{out}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8) + Duration::from_secs(5),
+        "the guard answers before the gateway expires it"
+    );
+    let audit = web.audit();
+    assert!(audit.contains("slow-1"), "audited");
 
     // The guard away: the gateway has no approval route and denies by itself.
     // (No other approver either: the second operator leaves too.)
