@@ -17,8 +17,9 @@ use crate::engine::decision::now_ms;
 use crate::engine::Engine;
 use crate::inbox::Cancel;
 use crate::openclaw::identity::{DeviceIdentity, ProofInput};
+pub use crate::openclaw::reconnect::SessionError;
 use crate::openclaw::reconnect::{Ended, Reconnect};
-use crate::openclaw::ws::{challenge, req, text_of, ChallengeError};
+use crate::openclaw::ws::{challenge, req, text_of};
 use crate::policy::request::DecisionKind;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
@@ -35,33 +36,6 @@ const PLATFORM: &str = "linux";
 const DEVICE_FAMILY: &str = "Linux";
 pub const SCOPES: [&str; 2] = ["operator.admin", "operator.approvals"];
 pub const CAPS: [&str; 2] = ["exec-approvals", "plugin-approvals"];
-
-/// Why one session ended.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    #[error("websocket: {0}")]
-    Ws(#[from] tokio_tungstenite::tungstenite::Error),
-    #[error("the gateway closed the connection")]
-    Closed,
-    #[error("{0}")]
-    Challenge(#[from] ChallengeError),
-    #[error("connect refused: {0}")]
-    Refused(String),
-    /// The gateway has not paired this device yet: a person must approve request `0`.
-    #[error("not paired yet (pairing request {0})")]
-    NotPaired(String),
-}
-
-impl SessionError {
-    /// How the next connect waits after this ending.
-    fn ended(&self) -> Ended {
-        match self {
-            SessionError::Ws(e) | SessionError::Challenge(ChallengeError::Ws(e)) => Ended::of_ws(e),
-            SessionError::NotPaired(_) => Ended::AwaitingPairing,
-            _ => Ended::Other,
-        }
-    }
-}
 
 /// The approver's settings.
 pub struct Approver {

@@ -7,8 +7,9 @@ use super::identity::{DeviceIdentity, ProofInput};
 use super::invoke::{Handler, Requester, Send};
 use super::protocol::{self as p, InvokeRequest};
 use crate::engine::decision::now_ms;
+pub use crate::openclaw::reconnect::SessionError;
 use crate::openclaw::reconnect::{Ended, Reconnect};
-use crate::openclaw::ws::{challenge, text_of, ChallengeError};
+use crate::openclaw::ws::{challenge, text_of};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,33 +17,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio_tungstenite::tungstenite::Message;
-
-/// Why one session ended.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    #[error("websocket: {0}")]
-    Ws(#[from] tokio_tungstenite::tungstenite::Error),
-    #[error("the gateway closed the connection")]
-    Closed,
-    #[error("{0}")]
-    Challenge(#[from] ChallengeError),
-    #[error("connect refused: {0}")]
-    Refused(String),
-    /// The gateway has not paired this device yet: a person must approve request `0`.
-    #[error("not paired yet (pairing request {0})")]
-    NotPaired(String),
-}
-
-impl SessionError {
-    /// How the next connect waits after this ending.
-    fn ended(&self) -> Ended {
-        match self {
-            SessionError::Ws(e) | SessionError::Challenge(ChallengeError::Ws(e)) => Ended::of_ws(e),
-            SessionError::NotPaired(_) => Ended::AwaitingPairing,
-            _ => Ended::Other,
-        }
-    }
-}
 
 /// Connection settings.
 pub struct Gateway {

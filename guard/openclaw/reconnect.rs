@@ -6,6 +6,7 @@
 //! ready; a refused connect or an unpaired connect costs the gateway next to nothing (a
 //! repeated unpaired connect refreshes the same pending request, not a new one).
 
+use super::ws::ChallengeError;
 use std::time::Duration;
 
 /// The first wait, and the wait after a session that lasted [`STEADY`].
@@ -18,6 +19,33 @@ pub const UNREACHABLE_MAX: Duration = Duration::from_secs(2);
 pub const PAIRING_POLL: Duration = Duration::from_secs(3);
 /// A session this long was a working connection: the next ending starts from [`FIRST`].
 pub const STEADY: Duration = Duration::from_secs(60);
+
+/// Why one session of a gateway client (the node host, the approver) ended.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("websocket: {0}")]
+    Ws(#[from] tokio_tungstenite::tungstenite::Error),
+    #[error("the gateway closed the connection")]
+    Closed,
+    #[error("{0}")]
+    Challenge(#[from] ChallengeError),
+    #[error("connect refused: {0}")]
+    Refused(String),
+    /// The gateway has not paired this device yet: a person must approve request `0`.
+    #[error("not paired yet (pairing request {0})")]
+    NotPaired(String),
+}
+
+impl SessionError {
+    /// How the next connect waits after this ending.
+    pub fn ended(&self) -> Ended {
+        match self {
+            SessionError::Ws(e) | SessionError::Challenge(ChallengeError::Ws(e)) => Ended::of_ws(e),
+            SessionError::NotPaired(_) => Ended::AwaitingPairing,
+            _ => Ended::Other,
+        }
+    }
+}
 
 /// How a session ended, as far as the next connect is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +197,32 @@ mod tests {
             (WsError::ConnectionClosed, Ended::Other),
         ] {
             assert_eq!(Ended::of_ws(&e), want, "{e}");
+        }
+    }
+
+    #[test]
+    fn each_session_ending_waits_as_its_kind() {
+        use std::io::{Error, ErrorKind};
+        use tokio_tungstenite::tungstenite::Error as WsError;
+        let refused = || WsError::Io(Error::from(ErrorKind::ConnectionRefused));
+        for (e, want) in [
+            (SessionError::Ws(refused()), Ended::Unreachable),
+            (
+                SessionError::Challenge(ChallengeError::Ws(refused())),
+                Ended::Unreachable,
+            ),
+            (
+                SessionError::NotPaired("r-1".into()),
+                Ended::AwaitingPairing,
+            ),
+            (SessionError::Closed, Ended::Other),
+            (SessionError::Refused("{}".into()), Ended::Other),
+            (
+                SessionError::Challenge(ChallengeError::NoChallenge),
+                Ended::Other,
+            ),
+        ] {
+            assert_eq!(e.ended(), want, "{e}");
         }
     }
 }
