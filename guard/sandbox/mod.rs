@@ -27,7 +27,9 @@ mod spawner;
 pub mod status;
 pub mod tmpdir;
 pub mod trace;
+mod ws_churn;
 pub mod ws_content;
+mod ws_fanotify;
 pub mod ws_secrets;
 mod ws_walk;
 

@@ -63,6 +63,13 @@ pub const WORKSPACE_CHANGED: &str = "a secret appeared in the workspace while th
     it (a file the run may have read was not judged when it started): its output is \
     withheld; run it again";
 
+/// The error of a run whose output was withheld because a name it could read may have named
+/// a file nobody judged, and names another by the time the run ended (a link toggled in and
+/// out by a process outside the guard).
+pub const WORKSPACE_CHURNED: &str = "a file this run could read appeared in the workspace \
+    and was removed, replaced or moved away before the run ended, so it was never judged: its \
+    output is withheld; run it again";
+
 /// Appended when output was cut, as OpenClaw's node host does.
 pub const TRUNCATED_MARK: &str = "\n... (truncated)";
 /// How long to wait for the pipes to close after the process group was killed.
@@ -275,14 +282,14 @@ async fn run_confined(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome,
             stderr.push_str(TRUNCATED_MARK);
         }
     }
-    if secret_appeared(prepared).await {
+    if let Some(why) = withheld_because(prepared).await {
         return Ok(RunOutcome {
             exit_code: None,
             timed_out,
             success: false,
             stdout: String::new(),
             stderr: String::new(),
-            error: Some(WORKSPACE_CHANGED.into()),
+            error: Some(why.into()),
             enforcement: status,
             signal: None,
             integrity: Vec::new(),
@@ -315,32 +322,40 @@ async fn run_confined(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome,
     })
 }
 
-/// After a run granted from a workspace scan (the autonomous profiles): whether a secret
-/// appeared in the workspace since that scan. A directory the scan found no secret in is
+/// After a run granted from a workspace scan (the autonomous profiles): why its output
+/// cannot be trusted to hold no secret, if so. A directory the scan found no secret in is
 /// granted whole, and a granted file is granted by inode, so a hard link to a secret made in
 /// such a directory by a process outside the guard, or a granted file rewritten into a
 /// secret, was readable to the run; its output and exit status are then withheld. Only when
 /// the workspace changed at all is it scanned again (content verdicts are remembered, so
-/// only changed files are read). Ordinary churn (an editor's save, git's background gc)
-/// withholds nothing. Not seen: a secret made and removed again before the run ended. A
-/// check that cannot be made counts as a secret.
-async fn secret_appeared(prepared: &Prepared) -> bool {
+/// only changed files are read): a secret there now is `WORKSPACE_CHANGED`. A name that may
+/// have named an unjudged file and names another by now (a link toggled in and out: the
+/// watches' record, `ws_secrets::Judged::hidden_change`) is `WORKSPACE_CHURNED`. Ordinary
+/// churn (build files, an editor's atomic save) withholds nothing. Not seen: a granted file
+/// rewritten into a secret and back within the run. A check that cannot be made withholds.
+async fn withheld_because(prepared: &Prepared) -> Option<&'static str> {
     let p = prepared.profile();
-    let Some(scan) = p.scan.clone() else {
-        return false;
-    };
+    let scan = p.scan.clone()?;
     let ws = p.workspace.clone();
     tokio::task::spawn_blocking(move || {
+        if let Some(why) = scan.hidden_change() {
+            tracing::warn!(workspace = %ws.display(), %why, "output withheld");
+            return Some(WORKSPACE_CHURNED);
+        }
         if scan.unchanged() {
-            return false;
+            return None;
         }
         match super::ws_secrets::scan(&ws) {
-            Ok(now) => now.secrets().iter().any(|s| !scan.secrets().contains(s)),
-            Err(_) => true,
+            Ok(now) => now
+                .secrets()
+                .iter()
+                .any(|s| !scan.secrets().contains(s))
+                .then_some(WORKSPACE_CHANGED),
+            Err(_) => Some(WORKSPACE_CHANGED),
         }
     })
     .await
-    .unwrap_or(true)
+    .unwrap_or(Some(WORKSPACE_CHANGED))
 }
 
 /// A close-on-exec pipe: (read end, write end).

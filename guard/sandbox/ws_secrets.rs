@@ -31,12 +31,16 @@
 //! the guard could create one). So the run's profile keeps the scan it was granted from
 //! (`ResolvedProfile::scan`), and `sandbox::run` scans again after a run during which the
 //! workspace changed (`Judged::unchanged`): a secret that appeared meanwhile withholds the
-//! output. One made and removed again within the run is not seen.
+//! output. So does a name that may have named an unjudged file and names another by then
+//! (a link made and removed again within the run: `Judged::hidden_change`, `ws_churn`).
 //! A workspace with more than `MAX_ENTRIES` entries fails closed (the run does not start).
 
 use super::landlock_cache::{epoch, Stamp, RACY, TTL};
+use super::ws_churn::{Churn, Event};
+use super::ws_fanotify::NameWatch;
 use super::SandboxError;
 use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::inotify::AddWatchFlags;
 use nix::sys::stat::{fstat, fstatat, FileStat, Mode, SFlag};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -98,9 +102,14 @@ pub struct Judged {
     cacheable: bool,
     /// Watches on every listed directory (None: none could be set; files are re-stat'ed).
     pub(super) watch: Option<nix::sys::inotify::Inotify>,
-    /// The watches saw a change. Reading the events drains them, and several runs check one
-    /// scan, so the first to see them records it here (under this lock, with the read).
-    voided: Mutex<bool>,
+    /// The directory each watch is on.
+    wd_dirs: HashMap<nix::sys::inotify::WatchDescriptor, PathBuf>,
+    /// The same directories' entry events by fanotify, which keeps apart what inotify may
+    /// merge (`ws_fanotify`); None: the names are read from inotify's events.
+    name_watch: Option<NameWatch>,
+    /// What the watches saw. Reading the events drains them, and several runs check one
+    /// scan, so each read is recorded here (under this lock, with the read).
+    churn: Mutex<Churn>,
 }
 
 impl std::fmt::Debug for Judged {
@@ -131,7 +140,9 @@ impl Judged {
                     | nix::sys::inotify::InitFlags::IN_CLOEXEC,
             )
             .ok(),
-            voided: Mutex::new(false),
+            wd_dirs: HashMap::new(),
+            name_watch: NameWatch::new(),
+            churn: Mutex::default(),
         }
     }
 
@@ -187,10 +198,16 @@ impl Judged {
         self.ok_dirs.get(&(st.st_dev, st.st_ino)).copied()
     }
 
-    /// Watches the directory open at `fd` (before it is listed); without a watch, files are
-    /// re-stat'ed on every use instead.
-    pub(super) fn watch_dir(&mut self, fd: &impl std::os::fd::AsRawFd) {
+    /// Watches the directory open at `fd` (before it is listed), which the walk reached as
+    /// `path`; without a watch, files are re-stat'ed on every use instead.
+    pub(super) fn watch_dir(&mut self, fd: std::os::fd::BorrowedFd<'_>, path: &Path) {
         use nix::sys::inotify::AddWatchFlags as F;
+        use std::os::fd::AsRawFd;
+        if let Some(n) = &mut self.name_watch {
+            if !n.watch(fd, path) {
+                self.name_watch = None;
+            }
+        }
         let Some(w) = &self.watch else {
             return;
         };
@@ -207,8 +224,11 @@ impl Judged {
         // The directory's inode itself, through its fd's magic link (followed: that is the
         // directory the fd holds, whatever its path names now).
         let at = format!("/proc/self/fd/{}", fd.as_raw_fd());
-        if w.add_watch(at.as_str(), mask).is_err() {
-            self.watch = None;
+        match w.add_watch(at.as_str(), mask) {
+            Ok(wd) => {
+                self.wd_dirs.insert(wd, path.to_path_buf());
+            }
+            Err(_) => self.watch = None,
         }
     }
 
@@ -216,11 +236,66 @@ impl Judged {
     /// something, never again.
     fn quiet(&self) -> Option<bool> {
         let w = self.watch.as_ref()?;
-        let mut voided = self.voided.lock().unwrap_or_else(|p| p.into_inner());
-        if !*voided && !matches!(w.read_events(), Err(nix::errno::Errno::EAGAIN)) {
-            *voided = true;
+        let mut churn = self.churn.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match w.read_events() {
+                Ok(events) if !events.is_empty() => {
+                    churn.changed = true;
+                    for ev in &events {
+                        let overflow = ev.mask.contains(AddWatchFlags::IN_Q_OVERFLOW);
+                        if self.name_watch.is_some() && !overflow {
+                            continue;
+                        }
+                        let cookie = ev.cookie.to_ne_bytes();
+                        let e = Event {
+                            mask: ev.mask,
+                            pair: if ev.cookie == 0 { &[] } else { &cookie },
+                            dir: self.wd_dirs.get(&ev.wd).map(PathBuf::as_path),
+                            name: ev.name.as_deref(),
+                        };
+                        churn.apply(e, |p| self.denies(p));
+                    }
+                }
+                Err(nix::errno::Errno::EAGAIN) => break,
+                Ok(_) | Err(_) => {
+                    churn.changed = true;
+                    churn
+                        .hidden
+                        .get_or_insert_with(|| "the workspace's watches could not be read".into());
+                    break;
+                }
+            }
         }
-        Some(!*voided)
+        if let Some(n) = &self.name_watch {
+            let read = n.drain(|e| churn.apply(e, |p| self.denies(p)));
+            if let Err(why) = read {
+                churn.changed = true;
+                churn.hidden.get_or_insert(why);
+            }
+        }
+        churn.settle();
+        Some(!churn.changed)
+    }
+
+    /// Whether the scan denied `path` (a secret, or inside a denied directory).
+    fn denies(&self, path: &Path) -> bool {
+        self.secrets_arc.iter().any(|s| path.starts_with(s))
+    }
+
+    /// Why a name a run granted from this scan could read may have named, at some moment
+    /// since the scan, a file no scan judged and names something else by now (`ws_churn`):
+    /// then the run's output cannot be judged by a rescan. Without watches, any entry
+    /// made, removed or renamed in a listed directory (its stamp changed) counts.
+    pub fn hidden_change(&self) -> Option<String> {
+        if self.quiet().is_some() {
+            let churn = self.churn.lock().unwrap_or_else(|p| p.into_inner());
+            return churn.hidden.clone();
+        }
+        self.dirs.iter().find_map(|(path, stamp, _)| {
+            let same = nix::sys::stat::lstat(path.as_path())
+                .is_ok_and(|st| Stamp::from_stat(&st) == *stamp);
+            (!same).then(|| format!("{} changed, and no watch followed it", path.display()))
+        })
     }
 
     /// Whether every listed directory and every file looked at is unchanged.
@@ -378,6 +453,41 @@ mod tests {
         assert!(j.still_valid());
         std::fs::write(ws.join("a/notes.txt"), "nothing again\n").unwrap();
         assert!(!j.still_valid());
+    }
+
+    /// A link to a secret made in a directory granted whole and removed again leaves the
+    /// workspace as it was, but the watches' record of its names says so; a file made and
+    /// kept does not.
+    /// In each mode: fanotify's record, inotify's alone (a runtime that refuses fanotify),
+    /// and no watch at all (the directories' stamps).
+    #[test]
+    fn a_link_made_and_removed_is_a_hidden_change() {
+        for mode in ["fanotify", "inotify", "stamps"] {
+            let (_t, ws, out) = tree();
+            std::fs::write(out.join("key"), "k").unwrap();
+            let mut j = super::super::ws_walk::scan(&ws).unwrap();
+            match mode {
+                "fanotify" if j.name_watch.is_none() => {
+                    eprintln!("no fanotify group for this process: that mode skipped");
+                    continue;
+                }
+                "inotify" => j.name_watch = None,
+                "stamps" => j.watch = None,
+                _ => {}
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if mode != "stamps" {
+                assert_eq!(j.hidden_change(), None, "{mode}");
+                std::fs::write(ws.join("a/kept.o"), "o").unwrap();
+                assert_eq!(j.hidden_change(), None, "{mode}");
+                assert!(!j.unchanged(), "{mode}");
+            }
+            std::fs::hard_link(out.join("key"), ws.join("a/race.txt")).unwrap();
+            std::fs::remove_file(ws.join("a/race.txt")).unwrap();
+            let why = j.hidden_change().unwrap_or_default();
+            let named = if mode == "stamps" { "/a " } else { "race.txt" };
+            assert!(why.contains(named), "{mode}: {why:?}");
+        }
     }
 
     /// A workspace beside an outside directory, on the same filesystem.

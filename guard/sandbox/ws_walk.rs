@@ -124,7 +124,7 @@ impl Walk<'_> {
         path: PathBuf,
         in_secret: bool,
     ) -> Result<Option<Frame>, SandboxError> {
-        self.j.watch_dir(&dir);
+        self.j.watch_dir(dir.as_fd(), &path);
         let st = fstat(dir.as_fd()).map_err(|e| err(&path, e))?;
         let stamp = Stamp::from_stat(&st);
         if !in_secret {
