@@ -61,6 +61,21 @@ pub(super) struct Churn {
     made: HashSet<PathBuf>,
     /// Moved-from halves of renames, by `Event::pair`, until their moved-to half is read.
     moving: HashMap<Vec<u8>, (Origin, PathBuf)>,
+    /// The events come from inotify, which merges a rename over a name into an identical
+    /// one still queued (its cookie is not compared): a file moved in from outside the
+    /// watched tree hides a state, and where the tree is not a mount of its own (such moves
+    /// can follow any rename unseen) so does every rename over a name.
+    pub merged_renames: Option<Merged>,
+}
+
+/// How inotify's merged renames are read (`Churn::merged_renames`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Merged {
+    /// The workspace is the root of its own mount: only moves from unlisted directories
+    /// can come from outside the watched tree.
+    OwnMount,
+    /// It shares its filesystem with directories nobody watches.
+    SharedFilesystem,
 }
 
 impl Churn {
@@ -108,6 +123,21 @@ impl Churn {
             true => self.moving.remove(ev.pair),
             false => None,
         };
+        if ev.mask.contains(F::IN_MOVED_TO) {
+            match (self.merged_renames, &origin) {
+                (Some(Merged::SharedFilesystem), _) => self.hide(format!(
+                    "{} was renamed over, and inotify may have merged other renames into that \
+                     one",
+                    path.display()
+                )),
+                (Some(Merged::OwnMount), None) => self.hide(format!(
+                    "a file was moved to {} from outside the watched tree, and inotify may \
+                     have merged other renames into that one",
+                    path.display()
+                )),
+                _ => {}
+            }
+        }
         if let Some((Origin::Secret, from)) = &origin {
             let (from, to) = (from.display(), path.display());
             self.hide(format!("{from} (denied) was moved to {to}"));
@@ -194,7 +224,10 @@ mod tests {
     const TO: F = F::IN_MOVED_TO;
 
     fn run(steps: &[Step]) -> Churn {
-        let mut c = Churn::default();
+        run_on(Churn::default(), steps)
+    }
+
+    fn run_on(mut c: Churn, steps: &[Step]) -> Churn {
         let dirs: Vec<PathBuf> = steps
             .iter()
             .map(|(_, _, d, _)| Path::new("/ws").join(d))
@@ -267,6 +300,32 @@ mod tests {
             assert!(c.changed, "{what}");
             assert!(c.hidden.is_some(), "{what}: nothing hidden");
         }
+    }
+
+    #[test]
+    fn inotify_s_merged_renames_are_read_by_where_the_workspace_lies() {
+        let save: &[Step] = &[
+            (MADE, 0, "a", ".swp"),
+            (FROM, 1, "a", ".swp"),
+            (TO, 1, "a", "notes.txt"),
+        ];
+        let from_outside: &[Step] = &[(TO, 2, "a", "notes.txt")];
+        let read = |steps: &[Step], m: Option<Merged>| {
+            let c = Churn {
+                merged_renames: m,
+                ..Churn::default()
+            };
+            run_on(c, steps).hidden.is_some()
+        };
+        assert!(!read(save, None), "fanotify: an atomic save");
+        assert!(
+            !read(from_outside, None),
+            "fanotify: kept, judged at the end"
+        );
+        assert!(!read(save, Some(Merged::OwnMount)));
+        assert!(read(from_outside, Some(Merged::OwnMount)));
+        assert!(read(save, Some(Merged::SharedFilesystem)));
+        assert!(read(from_outside, Some(Merged::SharedFilesystem)));
     }
 
     #[test]

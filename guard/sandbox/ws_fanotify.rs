@@ -39,7 +39,20 @@ impl NameWatch {
             | InitFlags::FAN_CLOEXEC
             | InitFlags::FAN_NONBLOCK
             | InitFlags::from_bits_retain(libc::FAN_REPORT_DFID_NAME_TARGET);
-        let fan = Fanotify::init(flags, EventFFlags::O_RDONLY).ok()?;
+        let fan = match Fanotify::init(flags, EventFFlags::O_RDONLY) {
+            Ok(fan) => fan,
+            Err(e) => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    tracing::info!(
+                        error = %e,
+                        "workspace names are followed by inotify alone: no fanotify group \
+                         (SECURITY.md: which watches read the names)"
+                    );
+                });
+                return None;
+            }
+        };
         Some(NameWatch {
             fan,
             dirs: HashMap::new(),
@@ -170,6 +183,27 @@ fn for_each_event(buf: &[u8], mut f: impl FnMut(Raw<'_>)) -> Result<(), String> 
 
 /// The handle of the directory open at `fd` as fanotify reports it: type, then bytes.
 fn dir_handle(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
+    handle_and_mount(fd).map(|(key, _)| key)
+}
+
+/// Whether the directory open at `fd` is the root of a mount (its parent, `..` from it, lies
+/// on another): then no rename brings a file into its tree from outside it (EXDEV). False
+/// when it cannot be told.
+pub(super) fn is_mount_root(fd: BorrowedFd<'_>) -> bool {
+    let flags =
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC;
+    let Ok(parent) = nix::fcntl::openat(fd, "..", flags, nix::sys::stat::Mode::empty()) else {
+        return false;
+    };
+    match (handle_and_mount(fd), handle_and_mount(parent.as_fd())) {
+        (Some((_, here)), Some((_, above))) => here != above,
+        _ => false,
+    }
+}
+
+/// `name_to_handle_at(fd, "", AT_EMPTY_PATH)`: the handle's type and bytes, and the id of
+/// the mount it lies on.
+fn handle_and_mount(fd: BorrowedFd<'_>) -> Option<(Vec<u8>, libc::c_int)> {
     #[repr(C)]
     struct Handle {
         bytes: libc::c_uint,
@@ -200,7 +234,7 @@ fn dir_handle(fd: BorrowedFd<'_>) -> Option<Vec<u8>> {
     let n = usize::try_from(h.bytes).ok().filter(|n| *n <= MAX_HANDLE)?;
     let mut key = h.kind.to_ne_bytes().to_vec();
     key.extend_from_slice(h.data.get(..n)?);
-    Some(key)
+    Some((key, mount_id))
 }
 
 #[cfg(test)]
@@ -246,6 +280,16 @@ mod tests {
         }
         assert_ne!(seen[0].3, seen[1].3, "the two files' handles");
         assert!(!seen[0].3.is_empty());
+    }
+
+    #[test]
+    fn a_mount_root_is_told_from_a_directory() {
+        // A tmpfs of its own on every Linux this runs on (procfs has no file handles).
+        let shm = std::fs::File::open("/dev/shm").unwrap();
+        assert!(is_mount_root(shm.as_fd()), "/dev/shm is a mount of its own");
+        let t = tempfile::tempdir().unwrap();
+        let d = std::fs::File::open(t.path()).unwrap();
+        assert!(!is_mount_root(d.as_fd()), "a temporary directory is not");
     }
 
     #[test]

@@ -87,6 +87,7 @@ pub(super) fn scan(root: &Path) -> Result<Judged, SandboxError> {
     };
     let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let dir = Dir::open(root, flags, Mode::empty()).map_err(|e| err(root, e))?;
+    w.j.mount_root = super::ws_fanotify::is_mount_root(dir.as_fd());
     let mut stack = Vec::new();
     if let Some(f) = w.list(dir, root.to_path_buf(), false)? {
         stack.push(f);
