@@ -97,6 +97,33 @@ fn count(needle: &str) -> usize {
     procs_with(needle)
 }
 
+/// The `sleep <length>` runs that were all running at one moment: those seen in two
+/// passes over /proc one after the other. One pass is not a moment (a run that ended early
+/// in it and one that started late both show), but a process seen in both lived through
+/// the time between them, so every pair overlaps, and intervals that overlap pairwise
+/// share a point.
+fn alive_together(lengths: &[String]) -> Vec<&String> {
+    let pass = || -> Vec<Vec<u8>> {
+        std::fs::read_dir("/proc")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            })
+            .map(|c| c.collect())
+            .unwrap_or_default()
+    };
+    let (first, second) = (pass(), pass());
+    let running = |all: &[Vec<u8>], len: &str| {
+        let want = format!("sleep\x00{len}\x00");
+        all.iter()
+            .any(|c| String::from_utf8_lossy(c).contains(&want))
+    };
+    lengths
+        .iter()
+        .filter(|l| running(&first, l) && running(&second, l))
+        .collect()
+}
+
 #[tokio::test]
 async fn fork_bomb_is_bounded() {
     let ws = Ws::new();
@@ -383,10 +410,7 @@ fn autonomous_runs_beyond_the_cap_queue_and_a_queued_deadline_is_refused() {
     let runs: Vec<_> = lengths.iter().map(|s| exec(s, 20_000)).collect();
     let (mut most, mut seen) = (0, std::collections::BTreeSet::new());
     while runs.iter().any(|h| !h.is_finished()) && started.elapsed() < Duration::from_secs(30) {
-        let now: Vec<&String> = lengths
-            .iter()
-            .filter(|s| count(&format!("sleep\x00{s}\x00")) > 0)
-            .collect();
+        let now = alive_together(&lengths);
         most = most.max(now.len());
         seen.extend(now);
         std::thread::sleep(Duration::from_millis(20));

@@ -127,9 +127,10 @@ async fn agent_trace_reads_run_by_themselves_and_none_breaks() {
         if code != want_code || stdout != want {
             broken.push(format!(
                 "{read:?}: exit {code:?} (unconfined {want_code:?}), stdout {} bytes (unconfined \
-                 {}), stderr {:?}",
+                 {}), error {}, stderr {:?}",
                 stdout.len(),
                 want.len(),
+                p["error"],
                 p["stderr"]
                     .as_str()
                     .unwrap_or("")

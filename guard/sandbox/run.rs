@@ -289,7 +289,7 @@ async fn run_confined(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome,
             success: false,
             stdout: String::new(),
             stderr: String::new(),
-            error: Some(why.into()),
+            error: Some(why),
             enforcement: status,
             signal: None,
             integrity: Vec::new(),
@@ -330,32 +330,34 @@ async fn run_confined(prepared: &Prepared, spec: &RunSpec) -> Result<RunOutcome,
 /// the workspace changed at all is it scanned again (content verdicts are remembered, so
 /// only changed files are read): a secret there now is `WORKSPACE_CHANGED`. A name that may
 /// have named an unjudged file and names another by now (a link toggled in and out: the
-/// watches' record, `ws_secrets::Judged::hidden_change`) is `WORKSPACE_CHURNED`. Ordinary
+/// watches' record, `ws_secrets::Judged::hidden_change`) is `WORKSPACE_CHURNED`, with what
+/// the watches saw in parentheses (names in the workspace, which the run could list). Ordinary
 /// churn (build files, an editor's atomic save) withholds nothing. Not seen: a granted file
 /// rewritten into a secret and back within the run. A check that cannot be made withholds.
-async fn withheld_because(prepared: &Prepared) -> Option<&'static str> {
+async fn withheld_because(prepared: &Prepared) -> Option<String> {
     let p = prepared.profile();
     let scan = p.scan.clone()?;
     let ws = p.workspace.clone();
     tokio::task::spawn_blocking(move || {
         if let Some(why) = scan.hidden_change() {
-            tracing::warn!(workspace = %ws.display(), %why, "output withheld");
-            return Some(WORKSPACE_CHURNED);
+            return Some(format!("{WORKSPACE_CHURNED} ({why})"));
         }
         if scan.unchanged() {
             return None;
         }
-        match super::ws_secrets::scan(&ws) {
-            Ok(now) => now
-                .secrets()
-                .iter()
-                .any(|s| !scan.secrets().contains(s))
-                .then_some(WORKSPACE_CHANGED),
-            Err(_) => Some(WORKSPACE_CHANGED),
+        let appeared = match super::ws_secrets::scan(&ws) {
+            Ok(now) => now.secrets().iter().any(|s| !scan.secrets().contains(s)),
+            Err(_) => true,
+        };
+        // A name put back after the first read of the watches and before the rescan listed
+        // it (the link gone by then) is in the watches' record now.
+        if let Some(why) = scan.hidden_change() {
+            return Some(format!("{WORKSPACE_CHURNED} ({why})"));
         }
+        appeared.then(|| WORKSPACE_CHANGED.to_string())
     })
     .await
-    .unwrap_or(Some(WORKSPACE_CHANGED))
+    .unwrap_or_else(|_| Some(WORKSPACE_CHANGED.to_string()))
 }
 
 /// A close-on-exec pipe: (read end, write end).

@@ -156,11 +156,13 @@ impl Judged {
     }
 
     /// Whether the workspace is still as this scan saw it: nothing created, removed,
-    /// renamed, written or changed in mode in any directory it listed, by the watches (one
-    /// read; a queue overflow is a change), or without watches by an fstatat of every file.
-    /// A run granted from this scan is checked after it ends (`sandbox::run`).
+    /// renamed, written or changed in mode in any directory it listed, by the watches (a
+    /// queue overflow is a change) and every listed directory's stamp (a rename's event is
+    /// queued after the new name is visible, and its directory's mtime changed before), or
+    /// without watches by an fstatat of every file. A run granted from this scan is checked
+    /// after it ends (`sandbox::run`).
     pub fn unchanged(&self) -> bool {
-        self.quiet().unwrap_or_else(|| self.still_valid())
+        self.still_valid()
     }
 
     pub(super) fn push_file(&mut self, name: &std::ffi::OsStr, key: FileKey) {
