@@ -401,6 +401,34 @@ fn a_state_that_came_and_went_during_the_run_withholds_its_output() {
     }
 }
 
+/// A flood of changes during the run, more than the watches can queue (17,000 files made
+/// and kept, each on its own harmless), withholds the output: what the queue dropped could
+/// have hidden a state.
+#[test]
+fn a_flood_of_changes_during_the_run_withholds_its_output() {
+    let (_t, home, ws) = root_with_plain("plain.txt");
+    std::thread::sleep(Duration::from_millis(300));
+    let rt = runtime();
+    let w = ws.clone();
+    let flood = std::thread::spawn(move || {
+        wait_for_run(&["sleep", "0.75"]);
+        for i in 0..17_000 {
+            std::fs::write(w.join(format!("sub/f{i}")), "x").expect("write");
+        }
+        std::fs::write(w.join("sub/done"), "").expect("done");
+    });
+    // The run ends only once the flood has been made.
+    let script = "sleep 0.75; cat sub/plain.txt; until [ -e sub/done ]; do sleep 0.05; done";
+    let out = run(&rt, &ws, &home, script);
+    flood.join().expect("flood");
+    let error = out.error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with(sandbox::run::WORKSPACE_CHURNED) && error.contains("faster"),
+        "{out:?}"
+    );
+    assert!(out.stdout.is_empty(), "{out:?}");
+}
+
 /// With nothing changing, the check withholds nothing: the same runs read their file.
 #[test]
 fn a_quiet_workspace_withholds_nothing() {

@@ -90,8 +90,17 @@ impl Churn {
             self.hide("the workspace changed faster than its watches could queue".into());
             return;
         }
+        // Once a state was hidden the run's output is withheld whatever follows: nothing
+        // more is kept (a flood of events costs a flag).
+        if self.hidden.is_some() {
+            return;
+        }
+        let entry = F::IN_CREATE | F::IN_DELETE | F::IN_MOVED_FROM | F::IN_MOVED_TO;
         // Events on a watched directory itself name no entry: its parent reports the entry.
         let Some(name) = ev.name else {
+            if ev.mask.intersects(entry) {
+                self.hide("an entry changed and its event named none".into());
+            }
             return;
         };
         let Some(dir) = ev.dir else {
@@ -282,6 +291,7 @@ mod tests {
             ),
             ("the queue overflowed", &[(F::IN_Q_OVERFLOW, 0, "?", "")]),
             ("an entry in an unknown watch", &[(MADE, 0, "?", "x")]),
+            ("an entry event without a name", &[(GONE, 0, "a", "")]),
             (
                 "made and removed, merged into one event",
                 &[(MADE | GONE, 0, "a", "x")],

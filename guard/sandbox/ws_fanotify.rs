@@ -133,6 +133,10 @@ fn for_each_event(buf: &[u8], mut f: impl FnMut(Raw<'_>)) -> Result<(), String> 
     let mut at = 0;
     while at < buf.len() {
         let ev_len = u32_at(buf, at).ok_or_else(|| bad("a cut header"))?;
+        // Another layout than this reads is not guessed at.
+        if buf.get(at + 4) != Some(&libc::FANOTIFY_METADATA_VERSION) {
+            return Err(bad("an unknown metadata version"));
+        }
         let meta_len = u16_at(buf, at + 6).ok_or_else(|| bad("a cut header"))?;
         let mask = buf
             .get(at + 8..at + 16)
@@ -295,6 +299,10 @@ mod tests {
     #[test]
     fn a_cut_or_lying_buffer_is_an_error() {
         let mut ev = vec![0u8; META];
+        ev[..4].copy_from_slice(&(META as u32).to_ne_bytes());
+        ev[6..8].copy_from_slice(&(META as u16).to_ne_bytes());
+        assert!(for_each_event(&ev, |_| {}).is_err(), "an unknown version");
+        ev[4] = libc::FANOTIFY_METADATA_VERSION;
         ev[..4].copy_from_slice(&(META as u32 + 8).to_ne_bytes());
         ev[6..8].copy_from_slice(&(META as u16).to_ne_bytes());
         assert!(
